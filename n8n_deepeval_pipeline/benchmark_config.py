@@ -1,0 +1,245 @@
+"""The benchmark file: one n8n workflow, one dataset, one metric suite, in YAML.
+
+Names follow the seed's nodes (``runsPerRow``, ``columnMapping``, ``passRule``, …).
+Paths are relative to the benchmark file. Every error names the file and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
+
+# DeepEval-side fields a dataset column can be mapped to (the seed Trigger's names).
+MappedField = Literal[
+    "input",
+    "expectedOutput",
+    "actualOutput",
+    "context",
+    "retrievalContext",
+    "expectedTools",
+    "label",
+]
+_NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+
+class DatasetConfig(_Model):
+    """Where the rows come from and how their columns map to DeepEval fields."""
+
+    path: Path
+    format: Literal["csv", "jsonl", "parquet"] | None = Field(
+        default=None, description="Default: from the file extension."
+    )
+    id_column: str = "id"
+    column_mapping: dict[MappedField, str] = Field(
+        default_factory=lambda: {"input": "input", "expectedOutput": "expectedOutput"}
+    )
+    filters: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    limit_rows: bool | None = Field(
+        default=None, description="Cap the rows at maxRows (default: on when maxRows is set)."
+    )
+    max_rows: int | None = Field(default=None, ge=1)
+
+    @field_validator("filters", mode="before")
+    @classmethod
+    def _filters_as_pairs(cls, value: Any) -> Any:
+        # Accept the seed's "column=value" strings as well as a mapping.
+        if isinstance(value, list):
+            pairs: dict[str, str] = {}
+            for item in value:
+                if not isinstance(item, str) or "=" not in item:
+                    raise ValueError(f"filter {item!r} must be written as column=value")
+                column, _, wanted = item.partition("=")
+                pairs[column.strip()] = wanted.strip()
+            return pairs
+        return value
+
+    @model_validator(mode="after")
+    def _known_format(self) -> DatasetConfig:
+        if self.format is None and self.path.suffix.lower() not in _FORMATS_BY_SUFFIX:
+            raise ValueError(
+                f"cannot tell the format of {self.path.name!r}: "
+                "use a .csv, .jsonl or .parquet file, or set 'format'"
+            )
+        return self
+
+    @property
+    def resolved_format(self) -> str:
+        """The file format, from ``format`` or the file extension."""
+        return self.format or _FORMATS_BY_SUFFIX[self.path.suffix.lower()]
+
+    @property
+    def row_limit(self) -> int | None:
+        """How many rows to keep after filtering, or None for all."""
+        if self.limit_rows is False:
+            return None
+        if self.limit_rows and self.max_rows is None:
+            return 100  # the seed Trigger's default maxRows
+        return self.max_rows
+
+
+_FORMATS_BY_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+class RecordedTarget(_Model):
+    """Workflow outputs recorded earlier: a JSONL file keyed by row_id and run_index,
+    or dataset columns whose values every run of a row shares."""
+
+    type: Literal["recorded"] = "recorded"
+    outputs: Path | None = None
+    columns: dict[Literal["output", "intermediateSteps", "label"], str] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecordedTarget:
+        if (self.outputs is None) == (self.columns is None):
+            raise ValueError("a recorded target needs exactly one of 'outputs' or 'columns'")
+        if self.columns is not None and "output" not in self.columns:
+            raise ValueError("'columns' must name the dataset column that holds 'output'")
+        return self
+
+
+class AggregateConfig(_Model):
+    """How one run's metric results become the run's overall success."""
+
+    pass_rule: Literal["allPass", "anyPass", "majorityPass"] = "allPass"
+    metrics: list[str] | None = Field(
+        default=None, description="Metric labels that count (default: all)."
+    )
+
+
+class ConsistencyConfig(_Model):
+    """How repeated runs of a case are compared."""
+
+    group_by_field: Literal["caseId", "rowId"] = "caseId"
+    label_field: str | None = Field(
+        default=None,
+        pattern=r"^(label|output|actualOutput|row\.[^.]+)$",
+        description="label (recorded), output, or row.<dataset column>.",
+    )
+    consistency_basis: Literal["cv", "entropy", "agreement"] = "cv"
+
+    @model_validator(mode="after")
+    def _label_for_label_bases(self) -> ConsistencyConfig:
+        if self.consistency_basis != "cv" and not self.label_field:
+            raise ValueError(f"consistencyBasis '{self.consistency_basis}' needs a labelField")
+        return self
+
+
+class JudgeOverride(_Model):
+    """A judge for this benchmark instead of the judge resource's default."""
+
+    provider: Literal["dry-run", "openai-compatible"]
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = Field(
+        default=None, description="Name of the environment variable that holds the key."
+    )
+
+
+class Benchmark(_Model):
+    """A whole benchmark file."""
+
+    name: str = Field(description="Asset key prefix and DuckDB schema: lower_snake_case.")
+    description: str = ""
+    workflow: Path
+    dataset: DatasetConfig
+    runs_per_row: int = Field(default=1, ge=1, le=100)
+    run_name: str | None = None
+    target: RecordedTarget
+    metrics: list[MetricSpec] = Field(min_length=1)
+    aggregate: AggregateConfig = AggregateConfig()
+    consistency: ConsistencyConfig = ConsistencyConfig()
+    schedule: str = Field(default="0 2 * * *", description="Cron for the nightly re-run.")
+    judge: JudgeOverride | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _identifier(cls, name: str) -> str:
+        if not _NAME_PATTERN.match(name):
+            raise ValueError(
+                "must be lower_snake_case (a-z, 0-9, _; starting with a letter), "
+                "it becomes a DuckDB schema and an asset key prefix"
+            )
+        return name
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, schedule: str) -> str:
+        fields = schedule.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
+            raise ValueError("must be a 5-field cron expression such as '0 2 * * *'")
+        return schedule
+
+    @model_validator(mode="after")
+    def _labels_unique_and_known(self) -> Benchmark:
+        labels = [metric.result_label() for metric in self.metrics]
+        duplicates = sorted({label for label in labels if labels.count(label) > 1})
+        if duplicates:
+            raise ValueError(
+                f"metric labels must be unique, repeated: {', '.join(duplicates)} "
+                "(set 'label' on one of them)"
+            )
+        unknown = sorted(set(self.aggregate.metrics or []) - set(labels))
+        if unknown:
+            raise ValueError(
+                f"aggregate.metrics names unknown metrics {unknown}; known: {labels}"
+            )
+        return self
+
+    @property
+    def metric_labels(self) -> list[str]:
+        """Labels of the metrics, in file order."""
+        return [metric.result_label() for metric in self.metrics]
+
+
+def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+    """Make relative paths relative to the benchmark file, not the working directory."""
+
+    def resolve(container: Any, key: str) -> None:
+        if isinstance(container, dict) and isinstance(container.get(key), str):
+            container[key] = str((base / container[key]).resolve())
+
+    resolve(raw, "workflow")
+    resolve(raw.get("dataset"), "path")
+    resolve(raw.get("target"), "outputs")
+
+
+def parse_benchmark(raw: Any, source: Path) -> Benchmark:
+    """Validate an already-loaded YAML document; errors name ``source``."""
+    if not isinstance(raw, Mapping):
+        raise BenchmarkConfigError(source, ["(top level): must be a mapping of benchmark fields"])
+    document = dict(raw)
+    _resolve_paths(document, source.parent)
+    try:
+        return Benchmark.model_validate(document)
+    except ValidationError as error:
+        raise BenchmarkConfigError(source, describe_validation_error(error)) from None
+
+
+def load_benchmark(path: Path | str) -> Benchmark:
+    """Read and validate a benchmark YAML file."""
+    source = Path(path)
+    try:
+        text = source.read_text(encoding="utf-8")
+    except OSError as error:
+        raise BenchmarkConfigError(source, [f"cannot read the file: {error.strerror}"]) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise BenchmarkConfigError(source, [f"not valid YAML: {error}"]) from None
+    return parse_benchmark(raw, source)

@@ -1,0 +1,170 @@
+"""``n8n-deepeval``: validate, hash, run, backfill and browse benchmarks from a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.workflow_hash import WorkflowShapeError, extract_workflow, workflow_hash
+
+_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@click.group()
+def main() -> None:
+    """Benchmark n8n AI workflows with DeepEval, orchestrated by Dagster."""
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=_FILE)
+def validate(files: tuple[Path, ...]) -> None:
+    """Check benchmark FILES and the workflow, dataset and outputs they point to."""
+    from n8n_deepeval_pipeline.benchmark_check import check_benchmark
+
+    failed = False
+    for path in files:
+        try:
+            _, report = check_benchmark(path)
+        except BenchmarkConfigError as error:
+            click.echo(str(error), err=True)
+            failed = True
+            continue
+        click.echo(
+            f"ok {path}: {report.benchmark} · workflow {report.workflow_hash[:12]} · "
+            f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
+        )
+    sys.exit(1 if failed else 0)
+
+
+@main.command("hash")
+@click.argument("source", type=click.File("r", encoding="utf-8"))
+def hash_command(source: Any) -> None:
+    """Print the workflowHash of an exported workflow or an n8n API response (- for stdin)."""
+    try:
+        document = json.load(source)
+        click.echo(workflow_hash(extract_workflow(document)))
+    except json.JSONDecodeError as error:
+        raise click.ClickException(f"{source.name}: line {error.lineno}: {error.msg}") from None
+    except WorkflowShapeError as error:
+        raise click.ClickException(f"{source.name}: {error}") from None
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
+def metrics(as_json: bool) -> None:
+    """List the metrics a benchmark can use."""
+    if as_json:
+        catalog = [
+            {
+                "slug": entry.slug,
+                "name": entry.name,
+                "category": entry.category,
+                "direction": entry.direction,
+                "needs": {
+                    "judge": entry.needs_judge,
+                    "trace": entry.needs_trace,
+                    "turns": entry.needs_turns,
+                },
+                "requiredFields": list(entry.required_fields),
+                "deepevalClass": entry.deepeval_class,
+                "config": entry.config_model.model_json_schema(by_alias=True),
+            }
+            for entry in CATALOG.values()
+        ]
+        click.echo(json.dumps(catalog, indent=2))
+        return
+    for entry in CATALOG.values():
+        judge = "judge" if entry.needs_judge else "no judge"
+        click.echo(f"{entry.slug:<22} {entry.name:<22} {entry.category:<10} {entry.direction:<17} {judge}")
+
+
+def _runner(path: Path, instance: Any) -> Any:
+    from n8n_deepeval_pipeline.benchmark_check import check_benchmark
+    from n8n_deepeval_pipeline.local_instance import BenchmarkRunner
+
+    benchmark, _ = check_benchmark(path)
+    return BenchmarkRunner(benchmark, path, instance)
+
+
+@main.command()
+@click.argument("file", type=_FILE)
+@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def run(file: Path, fail_under: float | None, as_json: bool) -> None:
+    """Run benchmark FILE for the workflow's current version and print a summary."""
+    from n8n_deepeval_pipeline.local_instance import local_instance
+    from n8n_deepeval_pipeline.summary import render_summary
+
+    try:
+        with local_instance() as instance:
+            runner = _runner(file, instance)
+            partition = runner.register_current_version()
+            click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
+            if not runner.materialise(partition):
+                raise click.ClickException("the benchmark run failed; see the log above")
+            summary = runner.summary(partition)
+    except BenchmarkConfigError as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    if fail_under is not None and summary.pass_rate < fail_under:
+        click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("file", type=_FILE)
+@click.option(
+    "--from",
+    "from_asset",
+    default=None,
+    help="Re-materialise this asset and everything downstream (e.g. metric_scores), "
+    "from stored upstream tables.",
+)
+def backfill(file: Path, from_asset: str | None) -> None:
+    """Re-run benchmark FILE for every workflow version the instance knows."""
+    from n8n_deepeval_pipeline.local_instance import local_instance
+
+    try:
+        with local_instance() as instance:
+            runner = _runner(file, instance)
+            versions = runner.known_versions()
+            if not versions:
+                raise click.ClickException("no known workflow versions: run the benchmark first")
+            failed = []
+            for number, partition in enumerate(versions, start=1):
+                click.echo(f"[{number}/{len(versions)}] workflow {partition[:12]}", err=True)
+                if not runner.materialise(partition, from_asset):
+                    failed.append(partition)
+    except (BenchmarkConfigError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    if failed:
+        raise click.ClickException(f"{len(failed)} version(s) failed: {', '.join(failed)}")
+    click.echo(f"backfilled {len(versions)} version(s)")
+
+
+@main.command()
+@click.option("--port", default=3000, show_default=True)
+def ui(port: int) -> None:
+    """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
+    from n8n_deepeval_pipeline.local_instance import prepare_dagster_home
+
+    home = prepare_dagster_home()
+    click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
+    command = [
+        sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port),
+        "-m", "n8n_deepeval_pipeline.definitions",
+    ]
+    sys.exit(subprocess.call(command, env=os.environ.copy()))
+
+
+if __name__ == "__main__":
+    main()

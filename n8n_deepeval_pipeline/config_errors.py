@@ -1,0 +1,48 @@
+"""Turn pydantic validation errors into messages that name the file and the field path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import ValidationError
+
+
+class BenchmarkConfigError(ValueError):
+    """A benchmark file (or a file it points to) is invalid; the message names file and field."""
+
+    def __init__(self, source: Path | str, problems: list[str]) -> None:
+        self.source = str(source)
+        self.problems = problems
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        super().__init__(f"{self.source}: invalid benchmark\n{listing}")
+
+
+def field_path(location: tuple[int | str, ...]) -> str:
+    """Render a pydantic location as ``metrics[1].threshold``."""
+    path = ""
+    for part in location:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path or "(top level)"
+
+
+def describe_validation_error(error: ValidationError) -> list[str]:
+    """One line per problem: field path, then what is wrong and what is allowed."""
+    problems = []
+    for detail in error.errors(include_url=False):
+        message = detail["msg"]
+        if detail["type"] == "extra_forbidden":
+            message = "unknown field (check the spelling; fields are camelCase)"
+        problems.append(f"{_render_location(tuple(detail['loc']))}: {message}")
+    return problems
+
+
+def _render_location(location: tuple[int | str, ...]) -> str:
+    # A metric entry's location carries its slug (the union tag): metrics[1] (g_eval).criteria
+    if len(location) >= 3 and location[0] == "metrics" and isinstance(location[1], int):
+        head = f"metrics[{location[1]}] ({location[2]})"
+        rest = field_path(location[3:])
+        return head if not location[3:] else f"{head}.{rest}"
+    return field_path(location)

@@ -1,0 +1,161 @@
+"""Dataset rows: read a CSV, JSONL or Parquet file, filter, cap and map its columns.
+
+Mirrors the seed's DeepEval Trigger: filters keep rows whose column equals the value,
+then the row cap applies, then every kept row must carry an id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from n8n_deepeval_pipeline.benchmark_config import DatasetConfig
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+
+_LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
+
+
+class DatasetRow(BaseModel):
+    """One source row with its DeepEval fields mapped (camelCase keys, as in the seed)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    row_id: str
+    position: int  # 1-based position in the source file, for error messages
+    fields: dict[str, Any]
+    raw: dict[str, Any]
+
+
+def read_table(config: DatasetConfig) -> list[dict[str, Any]]:
+    """All records of the dataset file, values as JSON-friendly Python objects."""
+    path = config.path
+    if not path.is_file():
+        raise BenchmarkConfigError(path, ["dataset file not found (dataset.path)"])
+    fmt = config.resolved_format
+    try:
+        if fmt == "csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        elif fmt == "jsonl":
+            frame = pd.read_json(path, lines=True, dtype=False)
+        else:
+            frame = pd.read_parquet(path)
+    except (ValueError, OSError) as error:
+        raise BenchmarkConfigError(path, [f"cannot read as {fmt}: {error}"]) from None
+    return [_plain(record) for record in frame.to_dict(orient="records")]
+
+
+def _plain(record: dict[Any, Any]) -> dict[str, Any]:
+    """Drop pandas' NaN placeholders and numpy scalars."""
+    plain: dict[str, Any] = {}
+    for key, value in record.items():
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if isinstance(value, float) and math.isnan(value):
+            value = None
+        plain[str(key)] = value
+    return plain
+
+
+def _matches(record: dict[str, Any], filters: dict[str, Any]) -> bool:
+    return all(_as_text(record.get(column)) == _as_text(value) for column, value in filters.items())
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
+
+
+def _as_list(value: Any, field: str) -> list[str] | None:
+    """List fields arrive as lists (JSONL, Parquet) or as text (CSV): a JSON array,
+    comma-separated tool names for expectedTools, otherwise one passage."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    text = str(value).strip()
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list):
+            return [str(item) for item in parsed]
+    if field == "expectedTools":
+        return [name.strip() for name in text.split(",") if name.strip()]
+    return [text]
+
+
+def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
+    """Map source columns to DeepEval fields per ``columnMapping``."""
+    mapped: dict[str, Any] = {}
+    for field, column in config.column_mapping.items():
+        value = record.get(column)
+        mapped[field] = _as_list(value, field) if field in _LIST_FIELDS else value
+    return mapped
+
+
+def load_dataset_rows(config: DatasetConfig) -> list[DatasetRow]:
+    """Rows of the benchmark after filters and the row cap, each with a unique id."""
+    records = read_table(config)
+    columns = set().union(*(record.keys() for record in records)) if records else set()
+    _check_columns(config, columns)
+    kept = [
+        (position, record)
+        for position, record in enumerate(records, start=1)
+        if _matches(record, config.filters)
+    ]
+    if config.row_limit is not None:
+        kept = kept[: config.row_limit]
+    return _with_ids(kept, config)
+
+
+def _check_columns(config: DatasetConfig, columns: set[str]) -> None:
+    available = ", ".join(sorted(columns)) or "(none)"
+    problems = [
+        f"dataset.columnMapping.{field}: column {column!r} is not in the file "
+        f"(columns: {available})"
+        for field, column in config.column_mapping.items()
+        if column not in columns
+    ]
+    problems += [
+        f"dataset.filters.{column}: column {column!r} is not in the file (columns: {available})"
+        for column in config.filters
+        if column not in columns
+    ]
+    if config.id_column not in columns:
+        problems.append(
+            f"dataset.idColumn: column {config.id_column!r} is not in the file "
+            f"(columns: {available})"
+        )
+    if problems:
+        raise BenchmarkConfigError(config.path, problems)
+
+
+def _with_ids(kept: list[tuple[int, dict[str, Any]]], config: DatasetConfig) -> list[DatasetRow]:
+    rows: list[DatasetRow] = []
+    seen: dict[str, int] = {}
+    problems: list[str] = []
+    for position, record in kept:
+        row_id = _as_text(record.get(config.id_column)).strip()
+        if not row_id:
+            problems.append(f"row {position}: no id in column {config.id_column!r}")
+            continue
+        if row_id in seen:
+            problems.append(f"row {position}: id {row_id!r} repeats row {seen[row_id]}")
+            continue
+        seen[row_id] = position
+        rows.append(
+            DatasetRow(
+                row_id=row_id, position=position, fields=map_row(record, config), raw=record
+            )
+        )
+    if problems:
+        raise BenchmarkConfigError(config.path, problems)
+    return rows

@@ -1,0 +1,86 @@
+"""What crosses the process boundary: an evaluation task in, its result out."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+ErrorKind = Literal[
+    "missing_input",
+    "invalid_config",
+    "judge_error",
+    "metric_error",
+    "no_output",
+    "worker_crash",
+    "timeout",
+]
+
+
+class JudgeSpec(BaseModel):
+    """Which judge a worker builds. The key travels to the worker, never into results."""
+
+    model_config = ConfigDict(frozen=True)
+
+    provider: Literal["dry-run", "openai-compatible"] = "dry-run"
+    model: str = "dry-run"
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    timeout_s: float = 60.0
+
+    @property
+    def is_dry_run(self) -> bool:
+        """Scores from the dry-run judge are not judgements and are marked as such."""
+        return self.provider == "dry-run"
+
+    @property
+    def label(self) -> str:
+        """Provider and model, safe to store and print."""
+        return "dry-run" if self.is_dry_run else f"{self.provider}:{self.model}"
+
+
+class EvaluationItem(BaseModel):
+    """The n8n-shaped data one metric evaluation reads (snake_case DeepEval names)."""
+
+    input: Any = None
+    actual_output: str | None = None
+    expected_output: str | None = None
+    context: list[str] | None = None
+    retrieval_context: list[str] | None = None
+    expected_tools: list[str] | None = None
+    intermediate_steps: list[Any] | None = None
+
+
+class EvaluationTask(BaseModel):
+    """One metric on one run."""
+
+    task_id: int
+    run_id: str
+    metric_label: str
+    config: dict[str, Any]  # the metric's validated config, dumped by field name
+    item: EvaluationItem
+    judge: JudgeSpec
+    timeout_s: float
+    clean_session: bool = False
+
+
+class EvaluationResult(BaseModel):
+    """A score, or the reason there is none."""
+
+    task_id: int
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    judge_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    worker_pid: int | None = None
+
+    @classmethod
+    def failed(
+        cls, task_id: int, kind: ErrorKind, message: str, **extra: Any
+    ) -> EvaluationResult:
+        """A result that carries only an error."""
+        return cls(task_id=task_id, error=message, error_kind=kind, **extra)

@@ -1,0 +1,55 @@
+"""Where things live on disk: the working folder, the DuckDB file, the benchmarks.
+
+Defaults sit under ``.n8n-deepeval/`` in the current directory; each can be moved with
+an environment variable so the CLI, the UI and the daemon share one instance and one
+database.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+HOME_ENV = "N8N_DEEPEVAL_HOME"
+DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
+BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
+_REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml", "*.benchmark.yml")
+
+
+def home() -> Path:
+    """The project's working folder (default ``./.n8n-deepeval``)."""
+    return Path(os.environ.get(HOME_ENV, ".n8n-deepeval")).resolve()
+
+
+def dagster_home() -> Path:
+    """The local Dagster instance the CLI and the UI share (``$DAGSTER_HOME`` if set)."""
+    configured = os.environ.get("DAGSTER_HOME")
+    return Path(configured).resolve() if configured else home() / "dagster"
+
+
+def database_path() -> Path:
+    """The DuckDB file that holds every benchmark's tables."""
+    configured = os.environ.get(DATABASE_ENV)
+    return Path(configured).resolve() if configured else home() / "results.duckdb"
+
+
+def benchmark_folders() -> list[Path]:
+    """Folders searched for benchmark files: ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep
+    separated), else ``./benchmarks`` and the bundled ``examples``."""
+    configured = os.environ.get(BENCHMARKS_ENV)
+    if configured:
+        return [Path(part).resolve() for part in configured.split(os.pathsep) if part]
+    return [Path("benchmarks").resolve(), _REPO_EXAMPLES]
+
+
+def discover_benchmark_files(folders: list[Path]) -> list[Path]:
+    """Benchmark files (``benchmark.yaml`` or ``*.benchmark.yaml``) under the folders, sorted."""
+    found = {
+        path.resolve()
+        for folder in folders
+        if folder.is_dir()
+        for pattern in BENCHMARK_FILE_PATTERNS
+        for path in folder.rglob(pattern)
+    }
+    return sorted(found)

@@ -1,0 +1,145 @@
+"""The summary of one benchmark run: what ``n8n-deepeval run`` prints."""
+
+from __future__ import annotations
+
+import json
+from statistics import fmean
+
+from pydantic import BaseModel
+
+from n8n_deepeval_pipeline.tables import ConsistencyRow, MetricScoreRow, RunAggregateRow
+
+
+class MetricSummary(BaseModel):
+    """One metric over every run of the partition."""
+
+    metric: str
+    direction: str
+    mean_score: float | None
+    pass_rate: float
+    errors: int
+    dry_run: bool
+
+
+class ConsistencySummary(BaseModel):
+    """Consistency over the cases of the partition."""
+
+    cases: int
+    mean_cv: float | None
+    mean_overall_consistency: float | None
+    mean_pass_at_k: dict[int, float]
+    mean_pass_hat_k: dict[int, float]
+    mean_label_agreement: float | None
+
+
+class BenchmarkSummary(BaseModel):
+    """The headline figures of one workflow version."""
+
+    benchmark: str
+    workflow_hash: str
+    runs: int
+    pass_rate: float
+    mean_overall_score: float | None
+    pass_rule: str
+    judge_calls: int
+    dry_run_judge: bool
+    metrics: list[MetricSummary]
+    consistency: ConsistencySummary
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return fmean(present) if present else None
+
+
+def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
+    ks = sorted({k for row in rows for k in row})
+    return {k: fmean(row[k] for row in rows if k in row) for k in ks}
+
+
+def summarise(
+    benchmark: str,
+    partition: str,
+    scores: list[MetricScoreRow],
+    aggregates: list[RunAggregateRow],
+    consistency: list[ConsistencyRow],
+) -> BenchmarkSummary:
+    """Headline figures from the partition's stored tables."""
+    labels = list(dict.fromkeys(score.metric for score in scores))
+    metrics = []
+    for label in labels:
+        rows = [score for score in scores if score.metric == label]
+        metrics.append(
+            MetricSummary(
+                metric=label,
+                direction=rows[0].direction,
+                mean_score=_mean([row.score for row in rows]),
+                pass_rate=fmean(row.success for row in rows),
+                errors=sum(1 for row in rows if row.error_kind),
+                dry_run=any(row.dry_run for row in rows),
+            )
+        )
+    pass_at = [{int(k): v for k, v in json.loads(row.pass_at_k).items()} for row in consistency]
+    pass_hat = [{int(k): v for k, v in json.loads(row.pass_hat_k).items()} for row in consistency]
+    return BenchmarkSummary(
+        benchmark=benchmark,
+        workflow_hash=partition,
+        runs=len(aggregates),
+        pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
+        mean_overall_score=_mean([row.overall_score for row in aggregates]),
+        pass_rule=aggregates[0].pass_rule if aggregates else "",
+        judge_calls=sum(score.judge_calls for score in scores),
+        dry_run_judge=any(score.dry_run for score in scores),
+        metrics=metrics,
+        consistency=ConsistencySummary(
+            cases=len(consistency),
+            mean_cv=_mean([row.cv for row in consistency]),
+            mean_overall_consistency=_mean([row.overall_consistency for row in consistency]),
+            mean_pass_at_k=_mean_by_k(pass_at),
+            mean_pass_hat_k=_mean_by_k(pass_hat),
+            mean_label_agreement=_mean([row.label_agreement for row in consistency]),
+        ),
+    )
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def render_summary(summary: BenchmarkSummary) -> str:
+    """A plain-text table for the terminal."""
+    width = max([len("metric")] + [len(metric.metric) for metric in summary.metrics])
+    lines = [
+        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
+        f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
+        f"mean overall score {_figure(summary.mean_overall_score)} · "
+        f"judge calls {summary.judge_calls}",
+    ]
+    if summary.dry_run_judge:
+        lines.append(
+            "DRY-RUN JUDGE: judge-backed scores are placeholders, not judgements "
+            "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
+        )
+    lines += ["", f"{'metric':<{width}}  {'mean':>6}  {'pass':>6}  {'errors':>6}  direction"]
+    for metric in summary.metrics:
+        flag = "  (dry-run)" if metric.dry_run else ""
+        lines.append(
+            f"{metric.metric:<{width}}  {_figure(metric.mean_score):>6}  "
+            f"{metric.pass_rate:>6.1%}  {metric.errors:>6}  {metric.direction}{flag}"
+        )
+    lines += _consistency_lines(summary.consistency)
+    return "\n".join(lines)
+
+
+def _consistency_lines(consistency: ConsistencySummary) -> list[str]:
+    pass_at = " ".join(f"@{k} {v:.3f}" for k, v in consistency.mean_pass_at_k.items())
+    pass_hat = " ".join(f"^{k} {v:.3f}" for k, v in consistency.mean_pass_hat_k.items())
+    lines = [
+        "",
+        f"consistency over {consistency.cases} cases: mean cv {_figure(consistency.mean_cv)} · "
+        f"overall consistency {_figure(consistency.mean_overall_consistency)}",
+        f"pass@k {pass_at} · pass^k {pass_hat}",
+    ]
+    if consistency.mean_label_agreement is not None:
+        lines.append(f"label agreement {consistency.mean_label_agreement:.3f}")
+    return lines

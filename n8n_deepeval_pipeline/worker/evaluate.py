@@ -1,0 +1,94 @@
+"""Run one evaluation inside a worker process, then leave DeepEval's globals clean."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from typing import Any
+
+from deepeval.tracing.tracing import trace_manager
+from pydantic import ValidationError
+
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, JudgeSpec
+from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
+from n8n_deepeval_pipeline.worker.metrics import construct_metric
+from n8n_deepeval_pipeline.worker.test_cases import MissingInputError, build_llm_test_case
+
+
+class Evaluator:
+    """Evaluates tasks one at a time; keeps one judge (and its HTTP client) per spec."""
+
+    def __init__(self) -> None:
+        self._usage = UsageCounter()
+        self._judges: dict[str, Any] = {}
+
+    def _judge(self, spec: JudgeSpec) -> Any:
+        key = spec.model_dump_json()
+        if key not in self._judges:
+            self._judges[key] = build_judge(spec, self._usage)
+        return self._judges[key]
+
+    def evaluate(self, task: EvaluationTask) -> EvaluationResult:
+        """Score one task; any failure becomes an error result, never an exception."""
+        self._usage.reset()
+        started = time.perf_counter()
+        try:
+            # A fresh context: context variables set by tracing cannot leak into the next task.
+            result = contextvars.Context().run(self._score, task)
+        finally:
+            reset_deepeval_state()
+        return result.model_copy(
+            update={
+                "latency_s": round(time.perf_counter() - started, 4),
+                "judge_calls": self._usage.calls,
+                "prompt_tokens": self._usage.prompt_tokens,
+                "completion_tokens": self._usage.completion_tokens,
+            }
+        )
+
+    def _score(self, task: EvaluationTask) -> EvaluationResult:
+        entry = CATALOG[task.config["metric"]]
+        try:
+            config = entry.config_model.model_validate(task.config)
+            test_case = build_llm_test_case(task.item, entry.fields_needed(config))
+            metric = construct_metric(entry, config, self._judge(task.judge))
+            metric.measure(test_case)
+        except MissingInputError as error:
+            return EvaluationResult.failed(task.task_id, "missing_input", str(error))
+        except (ValidationError, TypeError) as error:
+            return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
+        except JudgeOutputError as error:
+            return EvaluationResult.failed(task.task_id, "judge_error", str(error))
+        except Exception as error:
+            kind = "judge_error" if _from_judge_client(error) else "metric_error"
+            return EvaluationResult.failed(
+                task.task_id, kind, f"{type(error).__name__}: {_first_line(error)}"
+            )
+        if metric.score is None:
+            message = getattr(metric, "error", None) or "the metric returned no score"
+            return EvaluationResult.failed(task.task_id, "metric_error", str(message))
+        return EvaluationResult(
+            task_id=task.task_id, score=float(metric.score), reason=metric.reason
+        )
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _from_judge_client(error: BaseException) -> bool:
+    return type(error).__module__.split(".")[0] in {"openai", "httpx", "httpcore", "httpx2"}
+
+
+def reset_deepeval_state() -> None:
+    """Drop every trace and span DeepEval's trace manager holds."""
+    trace_manager.clear_traces()
+    trace_manager.active_traces.clear()
+    trace_manager.active_spans.clear()
+
+
+def deepeval_state_is_clean() -> bool:
+    """True when no trace or span is left behind."""
+    return not (trace_manager.traces or trace_manager.active_traces or trace_manager.active_spans)

@@ -1,0 +1,58 @@
+"""Entry point of a worker process: ``python -m n8n_deepeval_pipeline.worker.main FD``.
+
+The parent passes one end of a socket pair as file descriptor FD. The worker imports
+DeepEval (the parent has already sanitised the environment and chosen a scratch
+working directory), says it is ready, then answers one task at a time until the
+connection closes or it is told to stop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from multiprocessing.connection import Connection
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker if the process that started it dies."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass  # not Linux: the closed connection still ends the loop
+
+
+def serve(connection: Connection) -> None:
+    """Answer tasks until the parent hangs up."""
+    from n8n_deepeval_pipeline.evaluation import EvaluationTask
+    from n8n_deepeval_pipeline.worker.evaluate import Evaluator, deepeval_state_is_clean
+
+    evaluator = Evaluator()
+    connection.send({"ready": os.getpid()})
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        result = evaluator.evaluate(EvaluationTask.model_validate(message))
+        connection.send({"result": result.model_dump(), "clean": deepeval_state_is_clean()})
+
+
+def main() -> None:
+    """Run the worker on the file descriptor given as the only argument."""
+    _die_with_parent()
+    connection = Connection(int(sys.argv[1]))
+    try:
+        serve(connection)
+    finally:
+        connection.close()
+
+
+if __name__ == "__main__":
+    main()

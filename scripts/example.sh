@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Run the bundled support-agent benchmark end to end on embedded defaults
+# (local Dagster instance and DuckDB under ./.n8n-deepeval, recorded outputs, dry-run judge).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/bootstrap.sh"
+cd "$root"
+n8n-deepeval run examples/support_agent/benchmark.yaml "$@"
