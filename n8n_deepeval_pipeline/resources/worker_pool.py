@@ -100,14 +100,18 @@ class _Worker:
 
     def _receive(self, timeout_s: float, what: str) -> dict[str, Any]:
         try:
-            if not self.connection.poll(timeout_s):
-                raise TimeoutError(f"{what} took longer than {timeout_s:g} s")
-            message: dict[str, Any] = self.connection.recv()
+            ready = self.connection.poll(timeout_s)
+            message: dict[str, Any] | None = self.connection.recv() if ready else None
         except (EOFError, OSError) as error:
-            code = self.process.poll()
+            try:
+                code = self.process.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                code = None
             raise WorkerCrashed(
                 f"worker {self.pid} died during {what} (exit code {code}): {type(error).__name__}"
             ) from None
+        if message is None:
+            raise TimeoutError(f"{what} took longer than {timeout_s:g} s")
         return message
 
     def stop(self, grace_s: float = 2.0) -> None:

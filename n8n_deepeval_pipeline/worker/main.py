@@ -8,22 +8,27 @@ connection closes or it is told to stop.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import sys
+import threading
+import time
 from multiprocessing.connection import Connection
-
-_PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """Ask Linux to kill this worker if the process that started it dies."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass  # not Linux: the closed connection still ends the loop
+    """Exit as soon as the parent is gone, even in the middle of an evaluation.
+
+    (PR_SET_PDEATHSIG would fire when the parent *thread* that spawned the worker
+    ends, and the pool spawns replacements from short-lived threads.)
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def serve(connection: Connection) -> None:
