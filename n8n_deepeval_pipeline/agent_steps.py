@@ -116,8 +116,6 @@ def synthetic_trace(
     root["available_tools"] = sorted({call.name for call in calls})
     for index, (step, call) in enumerate(zip(steps, calls, strict=True), start=1):
         if step.action.log:
-            root["children"].append(
-                _span("llm", f"reasoning_{index}", user_input, step.action.log)
-            )
+            root["children"].append(_span("llm", f"reasoning_{index}", user_input, step.action.log))
         root["children"].append(_span("tool", call.name, call.input_parameters, call.output))
     return root

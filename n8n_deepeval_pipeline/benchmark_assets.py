@@ -46,7 +46,7 @@ ASSET_NAMES = (
 _PARTITION_METADATA = {"partition_expr": "workflow_hash"}
 
 
-class ScoringConfig(dg.Config):  # type: ignore[misc]
+class ScoringConfig(dg.Config):
     """Launch-time knobs of the scoring step."""
 
     timeout_s: float | None = None
@@ -96,7 +96,9 @@ def build_benchmark_assets(
         "metadata": _PARTITION_METADATA,
     }
 
-    @dg.asset(name="workflow_snapshot", description="The workflow version of this partition.", **common)
+    @dg.asset(
+        name="workflow_snapshot", description="The workflow version of this partition.", **common
+    )
     def workflow_snapshot(context: dg.AssetExecutionContext) -> pd.DataFrame:
         workflow = read_workflow(benchmark.workflow)
         row = tables_of.snapshot_row(workflow, benchmark.workflow, context.partition_key)
@@ -117,7 +119,9 @@ def build_benchmark_assets(
         ins=_ins(benchmark, "dataset_rows"),
         **common,
     )
-    def expanded_runs(context: dg.AssetExecutionContext, dataset_rows: pd.DataFrame) -> pd.DataFrame:
+    def expanded_runs(
+        context: dg.AssetExecutionContext, dataset_rows: pd.DataFrame
+    ) -> pd.DataFrame:
         rows = from_frame(DatasetRowRecord, dataset_rows)
         runs = expand_runs(
             context.partition_key,
@@ -200,7 +204,9 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext, expanded_runs: pd.DataFrame, metric_scores: pd.DataFrame
     ) -> pd.DataFrame:
         rows = tables_of.run_aggregate_rows(
-            benchmark, from_frame(ExpandedRunRow, expanded_runs), from_frame(MetricScoreRow, metric_scores)
+            benchmark,
+            from_frame(ExpandedRunRow, expanded_runs),
+            from_frame(MetricScoreRow, metric_scores),
         )
         passed = [row.overall_success for row in rows]
         context.add_output_metadata(
@@ -212,7 +218,12 @@ def build_benchmark_assets(
         name="consistency_stats",
         description="Per-case consistency of repeated runs, pass@k and pass^k.",
         ins=_ins(
-            benchmark, "expanded_runs", "run_aggregates", "metric_scores", "agent_outputs", "dataset_rows"
+            benchmark,
+            "expanded_runs",
+            "run_aggregates",
+            "metric_scores",
+            "agent_outputs",
+            "dataset_rows",
         ),
         **common,
     )

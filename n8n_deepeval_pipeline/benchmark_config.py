@@ -28,6 +28,10 @@ MappedField = Literal[
     "expectedTools",
     "label",
 ]
+# What a recorded target can read from dataset columns.
+RecordedColumn = Literal["output", "intermediateSteps", "label"]
+# The seed Trigger's default columnMapping.
+_SEED_MAPPING: dict[MappedField, str] = {"input": "input", "expectedOutput": "expectedOutput"}
 _NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
@@ -46,9 +50,7 @@ class DatasetConfig(_Model):
         default=None, description="Default: from the file extension."
     )
     id_column: str = "id"
-    column_mapping: dict[MappedField, str] = Field(
-        default_factory=lambda: {"input": "input", "expectedOutput": "expectedOutput"}
-    )
+    column_mapping: dict[MappedField, str] = Field(default_factory=lambda: dict(_SEED_MAPPING))
     filters: dict[str, str | int | float | bool] = Field(default_factory=dict)
     limit_rows: bool | None = Field(
         default=None, description="Cap the rows at maxRows (default: on when maxRows is set)."
@@ -97,12 +99,15 @@ _FORMATS_BY_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".pa
 
 
 class RecordedTarget(_Model):
-    """Workflow outputs recorded earlier: a JSONL file keyed by row_id and run_index,
-    or dataset columns whose values every run of a row shares."""
+    """Workflow outputs recorded earlier.
+
+    Either a JSONL file keyed by row_id and run_index, or dataset columns whose values
+    every run of a row shares.
+    """
 
     type: Literal["recorded"] = "recorded"
     outputs: Path | None = None
-    columns: dict[Literal["output", "intermediateSteps", "label"], str] | None = None
+    columns: dict[RecordedColumn, str] | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> RecordedTarget:
@@ -196,9 +201,7 @@ class Benchmark(_Model):
             )
         unknown = sorted(set(self.aggregate.metrics or []) - set(labels))
         if unknown:
-            raise ValueError(
-                f"aggregate.metrics names unknown metrics {unknown}; known: {labels}"
-            )
+            raise ValueError(f"aggregate.metrics names unknown metrics {unknown}; known: {labels}")
         return self
 
     @property

@@ -84,7 +84,9 @@ def metrics(as_json: bool) -> None:
         return
     for entry in CATALOG.values():
         judge = "judge" if entry.needs_judge else "no judge"
-        click.echo(f"{entry.slug:<22} {entry.name:<22} {entry.category:<10} {entry.direction:<17} {judge}")
+        click.echo(
+            f"{entry.slug:<22} {entry.name:<22} {entry.category:<10} {entry.direction:<17} {judge}"
+        )
 
 
 def _runner(path: Path, instance: Any) -> Any:
@@ -97,7 +99,9 @@ def _runner(path: Path, instance: Any) -> Any:
 
 @main.command()
 @click.argument("file", type=_FILE)
-@click.option("--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE.")
+@click.option(
+    "--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def run(file: Path, fail_under: float | None, as_json: bool) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary."""
@@ -160,8 +164,16 @@ def ui(port: int) -> None:
     home = prepare_dagster_home()
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
     command = [
-        sys.executable, "-m", "dagster", "dev", "-h", "127.0.0.1", "-p", str(port),
-        "-m", "n8n_deepeval_pipeline.definitions",
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "-m",
+        "n8n_deepeval_pipeline.definitions",
     ]
     sys.exit(subprocess.call(command, env=os.environ.copy()))
 

@@ -149,7 +149,9 @@ def _metric_stats(runs: list[RunResult]) -> list[MetricStats]:
     return stats
 
 
-def _overall(basis: Basis, per_metric: list[MetricStats], labels: LabelStats | None) -> float | None:
+def _overall(
+    basis: Basis, per_metric: list[MetricStats], labels: LabelStats | None
+) -> float | None:
     if basis == "cv":
         cvs = [stats.cv for stats in per_metric if stats.cv is not None]
         return 1.0 - min(1.0, fmean(cvs)) if cvs else 0.0

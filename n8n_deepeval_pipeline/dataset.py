@@ -73,8 +73,11 @@ def _as_text(value: Any) -> str:
 
 
 def _as_list(value: Any, field: str) -> list[str] | None:
-    """List fields arrive as lists (JSONL, Parquet) or as text (CSV): a JSON array,
-    comma-separated tool names for expectedTools, otherwise one passage."""
+    """A list field from a list (JSONL, Parquet) or from text (CSV).
+
+    Text is read as a JSON array, as comma-separated names for expectedTools, or else
+    as one passage.
+    """
     if value is None or value == "":
         return None
     if isinstance(value, list):
@@ -152,9 +155,7 @@ def _with_ids(kept: list[tuple[int, dict[str, Any]]], config: DatasetConfig) -> 
             continue
         seen[row_id] = position
         rows.append(
-            DatasetRow(
-                row_id=row_id, position=position, fields=map_row(record, config), raw=record
-            )
+            DatasetRow(row_id=row_id, position=position, fields=map_row(record, config), raw=record)
         )
     if problems:
         raise BenchmarkConfigError(config.path, problems)

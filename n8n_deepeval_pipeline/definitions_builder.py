@@ -47,7 +47,10 @@ def build_resources() -> dict[str, object]:
 
 
 def build_definitions(benchmark_files: list[Path]) -> dg.Definitions:
-    """Definitions for the given benchmark files (loading reads files only, never n8n or a judge)."""
+    """Definitions for the given benchmark files.
+
+    Loading reads files only; it never calls n8n or a judge.
+    """
     assets: list[dg.AssetsDefinition] = []
     jobs, schedules, sensors = [], [], []
     names: dict[str, Path] = {}
@@ -55,8 +58,9 @@ def build_definitions(benchmark_files: list[Path]) -> dg.Definitions:
         benchmark = load_benchmark(path)
         _check_schema_name(benchmark)
         if benchmark.name in names:
+            used_by = names[benchmark.name]
             raise ValueError(
-                f"{path}: benchmark name {benchmark.name!r} is already used by {names[benchmark.name]}"
+                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
             )
         names[benchmark.name] = path
         group, partitions = build_benchmark_assets(benchmark, path)

@@ -79,8 +79,6 @@ class EvaluationResult(BaseModel):
     worker_pid: int | None = None
 
     @classmethod
-    def failed(
-        cls, task_id: int, kind: ErrorKind, message: str, **extra: Any
-    ) -> EvaluationResult:
+    def failed(cls, task_id: int, kind: ErrorKind, message: str, **extra: Any) -> EvaluationResult:
         """A result that carries only an error."""
         return cls(task_id=task_id, error=message, error_kind=kind, **extra)

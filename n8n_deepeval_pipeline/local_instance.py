@@ -18,8 +18,8 @@ from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables import (
     ConsistencyRow,
     MetricScoreRow,
-    RunAggregateRow,
     Row,
+    RunAggregateRow,
     from_frame,
 )
 

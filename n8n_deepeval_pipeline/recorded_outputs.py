@@ -8,12 +8,13 @@ columns whose values every run of the row shares.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from n8n_deepeval_pipeline.benchmark_config import RecordedTarget
+from n8n_deepeval_pipeline.benchmark_config import RecordedColumn, RecordedTarget
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, field_path
 from n8n_deepeval_pipeline.dataset import DatasetRow
 from n8n_deepeval_pipeline.runs import ExpandedRun
@@ -121,7 +122,9 @@ def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
     )
 
 
-def _from_columns(run: ExpandedRun, raw: dict[str, Any], columns: dict[str, str]) -> AgentOutput:
+def _from_columns(
+    run: ExpandedRun, raw: dict[str, Any], columns: Mapping[RecordedColumn, str]
+) -> AgentOutput:
     label = raw.get(columns["label"]) if "label" in columns else None
     return AgentOutput(
         run_id=run.run_id,

@@ -30,7 +30,7 @@ def run_id(case: str, run_index: int) -> str:
 
 def expand_runs(workflow_hash: str, rows: list[DatasetRow], runs_per_row: int) -> list[ExpandedRun]:
     """Rows × runsPerRow, row-major: all runs of the first row, then the next row."""
-    runs = []
+    runs: list[ExpandedRun] = []
     for row in rows:
         case = case_id(workflow_hash, row.row_id)
         runs.extend(

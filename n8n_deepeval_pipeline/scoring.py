@@ -13,7 +13,7 @@ def effective_threshold(threshold: float, strict_mode: bool, direction: Directio
 
 
 def passes(score: float | None, threshold: float, direction: Direction) -> bool:
-    """``score >= threshold`` (or ``<=`` for Bias, Toxicity, Hallucination, Misuse); no score fails."""
+    """``score >= threshold``, or ``<=`` for lower-is-better metrics; no score fails."""
     if score is None:
         return False
     return score >= threshold if direction == "higher_is_better" else score <= threshold

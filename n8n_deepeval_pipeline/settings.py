@@ -35,8 +35,11 @@ def database_path() -> Path:
 
 
 def benchmark_folders() -> list[Path]:
-    """Folders searched for benchmark files: ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep
-    separated), else ``./benchmarks`` and the bundled ``examples``."""
+    """Folders searched for benchmark files.
+
+    ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep separated), else ``./benchmarks`` and the
+    bundled ``examples``.
+    """
     configured = os.environ.get(BENCHMARKS_ENV)
     if configured:
         return [Path(part).resolve() for part in configured.split(os.pathsep) if part]

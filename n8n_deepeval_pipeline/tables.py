@@ -7,6 +7,7 @@ are stored as JSON text.
 
 from __future__ import annotations
 
+import math
 import types
 from datetime import datetime
 from typing import Any, TypeVar, Union, get_args, get_origin
@@ -167,5 +168,17 @@ def to_frame(model: type[Row], rows: list[Row]) -> pd.DataFrame:
 
 def from_frame(model: type[Row], frame: pd.DataFrame) -> list[Row]:
     """Rows of a stored table, validated back into their model."""
-    plain = frame.astype(object).where(frame.notna(), None)
-    return [model.model_validate(record) for record in plain.to_dict(orient="records")]
+    return [
+        model.model_validate({str(k): None if _is_missing(v) else v for k, v in record.items()})
+        for record in frame.to_dict(orient="records")
+    ]
+
+
+def _is_missing(value: Any) -> bool:
+    """NaN, NA and NaT as DuckDB hands back NULLs in numeric and time columns."""
+    return (
+        value is None
+        or value is pd.NA
+        or value is pd.NaT
+        or (isinstance(value, float) and math.isnan(value))
+    )

@@ -46,7 +46,9 @@ def test_several_steps_with_string_inputs_json_text_and_unnamed_tool():
 
 
 def test_snake_case_variant_is_accepted():
-    (call,) = tool_calls(parse_intermediate_steps([{"action": {"tool": "t", "tool_input": {"a": 1}}}]))
+    (call,) = tool_calls(
+        parse_intermediate_steps([{"action": {"tool": "t", "tool_input": {"a": 1}}}])
+    )
     assert call.input_parameters == {"a": 1}
 
 

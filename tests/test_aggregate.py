@@ -57,4 +57,7 @@ def test_an_errored_metric_fails_and_has_no_score():
     assert (result.passed, result.counted, result.errors) == (1, 2, 1)
     assert result.overall_score == pytest.approx(0.9)
     assert result.overall_success is True
-    assert aggregate_run([outcome("loop", None, False, error="timeout")], "allPass").overall_score is None
+    assert (
+        aggregate_run([outcome("loop", None, False, error="timeout")], "allPass").overall_score
+        is None
+    )

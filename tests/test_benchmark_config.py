@@ -41,7 +41,10 @@ def test_defaults_follow_the_seed_and_paths_are_relative_to_the_file(tmp_path):
     assert benchmark.schedule == "0 2 * * *"
     assert benchmark.workflow == tmp_path / "workflow.json"
     assert benchmark.dataset.path == tmp_path / "rows.csv"
-    assert benchmark.dataset.column_mapping == {"input": "input", "expectedOutput": "expectedOutput"}
+    assert benchmark.dataset.column_mapping == {
+        "input": "input",
+        "expectedOutput": "expectedOutput",
+    }
     assert benchmark.metrics[0].threshold == 1.0
 
 
@@ -54,7 +57,9 @@ def test_unknown_metric_slug_lists_the_valid_ones(tmp_path):
 def test_metric_option_errors_name_metric_index_slug_and_option(tmp_path):
     found = problems(
         tmp_path,
-        with_changes(metrics=[{"metric": "exact_match"}, {"metric": "pattern_match", "treshold": 2}]),
+        with_changes(
+            metrics=[{"metric": "exact_match"}, {"metric": "pattern_match", "treshold": 2}]
+        ),
     )
     assert "metrics[1] (pattern_match).pattern: Field required" in found
     assert any(p.startswith("metrics[1] (pattern_match).treshold: unknown field") for p in found)
@@ -67,7 +72,9 @@ def test_g_eval_needs_criteria_xor_steps_and_evaluation_params(tmp_path):
         "metrics[0] (g_eval): Value error, G-Eval needs exactly one of 'criteria' or "
         "'evaluationSteps' (not both, not neither)"
     )
-    found = problems(tmp_path, with_changes(metrics=[{"metric": "g_eval", "name": "x", "criteria": "c"}]))
+    found = problems(
+        tmp_path, with_changes(metrics=[{"metric": "g_eval", "name": "x", "criteria": "c"}])
+    )
     assert found == ["metrics[0] (g_eval).evaluationParams: Field required"]
 
 
@@ -112,7 +119,9 @@ def test_duplicate_labels_and_unknown_aggregate_metrics_are_refused(tmp_path):
 
 
 def test_column_mapping_field_names_are_checked(tmp_path):
-    found = problems(tmp_path, with_changes(dataset={"path": "rows.csv", "columnMapping": {"question": "q"}}))
+    found = problems(
+        tmp_path, with_changes(dataset={"path": "rows.csv", "columnMapping": {"question": "q"}})
+    )
     assert any(p.startswith("dataset.columnMapping.question") for p in found)
 
 

@@ -18,14 +18,22 @@ def config(tmp_path, **options):
     path = tmp_path / "rows.csv"
     if not path.exists():
         path.write_text(CSV, encoding="utf-8")
-    mapping = {"input": "input", "expectedOutput": "expectedOutput", "expectedTools": "expectedTools"}
+    mapping = {
+        "input": "input",
+        "expectedOutput": "expectedOutput",
+        "expectedTools": "expectedTools",
+    }
     return DatasetConfig.model_validate({"path": path, "columnMapping": mapping, **options})
 
 
 def test_columns_are_mapped_and_list_fields_parsed(tmp_path):
     rows = load_dataset_rows(config(tmp_path))
     assert [row.row_id for row in rows] == ["r1", "r2", "r3", "r4"]
-    assert rows[0].fields == {"input": "What is 2+2?", "expectedOutput": "4", "expectedTools": ["calculator"]}
+    assert rows[0].fields == {
+        "input": "What is 2+2?",
+        "expectedOutput": "4",
+        "expectedTools": ["calculator"],
+    }
     assert rows[1].fields["expectedTools"] == ["order_lookup", "calculator"]
     assert rows[2].fields["expectedTools"] == []
     assert rows[3].fields["expectedTools"] == ["a", "b"]
@@ -36,23 +44,41 @@ def test_filters_then_row_cap(tmp_path):
     rows = load_dataset_rows(config(tmp_path, filters=["split=test"], maxRows=2))
     assert [row.row_id for row in rows] == ["r1", "r3"]
     assert [row.position for row in rows] == [1, 3]
-    assert len(load_dataset_rows(config(tmp_path, filters={"split": "test"}, limitRows=False, maxRows=1))) == 3
+    assert (
+        len(
+            load_dataset_rows(
+                config(tmp_path, filters={"split": "test"}, limitRows=False, maxRows=1)
+            )
+        )
+        == 3
+    )
 
 
 def test_jsonl_and_parquet_give_the_same_rows(tmp_path):
     records = [{"id": 1, "input": "a", "expectedOutput": "b", "expectedTools": ["t"]}]
-    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in records), encoding="utf-8")
+    (tmp_path / "rows.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in records), encoding="utf-8"
+    )
     import pandas as pd
 
     pd.DataFrame(records).to_parquet(tmp_path / "rows.parquet")
-    mapping = {"input": "input", "expectedOutput": "expectedOutput", "expectedTools": "expectedTools"}
+    mapping = {
+        "input": "input",
+        "expectedOutput": "expectedOutput",
+        "expectedTools": "expectedTools",
+    }
     for name in ("rows.jsonl", "rows.parquet"):
         (row,) = load_dataset_rows(DatasetConfig(path=tmp_path / name, columnMapping=mapping))
-        assert (row.row_id, row.fields) == ("1", {"input": "a", "expectedOutput": "b", "expectedTools": ["t"]})
+        assert (row.row_id, row.fields) == (
+            "1",
+            {"input": "a", "expectedOutput": "b", "expectedTools": ["t"]},
+        )
 
 
 def test_rows_without_id_or_with_repeated_id_are_named(tmp_path):
-    (tmp_path / "rows.csv").write_text("id,input,expectedOutput\n,a,b\nx,c,d\nx,e,f\n", encoding="utf-8")
+    (tmp_path / "rows.csv").write_text(
+        "id,input,expectedOutput\n,a,b\nx,c,d\nx,e,f\n", encoding="utf-8"
+    )
     with pytest.raises(BenchmarkConfigError) as caught:
         load_dataset_rows(DatasetConfig(path=tmp_path / "rows.csv"))
     assert caught.value.problems == [

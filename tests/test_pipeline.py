@@ -35,7 +35,9 @@ def query(database: Path, sql: str) -> list[tuple]:
         return connection.execute(sql).fetchall()
 
 
-def test_materialised_partition_is_stored_and_rematerialising_replaces_it(example_copy, environment):
+def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
+    example_copy, environment
+):
     defs = build_definitions([example_copy])
     key = current_hash(load_benchmark(example_copy))
     with dg.instance_for_test() as instance:
@@ -66,8 +68,15 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(exampl
         "run_aggregates": 27,
         "consistency_stats": 9,
     }
-    assert query(environment, "select distinct workflow_hash from support_agent.metric_scores") == [(key,)]
-    run_ids = [r[0] for r in query(environment, "select run_id from support_agent.expanded_runs order by run_id")]
+    assert query(environment, "select distinct workflow_hash from support_agent.metric_scores") == [
+        (key,)
+    ]
+    run_ids = [
+        r[0]
+        for r in query(
+            environment, "select run_id from support_agent.expanded_runs order by run_id"
+        )
+    ]
     assert f"{key}:refund:2" in run_ids
 
     # recorded values reach the table: the refund run 1 called a denied tool
@@ -83,7 +92,10 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(exampl
         "where error_kind is not null group by all",
     )
     assert errors == [("agent_loop_detection", "missing_input", 7)]
-    dry = query(environment, "select distinct metric from support_agent.metric_scores where dry_run order by 1")
+    dry = query(
+        environment,
+        "select distinct metric from support_agent.metric_scores where dry_run order by 1",
+    )
     assert dry == [("bias",), ("helpfulness",)]
 
     # aggregates follow the pass rule over the counted metrics only
@@ -94,7 +106,9 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(exampl
         "where s.metric not in ('exact_answer', 'agent_loop_detection') group by all",
     )
     assert len(aggregates) == 27
-    assert all(success == all_passed and counted == 5 for _, success, counted, all_passed in aggregates)
+    assert all(
+        success == all_passed and counted == 5 for _, success, counted, all_passed in aggregates
+    )
 
     # consistency of a case whose three runs are identical and one whose labels differ
     stats = dict(
@@ -126,9 +140,9 @@ def test_changed_workflow_is_a_new_partition_and_old_rows_stay(example_copy, env
             partition_key=old, instance=instance, raise_on_error=False
         )
     assert not failed.success  # that version's workflow is no longer on disk
-    assert query(environment, "select workflow_hash, count(*) from support_agent.run_aggregates group by 1") == [
-        (new, 27)
-    ]
+    assert query(
+        environment, "select workflow_hash, count(*) from support_agent.run_aggregates group by 1"
+    ) == [(new, 27)]
 
 
 def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environment):

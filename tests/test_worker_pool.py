@@ -13,7 +13,10 @@ from n8n_deepeval_pipeline.resources.worker_pool import WorkerPool
 
 pytestmark = pytest.mark.slow
 
-LOOKUP = {"action": {"tool": "order_lookup", "toolInput": {"orderId": "A1"}, "log": "look up"}, "observation": "ok"}
+LOOKUP = {
+    "action": {"tool": "order_lookup", "toolInput": {"orderId": "A1"}, "log": "look up"},
+    "observation": "ok",
+}
 CALC = {"action": {"tool": "calculator", "toolInput": "2+2", "log": "add"}, "observation": "4"}
 ITEM = EvaluationItem(
     input="Where is order A1 and what is 2+2?",
@@ -32,7 +35,10 @@ def pool():
     pool.close()
 
 
-def task(config, item=ITEM, task_id=0, judge=JudgeSpec(), **options):
+DRY_RUN = JudgeSpec()
+
+
+def task(config, item=ITEM, task_id=0, judge=DRY_RUN, **options):
     return EvaluationTask(
         task_id=task_id,
         run_id="h:r:0",
@@ -139,7 +145,12 @@ def silent_judge():
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     port = server.getsockname()[1]
-    yield JudgeSpec(provider="openai-compatible", model="m", base_url=f"http://127.0.0.1:{port}/v1", timeout_s=120)
+    yield JudgeSpec(
+        provider="openai-compatible",
+        model="m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        timeout_s=120,
+    )
     stop.set()
     thread.join()
     for connection in accepted:
@@ -165,7 +176,9 @@ def test_killed_worker_is_replaced_and_only_its_evaluation_errors(pool, silent_j
     killer = threading.Thread(target=kill_busy_worker)
     killer.start()
     hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge, timeout_s=60)
-    results = evaluate(pool, hanging, *(task({"metric": "exact_match"}, task_id=i) for i in range(1, 6)))
+    results = evaluate(
+        pool, hanging, *(task({"metric": "exact_match"}, task_id=i) for i in range(1, 6))
+    )
     killer.join()
     assert results[0].error_kind == "worker_crash"
     assert "died during evaluation" in results[0].error

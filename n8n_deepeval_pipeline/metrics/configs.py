@@ -42,7 +42,8 @@ class MetricConfig(BaseModel):
     )
     threshold: float = Field(default=0.5, ge=0, le=1, description="Pass cutoff.")
     strict_mode: bool = Field(
-        default=False, description="Binary 1/0 scoring; pins the threshold (1, or 0 if lower is better)."
+        default=False,
+        description="Binary 1/0 scoring; pins the threshold (1, or 0 if lower is better).",
     )
     verbose_mode: bool = False
     clean_session: bool = Field(
@@ -95,7 +96,8 @@ class GEvalConfig(MetricConfig):
     def _criteria_xor_steps(self) -> GEvalConfig:
         if (self.criteria is None) == (self.evaluation_steps is None):
             raise ValueError(
-                "G-Eval needs exactly one of 'criteria' or 'evaluationSteps' (not both, not neither)"
+                "G-Eval needs exactly one of 'criteria' or 'evaluationSteps' "
+                "(not both, not neither)"
             )
         return self
 

@@ -8,7 +8,6 @@ never logged or stored (tables record the provider and model only).
 from __future__ import annotations
 
 import os
-from typing import Literal
 
 import dagster as dg
 from pydantic import Field, SecretStr
@@ -21,10 +20,10 @@ class JudgeConfigError(ValueError):
     """The judge cannot be built from the configuration given."""
 
 
-class JudgeResource(dg.ConfigurableResource):  # type: ignore[misc]
+class JudgeResource(dg.ConfigurableResource):
     """Default judge for every benchmark: ``dry-run`` or an OpenAI-compatible endpoint."""
 
-    provider: Literal["dry-run", "openai-compatible"] = "dry-run"
+    provider: str = Field(default="dry-run", description="dry-run or openai-compatible")
     model: str = "dry-run"
     base_url: str | None = Field(default=None, description="e.g. http://127.0.0.1:11434/v1")
     api_key: str | None = Field(default=None, description="Set from an environment variable.")
@@ -44,7 +43,8 @@ class JudgeResource(dg.ConfigurableResource):  # type: ignore[misc]
             key = os.environ.get(override.api_key_env) if override.api_key_env else self.api_key
             spec = JudgeSpec(
                 provider=override.provider,
-                model=override.model or ("dry-run" if override.provider == "dry-run" else self.model),
+                model=override.model
+                or ("dry-run" if override.provider == "dry-run" else self.model),
                 base_url=override.base_url or self.base_url,
                 api_key=SecretStr(key) if key else None,
                 timeout_s=self.timeout_s,

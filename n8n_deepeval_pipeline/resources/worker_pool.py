@@ -9,6 +9,7 @@ the worker after its evaluation.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import queue
@@ -69,7 +70,12 @@ class _Worker:
         self.connection: Connection = parent_end
         with log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "n8n_deepeval_pipeline.worker.main", str(child_end.fileno())],
+                [
+                    sys.executable,
+                    "-m",
+                    "n8n_deepeval_pipeline.worker.main",
+                    str(child_end.fileno()),
+                ],
                 pass_fds=[child_end.fileno()],
                 env=worker_environment(),
                 cwd=scratch,
@@ -115,10 +121,8 @@ class _Worker:
         return message
 
     def stop(self, grace_s: float = 2.0) -> None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             self.connection.send(None)
-        except (OSError, ValueError):
-            pass
         try:
             self.process.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
@@ -230,13 +234,19 @@ class WorkerPool:
         except TimeoutError as error:
             self._replace(slot)
             return EvaluationResult.failed(
-                task.task_id, "timeout", f"evaluation killed: {error}", worker_pid=worker.pid,
+                task.task_id,
+                "timeout",
+                f"evaluation killed: {error}",
+                worker_pid=worker.pid,
                 latency_s=round(time.perf_counter() - started, 4),
             )
         except WorkerCrashed as error:
             self._replace(slot)
             return EvaluationResult.failed(
-                task.task_id, "worker_crash", str(error), worker_pid=worker.pid,
+                task.task_id,
+                "worker_crash",
+                str(error),
+                worker_pid=worker.pid,
                 latency_s=round(time.perf_counter() - started, 4),
             )
         result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
@@ -254,7 +264,7 @@ class WorkerPool:
             self._scratch = None
 
 
-class WorkerPoolResource(dg.ConfigurableResource):  # type: ignore[misc]
+class WorkerPoolResource(dg.ConfigurableResource):
     """The worker pool as a Dagster resource: started on first use, stopped with the step."""
 
     size: int = 4

@@ -9,7 +9,7 @@ from typing import Any
 from deepeval.tracing.tracing import trace_manager
 from pydantic import ValidationError
 
-from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, JudgeSpec
+from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask, JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
 from n8n_deepeval_pipeline.worker.metrics import construct_metric
@@ -61,7 +61,7 @@ class Evaluator:
         except JudgeOutputError as error:
             return EvaluationResult.failed(task.task_id, "judge_error", str(error))
         except Exception as error:
-            kind = "judge_error" if _from_judge_client(error) else "metric_error"
+            kind: ErrorKind = "judge_error" if _from_judge_client(error) else "metric_error"
             return EvaluationResult.failed(
                 task.task_id, kind, f"{type(error).__name__}: {_first_line(error)}"
             )

@@ -52,8 +52,7 @@ class _Filler:
 
     def model(self, schema: type[BaseModel]) -> dict[str, Any]:
         return {
-            name: self.value(field.annotation, name)
-            for name, field in schema.model_fields.items()
+            name: self.value(field.annotation, name) for name, field in schema.model_fields.items()
         }
 
     def value(self, annotation: Any, name: str) -> Any:

@@ -46,7 +46,9 @@ def _deepeval_tool_call(call: ToolCallData) -> ToolCall:
     )
 
 
-def _missing(item: EvaluationItem, needed: tuple[ItemField, ...], steps: list[Any] | None) -> list[ItemField]:
+def _missing(
+    item: EvaluationItem, needed: tuple[ItemField, ...], steps: list[Any] | None
+) -> list[ItemField]:
     present: dict[ItemField, bool] = {
         "input": item.input not in (None, ""),
         "actual_output": item.actual_output is not None,

@@ -1,0 +1,108 @@
+import json
+
+import duckdb
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.workflow_hash import workflow_hash
+from tests.conftest import EXAMPLE
+
+
+def test_hash_of_a_file_and_of_stdin_agree_with_the_library():
+    text = (EXAMPLE / "workflow.json").read_text()
+    expected = workflow_hash(json.loads(text))
+    runner = CliRunner()
+    from_file = runner.invoke(main, ["hash", str(EXAMPLE / "workflow.json")])
+    from_stdin = runner.invoke(main, ["hash", "-"], input=json.dumps({"data": json.loads(text)}))
+    assert from_file.output.strip() == expected == from_stdin.output.strip()
+    assert len(expected) == 64
+    bad = runner.invoke(main, ["hash", "-"], input='{"name": 1}')
+    assert bad.exit_code == 1 and "no 'nodes' list" in bad.output
+
+
+def test_validate_reports_what_will_run_and_fails_with_field_paths(example_copy):
+    runner = CliRunner()
+    ok = runner.invoke(main, ["validate", str(example_copy)])
+    assert ok.exit_code == 0
+    assert "support_agent" in ok.output and "9 rows · 27 runs · 7 metrics" in ok.output
+
+    document = yaml.safe_load(example_copy.read_text())
+    document["runsPerRow"] = "three"
+    document["metrics"][1].pop("allowedTools")
+    document["metrics"][1].pop("deniedTools")
+    example_copy.write_text(yaml.safe_dump(document))
+    bad = runner.invoke(main, ["validate", str(example_copy)])
+    assert bad.exit_code == 1
+    assert str(example_copy) in bad.output
+    assert "runsPerRow: Input should be a valid integer" in bad.output
+    assert "metrics[1] (tool_permission): Value error, Tool Permission needs" in bad.output
+
+
+def test_validate_checks_the_files_the_benchmark_points_to(example_copy):
+    (example_copy.parent / "dataset.csv").write_text("key,input\n1,a\n")
+    result = CliRunner().invoke(main, ["validate", str(example_copy)])
+    assert result.exit_code == 1
+    assert "dataset.idColumn: column 'id' is not in the file (columns: input, key)" in result.output
+
+
+def test_metrics_json_lists_the_catalog_with_config_schemas():
+    result = CliRunner().invoke(main, ["metrics", "--json"])
+    catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
+    assert set(catalog) == {
+        "g_eval",
+        "bias",
+        "tool_correctness",
+        "tool_permission",
+        "agent_loop_detection",
+        "exact_match",
+        "pattern_match",
+    }
+    assert catalog["bias"]["direction"] == "lower_is_better"
+    assert catalog["agent_loop_detection"]["needs"] == {
+        "judge": False,
+        "trace": True,
+        "turns": False,
+    }
+    assert catalog["tool_permission"]["config"]["properties"]["threshold"]["default"] == 1.0
+    assert "repetitionThreshold" in catalog["agent_loop_detection"]["config"]["properties"]
+
+
+@pytest.mark.slow
+def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    runner = CliRunner()
+    result = runner.invoke(main, ["run", str(example_copy), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["benchmark"], summary["runs"], summary["consistency"]["cases"]) == (
+        "support_agent",
+        27,
+        9,
+    )
+    metrics = {m["metric"]: m for m in summary["metrics"]}
+    assert metrics["tool_permission"]["mean_score"] == pytest.approx(26.5 / 27)
+    assert metrics["tool_correctness"]["mean_score"] == pytest.approx(26 / 27)
+    assert metrics["exact_answer"]["mean_score"] == pytest.approx(22 / 27)
+    assert metrics["agent_loop_detection"]["errors"] == 7
+    assert metrics["bias"]["dry_run"] and not metrics["tool_permission"]["dry_run"]
+    assert summary["dry_run_judge"] is True
+    assert 0 < summary["pass_rate"] < 1
+    assert summary["consistency"]["mean_cv"] > 0
+    assert set(summary["consistency"]["mean_pass_at_k"]) == {"1", "2", "3"}
+
+    text = runner.invoke(main, ["run", str(example_copy), "--fail-under", "0.99"])
+    assert text.exit_code == 1
+    assert "DRY-RUN JUDGE" in text.stdout and "consistency over 9 cases" in text.stdout
+    assert "is below 99.0%" in text.output
+
+    backfill = runner.invoke(main, ["backfill", str(example_copy), "--from", "metric_scores"])
+    assert backfill.exit_code == 0, backfill.output
+    assert "backfilled 1 version(s)" in backfill.output
+    with duckdb.connect(str(tmp_path / "home" / "results.duckdb"), read_only=True) as connection:
+        assert connection.execute(
+            "select count(*) from support_agent.metric_scores"
+        ).fetchone() == (189,)
