@@ -210,6 +210,14 @@ class Benchmark(_Model):
         return [metric.result_label() for metric in self.metrics]
 
 
+def benchmark_json_schema() -> dict[str, Any]:
+    """The JSON schema of a benchmark file, with the camelCase names used in YAML."""
+    schema = Benchmark.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "n8n-deepeval benchmark"
+    return schema
+
+
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
     """Make relative paths relative to the benchmark file, not the working directory."""
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,14 @@ def hash_command(source: Any) -> None:
         raise click.ClickException(f"{source.name}: line {error.lineno}: {error.msg}") from None
     except WorkflowShapeError as error:
         raise click.ClickException(f"{source.name}: {error}") from None
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON schema of benchmark files (for editors: yaml-language-server)."""
+    from n8n_deepeval_pipeline.benchmark_config import benchmark_json_schema
+
+    click.echo(json.dumps(benchmark_json_schema(), indent=2))
 
 
 @main.command()
@@ -175,7 +182,8 @@ def ui(port: int) -> None:
         "-m",
         "n8n_deepeval_pipeline.definitions",
     ]
-    sys.exit(subprocess.call(command, env=os.environ.copy()))
+    # Replace this process so that Ctrl-C and kill reach `dagster dev` itself.
+    os.execv(sys.executable, command)
 
 
 if __name__ == "__main__":

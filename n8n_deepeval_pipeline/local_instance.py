@@ -101,4 +101,5 @@ class BenchmarkRunner:
             self._table("metric_scores", MetricScoreRow, partition),
             self._table("run_aggregates", RunAggregateRow, partition),
             self._table("consistency_stats", ConsistencyRow, partition),
+            self.benchmark.metric_labels,
         )

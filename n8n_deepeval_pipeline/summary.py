@@ -63,12 +63,16 @@ def summarise(
     scores: list[MetricScoreRow],
     aggregates: list[RunAggregateRow],
     consistency: list[ConsistencyRow],
+    metric_order: list[str],
 ) -> BenchmarkSummary:
     """Headline figures from the partition's stored tables."""
-    labels = list(dict.fromkeys(score.metric for score in scores))
+    # The benchmark file's metric order (scores arrive in completion order).
+    labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
     metrics = []
     for label in labels:
         rows = [score for score in scores if score.metric == label]
+        if not rows:
+            continue
         metrics.append(
             MetricSummary(
                 metric=label,

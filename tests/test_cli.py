@@ -106,3 +106,13 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
         assert connection.execute(
             "select count(*) from support_agent.metric_scores"
         ).fetchone() == (189,)
+
+
+def test_published_json_schema_matches_the_models():
+    from tests.conftest import ROOT
+
+    result = CliRunner().invoke(main, ["schema"])
+    published = json.loads((ROOT / "schemas" / "benchmark.schema.json").read_text())
+    assert json.loads(result.output) == published, "regenerate with: n8n-deepeval schema"
+    assert published["properties"]["runsPerRow"]["default"] == 1
+    assert "passRule" in json.dumps(published)
