@@ -24,7 +24,7 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.configs import MetricConfig
-from n8n_deepeval_pipeline.recorded_outputs import AgentOutput
+from n8n_deepeval_pipeline.recorded_outputs import AgentOutput, as_text
 from n8n_deepeval_pipeline.runs import ExpandedRun
 from n8n_deepeval_pipeline.scoring import effective_threshold, normalised, passes
 from n8n_deepeval_pipeline.tables import (
@@ -72,12 +72,6 @@ def snapshot_row(workflow: dict[str, Any], source: Path, partition: str) -> Work
     )
 
 
-def _text(value: Any) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False)
-
-
 def dataset_records(rows: list[DatasetRow], partition: str) -> list[DatasetRowRecord]:
     """The dataset rows as stored, mapped fields in snake_case columns."""
     return [
@@ -85,12 +79,12 @@ def dataset_records(rows: list[DatasetRow], partition: str) -> list[DatasetRowRe
             workflow_hash=partition,
             row_id=row.row_id,
             position=row.position,
-            input=_text(row.fields.get("input")),
-            expected_output=_text(row.fields.get("expectedOutput")),
+            input=as_text(row.fields.get("input")),
+            expected_output=as_text(row.fields.get("expectedOutput")),
             context=_json(row.fields.get("context")),
             retrieval_context=_json(row.fields.get("retrievalContext")),
             expected_tools=_json(row.fields.get("expectedTools")),
-            label=_text(row.fields.get("label")),
+            label=as_text(row.fields.get("label")),
             raw=json.dumps(row.raw, ensure_ascii=False, default=str),
         )
         for row in rows

@@ -54,7 +54,8 @@ class RecordedLine(BaseModel):
     )
 
 
-def _text(value: Any) -> str | None:
+def as_text(value: Any) -> str | None:
+    """Text stays text; any other JSON value is stored as its JSON text."""
     if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
@@ -114,9 +115,9 @@ def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
         )
     return AgentOutput(
         run_id=run.run_id,
-        actual_output=_text(line.output),
+        actual_output=as_text(line.output),
         intermediate_steps=line.intermediate_steps,
-        label=_text(line.label) if not isinstance(line.label, str) else line.label,
+        label=as_text(line.label),
         session_id=line.session_id,
         latency_s=line.latency_s,
     )
@@ -128,7 +129,7 @@ def _from_columns(
     label = raw.get(columns["label"]) if "label" in columns else None
     return AgentOutput(
         run_id=run.run_id,
-        actual_output=_text(raw.get(columns["output"])),
+        actual_output=as_text(raw.get(columns["output"])),
         intermediate_steps=_steps(raw.get(columns["intermediateSteps"]))
         if "intermediateSteps" in columns
         else None,

@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from n8n_deepeval_pipeline.automation import current_hash
+from n8n_deepeval_pipeline.benchmark_assets import ASSET_NAMES
 from n8n_deepeval_pipeline.benchmark_config import load_benchmark
 from n8n_deepeval_pipeline.definitions_builder import build_definitions
 
@@ -49,15 +50,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
 
     counts = dict(
         (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
-        for table in (
-            "workflow_snapshot",
-            "dataset_rows",
-            "expanded_runs",
-            "agent_outputs",
-            "metric_scores",
-            "run_aggregates",
-            "consistency_stats",
-        )
+        for table in ASSET_NAMES
     )
     assert counts == {
         "workflow_snapshot": 1,
