@@ -6,7 +6,8 @@ The names most users need; the Dagster code location is
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
-from n8n_deepeval_pipeline.metrics.catalog import CATALOG, MetricEntry
+from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.workflow_hash import canonical_workflow_json, workflow_hash
 
 __all__ = [

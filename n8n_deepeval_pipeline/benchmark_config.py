@@ -27,9 +27,13 @@ MappedField = Literal[
     "retrievalContext",
     "expectedTools",
     "label",
+    "turns",
+    "chatbotRole",
+    "expectedOutcome",
+    "scenario",
 ]
 # What a recorded target can read from dataset columns.
-RecordedColumn = Literal["output", "intermediateSteps", "label"]
+RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
 # The seed Trigger's default columnMapping.
 _SEED_MAPPING: dict[MappedField, str] = {"input": "input", "expectedOutput": "expectedOutput"}
 _NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")

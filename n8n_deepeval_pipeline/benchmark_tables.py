@@ -23,7 +23,7 @@ from n8n_deepeval_pipeline.evaluation import (
     JudgeSpec,
 )
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
-from n8n_deepeval_pipeline.metrics.configs import MetricConfig
+from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.recorded_outputs import AgentOutput, as_text
 from n8n_deepeval_pipeline.runs import ExpandedRun
 from n8n_deepeval_pipeline.scoring import effective_threshold, normalised, passes
@@ -85,6 +85,10 @@ def dataset_records(rows: list[DatasetRow], partition: str) -> list[DatasetRowRe
             retrieval_context=_json(row.fields.get("retrievalContext")),
             expected_tools=_json(row.fields.get("expectedTools")),
             label=as_text(row.fields.get("label")),
+            turns=_json(row.fields.get("turns")),
+            chatbot_role=as_text(row.fields.get("chatbotRole")),
+            expected_outcome=as_text(row.fields.get("expectedOutcome")),
+            scenario=as_text(row.fields.get("scenario")),
             raw=json.dumps(row.raw, ensure_ascii=False, default=str),
         )
         for row in rows
@@ -124,13 +128,34 @@ def agent_output_rows(outputs: list[AgentOutput], partition: str) -> list[AgentO
             run_id=output.run_id,
             actual_output=output.actual_output,
             intermediate_steps=_json(output.intermediate_steps),
-            turns=None,
+            turns=_json(output.turns),
             label=output.label,
             session_id=output.session_id,
             latency_s=output.latency_s,
             error=output.error,
         )
         for output in outputs
+    ]
+
+
+def conversation(row: DatasetRowRecord, output: AgentOutputRow) -> list[Any] | None:
+    """The run's conversation.
+
+    The memory recorded after the run, or else the dataset's history followed by this
+    run's input and output.
+    """
+    if output.turns is not None:
+        recorded: list[Any] = json.loads(output.turns)
+        return recorded
+    if row.turns is None:
+        return None
+    history = json.loads(row.turns)
+    if not isinstance(history, list):
+        return None
+    return [
+        *history,
+        {"role": "user", "content": row.input or ""},
+        {"role": "assistant", "content": output.actual_output or ""},
     ]
 
 
@@ -143,6 +168,10 @@ def _item(row: DatasetRowRecord, output: AgentOutputRow) -> EvaluationItem:
         retrieval_context=_loads(row.retrieval_context),
         expected_tools=_loads(row.expected_tools),
         intermediate_steps=_loads(output.intermediate_steps),
+        turns=conversation(row, output),
+        chatbot_role=row.chatbot_role,
+        expected_outcome=row.expected_outcome,
+        scenario=row.scenario,
     )
 
 
@@ -256,7 +285,7 @@ def run_aggregate_rows(
             MetricOutcome(
                 metric=score.metric,
                 score=score.score,
-                normalised_score=normalised(score.score, score.direction),  # type: ignore[arg-type]
+                normalised_score=normalised(score.score, score.direction),
                 success=score.success,
                 error_kind=score.error_kind,
             )

@@ -82,7 +82,7 @@ def metrics(as_json: bool) -> None:
                     "turns": entry.needs_turns,
                 },
                 "requiredFields": list(entry.required_fields),
-                "deepevalClass": entry.deepeval_class,
+                "implementation": entry.implementation,
                 "config": entry.config_model.model_json_schema(by_alias=True),
             }
             for entry in CATALOG.values()

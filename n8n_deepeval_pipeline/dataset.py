@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.benchmark_config import DatasetConfig
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 
 _LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
+_JSON_FIELDS = ("turns",)
 
 
 class DatasetRow(BaseModel):
@@ -95,12 +96,27 @@ def _as_list(value: Any, field: str) -> list[str] | None:
     return [text]
 
 
+def _as_json(value: Any) -> Any:
+    """Structured values stay as they are; text (from CSV) is parsed as JSON when it is."""
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return None if value == "" else value
+
+
 def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
     """Map source columns to DeepEval fields per ``columnMapping``."""
     mapped: dict[str, Any] = {}
     for field, column in config.column_mapping.items():
         value = record.get(column)
-        mapped[field] = _as_list(value, field) if field in _LIST_FIELDS else value
+        if field in _LIST_FIELDS:
+            mapped[field] = _as_list(value, field)
+        elif field in _JSON_FIELDS:
+            mapped[field] = _as_json(value)
+        else:
+            mapped[field] = value
     return mapped
 
 

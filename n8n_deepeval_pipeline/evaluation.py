@@ -49,6 +49,10 @@ class EvaluationItem(BaseModel):
     retrieval_context: list[str] | None = None
     expected_tools: list[str] | None = None
     intermediate_steps: list[Any] | None = None
+    turns: list[Any] | None = None  # chat history in any n8n memory form
+    chatbot_role: str | None = None
+    expected_outcome: str | None = None
+    scenario: str | None = None
 
 
 class EvaluationTask(BaseModel):

@@ -28,6 +28,7 @@ class AgentOutput(BaseModel):
     run_id: str
     actual_output: str | None = None
     intermediate_steps: list[Any] | None = None
+    turns: list[Any] | None = None
     label: str | None = None
     session_id: str | None = None
     latency_s: float | None = None
@@ -45,6 +46,9 @@ class RecordedLine(BaseModel):
     intermediate_steps: list[Any] | None = Field(
         default=None, validation_alias=AliasChoices("intermediateSteps", "intermediate_steps")
     )
+    turns: list[Any] | None = Field(
+        default=None, validation_alias=AliasChoices("turns", "chatHistory", "messages")
+    )
     label: str | int | float | bool | None = None
     session_id: str | None = Field(
         default=None, validation_alias=AliasChoices("sessionId", "session_id")
@@ -61,7 +65,7 @@ def as_text(value: Any) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _steps(value: Any) -> list[Any] | None:
+def _json_list(value: Any) -> list[Any] | None:
     if isinstance(value, str) and value.strip():
         try:
             value = json.loads(value)
@@ -117,6 +121,7 @@ def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
         run_id=run.run_id,
         actual_output=as_text(line.output),
         intermediate_steps=line.intermediate_steps,
+        turns=line.turns,
         label=as_text(line.label),
         session_id=line.session_id,
         latency_s=line.latency_s,
@@ -130,8 +135,9 @@ def _from_columns(
     return AgentOutput(
         run_id=run.run_id,
         actual_output=as_text(raw.get(columns["output"])),
-        intermediate_steps=_steps(raw.get(columns["intermediateSteps"]))
+        intermediate_steps=_json_list(raw.get(columns["intermediateSteps"]))
         if "intermediateSteps" in columns
         else None,
+        turns=_json_list(raw.get(columns["turns"])) if "turns" in columns else None,
         label=None if label is None else str(label),
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from n8n_deepeval_pipeline.metrics.catalog import Direction
+from n8n_deepeval_pipeline.metrics.entry import Direction
 
 
 def effective_threshold(threshold: float, strict_mode: bool, direction: Direction) -> float:

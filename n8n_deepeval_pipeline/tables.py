@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 import types
 from datetime import datetime
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
+
+from n8n_deepeval_pipeline.metrics.entry import Direction
 
 
 class TableRow(BaseModel):
@@ -46,6 +48,10 @@ class DatasetRowRecord(TableRow):
     retrieval_context: str | None
     expected_tools: str | None
     label: str | None
+    turns: str | None
+    chatbot_role: str | None
+    expected_outcome: str | None
+    scenario: str | None
     raw: str
 
 
@@ -83,7 +89,7 @@ class MetricScoreRow(TableRow):
     score: float | None
     threshold: float
     success: bool
-    direction: str
+    direction: Direction
     reason: str | None
     error: str | None
     error_kind: str | None
@@ -148,6 +154,8 @@ Row = TypeVar("Row", bound=TableRow)
 
 
 def _dtype(annotation: Any) -> str:
+    if get_origin(annotation) is Literal:
+        return "string"
     if get_origin(annotation) in (Union, types.UnionType):
         (annotation,) = [arg for arg in get_args(annotation) if arg is not type(None)]
     return _DTYPES[annotation]

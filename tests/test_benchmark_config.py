@@ -69,7 +69,7 @@ def test_g_eval_needs_criteria_xor_steps_and_evaluation_params(tmp_path):
     both = {"metric": "g_eval", "name": "x", "criteria": "c", "evaluationSteps": ["s"]}
     (problem,) = problems(tmp_path, with_changes(metrics=[{**both, "evaluationParams": ["INPUT"]}]))
     assert problem == (
-        "metrics[0] (g_eval): Value error, G-Eval needs exactly one of 'criteria' or "
+        "metrics[0] (g_eval): Value error, g_eval needs exactly one of 'criteria' or "
         "'evaluationSteps' (not both, not neither)"
     )
     found = problems(
@@ -80,7 +80,7 @@ def test_g_eval_needs_criteria_xor_steps_and_evaluation_params(tmp_path):
 
 def test_tool_permission_needs_a_list(tmp_path):
     (problem,) = problems(tmp_path, with_changes(metrics=[{"metric": "tool_permission"}]))
-    assert "needs 'allowedTools' or 'deniedTools'" in problem
+    assert "tool_permission needs 'allowedTools' or 'deniedTools'" in problem
 
 
 def test_threshold_range_and_runs_per_row_are_checked(tmp_path):

@@ -37,7 +37,7 @@ def test_validate_reports_what_will_run_and_fails_with_field_paths(example_copy)
     assert bad.exit_code == 1
     assert str(example_copy) in bad.output
     assert "runsPerRow: Input should be a valid integer" in bad.output
-    assert "metrics[1] (tool_permission): Value error, Tool Permission needs" in bad.output
+    assert "metrics[1] (tool_permission): Value error, tool_permission needs" in bad.output
 
 
 def test_validate_checks_the_files_the_benchmark_points_to(example_copy):
@@ -50,16 +50,14 @@ def test_validate_checks_the_files_the_benchmark_points_to(example_copy):
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
     catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
-    assert set(catalog) == {
-        "g_eval",
-        "bias",
-        "tool_correctness",
-        "tool_permission",
-        "agent_loop_detection",
-        "exact_match",
-        "pattern_match",
-    }
+    assert len(catalog) == 41
+    assert {"g_eval", "tool_use", "citation_faithfulness", "correctness", "tools_used"} <= set(
+        catalog
+    )
     assert catalog["bias"]["direction"] == "lower_is_better"
+    assert catalog["tool_use"]["needs"] == {"judge": True, "trace": False, "turns": True}
+    assert catalog["tool_use"]["config"]["required"] == ["availableTools"]
+    assert catalog["hallucination"]["requiredFields"] == ["input", "actual_output", "context"]
     assert catalog["agent_loop_detection"]["needs"] == {
         "judge": False,
         "trace": True,

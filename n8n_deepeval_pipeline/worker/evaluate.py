@@ -11,9 +11,15 @@ from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask, JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
-from n8n_deepeval_pipeline.worker.metrics import construct_metric
-from n8n_deepeval_pipeline.worker.test_cases import MissingInputError, build_llm_test_case
+from n8n_deepeval_pipeline.worker.metrics import construct_metric, import_implementation
+from n8n_deepeval_pipeline.worker.test_cases import (
+    MissingInputError,
+    build_test_case,
+    check_inputs,
+)
 
 
 class Evaluator:
@@ -51,13 +57,17 @@ class Evaluator:
         entry = CATALOG[task.config["metric"]]
         try:
             config = entry.config_model.model_validate(task.config)
-            test_case = build_llm_test_case(task.item, entry.fields_needed(config))
-            metric = construct_metric(entry, config, self._judge(task.judge))
-            metric.measure(test_case)
+        except ValidationError as error:
+            return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
+        try:
+            judge = self._judge(task.judge) if entry.needs_judge or entry.accepts_judge else None
+            if entry.kind == "n8n":
+                check_inputs(entry, config, task.item)
+                score, reason = import_implementation(entry)(config, task.item, judge)
+            else:
+                score, reason = _measure(entry, config, task, judge)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
-        except (ValidationError, TypeError) as error:
-            return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
         except JudgeOutputError as error:
             return EvaluationResult.failed(task.task_id, "judge_error", str(error))
         except Exception as error:
@@ -65,12 +75,26 @@ class Evaluator:
             return EvaluationResult.failed(
                 task.task_id, kind, f"{type(error).__name__}: {_first_line(error)}"
             )
-        if metric.score is None:
-            message = getattr(metric, "error", None) or "the metric returned no score"
-            return EvaluationResult.failed(task.task_id, "metric_error", str(message))
-        return EvaluationResult(
-            task_id=task.task_id, score=float(metric.score), reason=metric.reason
-        )
+        if score is None:
+            return EvaluationResult.failed(task.task_id, "metric_error", reason or "no score")
+        return EvaluationResult(task_id=task.task_id, score=score, reason=reason)
+
+
+def _measure(
+    entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
+) -> tuple[float | None, str | None]:
+    """Run the DeepEval metric; report the seed's score where DeepEval's is its complement."""
+    test_case = build_test_case(entry, config, task.item)
+    metric = construct_metric(entry, config, judge)
+    metric.measure(test_case)
+    if metric.score is None:
+        return None, str(getattr(metric, "error", None) or "the metric returned no score")
+    score = float(metric.score)
+    reason = metric.reason
+    if entry.complement_score:
+        reason = f"(DeepEval score {score:.3f}; reported as 1 − score) {reason or ''}".strip()
+        score = 1.0 - score
+    return score, reason
 
 
 def _first_line(error: BaseException) -> str:

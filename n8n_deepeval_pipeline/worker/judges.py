@@ -8,8 +8,10 @@ worker (DeepEval's own class builds one per call) and sends the JSON schema itse
 
 from __future__ import annotations
 
+import ast
+import enum
 import hashlib
-import json
+import re
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -39,49 +41,90 @@ class UsageCounter:
 
 
 class _Filler:
-    """Deterministic values for a pydantic schema, drawn from a hash of the prompt."""
+    """Deterministic, schema-valid values drawn from a hash of the prompt.
+
+    Rules that keep DeepEval's metrics meaningful: numbers respect the field's bounds,
+    scores are 0–10 only when the prompt asks for a 0–10 scale (G-Eval) and 0–1
+    otherwise, yes/no answers are "yes" or "no", an ``answers`` list has one answer per
+    question listed in the prompt, and choices are drawn from sorted options (DeepEval
+    builds some from sets, whose order changes between processes).
+    """
 
     def __init__(self, prompt: str) -> None:
+        self._prompt = prompt
         self._seed = hashlib.sha256(prompt.encode("utf-8")).digest()
         self._draws = 0
+        self._ten_scale = bool(_TEN_SCALE.search(prompt))
 
     def _unit(self) -> float:
         digest = hashlib.sha256(self._seed + self._draws.to_bytes(4, "big")).digest()
         self._draws += 1
         return int.from_bytes(digest[:8], "big") / 2**64
 
+    def _choice(self, options: list[Any]) -> Any:
+        return sorted(options, key=str)[int(self._unit() * len(options))]
+
     def model(self, schema: type[BaseModel]) -> dict[str, Any]:
         return {
-            name: self.value(field.annotation, name) for name, field in schema.model_fields.items()
+            name: self.value(field.annotation, name, field.metadata)
+            for name, field in schema.model_fields.items()
         }
 
-    def value(self, annotation: Any, name: str) -> Any:
+    def value(self, annotation: Any, name: str, metadata: list[Any]) -> Any:
         origin = get_origin(annotation)
         if origin is Literal:
-            options = get_args(annotation)
-            return options[int(self._unit() * len(options))]
+            return self._choice(list(get_args(annotation)))
         if origin in (Union, types.UnionType):
             branches = [arg for arg in get_args(annotation) if arg is not type(None)]
-            return self.value(branches[0], name)
+            return self.value(branches[0], name, metadata)
         if origin in (list, typing.List):  # noqa: UP006 - DeepEval schemas use typing.List
             (item,) = get_args(annotation) or (str,)
-            return [self.value(item, name) for _ in range(1 + int(self._unit() * 3))]
+            return [self.value(item, name, []) for _ in range(self._list_length(name))]
         if origin in (dict, typing.Dict):  # noqa: UP006
-            return {}
+            args = get_args(annotation)
+            return {"fact": self.value(args[1], name, []) if args else "dry-run"}
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             return self.model(annotation)
-        return self._scalar(annotation, name)
+        if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+            return self._choice(list(annotation))
+        return self._scalar(annotation, name, metadata)
 
-    def _scalar(self, annotation: Any, name: str) -> Any:
+    def _list_length(self, name: str) -> int:
+        if name == "answers":
+            asked = _QUESTIONS.findall(self._prompt)
+            if asked:
+                try:
+                    return len(ast.literal_eval(asked[-1]))
+                except (ValueError, SyntaxError):
+                    pass
+        return 1 + int(self._unit() * 3)
+
+    def _scalar(self, annotation: Any, name: str, metadata: list[Any]) -> Any:
         if annotation is bool:
             return self._unit() < 0.5
         if annotation in (int, float):
-            # G-Eval style scores are 0–10; other numbers are fractions.
-            return round(self._unit() * 10) if "score" in name else round(self._unit(), 3)
-        if isinstance(annotation, type) and hasattr(annotation, "__members__"):
-            members = list(annotation.__members__.values())
-            return members[int(self._unit() * len(members))]
+            low, high = _bounds(metadata)
+            if low is None and high is None and "score" in name:
+                low, high = (0, 10) if self._ten_scale else (0, 1)
+            low, high = low if low is not None else 0, high if high is not None else 1
+            if annotation is int:
+                return int(low + int(self._unit() * (high - low + 1)))
+            return round(low + self._unit() * (high - low), 3)
+        if name == "answers" or name.endswith("_verdict"):
+            return self._choice(["yes", "no"])
         return f"[dry-run] placeholder {name}"
+
+
+_TEN_SCALE = re.compile(r"\b0\s*(?:and|to|-|–)\s*10\b")
+_QUESTIONS = re.compile(r"Questions:\s*(\[.*?\])\s*\n", re.S)
+
+
+def _bounds(metadata: list[Any]) -> tuple[float | None, float | None]:
+    low = high = None
+    for constraint in metadata:
+        low = getattr(constraint, "ge", getattr(constraint, "gt", low))
+        high = getattr(constraint, "le", getattr(constraint, "lt", high))
+    return low, high
 
 
 class DryRunJudge(DeepEvalBaseLLM):
@@ -97,7 +140,7 @@ class DryRunJudge(DeepEvalBaseLLM):
     def generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
         self.usage.calls += 1
         if schema is None:
-            return json.dumps({"reason": "[dry-run] no schema requested"})
+            return "[dry-run] placeholder reason"  # GoalAccuracy reads plain text here
         return schema.model_validate(_Filler(prompt).model(schema))
 
     async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:

@@ -12,17 +12,33 @@ from collections.abc import Callable
 from typing import Any
 
 from deepeval.metrics import BaseMetric
+from deepeval.metrics.dag.graph import DeepAcyclicGraph
 from deepeval.metrics.g_eval.utils import Rubric
 from deepeval.models import DeepEvalBaseLLM
-from deepeval.test_case import SingleTurnParams, ToolCall, ToolCallParams
+from deepeval.test_case import MultiTurnParams, SingleTurnParams, ToolCall, ToolCallParams
 
-from n8n_deepeval_pipeline.metrics.catalog import MetricEntry
-from n8n_deepeval_pipeline.metrics.configs import RUNTIME_OPTIONS, MetricConfig
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.json_schema_model import model_from_json_schema
+from n8n_deepeval_pipeline.metrics.options import RUNTIME_OPTIONS, TEST_CASE_OPTIONS, MetricConfig
+
+# Common options some deterministic metrics lack (Exact Match has no strict_mode);
+# the pipeline still applies strictness through the pinned threshold.
+_COMMON_OPTIONS = frozenset({"strict_mode", "include_reason", "async_mode", "verbose_mode"})
 
 
 def _evaluation_params(entry: MetricEntry, names: list[str]) -> list[Any]:
-    enum = ToolCallParams if entry.slug == "tool_correctness" else SingleTurnParams
+    enum: Any = {
+        "tool_correctness": ToolCallParams,
+        "conversational_g_eval": MultiTurnParams,
+    }.get(entry.slug, SingleTurnParams)
     return [enum[name] for name in names]
+
+
+def _dag(entry: MetricEntry, graph: dict[str, Any]) -> DeepAcyclicGraph:
+    from n8n_deepeval_pipeline.metrics.dag import DagGraph
+
+    document = DagGraph.model_validate(graph).to_deepeval_dict()
+    return DeepAcyclicGraph.from_dict(document, multiturn=entry.needs_turns)
 
 
 _CONVERTERS: dict[str, Callable[[MetricEntry, Any], Any]] = {
@@ -32,13 +48,15 @@ _CONVERTERS: dict[str, Callable[[MetricEntry, Any], Any]] = {
         for band in bands
     ],
     "available_tools": lambda _entry, names: [ToolCall(name=name) for name in names],
+    "dag": _dag,
+    "expected_schema": lambda _entry, schema: model_from_json_schema(schema),
 }
 
 
-def _deepeval_class(entry: MetricEntry) -> type[BaseMetric]:
-    module, _, name = entry.deepeval_class.rpartition(".")
-    cls: type[BaseMetric] = getattr(importlib.import_module(module), name)
-    return cls
+def import_implementation(entry: MetricEntry) -> Any:
+    """The DeepEval class (or runner function) the entry names."""
+    module, _, name = entry.implementation.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 def construct_metric(
@@ -46,19 +64,18 @@ def construct_metric(
 ) -> BaseMetric:
     """A fresh metric instance (G-Eval caches its steps on the instance: never reuse one)."""
     kwargs: dict[str, Any] = {}
-    for key, value in config.model_dump(exclude=set(RUNTIME_OPTIONS)).items():
+    excluded = set(RUNTIME_OPTIONS | TEST_CASE_OPTIONS)
+    for key, value in config.model_dump(exclude=excluded).items():
         if value is None:
             continue
         kwargs[key] = _CONVERTERS[key](entry, value) if key in _CONVERTERS else value
+    if entry.complement_score:
+        # DeepEval scores the complement here: its threshold is the complement too.
+        kwargs["threshold"] = 1.0 - config.threshold
     if entry.needs_judge or entry.accepts_judge:
         kwargs["model"] = judge
-    cls = _deepeval_class(entry)
+    cls: type[BaseMetric] = import_implementation(entry)
     accepted = inspect.signature(cls.__init__).parameters
-    # Common options some deterministic metrics lack (Exact Match has no strict_mode);
-    # the pipeline still applies strictness through the pinned threshold.
     for option in _COMMON_OPTIONS - accepted.keys():
         kwargs.pop(option, None)
     return cls(**kwargs)
-
-
-_COMMON_OPTIONS = frozenset({"strict_mode", "include_reason", "async_mode", "verbose_mode"})

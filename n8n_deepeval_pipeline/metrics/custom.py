@@ -1,0 +1,144 @@
+"""Custom metrics: G-Eval and DAG, single-turn and conversational."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from n8n_deepeval_pipeline.metrics.dag import (
+    MULTI_TURN_DAG_PARAMS,
+    SINGLE_TURN_DAG_PARAMS,
+    DagGraph,
+)
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.options import (
+    CriteriaMetricConfig,
+    ItemField,
+    MultiTurnParam,
+    ReasonedMetricConfig,
+    SingleTurnParam,
+)
+
+_SINGLE_TURN_FIELDS: dict[str, ItemField] = {
+    "INPUT": "input",
+    "ACTUAL_OUTPUT": "actual_output",
+    "EXPECTED_OUTPUT": "expected_output",
+    "CONTEXT": "context",
+    "RETRIEVAL_CONTEXT": "retrieval_context",
+    "TOOLS_CALLED": "tools_called",
+    "EXPECTED_TOOLS": "expected_tools",
+}
+_MULTI_TURN_FIELDS: dict[str, ItemField] = {
+    "SCENARIO": "scenario",
+    "EXPECTED_OUTCOME": "expected_outcome",
+}
+
+
+_CONTENT: tuple[MultiTurnParam, ...] = ("CONTENT",)
+
+
+class GEvalConfig(CriteriaMetricConfig):
+    """G-Eval: LLM-as-a-judge against your criteria or fixed evaluation steps."""
+
+    metric: Literal["g_eval"] = "g_eval"
+    evaluation_params: list[SingleTurnParam] = Field(min_length=1)
+    async_mode: bool = True
+
+    def result_label(self) -> str:
+        """G-Eval rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+    def fields_from_options(self) -> tuple[ItemField, ...]:
+        return tuple(_SINGLE_TURN_FIELDS[param] for param in self.evaluation_params)
+
+
+class ConversationalGEvalConfig(CriteriaMetricConfig):
+    """Conversational G-Eval: custom criteria over a whole conversation."""
+
+    metric: Literal["conversational_g_eval"] = "conversational_g_eval"
+    evaluation_params: list[MultiTurnParam] = Field(default_factory=lambda: list(_CONTENT))
+    async_mode: bool = True
+
+    def result_label(self) -> str:
+        """Rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+    def fields_from_options(self) -> tuple[ItemField, ...]:
+        params = self.evaluation_params
+        return tuple(_MULTI_TURN_FIELDS[p] for p in params if p in _MULTI_TURN_FIELDS)
+
+
+class DagConfig(ReasonedMetricConfig):
+    """DAG: a decision graph of task, judgement and verdict nodes."""
+
+    metric: Literal["dag"] = "dag"
+    name: str = Field(min_length=1)
+    dag: DagGraph
+
+    @model_validator(mode="after")
+    def _params_fit(self) -> DagConfig:
+        self.dag.check_params(SINGLE_TURN_DAG_PARAMS, conversational=False)
+        return self
+
+    def result_label(self) -> str:
+        """Rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+    def fields_from_options(self) -> tuple[ItemField, ...]:
+        return tuple(_SINGLE_TURN_FIELDS[param] for param in sorted(self.dag.evaluation_params()))
+
+
+class ConversationalDagConfig(ReasonedMetricConfig):
+    """Conversational DAG: a decision graph over turn windows."""
+
+    metric: Literal["conversational_dag"] = "conversational_dag"
+    name: str = Field(min_length=1)
+    dag: DagGraph
+
+    @model_validator(mode="after")
+    def _params_fit(self) -> ConversationalDagConfig:
+        self.dag.check_params(MULTI_TURN_DAG_PARAMS, conversational=True)
+        return self
+
+    def result_label(self) -> str:
+        """Rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+
+ENTRIES = (
+    MetricEntry(
+        name="G-Eval",
+        category="custom",
+        implementation="deepeval.metrics.GEval",
+        needs_judge=True,
+        required_fields=(),
+        config_model=GEvalConfig,
+    ),
+    MetricEntry(
+        name="DAG",
+        category="custom",
+        implementation="deepeval.metrics.DAGMetric",
+        needs_judge=True,
+        required_fields=(),
+        config_model=DagConfig,
+    ),
+    MetricEntry(
+        name="Conversational G-Eval",
+        category="custom",
+        implementation="deepeval.metrics.ConversationalGEval",
+        needs_judge=True,
+        needs_turns=True,
+        required_fields=("turns",),
+        config_model=ConversationalGEvalConfig,
+    ),
+    MetricEntry(
+        name="Conversational DAG",
+        category="custom",
+        implementation="deepeval.metrics.ConversationalDAGMetric",
+        needs_judge=True,
+        needs_turns=True,
+        required_fields=("turns",),
+        config_model=ConversationalDagConfig,
+    ),
+)

@@ -1,0 +1,53 @@
+"""What the pipeline knows about one metric: a catalog entry, as data."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_deepeval_pipeline.metrics.options import ItemField, MetricConfig
+
+Category = Literal["custom", "agentic", "multi-turn", "safety", "others", "community", "n8n"]
+Direction = Literal["higher_is_better", "lower_is_better"]
+
+
+class MetricEntry(BaseModel):
+    """One metric: how it is run, what it needs, how it passes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    category: Category
+    implementation: str = Field(
+        description="Import path of the DeepEval metric class, or of this project's runner."
+    )
+    kind: Literal["deepeval", "n8n"] = "deepeval"
+    direction: Direction = "higher_is_better"
+    complement_score: bool = Field(
+        default=False,
+        description="DeepEval 4.3.1 scores the complement of the seed's definition (e.g. the "
+        "share of unbiased opinions); the pipeline reports 1 − score so the seed's "
+        "lower-is-better meaning holds.",
+    )
+    needs_judge: bool
+    accepts_judge: bool = Field(
+        default=False,
+        description="Takes model= even when no judge call is made (DeepEval asks for an "
+        "OpenAI key at construction otherwise).",
+    )
+    needs_trace: bool = False
+    needs_turns: bool = False
+    required_fields: tuple[ItemField, ...]
+    config_model: type[MetricConfig]
+
+    @property
+    def slug(self) -> str:
+        """The metric's name in benchmark files, taken from its config model."""
+        return str(self.config_model.model_fields["metric"].default)
+
+    def fields_needed(self, config: MetricConfig) -> tuple[ItemField, ...]:
+        """Item fields this metric needs with this config."""
+        needed = self.required_fields + config.fields_from_options()
+        supplied = config.fields_supplied()
+        return tuple(field for field in dict.fromkeys(needed) if field not in supplied)

@@ -1,0 +1,135 @@
+"""Options every metric config shares, with the seed's names (camelCase in YAML).
+
+Each metric's config model carries its slug as the literal ``metric`` field, so a
+benchmark's metric list is one tagged union and an unknown slug is answered with the
+list of valid ones. Runtime options of this project (``cleanSession``, ``label``,
+``timeoutS``) are not passed to DeepEval.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+# Options that belong to the runner, never to the DeepEval constructor.
+RUNTIME_OPTIONS = frozenset({"metric", "label", "clean_session", "timeout_s"})
+# Options that fill test-case fields (config wins over the item), not constructor arguments.
+TEST_CASE_OPTIONS = frozenset({"chatbot_role", "expected_outcome"})
+
+SingleTurnParam = Literal[
+    "INPUT",
+    "ACTUAL_OUTPUT",
+    "EXPECTED_OUTPUT",
+    "CONTEXT",
+    "RETRIEVAL_CONTEXT",
+    "TOOLS_CALLED",
+    "EXPECTED_TOOLS",
+]
+ToolCallParam = Literal["INPUT_PARAMETERS", "OUTPUT"]
+# Item fields a metric can need, in this project's snake_case.
+ItemField = Literal[
+    "input",
+    "actual_output",
+    "expected_output",
+    "context",
+    "retrieval_context",
+    "tools_called",
+    "expected_tools",
+    "trace",
+    "turns",
+    "turn_retrieval_context",
+    "chatbot_role",
+    "expected_outcome",
+    "scenario",
+]
+# Turn and conversation fields a Conversational G-Eval can read (DeepEval 4.3.1 raises on
+# CHATBOT_ROLE, CONTEXT and USER_DESCRIPTION there).
+MultiTurnParam = Literal[
+    "CONTENT", "ROLE", "RETRIEVAL_CONTEXT", "TOOLS_CALLED", "SCENARIO", "EXPECTED_OUTCOME"
+]
+
+
+class MetricConfig(BaseModel):
+    """Options every metric has."""
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+    )
+
+    metric: str
+    label: str | None = Field(
+        default=None, description="Name of this metric's column in results (default: the slug)."
+    )
+    threshold: float = Field(default=0.5, ge=0, le=1, description="Pass cutoff.")
+    strict_mode: bool = Field(
+        default=False,
+        description="Binary 1/0 scoring; pins the threshold (1, or 0 if lower is better).",
+    )
+    verbose_mode: bool = False
+    clean_session: bool = Field(
+        default=False, description="Replace the worker process after this metric's evaluation."
+    )
+    timeout_s: float | None = Field(
+        default=None, gt=0, description="Per-evaluation timeout; default is the worker pool's."
+    )
+
+    def result_label(self) -> str:
+        """The name of this metric's rows in metric_scores."""
+        return self.label or self.metric
+
+    def fields_from_options(self) -> tuple[ItemField, ...]:
+        """Item fields the options ask for (G-Eval's evaluationParams, a DAG's nodes)."""
+        return ()
+
+    def fields_supplied(self) -> frozenset[ItemField]:
+        """Item fields the options themselves provide (e.g. chatbotRole set in config)."""
+        return frozenset()
+
+
+class ReasonedMetricConfig(MetricConfig):
+    """Options of metrics that can explain their score and run judge calls concurrently."""
+
+    include_reason: bool = True
+    async_mode: bool = True
+
+
+class RubricBand(BaseModel):
+    """A G-Eval score band: scores in ``scoreRange`` mean ``expectedOutcome``."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
+
+    score_range: tuple[int, int]
+    expected_outcome: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _range_within_0_10(self) -> RubricBand:
+        low, high = self.score_range
+        if not 0 <= low <= high <= 10:
+            raise ValueError("scoreRange must be [low, high] with 0 <= low <= high <= 10")
+        return self
+
+
+class WindowedMetricConfig(ReasonedMetricConfig):
+    """Conversational metrics that judge a sliding window of turns."""
+
+    window_size: int = Field(default=10, ge=1)
+
+
+class CriteriaMetricConfig(MetricConfig):
+    """G-Eval style: natural-language criteria or fixed evaluation steps, not both."""
+
+    name: str = Field(min_length=1, description="Metric display name.")
+    criteria: str | None = None
+    evaluation_steps: list[str] | None = Field(default=None, min_length=1)
+    rubric: list[RubricBand] | None = None
+
+    @model_validator(mode="after")
+    def _criteria_xor_steps(self) -> CriteriaMetricConfig:
+        if (self.criteria is None) == (self.evaluation_steps is None):
+            raise ValueError(
+                f"{self.metric} needs exactly one of 'criteria' or "
+                "'evaluationSteps' (not both, not neither)"
+            )
+        return self
