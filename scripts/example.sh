@@ -5,4 +5,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/bootstrap.sh"
 cd "$root"
-n8n-deepeval run examples/support_agent/benchmark.yaml "$@"
+# An optional first argument names another benchmark file, e.g. a kitchen sink.
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then file="$1"; shift; else file=examples/support_agent/benchmark.yaml; fi
+n8n-deepeval run "$file" "$@"

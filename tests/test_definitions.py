@@ -31,7 +31,11 @@ def test_module_loads_the_bundled_example_by_default(monkeypatch, tmp_path):
     from n8n_deepeval_pipeline.definitions_builder import load_definitions
 
     defs = load_definitions()
-    assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
+    assert sorted(s.name for s in defs.sensors) == [
+        "kitchen_sink_conversational__workflow_changed",
+        "kitchen_sink_non_conversational__workflow_changed",
+        "support_agent__workflow_changed",
+    ]
 
 
 def test_two_benchmarks_with_one_name_are_refused(tmp_path, monkeypatch):

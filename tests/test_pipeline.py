@@ -170,3 +170,30 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
         request = schedule(dg.build_schedule_context(instance=instance))
         assert request.partition_key == key
         assert instance.has_dynamic_partition(PARTITIONS, key)
+
+
+@pytest.mark.parametrize(
+    ("name", "runs", "metrics"),
+    [("kitchen_sink_non_conversational", 4, 20), ("kitchen_sink_conversational", 2, 13)],
+)
+def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp_path, environment):
+    from tests.conftest import ROOT
+
+    source = ROOT / "examples" / name / "benchmark.yaml"
+    benchmark = load_benchmark(source)
+    key = current_hash(benchmark)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(f"{name}__workflow_hash", [key])
+        result = (
+            build_definitions([source])
+            .resolve_job_def(f"{name}__benchmark")
+            .execute_in_process(partition_key=key, instance=instance)
+        )
+    assert result.success
+    rows = query(
+        environment,
+        f"select metric, count(*), count(score), count(error_kind) from {name}.metric_scores group by 1",
+    )
+    assert sorted(row[0] for row in rows) == sorted(benchmark.metric_labels)
+    assert len(rows) == metrics
+    assert all(row[1:] == (runs, runs, 0) for row in rows), rows
