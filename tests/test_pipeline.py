@@ -192,7 +192,8 @@ def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp
     assert result.success
     rows = query(
         environment,
-        f"select metric, count(*), count(score), count(error_kind) from {name}.metric_scores group by 1",
+        "select metric, count(*), count(score), count(error_kind) "
+        f"from {name}.metric_scores group by 1",
     )
     assert sorted(row[0] for row in rows) == sorted(benchmark.metric_labels)
     assert len(rows) == metrics
