@@ -22,7 +22,6 @@ from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
 MappedField = Literal[
     "input",
     "expectedOutput",
-    "actualOutput",
     "context",
     "retrievalContext",
     "expectedTools",

@@ -324,7 +324,7 @@ def consistency_rows(
     config = benchmark.consistency
     aggregate_by_run = {row.run_id: row for row in aggregates}
     output_by_run = {output.run_id: output for output in outputs}
-    raw_by_row = {record.row_id: json.loads(record.raw) for record in dataset}
+    record_by_row = {record.row_id: record for record in dataset}
     scores_by_run: dict[str, list[MetricScoreRow]] = defaultdict(list)
     for score in scores:
         scores_by_run[score.run_id].append(score)
@@ -339,7 +339,7 @@ def consistency_rows(
                 metric_scores={s.metric: s.score for s in scores_by_run[run.run_id]},
                 metric_success={s.metric: s.success for s in scores_by_run[run.run_id]},
                 label=run_label(
-                    config.label_field, output_by_run.get(run.run_id), raw_by_row[run.row_id]
+                    config.label_field, output_by_run.get(run.run_id), record_by_row[run.row_id]
                 ),
             )
         )
@@ -351,16 +351,20 @@ def consistency_rows(
 
 
 def run_label(
-    label_field: str | None, output: AgentOutputRow | None, raw: dict[str, Any]
+    label_field: str | None, output: AgentOutputRow | None, row: DatasetRowRecord
 ) -> str | None:
-    """The run's categorical label: ``label``, ``output`` or ``row.<column>``."""
+    """The run's categorical label.
+
+    ``label``: the recorded label, else the dataset's mapped label; ``output``: the
+    output text; ``row.<column>``: a dataset column.
+    """
     if not label_field or output is None:
         return None
     if label_field == "label":
-        return output.label
+        return output.label if output.label is not None else row.label
     if label_field in ("output", "actualOutput"):
         return output.actual_output
-    value = raw.get(label_field.removeprefix("row."))
+    value = json.loads(row.raw).get(label_field.removeprefix("row."))
     return None if value is None else str(value)
 
 

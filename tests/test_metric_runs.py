@@ -92,7 +92,11 @@ OPTIONS = {
     },
     "dag": {"name": "total_dag", "dag": {"nodes": DAG_NODES}},
     "dag_branching": {"name": "concise_and_right", "dag": {"nodes": BRANCHING_NODES}},
-    "conversational_g_eval": {"name": "polite", "criteria": "Is the assistant polite?"},
+    "conversational_g_eval": {
+        "name": "polite",
+        "criteria": "Is the assistant polite?",
+        "evaluationParams": ["CONTENT", "SCENARIO"],
+    },
     "conversational_dag": {"name": "answered", "dag": {"nodes": CONVERSATION_NODES}},
     "task_completion": {"task": "Tell the customer the order total"},
     "tool_use": {"availableTools": ["order_lookup", "calculator"]},
@@ -195,6 +199,7 @@ MISSING = {
     },
     "chatbot_role": {"chatbot_role": None},
     "expected_outcome": {"expected_outcome": None},
+    "scenario": {"scenario": None},
 }
 
 
