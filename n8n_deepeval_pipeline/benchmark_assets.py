@@ -17,8 +17,10 @@ import pandas as pd
 from n8n_deepeval_pipeline import benchmark_tables as tables_of
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.dataset import load_dataset_rows
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.recorded_outputs import recorded_outputs
 from n8n_deepeval_pipeline.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.runs import ExpandedRun, expand_runs
 from n8n_deepeval_pipeline.tables import (
@@ -171,6 +173,7 @@ def build_benchmark_assets(
         config: ScoringConfig,
         worker_pool: WorkerPoolResource,
         judge: JudgeResource,
+        score_journal: ScoreJournalResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
@@ -185,13 +188,21 @@ def build_benchmark_assets(
         )
         if plan.judge.is_dry_run:
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
-        scores = plan.rows_without_output()
-        context.log.info(f"scoring {plan.total} evaluations on {worker_pool.size} workers")
-        for result in worker_pool.evaluate(plan.tasks):
+        journal = score_journal.journal(benchmark.name, context.partition_key)
+        scores, to_run = _resume(plan, journal.completed())
+        if scores:
+            context.log.info(f"resuming: {len(scores)} rows kept from an interrupted attempt")
+        scores += plan.rows_without_output()
+        context.log.info(f"scoring {len(to_run)} evaluations on {worker_pool.size} workers")
+        tasks = {task.task_id: task for task in to_run}
+        for result in worker_pool.evaluate(to_run):
+            journal.record(tasks[result.task_id], result)
             scores.append(plan.row_for(result))
             if len(scores) % config.progress_every == 0 or len(scores) == plan.total:
                 context.log.info(f"scored {len(scores)}/{plan.total}")
-        yield dg.Output(to_frame(MetricScoreRow, scores), metadata=_summary_metadata(scores))
+        metadata = {**_summary_metadata(scores), **_pool_metadata(worker_pool)}
+        yield dg.Output(to_frame(MetricScoreRow, scores), metadata=metadata)
+        journal.clear()  # the rows are stored: nothing left to resume
         yield from _score_checks(benchmark, scores, plan.total)
 
     @dg.asset(
@@ -256,6 +267,25 @@ def build_benchmark_assets(
         consistency_stats,
     ]
     return assets, partitions
+
+
+def _resume(
+    plan: tables_of.ScoringPlan, kept: dict[str, EvaluationResult]
+) -> tuple[list[MetricScoreRow], list[EvaluationTask]]:
+    """Rows of evaluations an interrupted attempt finished, and the tasks still to run."""
+    rows, to_run = [], []
+    for task in plan.tasks:
+        result = kept.get(task.fingerprint())
+        if result is None:
+            to_run.append(task)
+        else:
+            rows.append(plan.row_for(result.model_copy(update={"task_id": task.task_id})))
+    return rows, to_run
+
+
+def _pool_metadata(worker_pool: WorkerPoolResource) -> dict[str, Any]:
+    stats = worker_pool.pool.stats()
+    return {f"pool/{key}": value for key, value in stats.items() if value is not None}
 
 
 def _score_checks(

@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.automation import build_job, build_schedule, build_se
 from n8n_deepeval_pipeline.benchmark_assets import build_benchmark_assets
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.resources.worker_pool import WorkerPoolResource
 
 JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
@@ -35,6 +36,8 @@ def build_resources() -> dict[str, object]:
         "worker_pool": WorkerPoolResource(
             size=int(os.environ.get("DEEPEVAL_POOL_SIZE", "4")),
             timeout_s=float(os.environ.get("N8N_DEEPEVAL_EVAL_TIMEOUT_S", "300")),
+            max_evaluations=int(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS", "500")),
+            max_rss_mb=float(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_RSS_MB", "600")),
         ),
         "judge": JudgeResource(
             provider=_env_or("N8N_DEEPEVAL_JUDGE_PROVIDER", "dry-run"),
@@ -42,6 +45,7 @@ def build_resources() -> dict[str, object]:
             base_url=os.environ.get("N8N_DEEPEVAL_JUDGE_BASE_URL"),
             api_key=judge_key,
         ),
+        "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
         "io_manager": DuckDBPandasIOManager(database=str(database)),
     }
 

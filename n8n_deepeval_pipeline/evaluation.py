@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
@@ -66,6 +68,18 @@ class EvaluationTask(BaseModel):
     judge: JudgeSpec
     timeout_s: float
     clean_session: bool = False
+
+    def fingerprint(self) -> str:
+        """Identity of the work (run, metric config, item, judge), not of this attempt."""
+        identity = {
+            "run_id": self.run_id,
+            "metric": self.metric_label,
+            "config": self.config,
+            "item": self.item.model_dump(mode="json"),
+            "judge": self.judge.label,
+        }
+        text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class EvaluationResult(BaseModel):

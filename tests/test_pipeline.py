@@ -18,6 +18,7 @@ PARTITIONS = "support_agent__workflow_hash"
 
 @pytest.fixture
 def environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "db" / "results.duckdb"))
     monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
     return tmp_path / "db" / "results.duckdb"

@@ -1,10 +1,17 @@
 """The worker pool: warmed CPython processes that run DeepEval metrics.
 
 Metrics never run in the Dagster process. Each worker is a separate interpreter with
-DeepEval imported, a sanitised environment and a scratch working directory; a slot
-borrows tasks first-in first-out. A worker that dies or overruns its timeout is killed
-and replaced, and only its evaluation becomes an error row. ``cleanSession`` replaces
-the worker after its evaluation.
+DeepEval and every catalog metric imported, a sanitised environment and a scratch
+working directory, and it runs one evaluation at a time: DeepEval keeps process-wide
+state (its trace manager, patched event loops, module caches) that evaluations sharing
+an interpreter would share too. Concurrency is therefore the number of workers; judge
+calls are I/O-bound, so a pool larger than the CPU count keeps the judge busy while the
+CPU-bound part stays small (one HTTP client per worker, no per-call TLS set-up).
+
+Slots take tasks first-in first-out and stream results back as they finish. A worker
+that dies or overruns its timeout is killed and replaced, and only its evaluation
+becomes an error row. ``cleanSession`` replaces the worker after its evaluation, and a
+worker is recycled after ``max_evaluations`` evaluations or above ``max_rss_mb``.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ import logging
 import os
 import queue
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,11 +36,13 @@ from typing import Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
 
 _LOG = logging.getLogger(__name__)
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
-MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 32
+MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 64
+DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 # Settings DeepEval reads at import: no telemetry, no dotenv, no key file, no writes.
 _WORKER_ENV = {
@@ -58,6 +68,16 @@ def worker_environment() -> dict[str, str]:
     return env
 
 
+def clamp_pool_size(size: int) -> int:
+    """Keep the pool size in a sane range, warning when it had to change."""
+    clamped = min(max(size, MIN_POOL_SIZE), MAX_POOL_SIZE)
+    if clamped != size:
+        _LOG.warning(
+            "pool size %s is outside %s..%s; using %s", size, MIN_POOL_SIZE, MAX_POOL_SIZE, clamped
+        )
+    return clamped
+
+
 class WorkerCrashed(RuntimeError):
     """The worker process died or its connection broke."""
 
@@ -65,17 +85,13 @@ class WorkerCrashed(RuntimeError):
 class _Worker:
     """One worker process and the parent's end of its connection."""
 
-    def __init__(self, scratch: Path, log_path: Path) -> None:
+    def __init__(self, scratch: Path, evaluator: str) -> None:
         parent_end, child_end = Pipe(duplex=True)
         self.connection: Connection = parent_end
-        with log_path.open("ab") as log:
+        module = "n8n_deepeval_pipeline.worker.main"
+        with (scratch / "workers.log").open("ab") as log:
             self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "n8n_deepeval_pipeline.worker.main",
-                    str(child_end.fileno()),
-                ],
+                [sys.executable, "-m", module, str(child_end.fileno()), evaluator],
                 pass_fds=[child_end.fileno()],
                 env=worker_environment(),
                 cwd=scratch,
@@ -85,10 +101,21 @@ class _Worker:
             )
         child_end.close()
         self.evaluations = 0
+        self.peak_rss_mb = 0.0
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def rss_mb(self) -> float:
+        """Current resident memory (0 once the process is gone)."""
+        try:
+            pages = int(Path(f"/proc/{self.pid}/statm").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            return 0.0
+        rss = pages * _PAGE_SIZE / 2**20
+        self.peak_rss_mb = max(self.peak_rss_mb, rss)
+        return rss
 
     def wait_ready(self, timeout_s: float) -> None:
         message = self._receive(timeout_s, "start")
@@ -139,16 +166,30 @@ class _Worker:
 class WorkerPool:
     """N warmed workers; ``evaluate`` streams results as they finish."""
 
-    def __init__(self, size: int, timeout_s: float, start_timeout_s: float = 180.0) -> None:
-        self.size = min(max(size, MIN_POOL_SIZE), MAX_POOL_SIZE)
-        if self.size != size:
-            _LOG.warning("pool size %s clamped to %s", size, self.size)
+    def __init__(
+        self,
+        size: int,
+        timeout_s: float,
+        *,
+        max_evaluations: int = 500,
+        max_rss_mb: float = 600.0,
+        start_timeout_s: float = 180.0,
+        evaluator: str = DEFAULT_EVALUATOR,
+    ) -> None:
+        self.size = clamp_pool_size(size)
         self.timeout_s = timeout_s
+        self.max_evaluations = max_evaluations
+        self.max_rss_mb = max_rss_mb
         self.start_timeout_s = start_timeout_s
+        self.evaluator = evaluator
         self._scratch: Path | None = None
         self._workers: list[_Worker] = []
+        self._busy: dict[int, _Worker] = {}
         self._lock = threading.Lock()
         self.replacements = 0
+        self.warmup_s = 0.0
+        self.overheads_s: list[float] = []
+        self.retired_peak_rss_mb: list[float] = []
 
     @property
     def pids(self) -> list[int]:
@@ -159,6 +200,7 @@ class WorkerPool:
         """Spawn every worker at once, then wait until each has imported DeepEval."""
         if self._workers:
             return
+        started = time.perf_counter()
         self._scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
         self._workers = [self._spawn() for _ in range(self.size)]
         try:
@@ -167,23 +209,32 @@ class WorkerPool:
         except Exception:
             self.close()
             raise
+        self.warmup_s = time.perf_counter() - started
 
     def _spawn(self) -> _Worker:
         assert self._scratch is not None
-        return _Worker(self._scratch, self._scratch / "workers.log")
+        return _Worker(self._scratch, self.evaluator)
 
     def _replace(self, slot: int) -> None:
         old = self._workers[slot]
+        old.rss_mb()
         old.kill()
         fresh = self._spawn()
         fresh.wait_ready(self.start_timeout_s)
         with self._lock:
+            self.retired_peak_rss_mb.append(old.peak_rss_mb)
             self._workers[slot] = fresh
             self.replacements += 1
+
+    def _revive_dead(self) -> None:
+        for slot, worker in enumerate(self._workers):
+            if worker.process.poll() is not None:
+                self._replace(slot)
 
     def evaluate(self, tasks: Iterable[EvaluationTask]) -> Iterator[EvaluationResult]:
         """Run the tasks on the workers; yield each result as soon as it is ready."""
         self.start()
+        self._revive_dead()
         pending: queue.Queue[EvaluationTask] = queue.Queue()
         total = 0
         for task in tasks:
@@ -197,16 +248,27 @@ class WorkerPool:
         ]
         for thread in threads:
             thread.start()
+        received = 0
         try:
-            for _ in range(total):
+            while received < total:
                 outcome = done.get()
                 if isinstance(outcome, BaseException):
                     raise outcome
+                received += 1
                 yield outcome
         finally:
             stop.set()
+            if received < total:
+                self._abort_in_flight()
             for thread in threads:
                 thread.join()
+
+    def _abort_in_flight(self) -> None:
+        """The caller gave up (an error or a cancelled run): kill what is still running."""
+        with self._lock:
+            busy = list(self._busy.values())
+        for worker in busy:
+            worker.kill()
 
     def _slot_loop(
         self,
@@ -221,38 +283,54 @@ class WorkerPool:
             except queue.Empty:
                 return
             try:
-                done.put(self._run_on_slot(slot, task))
+                result = self._run_on_slot(slot, task)
             except BaseException as error:  # a replacement worker failed to start
                 done.put(error)
                 return
+            if not stop.is_set():
+                done.put(result)
 
     def _run_on_slot(self, slot: int, task: EvaluationTask) -> EvaluationResult:
         worker = self._workers[slot]
         started = time.perf_counter()
+        with self._lock:
+            self._busy[slot] = worker
         try:
             payload, clean = worker.run(task, task.timeout_s)
-        except TimeoutError as error:
+        except (TimeoutError, WorkerCrashed) as error:
+            kind: ErrorKind = "timeout" if isinstance(error, TimeoutError) else "worker_crash"
+            message = f"evaluation killed: {error}" if kind == "timeout" else str(error)
             self._replace(slot)
+            elapsed = round(time.perf_counter() - started, 4)
             return EvaluationResult.failed(
-                task.task_id,
-                "timeout",
-                f"evaluation killed: {error}",
-                worker_pid=worker.pid,
-                latency_s=round(time.perf_counter() - started, 4),
+                task.task_id, kind, message, worker_pid=worker.pid, latency_s=elapsed
             )
-        except WorkerCrashed as error:
-            self._replace(slot)
-            return EvaluationResult.failed(
-                task.task_id,
-                "worker_crash",
-                str(error),
-                worker_pid=worker.pid,
-                latency_s=round(time.perf_counter() - started, 4),
-            )
+        finally:
+            with self._lock:
+                self._busy.pop(slot, None)
         result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
-        if task.clean_session or not clean:
+        self.overheads_s.append(time.perf_counter() - started - result.latency_s)
+        if task.clean_session or not clean or self._worn_out(worker):
             self._replace(slot)
         return result
+
+    def _worn_out(self, worker: _Worker) -> bool:
+        return worker.evaluations >= self.max_evaluations or worker.rss_mb() > self.max_rss_mb
+
+    def stats(self) -> dict[str, Any]:
+        """Warm-up time, overhead per evaluation and memory, for the log and benchmarks."""
+        live_peaks = [worker.peak_rss_mb for worker in self._workers if worker.rss_mb() >= 0]
+        peaks = live_peaks + self.retired_peak_rss_mb
+        return {
+            "workers": self.size,
+            "warmup_s": round(self.warmup_s, 3),
+            "replacements": self.replacements,
+            "median_overhead_ms": round(statistics.median(self.overheads_s) * 1000, 3)
+            if self.overheads_s
+            else None,
+            "peak_rss_mb_per_worker": round(max(peaks), 1) if peaks else None,
+            "rss_mb_total": round(sum(worker.rss_mb() for worker in self._workers), 1),
+        }
 
     def close(self) -> None:
         """Stop every worker and remove the scratch directory."""
@@ -269,11 +347,21 @@ class WorkerPoolResource(dg.ConfigurableResource):
 
     size: int = 4
     timeout_s: float = 300.0
+    max_evaluations: int = 500
+    max_rss_mb: float = 600.0
 
     _pool: WorkerPool | None = PrivateAttr(default=None)
 
+    def _new_pool(self) -> WorkerPool:
+        return WorkerPool(
+            self.size,
+            self.timeout_s,
+            max_evaluations=self.max_evaluations,
+            max_rss_mb=self.max_rss_mb,
+        )
+
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
-        self._pool = WorkerPool(self.size, self.timeout_s)
+        self._pool = self._new_pool()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         if self._pool is not None:
@@ -283,7 +371,7 @@ class WorkerPoolResource(dg.ConfigurableResource):
     def pool(self) -> WorkerPool:
         """The pool of this step (a fresh one outside Dagster execution)."""
         if self._pool is None:
-            self._pool = WorkerPool(self.size, self.timeout_s)
+            self._pool = self._new_pool()
         return self._pool
 
     def evaluate(self, tasks: Iterable[EvaluationTask]) -> Iterator[EvaluationResult]:

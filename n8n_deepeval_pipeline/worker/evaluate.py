@@ -6,13 +6,18 @@ import contextvars
 import time
 from typing import Any
 
-from deepeval.tracing.tracing import trace_manager
 from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask, JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
+from n8n_deepeval_pipeline.worker.isolation import (
+    ModuleSnapshot,
+    import_catalog,
+    reset_trace_manager,
+    trace_manager_is_clean,
+)
 from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
 from n8n_deepeval_pipeline.worker.metrics import construct_metric, import_implementation
 from n8n_deepeval_pipeline.worker.test_cases import (
@@ -23,11 +28,18 @@ from n8n_deepeval_pipeline.worker.test_cases import (
 
 
 class Evaluator:
-    """Evaluates tasks one at a time; keeps one judge (and its HTTP client) per spec."""
+    """Evaluates tasks one at a time; keeps one judge (and its HTTP client) per spec.
+
+    Warming imports every catalog metric and snapshots DeepEval's module state; after
+    each evaluation the state is put back (see ``worker.isolation``).
+    """
 
     def __init__(self) -> None:
         self._usage = UsageCounter()
         self._judges: dict[str, Any] = {}
+        import_catalog()
+        self._snapshot = ModuleSnapshot()
+        self.repairs = 0
 
     def _judge(self, spec: JudgeSpec) -> Any:
         key = spec.model_dump_json()
@@ -43,7 +55,8 @@ class Evaluator:
             # A fresh context: context variables set by tracing cannot leak into the next task.
             result = contextvars.Context().run(self._score, task)
         finally:
-            reset_deepeval_state()
+            reset_trace_manager()
+            self.repairs += self._snapshot.restore()
         return result.model_copy(
             update={
                 "latency_s": round(time.perf_counter() - started, 4),
@@ -52,6 +65,10 @@ class Evaluator:
                 "completion_tokens": self._usage.completion_tokens,
             }
         )
+
+    def is_clean(self) -> bool:
+        """Whether nothing of the last evaluation is left in DeepEval's globals."""
+        return trace_manager_is_clean()
 
     def _score(self, task: EvaluationTask) -> EvaluationResult:
         entry = CATALOG[task.config["metric"]]
@@ -104,15 +121,3 @@ def _first_line(error: BaseException) -> str:
 
 def _from_judge_client(error: BaseException) -> bool:
     return type(error).__module__.split(".")[0] in {"openai", "httpx", "httpcore", "httpx2"}
-
-
-def reset_deepeval_state() -> None:
-    """Drop every trace and span DeepEval's trace manager holds."""
-    trace_manager.clear_traces()
-    trace_manager.active_traces.clear()
-    trace_manager.active_spans.clear()
-
-
-def deepeval_state_is_clean() -> bool:
-    """True when no trace or span is left behind."""
-    return not (trace_manager.traces or trace_manager.active_traces or trace_manager.active_spans)

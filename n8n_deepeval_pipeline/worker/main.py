@@ -1,18 +1,21 @@
-"""Entry point of a worker process: ``python -m n8n_deepeval_pipeline.worker.main FD``.
+"""Entry point of a worker process: ``python -m n8n_deepeval_pipeline.worker.main FD [EVALUATOR]``.
 
 The parent passes one end of a socket pair as file descriptor FD. The worker imports
-DeepEval (the parent has already sanitised the environment and chosen a scratch
-working directory), says it is ready, then answers one task at a time until the
-connection closes or it is told to stop.
+DeepEval and every catalog metric (the parent has already sanitised the environment
+and chosen a scratch working directory), says it is ready, then answers one task at a
+time until the connection closes or it is told to stop. EVALUATOR (``module:Class``,
+default the pipeline's Evaluator) lets tests put a named test double in its place.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from typing import Any
 
 
 def _die_with_parent() -> None:
@@ -31,12 +34,19 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def serve(connection: Connection) -> None:
+DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
+
+
+def _load_evaluator(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def serve(connection: Connection, evaluator_path: str = DEFAULT_EVALUATOR) -> None:
     """Answer tasks until the parent hangs up."""
     from n8n_deepeval_pipeline.evaluation import EvaluationTask
-    from n8n_deepeval_pipeline.worker.evaluate import Evaluator, deepeval_state_is_clean
 
-    evaluator = Evaluator()
+    evaluator = _load_evaluator(evaluator_path)
     connection.send({"ready": os.getpid()})
     while True:
         try:
@@ -46,7 +56,7 @@ def serve(connection: Connection) -> None:
         if message is None:
             return
         result = evaluator.evaluate(EvaluationTask.model_validate(message))
-        connection.send({"result": result.model_dump(), "clean": deepeval_state_is_clean()})
+        connection.send({"result": result.model_dump(), "clean": evaluator.is_clean()})
 
 
 def main() -> None:
@@ -54,7 +64,7 @@ def main() -> None:
     _die_with_parent()
     connection = Connection(int(sys.argv[1]))
     try:
-        serve(connection)
+        serve(connection, *sys.argv[2:3])
     finally:
         connection.close()
 
