@@ -190,6 +190,7 @@ def build_benchmark_assets(
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
         journal = score_journal.journal(benchmark.name, context.partition_key)
         scores, to_run = _resume(plan, journal.completed())
+        resumed = len(scores)
         if scores:
             context.log.info(f"resuming: {len(scores)} rows kept from an interrupted attempt")
         scores += plan.rows_without_output()
@@ -200,7 +201,12 @@ def build_benchmark_assets(
             scores.append(plan.row_for(result))
             if len(scores) % config.progress_every == 0 or len(scores) == plan.total:
                 context.log.info(f"scored {len(scores)}/{plan.total}")
-        metadata = {**_summary_metadata(scores), **_pool_metadata(worker_pool)}
+        metadata = {
+            **_summary_metadata(scores),
+            **_pool_metadata(worker_pool),
+            "evaluated": len(to_run),
+            "resumed": resumed,
+        }
         yield dg.Output(to_frame(MetricScoreRow, scores), metadata=metadata)
         journal.clear()  # the rows are stored: nothing left to resume
         yield from _score_checks(benchmark, scores, plan.total)

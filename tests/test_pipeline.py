@@ -11,6 +11,7 @@ from n8n_deepeval_pipeline.automation import current_hash
 from n8n_deepeval_pipeline.benchmark_assets import ASSET_NAMES
 from n8n_deepeval_pipeline.benchmark_config import load_benchmark
 from n8n_deepeval_pipeline.definitions_builder import build_definitions
+from n8n_deepeval_pipeline.resources.score_journal import ScoreJournalResource
 
 pytestmark = pytest.mark.slow
 PARTITIONS = "support_agent__workflow_hash"
@@ -199,3 +200,68 @@ def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp
     assert sorted(row[0] for row in rows) == sorted(benchmark.metric_labels)
     assert len(rows) == metrics
     assert all(row[1:] == (runs, runs, 0) for row in rows), rows
+
+
+class FailingJournal(ScoreJournalResource):
+    """Test double: the journal stops working after a few records, failing the step."""
+
+    fail_after: int
+
+    def journal(self, benchmark, partition):
+        real = super().journal(benchmark, partition)
+        limit = self.fail_after
+
+        class Journal(type(real)):
+            def record(self, task, result):
+                if len(self.path.read_text().splitlines() if self.path.exists() else []) >= limit:
+                    raise OSError("disk full (test double)")
+                super().record(task, result)
+
+        return Journal(real.path)
+
+
+def worker_processes():
+    found = []
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"n8n_deepeval_pipeline.worker.main" in status.read_bytes():
+                found.append(status.parent.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
+    example_copy, environment, tmp_path
+):
+    defs = build_definitions([example_copy])
+    key = current_hash(load_benchmark(example_copy))
+    journal_dir = tmp_path / "journal"
+    job = defs.resolve_job_def("support_agent__benchmark")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        failed = job.execute_in_process(
+            partition_key=key,
+            instance=instance,
+            raise_on_error=False,
+            resources={"score_journal": FailingJournal(directory=str(journal_dir), fail_after=40)},
+        )
+        assert not failed.success
+        assert worker_processes() == []
+        kept = (journal_dir / "support_agent" / f"{key}.jsonl").read_text().splitlines()
+        assert len(kept) == 40
+        rerun = job.execute_in_process(
+            partition_key=key,
+            instance=instance,
+            resources={"score_journal": ScoreJournalResource(directory=str(journal_dir))},
+        )
+    assert rerun.success
+    (materialisation,) = [
+        m for m in rerun.asset_materializations_for_node("support_agent__metric_scores")
+    ]
+    metadata = {k: v.value for k, v in materialisation.metadata.items()}
+    # every journaled result is kept (none is a crash, timeout or judge error)
+    assert (metadata["resumed"], metadata["evaluated"]) == (40, 27 * 7 - 40)
+    assert not (journal_dir / "support_agent" / f"{key}.jsonl").exists()
+    assert query(environment, "select count(*) from support_agent.metric_scores") == [(189,)]
+    assert worker_processes() == []

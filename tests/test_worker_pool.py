@@ -194,3 +194,78 @@ def test_close_leaves_no_process():
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+POLLUTER = "tests.polluting_evaluator:PollutingEvaluator"
+
+
+def labelled(label, task_id=0, **options):
+    return EvaluationTask(
+        task_id=task_id,
+        run_id="h:r:0",
+        metric_label=label,
+        config={"metric": "exact_match"},
+        item=ITEM,
+        judge=DRY_RUN,
+        timeout_s=options.pop("timeout_s", 60),
+        **options,
+    )
+
+
+def test_pollution_of_deepeval_globals_does_not_reach_the_next_evaluation():
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    try:
+        (dirty,) = evaluate(pool, labelled("pollute"))
+        (after,) = evaluate(pool, labelled("inspect"))
+    finally:
+        pool.close()
+    clean = "{'trace_spans': 0, 'traces': 0, 'context_var': None, 'module_attribute': False, 'added_attribute': False}"
+    assert dirty.reason == clean
+    assert after.reason == clean
+    assert dirty.worker_pid == after.worker_pid  # repaired in place, same worker
+
+
+def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
+    pool = WorkerPool(size=2, timeout_s=30, evaluator=POLLUTER)
+    try:
+        results = evaluate(
+            pool, *(labelled("ok", task_id=i) for i in range(4)), labelled("crash", task_id=4)
+        )
+        again = evaluate(pool, labelled("ok"))
+    finally:
+        pool.close()
+    assert [r.error_kind for r in results] == [None] * 4 + ["worker_crash"]
+    assert "exit code 9" in results[4].error
+    assert again[0].score == 1.0
+
+
+def test_abandoned_evaluations_are_killed_not_awaited():
+    pool = WorkerPool(size=2, timeout_s=600, evaluator=POLLUTER)
+    try:
+        stream = pool.evaluate([labelled("ok", 0), labelled("hang", 1, timeout_s=600)])
+        first = next(stream)
+        started = time.perf_counter()
+        stream.close()  # the step failed: the hanging evaluation must not hold it up
+        assert time.perf_counter() - started < 20
+        assert first.score == 1.0
+    finally:
+        pool.close()
+
+
+def test_workers_are_recycled_after_their_evaluation_budget():
+    pool = WorkerPool(size=1, timeout_s=30, max_evaluations=2, evaluator=POLLUTER)
+    try:
+        pids = [r.worker_pid for r in evaluate(pool, *(labelled("ok", i) for i in range(5)))]
+        stats = pool.stats()
+    finally:
+        pool.close()
+    assert len(set(pids)) == 3  # 2 + 2 + 1 evaluations
+    assert stats["replacements"] == 2
+    assert stats["median_overhead_ms"] < 50
+    assert 30 < stats["peak_rss_mb_per_worker"] < 600
+
+
+def test_pool_size_is_clamped(caplog):
+    assert WorkerPool(size=0, timeout_s=1).size == 1
+    assert WorkerPool(size=1000, timeout_s=1).size == 64
+    assert "pool size 1000 is outside 1..64; using 64" in caplog.text

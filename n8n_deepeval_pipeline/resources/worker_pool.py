@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
 
@@ -349,6 +349,9 @@ class WorkerPoolResource(dg.ConfigurableResource):
     timeout_s: float = 300.0
     max_evaluations: int = 500
     max_rss_mb: float = 600.0
+    evaluator: str = Field(
+        default=DEFAULT_EVALUATOR, description="module:Class the workers evaluate with."
+    )
 
     _pool: WorkerPool | None = PrivateAttr(default=None)
 
@@ -358,6 +361,7 @@ class WorkerPoolResource(dg.ConfigurableResource):
             self.timeout_s,
             max_evaluations=self.max_evaluations,
             max_rss_mb=self.max_rss_mb,
+            evaluator=self.evaluator,
         )
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:

@@ -1,0 +1,41 @@
+"""A test double of the worker's Evaluator: a task whose metric label starts with
+``pollute`` dirties DeepEval's globals before scoring; every task reports what it found
+of earlier pollution in its reason. The real isolation code (fresh context, trace
+manager reset, module snapshot) runs around it unchanged."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import time
+
+import deepeval
+from deepeval.tracing.tracing import trace_manager
+
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.worker.evaluate import Evaluator
+
+MARKER = contextvars.ContextVar("pollution_marker", default=None)
+ORIGINAL_LOGIN = deepeval.login
+
+
+class PollutingEvaluator(Evaluator):
+    def _score(self, task: EvaluationTask) -> EvaluationResult:
+        seen = {
+            "trace_spans": len(trace_manager.active_spans),
+            "traces": len(trace_manager.traces),
+            "context_var": MARKER.get(),
+            "module_attribute": deepeval.login is not ORIGINAL_LOGIN,
+            "added_attribute": hasattr(deepeval, "polluted_by_test"),
+        }
+        if task.metric_label.startswith("pollute"):
+            MARKER.set("dirty")
+            trace_manager.active_spans["leak"] = object()
+            trace_manager.traces.append(object())
+            deepeval.login = lambda *args, **kwargs: None
+            deepeval.polluted_by_test = True
+        if task.metric_label == "hang":
+            time.sleep(3600)
+        if task.metric_label == "crash":
+            os._exit(9)
+        return EvaluationResult(task_id=task.task_id, score=1.0, reason=repr(seen))
