@@ -219,7 +219,15 @@ def test_pollution_of_deepeval_globals_does_not_reach_the_next_evaluation():
         (after,) = evaluate(pool, labelled("inspect"))
     finally:
         pool.close()
-    clean = "{'trace_spans': 0, 'traces': 0, 'context_var': None, 'module_attribute': False, 'added_attribute': False}"
+    clean = repr(
+        {
+            "trace_spans": 0,
+            "traces": 0,
+            "context_var": None,
+            "module_attribute": False,
+            "added_attribute": False,
+        }
+    )
     assert dirty.reason == clean
     assert after.reason == clean
     assert dirty.worker_pid == after.worker_pid  # repaired in place, same worker
