@@ -1,8 +1,9 @@
 """The worker pool: warmed CPython processes that run DeepEval metrics.
 
-Metrics never run in the Dagster process. Each worker is a separate interpreter with
-DeepEval and every catalog metric imported, a sanitised environment and a scratch
-working directory, and it runs one evaluation at a time: DeepEval keeps process-wide
+Metrics never run in the Dagster process. A zygote interpreter imports DeepEval and
+every catalog metric once, in a sanitised environment and a scratch working directory,
+and every worker is forked from it (milliseconds, not a second and a half of imports).
+Each worker runs one evaluation at a time: DeepEval keeps process-wide
 state (its trace manager, patched event loops, module caches) that evaluations sharing
 an interpreter would share too. Concurrency is therefore the number of workers; judge
 calls are I/O-bound, so a pool larger than the CPU count keeps the judge busy while the
@@ -21,6 +22,7 @@ import logging
 import os
 import queue
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,6 +32,7 @@ import time
 from collections.abc import Iterable, Iterator
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +85,12 @@ class WorkerCrashed(RuntimeError):
     """The worker process died or its connection broke."""
 
 
-class _Worker:
-    """One worker process and the parent's end of its connection."""
+class _Zygote:
+    """The warmed interpreter that forks workers (see ``worker.main``)."""
 
     def __init__(self, scratch: Path, evaluator: str) -> None:
         parent_end, child_end = Pipe(duplex=True)
-        self.connection: Connection = parent_end
+        self.control: Connection = parent_end
         module = "n8n_deepeval_pipeline.worker.main"
         with (scratch / "workers.log").open("ab") as log:
             self.process = subprocess.Popen(
@@ -100,12 +103,59 @@ class _Worker:
                 stderr=log,
             )
         child_end.close()
+        self._lock = threading.Lock()
+
+    def wait_ready(self, timeout_s: float) -> None:
+        if not self.control.poll(timeout_s):
+            raise WorkerCrashed(f"the worker zygote did not warm up in {timeout_s:g} s")
+        try:
+            message = self.control.recv()
+        except (EOFError, OSError):
+            raise WorkerCrashed(_zygote_died(self.process)) from None
+        if "ready" not in message:
+            raise WorkerCrashed(f"the worker zygote sent {message!r} instead of ready")
+
+    def fork(self) -> _Worker:
+        """A new worker, forked from the warmed zygote."""
+        with self._lock:  # one request and its answer at a time
+            try:
+                self.control.send({"spawn": True})
+                pid = int(self.control.recv()["pid"])
+                fd = recv_handle(self.control)
+            except (EOFError, OSError):
+                raise WorkerCrashed(_zygote_died(self.process)) from None
+        return _Worker(pid, Connection(fd))
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.control.send(None)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.control.close()
+
+
+def _zygote_died(process: subprocess.Popen[bytes]) -> str:
+    return f"the worker zygote died (exit code {process.poll()}); see workers.log"
+
+
+class _Worker:
+    """One worker process (a child of the zygote) and the pool's end of its connection."""
+
+    def __init__(self, pid: int, connection: Connection) -> None:
+        self.pid = pid
+        self.connection = connection
         self.evaluations = 0
         self.peak_rss_mb = 0.0
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+    def alive(self) -> bool:
+        try:
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        return state not in ("Z", "X")
 
     def rss_mb(self) -> float:
         """Current resident memory (0 once the process is gone)."""
@@ -117,49 +167,38 @@ class _Worker:
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         return rss
 
-    def wait_ready(self, timeout_s: float) -> None:
-        message = self._receive(timeout_s, "start")
-        if "ready" not in message:
-            raise WorkerCrashed(f"worker {self.pid} sent {message!r} instead of ready")
-
     def run(self, task: EvaluationTask, timeout_s: float) -> tuple[dict[str, Any], bool]:
         try:
             self.connection.send(task.model_dump(mode="python"))
         except (OSError, ValueError) as error:
             raise WorkerCrashed(f"worker {self.pid} connection broke: {error}") from None
-        message = self._receive(timeout_s, "evaluation")
-        self.evaluations += 1
-        return message["result"], bool(message["clean"])
-
-    def _receive(self, timeout_s: float, what: str) -> dict[str, Any]:
         try:
             ready = self.connection.poll(timeout_s)
             message: dict[str, Any] | None = self.connection.recv() if ready else None
         except (EOFError, OSError) as error:
-            try:
-                code = self.process.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                code = None
             raise WorkerCrashed(
-                f"worker {self.pid} died during {what} (exit code {code}): {type(error).__name__}"
+                f"worker {self.pid} died during the evaluation ({type(error).__name__}: "
+                "killed, crashed or out of memory)"
             ) from None
         if message is None:
-            raise TimeoutError(f"{what} took longer than {timeout_s:g} s")
-        return message
+            raise TimeoutError(f"evaluation took longer than {timeout_s:g} s")
+        self.evaluations += 1
+        return message["result"], bool(message["clean"])
 
     def stop(self, grace_s: float = 2.0) -> None:
         with contextlib.suppress(OSError, ValueError):
             self.connection.send(None)
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            self.kill()
-        self.connection.close()
+        deadline = time.monotonic() + grace_s
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.kill()
 
     def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
         self.connection.close()
 
 
@@ -183,6 +222,7 @@ class WorkerPool:
         self.start_timeout_s = start_timeout_s
         self.evaluator = evaluator
         self._scratch: Path | None = None
+        self._zygote: _Zygote | None = None
         self._workers: list[_Worker] = []
         self._busy: dict[int, _Worker] = {}
         self._lock = threading.Lock()
@@ -197,30 +237,29 @@ class WorkerPool:
         return [worker.pid for worker in self._workers]
 
     def start(self) -> None:
-        """Spawn every worker at once, then wait until each has imported DeepEval."""
+        """Warm the zygote once, then fork every worker from it."""
         if self._workers:
             return
         started = time.perf_counter()
         self._scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
-        self._workers = [self._spawn() for _ in range(self.size)]
         try:
-            for worker in self._workers:
-                worker.wait_ready(self.start_timeout_s)
+            self._zygote = _Zygote(self._scratch, self.evaluator)
+            self._zygote.wait_ready(self.start_timeout_s)
+            self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
             self.close()
             raise
         self.warmup_s = time.perf_counter() - started
 
     def _spawn(self) -> _Worker:
-        assert self._scratch is not None
-        return _Worker(self._scratch, self.evaluator)
+        assert self._zygote is not None
+        return self._zygote.fork()
 
     def _replace(self, slot: int) -> None:
         old = self._workers[slot]
         old.rss_mb()
         old.kill()
         fresh = self._spawn()
-        fresh.wait_ready(self.start_timeout_s)
         with self._lock:
             self.retired_peak_rss_mb.append(old.peak_rss_mb)
             self._workers[slot] = fresh
@@ -228,7 +267,7 @@ class WorkerPool:
 
     def _revive_dead(self) -> None:
         for slot, worker in enumerate(self._workers):
-            if worker.process.poll() is not None:
+            if not worker.alive():
                 self._replace(slot)
 
     def evaluate(self, tasks: Iterable[EvaluationTask]) -> Iterator[EvaluationResult]:
@@ -333,10 +372,13 @@ class WorkerPool:
         }
 
     def close(self) -> None:
-        """Stop every worker and remove the scratch directory."""
+        """Stop every worker and the zygote, and remove the scratch directory."""
         workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()
+        if self._zygote is not None:
+            self._zygote.stop()
+            self._zygote = None
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None

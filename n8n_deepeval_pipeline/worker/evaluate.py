@@ -14,9 +14,9 @@ from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
-    import_catalog,
     reset_trace_manager,
     trace_manager_is_clean,
+    warm_up,
 )
 from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
 from n8n_deepeval_pipeline.worker.metrics import construct_metric, import_implementation
@@ -37,7 +37,7 @@ class Evaluator:
     def __init__(self) -> None:
         self._usage = UsageCounter()
         self._judges: dict[str, Any] = {}
-        import_catalog()
+        warm_up()
         self._snapshot = ModuleSnapshot()
         self.repairs = 0
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import hashlib
 import re
 import types
@@ -177,7 +178,7 @@ class OpenAICompatibleJudge(DeepEvalBaseLLM):
         if schema is not None:
             request["response_format"] = {
                 "type": "json_schema",
-                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+                "json_schema": {"name": schema.__name__, "schema": _json_schema(schema)},
             }
         return request
 
@@ -207,6 +208,12 @@ class OpenAICompatibleJudge(DeepEvalBaseLLM):
 
     def get_model_name(self) -> str:
         return self.spec.model
+
+
+@functools.cache
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """A schema's JSON schema, built once per class (pydantic rebuilds it on every call)."""
+    return schema.model_json_schema()
 
 
 def _json_object(text: str) -> str:

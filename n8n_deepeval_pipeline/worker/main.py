@@ -1,29 +1,35 @@
-"""Entry point of a worker process: ``python -m n8n_deepeval_pipeline.worker.main FD [EVALUATOR]``.
+"""The zygote: ``python -m n8n_deepeval_pipeline.worker.main CONTROL_FD [EVALUATOR]``.
 
-The parent passes one end of a socket pair as file descriptor FD. The worker imports
-DeepEval and every catalog metric (the parent has already sanitised the environment
-and chosen a scratch working directory), says it is ready, then answers one task at a
-time until the connection closes or it is told to stop. EVALUATOR (``module:Class``,
-default the pipeline's Evaluator) lets tests put a named test double in its place.
+Importing DeepEval and every catalog metric costs about 1.5 s of CPU. The zygote pays
+it once (the pool has already sanitised the environment and chosen a scratch working
+directory), builds the evaluator (EVALUATOR is ``module:Class``; tests put a named test
+double there), and then forks a worker for every ``spawn`` request on its control
+connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
+warm-up, crash replacement and ``cleanSession`` are cheap. Each worker gets its own
+socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
+workers that exit. Workers answer one task at a time until their connection closes.
+Everything exits when the process above it dies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import signal
 import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from multiprocessing.reduction import send_handle
+from socket import socketpair
 from typing import Any
 
+DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
 
-def _die_with_parent() -> None:
-    """Exit as soon as the parent is gone, even in the middle of an evaluation.
 
-    (PR_SET_PDEATHSIG would fire when the parent *thread* that spawned the worker
-    ends, and the pool spawns replacements from short-lived threads.)
-    """
+def _exit_with_parent() -> None:
+    """Exit as soon as the process above this one is gone (even mid-evaluation)."""
     parent = os.getppid()
 
     def watch() -> None:
@@ -34,20 +40,15 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
-
-
 def _load_evaluator(path: str) -> Any:
     module, _, name = path.partition(":")
     return getattr(importlib.import_module(module), name)()
 
 
-def serve(connection: Connection, evaluator_path: str = DEFAULT_EVALUATOR) -> None:
-    """Answer tasks until the parent hangs up."""
+def serve(connection: Connection, evaluator: Any) -> None:
+    """A worker: answer tasks until the pool hangs up."""
     from n8n_deepeval_pipeline.evaluation import EvaluationTask
 
-    evaluator = _load_evaluator(evaluator_path)
-    connection.send({"ready": os.getpid()})
     while True:
         try:
             message = connection.recv()
@@ -59,14 +60,71 @@ def serve(connection: Connection, evaluator_path: str = DEFAULT_EVALUATOR) -> No
         connection.send({"result": result.model_dump(), "clean": evaluator.is_clean()})
 
 
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _fork_worker(control: Connection, evaluator: Any, pool_pid: int) -> int:
+    pool_end, worker_end = socketpair()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        control.close()
+        pool_end.close()
+        _exit_with_parent()
+        connection = Connection(worker_end.detach())
+        try:
+            serve(connection, evaluator)
+        finally:
+            os._exit(0)
+    worker_end.close()
+    control.send({"pid": pid})
+    send_handle(control, pool_end.fileno(), pool_pid)
+    pool_end.close()
+    return pid
+
+
 def main() -> None:
-    """Run the worker on the file descriptor given as the only argument."""
-    _die_with_parent()
-    connection = Connection(int(sys.argv[1]))
-    try:
-        serve(connection, *sys.argv[2:3])
-    finally:
-        connection.close()
+    """Warm up once, then fork a worker per request until the pool hangs up.
+
+    No watcher thread here (forking a threaded process is unsafe): the control
+    connection closes when the pool dies, which ends the loop.
+    """
+    control = Connection(int(sys.argv[1]))
+    evaluator = _load_evaluator(sys.argv[2] if len(sys.argv) > 2 else DEFAULT_EVALUATOR)
+    pool_pid = os.getppid()
+    workers: set[int] = set()
+    signal.signal(signal.SIGCHLD, lambda *_: _reap())
+    control.send({"ready": os.getpid()})
+    while True:
+        try:
+            message = control.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        workers.add(_fork_worker(control, evaluator, pool_pid))
+    control.close()
+    _stop_workers(workers)
+
+
+def _stop_workers(workers: set[int]) -> None:
+    """Kill whatever the pool left running and reap every worker before exiting."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
 
 
 if __name__ == "__main__":

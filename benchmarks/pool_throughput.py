@@ -1,0 +1,432 @@
+"""Worker-pool throughput against the alternatives a user has, side by side in one run.
+
+    .venv/bin/python benchmarks/pool_throughput.py            # 240 evaluations, C=16, 50 and 300 ms
+
+The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
+judge that answers after a fixed latency, run by
+  (a) our worker pool with C workers,
+  (b) DeepEval's evaluate() with AsyncConfig(max_concurrent=C) and its own OpenAI model,
+  (c) a plain sequential loop (our evaluator in one process: each evaluation's
+      isolated latency, from which ideal = sum of isolated latencies / C),
+  (d) a model of the seed's design: 4 slots, one evaluation per slot, DeepEval's own
+      OpenAI model in each slot,
+then a soak of one worker over 500 evaluations for its memory. Each runner runs in its
+own process; CPU is counted for that process and its workers, never the judge server's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+METRICS: list[dict[str, Any]] = [
+    {"metric": "bias"},
+    {"metric": "toxicity"},
+    {"metric": "pii_leakage"},
+    {"metric": "non_advice", "advice_types": ["financial", "medical"]},
+    {"metric": "misuse", "domain": "outdoor retail support"},
+    {"metric": "hallucination"},
+]
+QUIET = {
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
+    "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+}
+NATIVE_MODEL = "gpt-4.1"  # a name DeepEval sends a JSON schema for
+
+
+def items(count: int) -> list[dict[str, Any]]:
+    """Distinct support-agent answers, so no two prompts are the same."""
+    return [
+        {
+            "input": f"Where is my order A{1000 + i} and what do I owe for {i % 5 + 1} tents?",
+            "actual_output": f"Order A{1000 + i} shipped on day {i % 28 + 1}; "
+            f"you owe {(i % 5 + 1) * 240} dollars for the tents.",
+            "context": [
+                f"Order A{1000 + i} shipped on day {i % 28 + 1}.",
+                "Tents cost 240 dollars.",
+            ],
+        }
+        for i in range(count)
+    ]
+
+
+def cases(evaluations: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    per_metric = max(1, evaluations // len(METRICS))
+    return [(item, metric) for item in items(per_metric) for metric in METRICS]
+
+
+def _cpu_of(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --- runners (each in its own process) -------------------------------------------
+
+
+def run_pool(
+    base_url: str, concurrency: int, evaluations: int, soak: bool = False
+) -> dict[str, Any]:
+    from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
+    from n8n_deepeval_pipeline.resources.worker_pool import WorkerPool
+
+    if evaluations == 0:  # warm-up only
+        pool = WorkerPool(concurrency, 300)
+        pool.start()
+        pool.close()
+        return {"warmup_s": pool.warmup_s}
+    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
+    tasks = [
+        EvaluationTask(
+            task_id=index,
+            run_id=f"bench:{index}",
+            metric_label=metric["metric"],
+            config=metric,
+            item=EvaluationItem(**item),
+            judge=judge,
+            timeout_s=300,
+        )
+        for index, (item, metric) in enumerate(cases(evaluations))
+    ]
+    pool = WorkerPool(concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9)
+    pool.start()
+    pids = pool.pids
+    cpu_before = _self_cpu() + sum(_cpu_of(pid) for pid in pids)
+    started = time.perf_counter()
+    results = list(pool.evaluate(tasks))
+    wall = time.perf_counter() - started
+    cpu = _self_cpu() + sum(_cpu_of(pid) for pid in pids) - cpu_before
+    peaks = [_peak_rss_mb(pid) for pid in pids]
+    stats = pool.stats()
+    pool.close()
+    return {
+        "wall_s": wall,
+        "evaluations": len(results),
+        "errors": sum(1 for r in results if r.error),
+        "cpu_s": cpu,
+        "peak_rss_total_mb": sum(peaks),
+        "peak_rss_per_worker_mb": max(peaks),
+        "warmup_s": stats["warmup_s"],
+        "median_overhead_ms": stats["median_overhead_ms"],
+        "soak": soak,
+    }
+
+
+def _native_metrics(base_url: str) -> dict[str, Any]:
+    from deepeval import metrics as deepeval_metrics
+    from deepeval.models import GPTModel
+
+    model = GPTModel(model=NATIVE_MODEL, api_key="loopback", base_url=base_url)
+    classes = {
+        "bias": "BiasMetric",
+        "toxicity": "ToxicityMetric",
+        "pii_leakage": "PIILeakageMetric",
+        "non_advice": "NonAdviceMetric",
+        "misuse": "MisuseMetric",
+        "hallucination": "HallucinationMetric",
+    }
+
+    def build(config: dict[str, Any]) -> Any:
+        options = {k: v for k, v in config.items() if k != "metric"}
+        return getattr(deepeval_metrics, classes[config["metric"]])(model=model, **options)
+
+    return {"build": build}
+
+
+def run_deepeval(base_url: str, concurrency: int, evaluations: int) -> dict[str, Any]:
+    from deepeval import evaluate
+    from deepeval.evaluate import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
+    from deepeval.test_case import LLMTestCase
+
+    build = _native_metrics(base_url)["build"]
+    test_cases = [LLMTestCase(**item) for item in items(max(1, evaluations // len(METRICS)))]
+    metric_list = [build(config) for config in METRICS]
+    cpu_before = _self_cpu()
+    started = time.perf_counter()
+    evaluate(
+        test_cases,
+        metric_list,
+        async_config=AsyncConfig(max_concurrent=concurrency),
+        display_config=DisplayConfig(show_indicator=False, print_results=False),
+        cache_config=CacheConfig(write_cache=False, use_cache=False),
+        error_config=ErrorConfig(ignore_errors=True),
+    )
+    wall = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "wall_s": wall,
+        "evaluations": len(test_cases) * len(metric_list),
+        "errors": None,
+        "cpu_s": _self_cpu() - cpu_before,
+        "peak_rss_total_mb": peak,
+        "peak_rss_per_worker_mb": peak,
+    }
+
+
+def run_sequential(base_url: str, evaluations: int) -> dict[str, Any]:
+    from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
+    from n8n_deepeval_pipeline.worker.evaluate import Evaluator
+
+    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
+    evaluator = Evaluator()
+    latencies = []
+    cpu_before = _self_cpu()
+    started = time.perf_counter()
+    for index, (item, metric) in enumerate(cases(evaluations)):
+        task = EvaluationTask(
+            task_id=index,
+            run_id=f"bench:{index}",
+            metric_label=metric["metric"],
+            config=metric,
+            item=EvaluationItem(**item),
+            judge=judge,
+            timeout_s=300,
+        )
+        begun = time.perf_counter()
+        evaluator.evaluate(task)
+        latencies.append(time.perf_counter() - begun)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {
+        "wall_s": time.perf_counter() - started,
+        "evaluations": len(latencies),
+        "errors": None,
+        "cpu_s": _self_cpu() - cpu_before,
+        "peak_rss_total_mb": peak,
+        "peak_rss_per_worker_mb": peak,
+        "isolated_latency_sum_s": sum(latencies),
+    }
+
+
+_SLOT_STATE: dict[str, Any] = {}
+
+
+def _slot_init(base_url: str) -> None:
+    os.environ.update(QUIET)
+    _SLOT_STATE.update(_native_metrics(base_url))
+
+
+def _slot_evaluate(item: dict[str, Any], config: dict[str, Any]) -> int:
+    from deepeval.test_case import LLMTestCase
+
+    _SLOT_STATE["build"](config).measure(LLMTestCase(**item), _show_indicator=False)
+    return os.getpid()
+
+
+def run_seed_model(base_url: str, evaluations: int, slots: int = 4) -> dict[str, Any]:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        slots, mp_context=context, initializer=_slot_init, initargs=(base_url,)
+    ) as pool:
+        warm = list(pool.map(_slot_evaluate, *zip(*cases(len(METRICS) * slots), strict=True)))
+        pids = sorted(set(warm))
+        cpu_before = _self_cpu() + sum(_cpu_of(pid) for pid in pids)
+        started = time.perf_counter()
+        work = cases(evaluations)
+        done = list(pool.map(_slot_evaluate, *zip(*work, strict=True)))
+        wall = time.perf_counter() - started
+        cpu = _self_cpu() + sum(_cpu_of(pid) for pid in pids) - cpu_before
+        peaks = [_peak_rss_mb(pid) for pid in pids]
+    return {
+        "wall_s": wall,
+        "evaluations": len(done),
+        "errors": None,
+        "cpu_s": cpu,
+        "peak_rss_total_mb": sum(peaks),
+        "peak_rss_per_worker_mb": max(peaks),
+    }
+
+
+# --- orchestration ----------------------------------------------------------------
+
+
+def _child(mode: str, **options: Any) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", mode, "--options", json.dumps(options)]
+    env = {**os.environ, **QUIET, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(command, env=env, cwd="/tmp", capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"{mode} failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+class _Server:
+    def __init__(self, latency_ms: float, port: int) -> None:
+        self.port = port
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "n8n_deepeval_pipeline.loopback_judge", "--port", str(port),
+             "--latency-ms", str(latency_ms)],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        self._wait()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _wait(self) -> None:
+        import socket
+
+        for _ in range(200):
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("the loopback judge did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+
+
+def _import_time() -> float:
+    command = [sys.executable, "-c", "import deepeval.metrics"]
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        subprocess.run(
+            command, env={**os.environ, **QUIET}, cwd="/tmp", check=True, capture_output=True
+        )
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _row(label: str, result: dict[str, Any]) -> str:
+    n = result["evaluations"]
+    return (
+        f"{label:<26} {result['wall_s']:8.2f} {n / result['wall_s']:8.1f} "
+        f"{result['cpu_s'] / n * 1000:9.1f} {result['peak_rss_total_mb']:9.0f} "
+        f"{result['peak_rss_per_worker_mb']:9.0f}"
+    )
+
+
+def compare(latency_ms: float, concurrency: int, evaluations: int, port: int) -> dict[str, Any]:
+    server = _Server(latency_ms, port)
+    try:
+        runs = {
+            "a": _child(
+                "pool", base_url=server.base_url, concurrency=concurrency, evaluations=evaluations
+            ),
+            "b": _child(
+                "deepeval",
+                base_url=server.base_url,
+                concurrency=concurrency,
+                evaluations=evaluations,
+            ),
+            "c": _child("sequential", base_url=server.base_url, evaluations=evaluations),
+            "d": _child("seed", base_url=server.base_url, evaluations=evaluations),
+        }
+    finally:
+        server.stop()
+    ideal = runs["c"]["isolated_latency_sum_s"] / concurrency
+    print(
+        f"\njudge latency {latency_ms:g} ms · {runs['a']['evaluations']} evaluations · C = {concurrency}"
+    )
+    print(
+        f"{'runner':<26} {'wall s':>8} {'eval/s':>8} {'cpu ms/ev':>9} {'rss MB':>9} {'MB/worker':>9}"
+    )
+    labels = {
+        "a": f"(a) worker pool, {concurrency} workers",
+        "b": "(b) deepeval evaluate()",
+        "c": "(c) sequential loop",
+        "d": "(d) seed model, 4 slots",
+    }
+    for key, label in labels.items():
+        print(_row(label, runs[key]))
+    a = runs["a"]["wall_s"]
+    ratios = {
+        "a/b": a / runs["b"]["wall_s"],
+        "a/d": a / runs["d"]["wall_s"],
+        "a/ideal": a / ideal,
+        "throughput a vs b": runs["b"]["wall_s"] / a,
+    }
+    print(
+        f"ideal (sum of isolated latencies / C) {ideal:.2f} s · pool warm-up "
+        f"{runs['a']['warmup_s']:.2f} s · pool overhead {runs['a']['median_overhead_ms']:.2f} ms "
+        f"median · errors in (a): {runs['a']['errors']}"
+    )
+    print("ratios (wall time): " + " · ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
+    return {"latency_ms": latency_ms, "runs": runs, "ideal_s": ideal, "ratios": ratios}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--child")
+    parser.add_argument("--options", default="{}")
+    parser.add_argument("--evaluations", type=int, default=240)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--latencies", default="50,300")
+    parser.add_argument("--soak", type=int, default=500)
+    parser.add_argument("--port", type=int, default=18765)
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args()
+    if args.child:
+        options = json.loads(args.options)
+        runner = {
+            "pool": run_pool,
+            "deepeval": run_deepeval,
+            "sequential": run_sequential,
+            "seed": run_seed_model,
+        }
+        print(json.dumps(runner[args.child](**options)))
+        return
+    one_import = _import_time()
+    print(f"one process importing deepeval.metrics: {one_import:.2f} s")
+    figures: dict[str, Any] = {"import_s": one_import, "comparisons": []}
+    for latency in (float(value) for value in args.latencies.split(",")):
+        figures["comparisons"].append(
+            compare(latency, args.concurrency, args.evaluations, args.port)
+        )
+    if args.soak:
+        server = _Server(0, args.port)
+        try:
+            soak = _child(
+                "pool", base_url=server.base_url, concurrency=1, evaluations=args.soak, soak=True
+            )
+        finally:
+            server.stop()
+        figures["soak"] = soak
+        print(
+            f"\nsoak: 1 worker, {soak['evaluations']} evaluations: peak RSS "
+            f"{soak['peak_rss_per_worker_mb']:.0f} MB · pool overhead {soak['median_overhead_ms']:.2f} ms median"
+        )
+    warmup = figures["comparisons"][0]["runs"]["a"]["warmup_s"] if figures["comparisons"] else None
+    if warmup is not None:
+        four = _child("pool", base_url="http://127.0.0.1:9/v1", concurrency=4, evaluations=0)
+        print(
+            f"warm-up of 4 workers {four['warmup_s']:.2f} s = {four['warmup_s'] / one_import:.2f} x one import"
+        )
+        figures["warmup_4_s"] = four["warmup_s"]
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
