@@ -346,12 +346,10 @@ def compare(latency_ms: float, concurrency: int, evaluations: int, port: int) ->
     finally:
         server.stop()
     ideal = runs["c"]["isolated_latency_sum_s"] / concurrency
-    print(
-        f"\njudge latency {latency_ms:g} ms · {runs['a']['evaluations']} evaluations · C = {concurrency}"
-    )
-    print(
-        f"{'runner':<26} {'wall s':>8} {'eval/s':>8} {'cpu ms/ev':>9} {'rss MB':>9} {'MB/worker':>9}"
-    )
+    count = runs["a"]["evaluations"]
+    print(f"\njudge latency {latency_ms:g} ms · {count} evaluations · C = {concurrency}")
+    columns = ("wall s", "eval/s", "cpu ms/ev", "rss MB", "MB/worker")
+    print(f"{'runner':<26} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     labels = {
         "a": f"(a) worker pool, {concurrency} workers",
         "b": "(b) deepeval evaluate()",
@@ -415,14 +413,14 @@ def main() -> None:
         figures["soak"] = soak
         print(
             f"\nsoak: 1 worker, {soak['evaluations']} evaluations: peak RSS "
-            f"{soak['peak_rss_per_worker_mb']:.0f} MB · pool overhead {soak['median_overhead_ms']:.2f} ms median"
+            f"{soak['peak_rss_per_worker_mb']:.0f} MB · "
+            f"pool overhead {soak['median_overhead_ms']:.2f} ms median"
         )
     warmup = figures["comparisons"][0]["runs"]["a"]["warmup_s"] if figures["comparisons"] else None
     if warmup is not None:
         four = _child("pool", base_url="http://127.0.0.1:9/v1", concurrency=4, evaluations=0)
-        print(
-            f"warm-up of 4 workers {four['warmup_s']:.2f} s = {four['warmup_s'] / one_import:.2f} x one import"
-        )
+        ratio = four["warmup_s"] / one_import
+        print(f"warm-up of 4 workers {four['warmup_s']:.2f} s = {ratio:.2f} x one import")
         figures["warmup_4_s"] = four["warmup_s"]
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))

@@ -77,6 +77,10 @@ def _summary_metadata(scores: list[MetricScoreRow]) -> dict[str, Any]:
         "pass_rate": dg.MetadataValue.float(fmean(s.success for s in scores) if scores else 0.0),
         "errors": dg.MetadataValue.int(sum(1 for s in scores if s.error_kind)),
         "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
+        "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
+        "cached_calls": dg.MetadataValue.int(sum(s.cached_calls for s in scores)),
+        "tokens": dg.MetadataValue.int(sum(s.tokens for s in scores)),
+        "cost_usd": dg.MetadataValue.float(sum(s.cost_usd or 0.0 for s in scores)),
         "dry_run_judge": dg.MetadataValue.bool(any(s.dry_run for s in scores)),
     }
     for metric in sorted({s.metric for s in scores}):
@@ -185,7 +189,9 @@ def build_benchmark_assets(
             from_frame(AgentOutputRow, agent_outputs),
             judge.spec_for(benchmark.judge),
             config.timeout_s or worker_pool.timeout_s,
+            judge.prices(),
         )
+        judge.shared_state().reset_breaker()  # an earlier step's open circuit is history
         if plan.judge.is_dry_run:
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
         journal = score_journal.journal(benchmark.name, context.partition_key)

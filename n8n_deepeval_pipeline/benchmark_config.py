@@ -151,9 +151,12 @@ class ConsistencyConfig(_Model):
 class JudgeOverride(_Model):
     """A judge for this benchmark instead of the judge resource's default."""
 
-    provider: Literal["dry-run", "openai-compatible"]
+    provider: Literal[
+        "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
+    ]
     model: str | None = None
     base_url: str | None = None
+    api_version: str | None = None
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the key."
     )

@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline.evaluation import (
     EvaluationTask,
     JudgeSpec,
 )
+from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.recorded_outputs import AgentOutput, as_text
@@ -186,9 +187,11 @@ class ScoringPlan:
         outputs: list[AgentOutputRow],
         judge: JudgeSpec,
         default_timeout_s: float,
+        prices: PriceTable | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.judge = judge
+        self.prices = prices or PriceTable()
         self.tasks: list[EvaluationTask] = []
         self.without_output: list[tuple[ExpandedRunRow, MetricConfig, str]] = []
         self._keys: dict[int, tuple[ExpandedRunRow, MetricConfig]] = {}
@@ -224,25 +227,35 @@ class ScoringPlan:
     def row_for(self, result: EvaluationResult) -> MetricScoreRow:
         """The stored row of a finished task."""
         run, config = self._keys[result.task_id]
-        return metric_score_row(run, config, result, self.judge)
+        return metric_score_row(run, config, result, self.judge, self.prices)
 
     def rows_without_output(self) -> list[MetricScoreRow]:
         """Error rows for runs whose workflow produced nothing."""
         return [
             metric_score_row(
-                run, config, EvaluationResult.failed(-1, "no_output", reason), self.judge
+                run,
+                config,
+                EvaluationResult.failed(-1, "no_output", reason),
+                self.judge,
+                self.prices,
             )
             for run, config, reason in self.without_output
         ]
 
 
 def metric_score_row(
-    run: ExpandedRunRow, config: MetricConfig, result: EvaluationResult, judge: JudgeSpec
+    run: ExpandedRunRow,
+    config: MetricConfig,
+    result: EvaluationResult,
+    judge: JudgeSpec,
+    prices: PriceTable,
 ) -> MetricScoreRow:
     """Score, pass/fail under the metric's direction, and what the evaluation cost."""
     entry = entry_for(config)
     threshold = effective_threshold(config.threshold, config.strict_mode, entry.direction)
-    uses_judge = entry.needs_judge or (entry.accepts_judge and result.judge_calls > 0)
+    uses_judge = entry.needs_judge or (
+        entry.accepts_judge and result.judge_calls + result.cached_calls > 0
+    )
     reason = result.reason
     if uses_judge and judge.is_dry_run and reason is not None:
         reason = f"[dry-run judge, not a judgement] {reason}"
@@ -262,10 +275,14 @@ def metric_score_row(
         judge=judge.label if uses_judge else None,
         dry_run=uses_judge and judge.is_dry_run,
         judge_calls=result.judge_calls,
+        judge_retries=result.judge_retries,
+        cached_calls=result.cached_calls,
         prompt_tokens=result.prompt_tokens,
         completion_tokens=result.completion_tokens,
         tokens=result.prompt_tokens + result.completion_tokens,
-        cost_usd=None,
+        cost_usd=prices.cost(judge.model, result.prompt_tokens, result.completion_tokens)
+        if uses_judge
+        else None,
         latency_s=result.latency_s,
     )
 

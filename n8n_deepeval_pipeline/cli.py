@@ -96,12 +96,12 @@ def metrics(as_json: bool) -> None:
         )
 
 
-def _runner(path: Path, instance: Any) -> Any:
+def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
     from n8n_deepeval_pipeline.benchmark_check import check_benchmark
     from n8n_deepeval_pipeline.local_instance import BenchmarkRunner
 
     benchmark, _ = check_benchmark(path)
-    return BenchmarkRunner(benchmark, path, instance)
+    return BenchmarkRunner(benchmark, path, instance, judge_cache)
 
 
 @main.command()
@@ -110,14 +110,15 @@ def _runner(path: Path, instance: Any) -> Any:
     "--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def run(file: Path, fail_under: float | None, as_json: bool) -> None:
+@click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
+def run(file: Path, fail_under: float | None, as_json: bool, no_cache: bool) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary."""
     from n8n_deepeval_pipeline.local_instance import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
 
     try:
         with local_instance() as instance:
-            runner = _runner(file, instance)
+            runner = _runner(file, instance, judge_cache=not no_cache)
             partition = runner.register_current_version()
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             if not runner.materialise(partition):
@@ -160,6 +161,21 @@ def backfill(file: Path, from_asset: str | None) -> None:
     if failed:
         raise click.ClickException(f"{len(failed)} version(s) failed: {', '.join(failed)}")
     click.echo(f"backfilled {len(versions)} version(s)")
+
+
+@main.group()
+def cache() -> None:
+    """The judge-call cache (answers reused by re-runs and resumed runs)."""
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Forget every cached judge answer."""
+    from n8n_deepeval_pipeline.judging.shared_state import SharedState
+
+    path = settings.home() / "judge" / "judge.sqlite"
+    removed = SharedState(path).clear_cache() if path.exists() else 0
+    click.echo(f"removed {removed} cached judge answer(s) from {path}")
 
 
 @main.command()

@@ -10,11 +10,11 @@ from pydantic import ValidationError
 class BenchmarkConfigError(ValueError):
     """A benchmark file (or a file it points to) is invalid; the message names file and field."""
 
-    def __init__(self, source: Path | str, problems: list[str]) -> None:
+    def __init__(self, source: Path | str, problems: list[str], what: str = "benchmark") -> None:
         self.source = str(source)
         self.problems = problems
         listing = "\n".join(f"  - {problem}" for problem in problems)
-        super().__init__(f"{self.source}: invalid benchmark\n{listing}")
+        super().__init__(f"{self.source}: invalid {what}\n{listing}")
 
 
 def field_path(location: tuple[int | str, ...]) -> str:

@@ -27,7 +27,11 @@ def _env_or(name: str, default: str) -> str | dg.EnvVar:
     return dg.EnvVar(name) if name in os.environ else default
 
 
-def build_resources() -> dict[str, object]:
+def _env_int(name: str) -> int | None:
+    return int(os.environ[name]) if os.environ.get(name) else None
+
+
+def build_resources(judge_cache: bool = True) -> dict[str, object]:
     """The worker pool, the judge and the DuckDB IO manager, configured from the environment."""
     database = settings.database_path()
     database.parent.mkdir(parents=True, exist_ok=True)
@@ -44,13 +48,20 @@ def build_resources() -> dict[str, object]:
             model=_env_or("N8N_DEEPEVAL_JUDGE_MODEL", "dry-run"),
             base_url=os.environ.get("N8N_DEEPEVAL_JUDGE_BASE_URL"),
             api_key=judge_key,
+            api_version=os.environ.get("N8N_DEEPEVAL_JUDGE_API_VERSION"),
+            timeout_s=float(os.environ.get("N8N_DEEPEVAL_JUDGE_TIMEOUT_S", "60")),
+            max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
+            requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
+            cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",
+            state_dir=str(settings.home() / "judge"),
+            prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
         "io_manager": DuckDBPandasIOManager(database=str(database)),
     }
 
 
-def build_definitions(benchmark_files: list[Path]) -> dg.Definitions:
+def build_definitions(benchmark_files: list[Path], judge_cache: bool = True) -> dg.Definitions:
     """Definitions for the given benchmark files.
 
     Loading reads files only; it never calls n8n or a judge.
@@ -74,7 +85,11 @@ def build_definitions(benchmark_files: list[Path]) -> dg.Definitions:
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
     return dg.Definitions(
-        assets=assets, jobs=jobs, schedules=schedules, sensors=sensors, resources=build_resources()
+        assets=assets,
+        jobs=jobs,
+        schedules=schedules,
+        sensors=sensors,
+        resources=build_resources(judge_cache),
     )
 
 

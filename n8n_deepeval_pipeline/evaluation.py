@@ -8,10 +8,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
+from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
+
 ErrorKind = Literal[
     "missing_input",
     "invalid_config",
     "judge_error",
+    "judge_invalid_output",
+    "judge_unavailable",
     "metric_error",
     "no_output",
     "worker_crash",
@@ -19,16 +23,36 @@ ErrorKind = Literal[
 ]
 
 
+JudgeProvider = Literal[
+    "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
+]
+
+
 class JudgeSpec(BaseModel):
-    """Which judge a worker builds. The key travels to the worker, never into results."""
+    """Which judge a worker builds and how it behaves.
+
+    The key travels to the worker, never into results, logs or the journal: only
+    ``label`` is stored.
+    """
 
     model_config = ConfigDict(frozen=True)
 
-    provider: Literal["dry-run", "openai-compatible"] = "dry-run"
+    provider: JudgeProvider = "dry-run"
     model: str = "dry-run"
     base_url: str | None = None
     api_key: SecretStr | None = None
+    api_version: str | None = None  # Azure OpenAI
     timeout_s: float = 60.0
+    temperature: float | None = 0.0
+    max_tokens: int | None = None
+    retry: RetryPolicy = RetryPolicy()
+    max_in_flight: int = 32  # judge calls in flight across all workers
+    requests_per_minute: int | None = None
+    breaker_threshold: int = 10  # consecutive failed calls that open the circuit
+    breaker_cool_down_s: float = 60.0
+    cache: bool = True
+    cache_scope: Literal["run", "shared"] = "run"  # "run": each run index re-samples
+    state_dir: str | None = None  # cache, rate window and breaker (SQLite), slot locks
 
     @property
     def is_dry_run(self) -> bool:
@@ -91,6 +115,8 @@ class EvaluationResult(BaseModel):
     error: str | None = None
     error_kind: ErrorKind | None = None
     judge_calls: int = 0
+    judge_retries: int = 0
+    cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0

@@ -51,10 +51,16 @@ def local_instance() -> Iterator[dg.DagsterInstance]:
 class BenchmarkRunner:
     """Materialise a benchmark's assets for workflow versions, in this process."""
 
-    def __init__(self, benchmark: Benchmark, source: Path, instance: dg.DagsterInstance) -> None:
+    def __init__(
+        self,
+        benchmark: Benchmark,
+        source: Path,
+        instance: dg.DagsterInstance,
+        judge_cache: bool = True,
+    ) -> None:
         self.benchmark = benchmark
         self.instance = instance
-        self.defs = build_definitions([source])
+        self.defs = build_definitions([source], judge_cache)
         self.partitions_name = partitions_for(benchmark).name or ""
 
     def register_current_version(self) -> str:

@@ -2,7 +2,15 @@
 
 It answers ``POST /v1/chat/completions`` after a fixed latency with JSON that fits the
 request's ``response_format`` JSON schema (values drawn from a hash of the request, so
-answers are deterministic), and reports token usage. Run it in-process for tests
+answers are deterministic) and reports token usage. A fault plan makes it misbehave
+the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
+``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+(closes the connection without an answer), ``invalid_json`` and ``schema_violation``;
+``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead).
+
+It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
+dropped connection is really dropped. Run it in-process for tests
 (``LoopbackJudge(...).start()``) or as a process for benchmarks:
 
     python -m n8n_deepeval_pipeline.loopback_judge --port 8765 --latency-ms 50
@@ -12,63 +20,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import json
 import threading
 import time
+from collections import Counter
 from typing import Any
 
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
+from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
-
-class _SchemaFiller:
-    """Schema-valid JSON values for a JSON schema, drawn from a seed."""
-
-    def __init__(self, seed: bytes, definitions: dict[str, Any]) -> None:
-        self._seed = seed
-        self._draws = 0
-        self._definitions = definitions
-
-    def _unit(self) -> float:
-        digest = hashlib.sha256(self._seed + self._draws.to_bytes(4, "big")).digest()
-        self._draws += 1
-        return int.from_bytes(digest[:8], "big") / 2**64
-
-    def value(self, schema: dict[str, Any], name: str = "") -> Any:
-        if "$ref" in schema:
-            return self.value(self._definitions[schema["$ref"].rsplit("/", 1)[-1]], name)
-        for key in ("anyOf", "oneOf"):
-            if key in schema:
-                options = [s for s in schema[key] if s.get("type") != "null"]
-                return self.value(options[0], name)
-        if "enum" in schema:
-            options = sorted(schema["enum"], key=str)
-            return options[int(self._unit() * len(options))]
-        if "const" in schema:
-            return schema["const"]
-        return self._typed(schema, name)
-
-    def _typed(self, schema: dict[str, Any], name: str) -> Any:
-        kind = schema.get("type", "string")
-        if kind == "object":
-            properties = schema.get("properties", {})
-            return {key: self.value(sub, key) for key, sub in properties.items()}
-        if kind == "array":
-            return [self.value(schema.get("items", {}), name) for _ in range(2)]
-        if kind in ("number", "integer"):
-            low = schema.get("minimum", 0)
-            high = schema.get("maximum", 10 if "score" in name else 1)
-            drawn = low + self._unit() * (high - low)
-            return round(drawn) if kind == "integer" else round(drawn, 3)
-        if kind == "boolean":
-            return self._unit() < 0.5
-        if name == "verdict" or name.endswith("_verdict") or name == "answers":
-            return "yes" if self._unit() < 0.5 else "no"
-        return f"loopback {name}"
+_REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable"}  # fmt: skip
 
 
 def answer_for(body: dict[str, Any]) -> str:
@@ -80,67 +43,13 @@ def answer_for(body: dict[str, Any]) -> str:
     )
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
-    filler = _SchemaFiller(seed, schema.get("$defs", {}))
-    return json.dumps(filler.value(schema))
-
-
-class LoopbackJudge:
-    """The server, with request counters."""
-
-    def __init__(self, latency_s: float = 0.05, port: int = 0) -> None:
-        self.latency_s = latency_s
-        self.port = port
-        self.requests = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self.app = Starlette(
-            routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])]
-        )
-
-    async def _complete(self, request: Request) -> JSONResponse:
-        body = await request.json()
-        self.requests += 1
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            await asyncio.sleep(self.latency_s)
-            return JSONResponse(_completion(body, answer_for(body)))
-        finally:
-            self.in_flight -= 1
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI base URL of this server."""
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def _config(self) -> uvicorn.Config:
-        return uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
-        )
-
-    def start(self) -> LoopbackJudge:
-        """Serve from a background thread (for tests); returns once it listens."""
-        self._server = uvicorn.Server(self._config())
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._thread.start()
-        while not self._server.started:
-            time.sleep(0.01)
-        self.port = self._server.servers[0].sockets[0].getsockname()[1]
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return json.dumps(fill_schema(schema, seed, prompt))
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
     prompt_tokens = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
-    completion_tokens = len(text) // 4
+    completion_tokens = max(len(text) // 4, 1)
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion",
@@ -162,6 +71,155 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
     }
 
 
+class LoopbackJudge:
+    """The server, its fault plan and what it saw."""
+
+    def __init__(
+        self,
+        latency_s: float = 0.05,
+        port: int = 0,
+        faults: list[str] | None = None,
+        slow_s: float = 5.0,
+        fail_always: bool = False,
+    ) -> None:
+        self.latency_s = latency_s
+        self.port = port
+        self.faults = list(faults or [])
+        self.slow_s = slow_s
+        self.fail_always = fail_always
+        self.requests = 0
+        self.served = Counter[str]()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.headers_seen: list[dict[str, str]] = []
+        self.urls_seen: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL of this server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _next_fault(self) -> str:
+        with self._lock:
+            if self.fail_always:
+                return "500"
+            return self.faults.pop(0) if self.faults else "ok"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                target, headers, body = request
+                if not await self._respond(writer, target, headers, body):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(
+        self, writer: asyncio.StreamWriter, target: str, headers: dict[str, str], body: bytes
+    ) -> bool:
+        self.requests += 1
+        self.headers_seen.append(headers)
+        self.urls_seen.append(target)
+        if not target.split("?")[0].endswith("/chat/completions"):
+            _write(writer, 404, {"error": {"message": "not found"}})
+            return True
+        fault = self._next_fault()
+        self.served[fault.split(":")[0]] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.slow_s if fault == "slow" else self.latency_s)
+            if fault == "drop":
+                writer.transport.abort()
+                return False
+            return self._answer(writer, fault, json.loads(body or b"{}"))
+        finally:
+            self.in_flight -= 1
+
+    def _answer(self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]) -> bool:
+        code, _, retry_after = fault.partition(":")
+        if code in ("429", "500", "503"):
+            extra = {"retry-after": retry_after} if retry_after else {}
+            _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
+            return True
+        text = answer_for(request)
+        if fault == "invalid_json":
+            text = text[: len(text) // 2]
+        elif fault == "schema_violation":
+            text = json.dumps({"unexpected": True})
+        _write(writer, 200, _completion(request, text))
+        return True
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        ready.set()
+        async with self._server:
+            await self._server.serve_forever()
+
+    def start(self) -> LoopbackJudge:
+        """Serve from a background thread; returns once it listens."""
+        ready = threading.Event()
+        thread = threading.Thread(
+            target=lambda: asyncio.run(self._serve_quietly(ready)), daemon=True
+        )
+        thread.start()
+        ready.wait(10)
+        return self
+
+    async def _serve_quietly(self, ready: threading.Event) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._serve(ready)
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._loop is not None and self._server is not None:
+            self._loop.call_soon_threadsafe(self._server.close)
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, dict[str, str], bytes] | None:
+    head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
+    if not head:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "/"
+    headers = {
+        name.strip().lower(): value.strip()
+        for name, _, value in (line.partition(":") for line in lines[1:] if line)
+    }
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return target, headers, body
+
+
+def _write(
+    writer: asyncio.StreamWriter,
+    status: int,
+    payload: dict[str, Any],
+    extra_headers: dict[str, str] | None = None,
+) -> None:
+    body = json.dumps(payload).encode()
+    headers = {
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+        **(extra_headers or {}),
+    }
+    head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n" + "".join(
+        f"{name}: {value}\r\n" for name, value in headers.items()
+    )
+    writer.write(head.encode("latin-1") + b"\r\n" + body)
+
+
 def main() -> None:
     """Serve until interrupted."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -169,7 +227,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     options = parser.parse_args()
     judge = LoopbackJudge(latency_s=options.latency_ms / 1000, port=options.port)
-    uvicorn.Server(judge._config()).run()
+    asyncio.run(judge._serve(threading.Event()))
 
 
 if __name__ == "__main__":

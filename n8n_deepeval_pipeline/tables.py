@@ -96,6 +96,8 @@ class MetricScoreRow(TableRow):
     judge: str | None
     dry_run: bool
     judge_calls: int
+    judge_retries: int
+    cached_calls: int
     prompt_tokens: int
     completion_tokens: int
     tokens: int

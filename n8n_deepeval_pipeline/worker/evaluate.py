@@ -8,7 +8,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask, JudgeSpec
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, JudgeSpec
+from n8n_deepeval_pipeline.judging.judge import (
+    JudgeCallError,
+    JudgeOutputError,
+    JudgeUnavailable,
+    PipelineJudge,
+    UsageCounter,
+)
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
@@ -18,7 +25,6 @@ from n8n_deepeval_pipeline.worker.isolation import (
     trace_manager_is_clean,
     warm_up,
 )
-from n8n_deepeval_pipeline.worker.judges import JudgeOutputError, UsageCounter, build_judge
 from n8n_deepeval_pipeline.worker.metrics import construct_metric, import_implementation
 from n8n_deepeval_pipeline.worker.test_cases import (
     MissingInputError,
@@ -41,11 +47,14 @@ class Evaluator:
         self._snapshot = ModuleSnapshot()
         self.repairs = 0
 
-    def _judge(self, spec: JudgeSpec) -> Any:
+    def _judge(self, spec: JudgeSpec, run_id: str) -> PipelineJudge:
         key = spec.model_dump_json()
         if key not in self._judges:
-            self._judges[key] = build_judge(spec, self._usage)
-        return self._judges[key]
+            self._judges[key] = PipelineJudge(spec, self._usage)
+        judge: PipelineJudge = self._judges[key]
+        # Each run index has its own cache namespace: repeated runs stay real re-samples.
+        judge.namespace = run_id.rsplit(":", 1)[-1] if spec.cache_scope == "run" else "shared"
+        return judge
 
     def evaluate(self, task: EvaluationTask) -> EvaluationResult:
         """Score one task; any failure becomes an error result, never an exception."""
@@ -61,6 +70,8 @@ class Evaluator:
             update={
                 "latency_s": round(time.perf_counter() - started, 4),
                 "judge_calls": self._usage.calls,
+                "judge_retries": self._usage.retries,
+                "cached_calls": self._usage.cached,
                 "prompt_tokens": self._usage.prompt_tokens,
                 "completion_tokens": self._usage.completion_tokens,
             }
@@ -77,7 +88,8 @@ class Evaluator:
         except ValidationError as error:
             return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
         try:
-            judge = self._judge(task.judge) if entry.needs_judge or entry.accepts_judge else None
+            needs_judge = entry.needs_judge or entry.accepts_judge
+            judge = self._judge(task.judge, task.run_id) if needs_judge else None
             if entry.kind == "n8n":
                 check_inputs(entry, config, task.item)
                 score, reason = import_implementation(entry)(config, task.item, judge)
@@ -86,11 +98,14 @@ class Evaluator:
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
         except JudgeOutputError as error:
+            return EvaluationResult.failed(task.task_id, "judge_invalid_output", str(error))
+        except JudgeUnavailable as error:
+            return EvaluationResult.failed(task.task_id, "judge_unavailable", str(error))
+        except JudgeCallError as error:
             return EvaluationResult.failed(task.task_id, "judge_error", str(error))
         except Exception as error:
-            kind: ErrorKind = "judge_error" if _from_judge_client(error) else "metric_error"
             return EvaluationResult.failed(
-                task.task_id, kind, f"{type(error).__name__}: {_first_line(error)}"
+                task.task_id, "metric_error", f"{type(error).__name__}: {_first_line(error)}"
             )
         if score is None:
             return EvaluationResult.failed(task.task_id, "metric_error", reason or "no score")
@@ -117,7 +132,3 @@ def _measure(
 def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def _from_judge_client(error: BaseException) -> bool:
-    return type(error).__module__.split(".")[0] in {"openai", "httpx", "httpcore", "httpx2"}

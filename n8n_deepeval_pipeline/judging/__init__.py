@@ -1,0 +1,1 @@
+"""The judge: providers, resilience, cache, limits and cost (the worker side runs it)."""

@@ -1,0 +1,241 @@
+"""The judge DeepEval metrics receive as ``model=`` (worker side).
+
+One class for every provider: it looks the call up in the shared cache, fails fast while
+the circuit breaker is open, waits for a requests-per-minute slot and an in-flight slot
+shared by all workers, calls the provider with retries (exponential backoff with jitter,
+honouring Retry-After, bounded in attempts and total time), validates the answer
+against the metric's schema and asks once more if it does not fit, then stores it.
+
+Sync and async are adapted once: all of it is async and runs on one event loop thread
+per worker, so the provider's HTTP client lives on a single loop; ``generate`` waits
+for that loop, ``a_generate`` awaits it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import threading
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from deepeval.models import DeepEvalBaseLLM
+from pydantic import BaseModel, ValidationError
+
+from n8n_deepeval_pipeline.evaluation import JudgeSpec
+from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
+from n8n_deepeval_pipeline.judging.providers import Completion, ProviderError, build_provider
+from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
+
+T = TypeVar("T")
+
+
+class JudgeCallError(RuntimeError):
+    """The judge could not be reached or kept failing (retries exhausted)."""
+
+
+class JudgeUnavailable(RuntimeError):
+    """The circuit breaker is open: calls fail fast instead of hammering a dead endpoint."""
+
+
+class JudgeOutputError(RuntimeError):
+    """The judge answered twice with JSON that does not fit the metric's schema."""
+
+
+class UsageCounter:
+    """Judge calls, retries, cache hits and tokens of the evaluation in progress."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Start counting the next evaluation."""
+        self.calls = 0
+        self.retries = 0
+        self.cached = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+
+class _LoopThread:
+    """An event loop on a daemon thread: where every judge call of this worker runs."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="judge-loop", daemon=True).start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    async def run_async(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return await asyncio.wrap_future(future)
+
+
+@functools.cache
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    """A schema's JSON schema, built once per class (pydantic rebuilds it on every call)."""
+    return schema.model_json_schema()
+
+
+def _json_object(text: str) -> str:
+    """The outermost JSON object in a reply (models sometimes wrap it in prose or fences)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else text
+
+
+class PipelineJudge(DeepEvalBaseLLM):
+    """A DeepEval model backed by this project's providers, cache and limits."""
+
+    def __init__(self, spec: JudgeSpec, usage: UsageCounter) -> None:
+        self.spec = spec
+        self.usage = usage
+        self.namespace = "shared"
+        self._rng = random.Random()
+        self._loop = _LoopThread()
+        self._provider = self._loop.run(self._build_provider())
+        state_dir = Path(spec.state_dir) if spec.state_dir else None
+        self._state = SharedState(state_dir / "judge.sqlite") if state_dir else None
+        self._limit = (
+            InFlightLimit(state_dir / "in-flight", spec.max_in_flight) if state_dir else None
+        )
+        super().__init__(model=spec.model)
+
+    async def _build_provider(self) -> Any:
+        return build_provider(self.spec)  # its HTTP client belongs to the judge loop
+
+    def load_model(self) -> PipelineJudge:
+        return self
+
+    def get_model_name(self) -> str:
+        return self.spec.label
+
+    def generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
+        return self._loop.run(self._answer(prompt, schema))
+
+    async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
+        return await self._loop.run_async(self._answer(prompt, schema))
+
+    async def _answer(self, prompt: str, schema: type[BaseModel] | None) -> Any:
+        json_schema = _json_schema(schema) if schema is not None else None
+        key = self._key(prompt, json_schema)
+        cached = self._state.cached(key) if self._state is not None and key else None
+        if cached is not None:
+            self.usage.cached += 1
+            return self._parse(cached.answer, schema)
+        answer, parsed = await self._ask_until_valid(prompt, schema, json_schema)
+        if self._state is not None and key:
+            self._state.store(key, answer)
+        return parsed
+
+    def _key(self, prompt: str, json_schema: dict[str, Any] | None) -> str | None:
+        if not self.spec.cache or self.spec.is_dry_run:
+            return None
+        settings = {"temperature": self.spec.temperature, "max_tokens": self.spec.max_tokens}
+        provider, model = self.spec.provider, self.spec.model
+        return cache_key(provider, model, settings, prompt, json_schema, self.namespace)
+
+    async def _ask_until_valid(
+        self, prompt: str, schema: type[BaseModel] | None, json_schema: dict[str, Any] | None
+    ) -> tuple[CachedAnswer, Any]:
+        """Ask; if the answer does not fit the schema, ask once more saying why."""
+        question = prompt
+        for attempt in (1, 2):
+            completion = await self._call(question, json_schema)
+            try:
+                parsed = self._parse(completion.text, schema)
+            except (ValidationError, ValueError) as error:
+                if attempt == 2:
+                    raise JudgeOutputError(
+                        f"the judge answered twice with JSON that does not fit "
+                        f"{schema.__name__ if schema else 'the answer'}: {_short(error)}"
+                    ) from None
+                question = (
+                    f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
+                    "Answer again with JSON only, exactly matching the schema."
+                )
+                continue
+            answer = CachedAnswer(
+                answer=completion.text,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+            )
+            return answer, parsed
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _parse(text: str, schema: type[BaseModel] | None) -> Any:
+        if schema is None:
+            return text
+        return schema.model_validate_json(_json_object(text))
+
+    async def _call(self, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+        """One successful provider call, with the retries it took."""
+        self._fail_fast_if_open()
+        policy = self.spec.retry
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
+            await self._wait_for_rate()
+            try:
+                completion = await self._call_once(prompt, json_schema)
+            except ProviderError as error:
+                delay = policy.delay(attempt, error.retry_after_s, self._rng)
+                out_of_time = time.monotonic() - started + delay > policy.max_total_s
+                if not error.retryable or attempt >= policy.max_attempts or out_of_time:
+                    self._record_failure(str(error))
+                    raise JudgeCallError(f"{error} (after {attempt} attempt(s))") from None
+                self.usage.retries += 1
+                await asyncio.sleep(delay)
+                continue
+            if self._state is not None:
+                self._state.record_success()
+            return completion
+
+    async def _call_once(self, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+        completion: Completion
+        if self._limit is None:
+            completion = await self._provider.complete(prompt, json_schema)
+        else:
+            async with self._limit.slot():
+                completion = await self._provider.complete(prompt, json_schema)
+        self.usage.calls += 1
+        self.usage.prompt_tokens += completion.prompt_tokens
+        self.usage.completion_tokens += completion.completion_tokens
+        return completion
+
+    async def _wait_for_rate(self) -> None:
+        limit = self.spec.requests_per_minute
+        if limit is None or self._state is None:
+            return
+        while (wait := self._state.take_rpm_slot(limit)) > 0:
+            await asyncio.sleep(wait)
+
+    def _fail_fast_if_open(self) -> None:
+        if self._state is None:
+            return
+        is_open, last_error = self._state.breaker_open()
+        if is_open:
+            raise JudgeUnavailable(
+                f"judge unavailable: {self.spec.breaker_threshold} calls in a row failed, "
+                f"so the rest fail fast for {self.spec.breaker_cool_down_s:g} s. "
+                f"Last error: {last_error}"
+            )
+
+    def _record_failure(self, error: str) -> None:
+        if self._state is not None:
+            self._state.record_failure(
+                error, self.spec.breaker_threshold, self.spec.breaker_cool_down_s
+            )
+
+
+def _short(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in first["loc"]) or "answer"
+        return f"{error.error_count()} error(s), first at {where}: {first['msg']}"
+    return str(error).splitlines()[0][:200]

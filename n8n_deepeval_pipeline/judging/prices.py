@@ -1,0 +1,83 @@
+"""What judge tokens cost: a price table the user can extend.
+
+Prices are USD per million tokens, input and output. The built-in table covers common
+judge models; a YAML or JSON file (``N8N_DEEPEVAL_PRICES``) adds or overrides entries:
+
+    gpt-4o-mini: {input: 0.15, output: 0.60}
+    my-vllm-model: {input: 0, output: 0}
+
+A model without a price has no cost (the tokens are still recorded).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
+
+
+class Price(BaseModel):
+    """USD per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+
+
+_BUILT_IN: dict[str, Price] = {
+    "gpt-4o": Price(input=2.50, output=10.00),
+    "gpt-4o-mini": Price(input=0.15, output=0.60),
+    "gpt-4.1": Price(input=2.00, output=8.00),
+    "gpt-4.1-mini": Price(input=0.40, output=1.60),
+    "gpt-4.1-nano": Price(input=0.10, output=0.40),
+    "o4-mini": Price(input=1.10, output=4.40),
+    "claude-sonnet-4-5": Price(input=3.00, output=15.00),
+    "claude-haiku-4-5": Price(input=1.00, output=5.00),
+    "claude-opus-4-1": Price(input=15.00, output=75.00),
+    "dry-run": Price(input=0, output=0),
+}
+
+
+_PRICES = TypeAdapter(dict[str, Price])
+
+
+class PriceTable:
+    """Prices by model name; the longest known prefix of a dated name matches."""
+
+    def __init__(self, extra: dict[str, Price] | None = None) -> None:
+        self.prices = {**_BUILT_IN, **(extra or {})}
+
+    @classmethod
+    def from_file(cls, path: Path | None) -> PriceTable:
+        """The built-in table extended by a YAML/JSON file (errors name the model)."""
+        if path is None:
+            return cls()
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as error:
+            problems = [f"cannot read the price table: {error}"]
+            raise BenchmarkConfigError(path, problems, what="price table") from None
+        try:
+            extra = _PRICES.validate_python(raw)
+        except ValidationError as error:
+            problems = describe_validation_error(error)
+            raise BenchmarkConfigError(path, problems, what="price table") from None
+        return cls(extra)
+
+    def price(self, model: str) -> Price | None:
+        """The price of a model (``gpt-4o-2024-08-06`` matches ``gpt-4o``)."""
+        if model in self.prices:
+            return self.prices[model]
+        matches = [name for name in self.prices if model.startswith(name)]
+        return self.prices[max(matches, key=len)] if matches else None
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD for the tokens, or None when the model has no price."""
+        price = self.price(model)
+        if price is None:
+            return None
+        return (prompt_tokens * price.input + completion_tokens * price.output) / 1_000_000

@@ -1,0 +1,136 @@
+"""Judge state every worker shares, in one embedded SQLite file (WAL, safe across processes).
+
+- the judge-call cache: a finished call's answer by a key of provider, model, generation
+  settings, prompt, schema and namespace (errors are never stored);
+- a requests-per-minute window;
+- the circuit breaker: consecutive failed calls, and until when calls fail fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+_SCHEMA = """
+create table if not exists cache (
+    key text primary key, answer text not null, prompt_tokens integer not null,
+    completion_tokens integer not null, created real not null);
+create table if not exists rpm (at real not null);
+create table if not exists breaker (
+    id integer primary key check (id = 1), failures integer not null,
+    open_until real not null, last_error text);
+insert or ignore into breaker values (1, 0, 0, null);
+"""
+
+
+class CachedAnswer(BaseModel):
+    """A judge answer as the cache keeps it."""
+
+    answer: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def cache_key(
+    provider: str,
+    model: str,
+    settings: dict[str, Any],
+    prompt: str,
+    schema: dict[str, Any] | None,
+    namespace: str,
+) -> str:
+    """SHA-256 of everything that decides the answer."""
+    identity = [provider, model, settings, prompt, schema, namespace]
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class SharedState:
+    """The SQLite file; each process opens its own connection."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        # One connection per process; the judge uses it from its own event-loop thread.
+        self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
+        self._db.execute("pragma journal_mode=wal")
+        self._db.execute("pragma synchronous=normal")
+        self._db.executescript(_SCHEMA)
+
+    # cache
+
+    def cached(self, key: str) -> CachedAnswer | None:
+        """A stored answer, if any."""
+        row = self._db.execute(
+            "select answer, prompt_tokens, completion_tokens from cache where key = ?", (key,)
+        ).fetchone()
+        if row is None:
+            return None
+        return CachedAnswer(answer=row[0], prompt_tokens=row[1], completion_tokens=row[2])
+
+    def store(self, key: str, answer: CachedAnswer) -> None:
+        """Keep a successful answer."""
+        self._db.execute(
+            "insert or replace into cache values (?, ?, ?, ?, ?)",
+            (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, time.time()),
+        )
+
+    def clear_cache(self) -> int:
+        """Forget every cached answer; return how many there were."""
+        return self._db.execute("delete from cache").rowcount
+
+    # requests per minute
+
+    def take_rpm_slot(self, limit: int) -> float:
+        """Record a call if the last minute has room; else seconds to wait."""
+        now = time.time()
+        self._db.execute("begin immediate")
+        try:
+            self._db.execute("delete from rpm where at < ?", (now - 60,))
+            count, oldest = self._db.execute("select count(*), min(at) from rpm").fetchone()
+            if count < limit:
+                self._db.execute("insert into rpm values (?)", (now,))
+                return 0.0
+            return max(float(oldest) + 60 - now, 0.01)
+        finally:
+            self._db.execute("commit")
+
+    # circuit breaker
+
+    def breaker_open(self) -> tuple[bool, str | None]:
+        """Whether calls should fail fast now, and the failure that opened it."""
+        open_until, last_error = self._db.execute(
+            "select open_until, last_error from breaker where id = 1"
+        ).fetchone()
+        return time.time() < open_until, last_error
+
+    def record_failure(self, error: str, threshold: int, cool_down_s: float) -> int:
+        """Count a failed call; open the breaker at ``threshold`` in a row."""
+        self._db.execute("begin immediate")
+        try:
+            failures = self._db.execute(
+                "update breaker set failures = failures + 1, last_error = ? where id = 1 "
+                "returning failures",
+                (error,),
+            ).fetchone()[0]
+            if failures >= threshold:
+                self._db.execute(
+                    "update breaker set open_until = ? where id = 1", (time.time() + cool_down_s,)
+                )
+            return int(failures)
+        finally:
+            self._db.execute("commit")
+
+    def record_success(self) -> None:
+        """A call worked: the run of failures is over."""
+        self._db.execute("update breaker set failures = 0, open_until = 0 where id = 1")
+
+    def reset_breaker(self) -> None:
+        """Close the breaker (at the start of a scoring step)."""
+        self.record_success()
