@@ -67,6 +67,25 @@ def cases(evaluations: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(item, metric) for item in items(per_metric) for metric in METRICS]
 
 
+def tasks_for(base_url: str, evaluations: int) -> list[Any]:
+    """The benchmark's evaluations as pool tasks, judged by the loopback server."""
+    from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
+
+    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
+    return [
+        EvaluationTask(
+            task_id=index,
+            run_id=f"bench:{index}",
+            metric_label=metric["metric"],
+            config=metric,
+            item=EvaluationItem(**item),
+            judge=judge,
+            timeout_s=300,
+        )
+        for index, (item, metric) in enumerate(cases(evaluations))
+    ]
+
+
 def _cpu_of(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -90,7 +109,6 @@ def _self_cpu() -> float:
 def run_pool(
     base_url: str, concurrency: int, evaluations: int, soak: bool = False
 ) -> dict[str, Any]:
-    from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
     from n8n_deepeval_pipeline.resources.worker_pool import WorkerPool
 
     if evaluations == 0:  # warm-up only
@@ -98,19 +116,7 @@ def run_pool(
         pool.start()
         pool.close()
         return {"warmup_s": pool.warmup_s}
-    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
-    tasks = [
-        EvaluationTask(
-            task_id=index,
-            run_id=f"bench:{index}",
-            metric_label=metric["metric"],
-            config=metric,
-            item=EvaluationItem(**item),
-            judge=judge,
-            timeout_s=300,
-        )
-        for index, (item, metric) in enumerate(cases(evaluations))
-    ]
+    tasks = tasks_for(base_url, evaluations)
     pool = WorkerPool(concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9)
     pool.start()
     pids = pool.pids
@@ -187,24 +193,13 @@ def run_deepeval(base_url: str, concurrency: int, evaluations: int) -> dict[str,
 
 
 def run_sequential(base_url: str, evaluations: int) -> dict[str, Any]:
-    from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
     from n8n_deepeval_pipeline.worker.evaluate import Evaluator
 
-    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
     evaluator = Evaluator()
     latencies = []
     cpu_before = _self_cpu()
     started = time.perf_counter()
-    for index, (item, metric) in enumerate(cases(evaluations)):
-        task = EvaluationTask(
-            task_id=index,
-            run_id=f"bench:{index}",
-            metric_label=metric["metric"],
-            config=metric,
-            item=EvaluationItem(**item),
-            judge=judge,
-            timeout_s=300,
-        )
+    for task in tasks_for(base_url, evaluations):
         begun = time.perf_counter()
         evaluator.evaluate(task)
         latencies.append(time.perf_counter() - begun)

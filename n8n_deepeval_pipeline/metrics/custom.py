@@ -69,41 +69,40 @@ class ConversationalGEvalConfig(CriteriaMetricConfig):
         return tuple(_MULTI_TURN_FIELDS[p] for p in params if p in _MULTI_TURN_FIELDS)
 
 
-class DagConfig(ReasonedMetricConfig):
+class _GraphConfig(ReasonedMetricConfig):
+    """A named decision graph whose nodes may read only the params of its kind."""
+
+    name: str = Field(min_length=1)
+    dag: DagGraph
+
+    def result_label(self) -> str:
+        """Rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+
+class DagConfig(_GraphConfig):
     """DAG: a decision graph of task, judgement and verdict nodes."""
 
     metric: Literal["dag"] = "dag"
-    name: str = Field(min_length=1)
-    dag: DagGraph
 
     @model_validator(mode="after")
     def _params_fit(self) -> DagConfig:
         self.dag.check_params(SINGLE_TURN_DAG_PARAMS, conversational=False)
         return self
 
-    def result_label(self) -> str:
-        """Rows are named after the metric's own name unless a label is set."""
-        return self.label or self.name
-
     def fields_from_options(self) -> tuple[ItemField, ...]:
         return tuple(_SINGLE_TURN_FIELDS[param] for param in sorted(self.dag.evaluation_params()))
 
 
-class ConversationalDagConfig(ReasonedMetricConfig):
+class ConversationalDagConfig(_GraphConfig):
     """Conversational DAG: a decision graph over turn windows."""
 
     metric: Literal["conversational_dag"] = "conversational_dag"
-    name: str = Field(min_length=1)
-    dag: DagGraph
 
     @model_validator(mode="after")
     def _params_fit(self) -> ConversationalDagConfig:
         self.dag.check_params(MULTI_TURN_DAG_PARAMS, conversational=True)
         return self
-
-    def result_label(self) -> str:
-        """Rows are named after the metric's own name unless a label is set."""
-        return self.label or self.name
 
 
 ENTRIES = (
