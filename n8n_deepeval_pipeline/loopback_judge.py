@@ -128,7 +128,8 @@ class LoopbackJudge:
         self.requests += 1
         self.headers_seen.append(headers)
         self.urls_seen.append(target)
-        if not target.split("?")[0].endswith("/chat/completions"):
+        path = target.split("?")[0]
+        if not path.endswith(("/chat/completions", "/v1/messages")):
             _write(writer, 404, {"error": {"message": "not found"}})
             return True
         fault = self._next_fault()
@@ -140,7 +141,10 @@ class LoopbackJudge:
             if fault == "drop":
                 writer.transport.abort()
                 return False
-            return self._answer(writer, fault, json.loads(body or b"{}"))
+            request = json.loads(body or b"{}")
+            if path.endswith("/v1/messages"):
+                return self._answer_anthropic(writer, fault, request)
+            return self._answer(writer, fault, request)
         finally:
             self.in_flight -= 1
 
@@ -156,6 +160,27 @@ class LoopbackJudge:
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
         _write(writer, 200, _completion(request, text))
+        return True
+
+    def _answer_anthropic(
+        self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]
+    ) -> bool:
+        """Anthropic's Messages API: the answer as the input of the forced tool call."""
+        if fault != "ok":
+            return self._answer(writer, fault, request)
+        tools = request.get("tools") or []
+        prompt = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+        seed = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).digest()
+        content: list[dict[str, Any]] = [{"type": "text", "text": "loopback answer"}]
+        if tools:
+            answer = fill_schema(tools[0]["input_schema"], seed, prompt)
+            content = [{"type": "tool_use", "id": "t1", "name": tools[0]["name"], "input": answer}]
+        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
+        _write(
+            writer,
+            200,
+            {"type": "message", "role": "assistant", "content": content, "usage": usage},
+        )
         return True
 
     async def _serve(self, ready: threading.Event) -> None:

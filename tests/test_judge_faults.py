@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from pydantic import SecretStr
 
 from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
@@ -124,3 +125,43 @@ def test_a_shared_limit_caps_calls_in_flight_across_workers(tmp_path):
         server.stop()
     assert [r.error for r in results] == [None] * 8
     assert server.max_in_flight == 2
+
+
+@pytest.mark.parametrize(
+    ("provider", "options", "path"),
+    [
+        ("anthropic", {}, "/v1/messages"),
+        (
+            "azure-openai",
+            {"api_version": "2024-10-21"},
+            "/openai/deployments/gpt-4o/chat/completions",
+        ),
+        ("openai", {}, "/v1/chat/completions"),
+    ],
+)
+def test_every_http_provider_speaks_its_api(pool, tmp_path, provider, options, path):
+    server = LoopbackJudge(latency_s=0.0).start()
+    base = server.base_url.removesuffix("/v1") if provider != "openai" else server.base_url
+    judge = JudgeSpec(
+        provider=provider,
+        model="gpt-4o" if provider != "anthropic" else "claude-haiku-4-5",
+        base_url=base,
+        api_key=SecretStr("sk-provider-test"),
+        state_dir=str(tmp_path / "judge"),
+        **options,
+    )
+    try:
+        (result,) = run(pool, correctness(judge))
+    finally:
+        server.stop()
+    assert result.error is None and result.judge_calls == 1 and result.prompt_tokens > 0
+    assert server.urls_seen[0].split("?")[0] == path
+    headers = server.headers_seen[0]
+    expected = {
+        "anthropic": ("x-api-key", "sk-provider-test"),
+        "azure-openai": ("api-key", "sk-provider-test"),
+        "openai": ("authorization", "Bearer sk-provider-test"),
+    }[provider]
+    assert headers[expected[0]] == expected[1]
+    if provider == "azure-openai":
+        assert server.urls_seen[0].endswith("?api-version=2024-10-21")
