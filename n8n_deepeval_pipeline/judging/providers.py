@@ -14,7 +14,7 @@ import hashlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -268,8 +268,8 @@ class LocalProvider:
         }
         if schema is not None:
             options["response_format"] = {"type": "json_object", "schema": _capped(schema)}
-        result: dict[str, Any] = self._model.create_chat_completion(**options)
-        return result
+        # Without stream=True the answer is one completion dict, not an iterator.
+        return cast(dict[str, Any], self._model.create_chat_completion(**options))
 
     async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
         async with self._lock:  # one generation at a time per model
