@@ -294,8 +294,7 @@ def run_aggregate_rows(
     counted = set(benchmark.aggregate.metrics or benchmark.metric_labels)
     by_run: dict[str, list[MetricScoreRow]] = defaultdict(list)
     for score in scores:
-        if score.metric in counted:
-            by_run[score.run_id].append(score)
+        by_run[score.run_id].append(score)
     rows = []
     for run in runs:
         outcomes = [
@@ -307,8 +306,10 @@ def run_aggregate_rows(
                 error_kind=score.error_kind,
             )
             for score in by_run[run.run_id]
+            if score.metric in counted
         ]
         result = aggregate_run(outcomes, benchmark.aggregate.pass_rule)
+        costs = [score.cost_usd for score in by_run[run.run_id] if score.cost_usd is not None]
         rows.append(
             RunAggregateRow(
                 workflow_hash=run.workflow_hash,
@@ -321,6 +322,9 @@ def run_aggregate_rows(
                 metrics_passed=result.passed,
                 metrics_counted=result.counted,
                 metric_errors=result.errors,
+                judge_calls=sum(score.judge_calls for score in by_run[run.run_id]),
+                tokens=sum(score.tokens for score in by_run[run.run_id]),
+                cost_usd=sum(costs) if costs else None,
                 metrics=json.dumps(
                     [outcome.model_dump(exclude={"normalised_score"}) for outcome in outcomes]
                 ),

@@ -117,6 +117,9 @@ class RunAggregateRow(TableRow):
     metrics_passed: int
     metrics_counted: int
     metric_errors: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float | None
     metrics: str
 
 

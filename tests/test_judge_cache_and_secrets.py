@@ -88,6 +88,14 @@ def test_second_run_makes_no_judge_call_and_nothing_leaks(judge, tmp_path):
             assert API_KEY.encode() not in data, path
             assert URL_TOKEN.encode() not in data, path
     with duckdb.connect(str(home / "results.duckdb"), read_only=True) as db:
+        per_run = db.execute(
+            "select sum(judge_calls), sum(tokens), sum(cost_usd) from support_agent.run_aggregates"
+        ).fetchone()
+        per_score = db.execute(
+            "select sum(judge_calls), sum(tokens), sum(cost_usd) from support_agent.metric_scores"
+        ).fetchone()
+        assert per_run[1] > 0 and per_run[0] == per_score[0] and per_run[1] == per_score[1]
+        assert per_run[2] == pytest.approx(per_score[2])
         tables = db.execute(
             "select table_schema, table_name from information_schema.tables"
         ).fetchall()
