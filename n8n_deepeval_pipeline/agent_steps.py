@@ -14,6 +14,8 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from n8n_deepeval_pipeline.n8n_json import structured
+
 
 class AgentAction(BaseModel):
     """The ``action`` half of a step (LangChain's AgentAction as n8n serialises it)."""
@@ -52,13 +54,9 @@ class StepsShapeError(ValueError):
 
 def parse_intermediate_steps(value: Any) -> list[IntermediateStep] | None:
     """Steps from a list, or from its JSON text; None when there are none recorded."""
-    if value is None or value == "":
+    value = structured(value, "intermediateSteps", StepsShapeError)
+    if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise StepsShapeError(f"intermediateSteps is not valid JSON: {error.msg}") from None
     if not isinstance(value, list):
         raise StepsShapeError(f"intermediateSteps must be a list, got {type(value).__name__}")
     try:

@@ -143,14 +143,15 @@ def build_benchmark_assets(
     @dg.asset(
         name="agent_outputs",
         description="What the workflow produced for each run.",
-        ins=_ins(benchmark, "expanded_runs", "dataset_rows", "workflow_snapshot"),
+        ins=_ins(benchmark, "expanded_runs", "dataset_rows"),
+        # After the snapshot: outputs belong to the version it checked, nothing is read from it.
+        deps=[_key(benchmark, "workflow_snapshot")],
         **common,
     )
     def agent_outputs(
         context: dg.AssetExecutionContext,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
-        workflow_snapshot: pd.DataFrame,
     ) -> pd.DataFrame:
         runs = [
             ExpandedRun.model_validate(row.model_dump())

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.agent_steps import ToolCallData
+from n8n_deepeval_pipeline.n8n_json import structured
 
 Role = Literal["user", "assistant"]
 
@@ -109,13 +110,9 @@ def _message_turns(message: Mapping[str, Any], position: int) -> list[TurnData]:
 
 def parse_conversation(value: Any) -> list[TurnData] | None:
     """Turns from a memory's messages (or their JSON text); None when there is no history."""
-    if value is None or value == "":
+    value = structured(value, "chat history", ConversationShapeError)
+    if value is None:
         return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ConversationShapeError(f"chat history is not valid JSON: {error.msg}") from None
     if isinstance(value, Mapping) and isinstance(value.get("messages"), list):
         value = value["messages"]
     if not isinstance(value, list):
