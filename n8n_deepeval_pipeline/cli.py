@@ -173,8 +173,9 @@ def cache_clear() -> None:
     """Forget every cached judge answer."""
     from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
-    path = settings.home() / "judge" / "judge.sqlite"
-    removed = SharedState(path).clear_cache() if path.exists() else 0
+    folder = settings.judge_state_dir()
+    path = folder / SharedState.FILE_NAME
+    removed = SharedState.in_folder(folder).clear_cache() if path.exists() else 0
     click.echo(f"removed {removed} cached judge answer(s) from {path}")
 
 

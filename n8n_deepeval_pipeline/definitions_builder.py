@@ -53,7 +53,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
             requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
             cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",
-            state_dir=str(settings.home() / "judge"),
+            state_dir=str(settings.judge_state_dir()),
             prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),

@@ -34,6 +34,11 @@ def database_path() -> Path:
     return Path(configured).resolve() if configured else home() / "results.duckdb"
 
 
+def judge_state_dir() -> Path:
+    """Where the judge cache, rate window, circuit breaker and slot locks live."""
+    return home() / "judge"
+
+
 def benchmark_folders() -> list[Path]:
     """Folders searched for benchmark files.
 

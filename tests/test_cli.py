@@ -114,3 +114,17 @@ def test_published_json_schema_matches_the_models():
     assert json.loads(result.output) == published, "regenerate with: n8n-deepeval schema"
     assert published["properties"]["runsPerRow"]["default"] == 1
     assert "passRule" in json.dumps(published)
+
+
+def test_cache_clear_forgets_every_cached_answer(tmp_path, monkeypatch):
+    from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState
+
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path))
+    runner = CliRunner()
+    assert "removed 0 cached judge answer(s)" in runner.invoke(main, ["cache", "clear"]).output
+    state = SharedState.in_folder(tmp_path / "judge")
+    for key in ("a", "b"):
+        state.store(key, CachedAnswer(answer="{}", prompt_tokens=1, completion_tokens=1))
+    result = runner.invoke(main, ["cache", "clear"])
+    assert result.exit_code == 0 and "removed 2 cached judge answer(s)" in result.output
+    assert state.cached("a") is None

@@ -98,7 +98,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         self._loop = _LoopThread()
         self._provider = self._loop.run(self._build_provider())
         state_dir = Path(spec.state_dir) if spec.state_dir else None
-        self._state = SharedState(state_dir / "judge.sqlite") if state_dir else None
+        self._state = SharedState.in_folder(state_dir) if state_dir else None
         self._limit = (
             InFlightLimit(state_dir / "in-flight", spec.max_in_flight) if state_dir else None
         )
@@ -142,29 +142,28 @@ class PipelineJudge(DeepEvalBaseLLM):
         self, prompt: str, schema: type[BaseModel] | None, json_schema: dict[str, Any] | None
     ) -> tuple[CachedAnswer, Any]:
         """Ask; if the answer does not fit the schema, ask once more saying why."""
-        question = prompt
-        for attempt in (1, 2):
-            completion = await self._call(question, json_schema)
+        completion = await self._call(prompt, json_schema)
+        try:
+            parsed = self._parse(completion.text, schema)
+        except (ValidationError, ValueError) as error:
+            retry = (
+                f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
+                "Answer again with JSON only, exactly matching the schema."
+            )
+            completion = await self._call(retry, json_schema)
             try:
                 parsed = self._parse(completion.text, schema)
-            except (ValidationError, ValueError) as error:
-                if attempt == 2:
-                    raise JudgeOutputError(
-                        f"the judge answered twice with JSON that does not fit "
-                        f"{schema.__name__ if schema else 'the answer'}: {_short(error)}"
-                    ) from None
-                question = (
-                    f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
-                    "Answer again with JSON only, exactly matching the schema."
-                )
-                continue
-            answer = CachedAnswer(
-                answer=completion.text,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-            )
-            return answer, parsed
-        raise AssertionError("unreachable")
+            except (ValidationError, ValueError) as again:
+                raise JudgeOutputError(
+                    "the judge answered twice with JSON that does not fit "
+                    f"{schema.__name__ if schema else 'the answer'}: {_short(again)}"
+                ) from None
+        answer = CachedAnswer(
+            answer=completion.text,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        return answer, parsed
 
     @staticmethod
     def _parse(text: str, schema: type[BaseModel] | None) -> Any:

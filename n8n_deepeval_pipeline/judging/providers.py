@@ -37,11 +37,17 @@ class ProviderError(Exception):
     """A failed call; ``retryable`` says whether another attempt may succeed."""
 
     def __init__(
-        self, message: str, *, retryable: bool, retry_after_s: float | None = None
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after_s: float | None = None,
+        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after_s = retry_after_s
+        self.status = status
 
 
 class Provider(Protocol):
@@ -95,6 +101,7 @@ class _HttpProvider:
                 f"{where}: HTTP {response.status_code} {_error_detail(response)}",
                 retryable=response.status_code in RETRYABLE_STATUS,
                 retry_after_s=parse_retry_after(response.headers.get("retry-after")),
+                status=response.status_code,
             )
         try:
             data: dict[str, Any] = response.json()
@@ -156,7 +163,7 @@ class OpenAIChatProvider(_HttpProvider):
         try:
             data = await self._post(self._body(prompt, schema))
         except ProviderError as error:
-            if schema is None or not self._json_schema or "HTTP 400" not in str(error):
+            if schema is None or not self._json_schema or error.status != 400:
                 raise
             self._json_schema = False  # this server has no JSON-schema output
             data = await self._post(self._body(prompt, schema))

@@ -54,6 +54,13 @@ def cache_key(
 class SharedState:
     """The SQLite file; each process opens its own connection."""
 
+    FILE_NAME = "judge.sqlite"
+
+    @classmethod
+    def in_folder(cls, folder: Path) -> SharedState:
+        """The state kept in a judge state folder."""
+        return cls(folder / cls.FILE_NAME)
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path

@@ -99,4 +99,4 @@ class JudgeResource(dg.ConfigurableResource):
 
     def shared_state(self) -> SharedState:
         """The state every worker shares (cache, rate window, circuit breaker)."""
-        return SharedState(Path(self.state_dir) / "judge.sqlite")
+        return SharedState.in_folder(Path(self.state_dir))

@@ -358,8 +358,8 @@ class WorkerPool:
 
     def stats(self) -> dict[str, Any]:
         """Warm-up time, overhead per evaluation and memory, for the log and benchmarks."""
-        live_peaks = [worker.peak_rss_mb for worker in self._workers if worker.rss_mb() >= 0]
-        peaks = live_peaks + self.retired_peak_rss_mb
+        live_rss = [worker.rss_mb() for worker in self._workers]  # also updates their peaks
+        peaks = [worker.peak_rss_mb for worker in self._workers] + self.retired_peak_rss_mb
         return {
             "workers": self.size,
             "warmup_s": round(self.warmup_s, 3),
@@ -368,7 +368,7 @@ class WorkerPool:
             if self.overheads_s
             else None,
             "peak_rss_mb_per_worker": round(max(peaks), 1) if peaks else None,
-            "rss_mb_total": round(sum(worker.rss_mb() for worker in self._workers), 1),
+            "rss_mb_total": round(sum(live_rss), 1),
         }
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from deepeval.metrics.g_eval.utils import Rubric
 from deepeval.models import DeepEvalBaseLLM
 from deepeval.test_case import MultiTurnParams, SingleTurnParams, ToolCall, ToolCallParams
 
+from n8n_deepeval_pipeline.metrics.dag import DagGraph
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.json_schema_model import model_from_json_schema
 from n8n_deepeval_pipeline.metrics.options import RUNTIME_OPTIONS, TEST_CASE_OPTIONS, MetricConfig
@@ -34,17 +35,15 @@ def _evaluation_params(entry: MetricEntry, names: list[str]) -> list[Any]:
     return [enum[name] for name in names]
 
 
-def _dag(entry: MetricEntry, graph: dict[str, Any]) -> DeepAcyclicGraph:
-    from n8n_deepeval_pipeline.metrics.dag import DagGraph
-
-    document = DagGraph.model_validate(graph).to_deepeval_dict()
-    return DeepAcyclicGraph.from_dict(document, multiturn=entry.needs_turns)
+def _dag(entry: MetricEntry, graph: DagGraph) -> DeepAcyclicGraph:
+    return DeepAcyclicGraph.from_dict(graph.to_deepeval_dict(), multiturn=entry.needs_turns)
 
 
+# Keyed by option; each takes the option's validated value (not its dumped form).
 _CONVERTERS: dict[str, Callable[[MetricEntry, Any], Any]] = {
     "evaluation_params": _evaluation_params,
     "rubric": lambda _entry, bands: [
-        Rubric(score_range=tuple(band["score_range"]), expected_outcome=band["expected_outcome"])
+        Rubric(score_range=band.score_range, expected_outcome=band.expected_outcome)
         for band in bands
     ],
     "available_tools": lambda _entry, names: [ToolCall(name=name) for name in names],
@@ -65,7 +64,8 @@ def construct_metric(
     """A fresh metric instance (G-Eval caches its steps on the instance: never reuse one)."""
     kwargs: dict[str, Any] = {}
     excluded = set(RUNTIME_OPTIONS | TEST_CASE_OPTIONS)
-    for key, value in config.model_dump(exclude=excluded).items():
+    for key in type(config).model_fields.keys() - excluded:
+        value = getattr(config, key)
         if value is None:
             continue
         kwargs[key] = _CONVERTERS[key](entry, value) if key in _CONVERTERS else value
