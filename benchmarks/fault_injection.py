@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from n8n_deepeval_pipeline.loopback_judge import LoopbackJudge
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent" / "benchmark.yaml"

@@ -109,7 +109,7 @@ def _self_cpu() -> float:
 def run_pool(
     base_url: str, concurrency: int, evaluations: int, soak: bool = False
 ) -> dict[str, Any]:
-    from n8n_deepeval_pipeline.resources.worker_pool import WorkerPool
+    from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPool
 
     if evaluations == 0:  # warm-up only
         pool = WorkerPool(concurrency, 300)
@@ -274,7 +274,8 @@ class _Server:
     def __init__(self, latency_ms: float, port: int) -> None:
         self.port = port
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "n8n_deepeval_pipeline.loopback_judge", "--port", str(port),
+            [sys.executable, "-m", "n8n_deepeval_pipeline.testing.loopback_judge",
+             "--port", str(port),
              "--latency-ms", str(latency_ms)],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=subprocess.DEVNULL,

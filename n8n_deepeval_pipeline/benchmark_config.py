@@ -16,7 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.judging.spec import JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
+from n8n_deepeval_pipeline.statistics.aggregate import PassRule
+from n8n_deepeval_pipeline.statistics.consistency import Basis
 
 # DeepEval-side fields a dataset column can be mapped to (the seed Trigger's names).
 MappedField = Literal[
@@ -124,7 +127,7 @@ class RecordedTarget(_Model):
 class AggregateConfig(_Model):
     """How one run's metric results become the run's overall success."""
 
-    pass_rule: Literal["allPass", "anyPass", "majorityPass"] = "allPass"
+    pass_rule: PassRule = "allPass"
     metrics: list[str] | None = Field(
         default=None, description="Metric labels that count (default: all)."
     )
@@ -139,7 +142,7 @@ class ConsistencyConfig(_Model):
         pattern=r"^(label|output|actualOutput|row\.[^.]+)$",
         description="label (recorded), output, or row.<dataset column>.",
     )
-    consistency_basis: Literal["cv", "entropy", "agreement"] = "cv"
+    consistency_basis: Basis = "cv"
 
     @model_validator(mode="after")
     def _label_for_label_bases(self) -> ConsistencyConfig:
@@ -151,9 +154,7 @@ class ConsistencyConfig(_Model):
 class JudgeOverride(_Model):
     """A judge for this benchmark instead of the judge resource's default."""
 
-    provider: Literal[
-        "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
-    ]
+    provider: JudgeProvider
     model: str | None = None
     base_url: str | None = None
     api_version: str | None = None

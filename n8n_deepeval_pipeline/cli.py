@@ -13,7 +13,11 @@ import click
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
-from n8n_deepeval_pipeline.workflow_hash import WorkflowShapeError, extract_workflow, workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import (
+    WorkflowShapeError,
+    extract_workflow,
+    workflow_hash,
+)
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -27,7 +31,7 @@ def main() -> None:
 @click.argument("files", nargs=-1, required=True, type=_FILE)
 def validate(files: tuple[Path, ...]) -> None:
     """Check benchmark FILES and the workflow, dataset and outputs they point to."""
-    from n8n_deepeval_pipeline.benchmark_check import check_benchmark
+    from n8n_deepeval_pipeline.validation import check_benchmark
 
     failed = False
     for path in files:
@@ -97,8 +101,8 @@ def metrics(as_json: bool) -> None:
 
 
 def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
-    from n8n_deepeval_pipeline.benchmark_check import check_benchmark
-    from n8n_deepeval_pipeline.local_instance import BenchmarkRunner
+    from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
+    from n8n_deepeval_pipeline.validation import check_benchmark
 
     benchmark, _ = check_benchmark(path)
     return BenchmarkRunner(benchmark, path, instance, judge_cache)
@@ -113,7 +117,7 @@ def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
 def run(file: Path, fail_under: float | None, as_json: bool, no_cache: bool) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary."""
-    from n8n_deepeval_pipeline.local_instance import local_instance
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
 
     try:
@@ -143,7 +147,7 @@ def run(file: Path, fail_under: float | None, as_json: bool, no_cache: bool) -> 
 )
 def backfill(file: Path, from_asset: str | None) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows."""
-    from n8n_deepeval_pipeline.local_instance import local_instance
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
         with local_instance() as instance:
@@ -183,7 +187,7 @@ def cache_clear() -> None:
 @click.option("--port", default=3000, show_default=True)
 def ui(port: int) -> None:
     """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
-    from n8n_deepeval_pipeline.local_instance import prepare_dagster_home
+    from n8n_deepeval_pipeline.orchestration.local_runner import prepare_dagster_home
 
     home = prepare_dagster_home()
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
@@ -197,7 +201,7 @@ def ui(port: int) -> None:
         "-p",
         str(port),
         "-m",
-        "n8n_deepeval_pipeline.definitions",
+        "n8n_deepeval_pipeline.orchestration.definitions",
     ]
     # Replace this process so that Ctrl-C and kill reach `dagster dev` itself.
     os.execv(sys.executable, command)

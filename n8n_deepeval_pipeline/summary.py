@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from statistics import fmean
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.tables import ConsistencyRow, MetricScoreRow, RunAggregateRow
+from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, MetricScore, RunAggregate
 
 
 class MetricSummary(BaseModel):
@@ -52,11 +52,6 @@ class BenchmarkSummary(BaseModel):
     consistency: ConsistencySummary
 
 
-def _mean(values: list[float | None]) -> float | None:
-    present = [value for value in values if value is not None]
-    return fmean(present) if present else None
-
-
 def _total(values: list[float | None]) -> float | None:
     present = [value for value in values if value is not None]
     return sum(present) if present else None
@@ -70,9 +65,9 @@ def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
 def summarise(
     benchmark: str,
     partition: str,
-    scores: list[MetricScoreRow],
-    aggregates: list[RunAggregateRow],
-    consistency: list[ConsistencyRow],
+    scores: list[MetricScore],
+    aggregates: list[RunAggregate],
+    consistency: list[ConsistencyStats],
     metric_order: list[str],
 ) -> BenchmarkSummary:
     """Headline figures from the partition's stored tables."""
@@ -87,20 +82,20 @@ def summarise(
             MetricSummary(
                 metric=label,
                 direction=rows[0].direction,
-                mean_score=_mean([row.score for row in rows]),
+                mean_score=mean_of_present([row.score for row in rows]),
                 pass_rate=fmean(row.success for row in rows),
                 errors=sum(1 for row in rows if row.error_kind),
                 dry_run=any(row.dry_run for row in rows),
             )
         )
-    pass_at = [{int(k): v for k, v in json.loads(row.pass_at_k).items()} for row in consistency]
-    pass_hat = [{int(k): v for k, v in json.loads(row.pass_hat_k).items()} for row in consistency]
+    pass_at = [row.pass_at_k for row in consistency]
+    pass_hat = [row.pass_hat_k for row in consistency]
     return BenchmarkSummary(
         benchmark=benchmark,
         workflow_hash=partition,
         runs=len(aggregates),
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
-        mean_overall_score=_mean([row.overall_score for row in aggregates]),
+        mean_overall_score=mean_of_present([row.overall_score for row in aggregates]),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
         judge_label=next((score.judge for score in scores if score.judge), None),
         judge_calls=sum(score.judge_calls for score in scores),
@@ -112,11 +107,13 @@ def summarise(
         metrics=metrics,
         consistency=ConsistencySummary(
             cases=len(consistency),
-            mean_cv=_mean([row.cv for row in consistency]),
-            mean_overall_consistency=_mean([row.overall_consistency for row in consistency]),
+            mean_cv=mean_of_present([row.cv for row in consistency]),
+            mean_overall_consistency=mean_of_present(
+                [row.overall_consistency for row in consistency]
+            ),
             mean_pass_at_k=_mean_by_k(pass_at),
             mean_pass_hat_k=_mean_by_k(pass_hat),
-            mean_label_agreement=_mean([row.label_agreement for row in consistency]),
+            mean_label_agreement=mean_of_present([row.label_agreement for row in consistency]),
         ),
     )
 

@@ -8,4 +8,5 @@ cd "$root"
 ruff format --check .
 ruff check .
 mypy
+lint-imports
 pytest "$@"

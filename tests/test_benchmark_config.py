@@ -3,8 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from n8n_deepeval_pipeline.benchmark_config import load_benchmark
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline import BenchmarkConfigError, load_benchmark
 
 VALID = {
     "name": "demo",

@@ -5,8 +5,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline import workflow_hash
 from n8n_deepeval_pipeline.cli import main
-from n8n_deepeval_pipeline.workflow_hash import workflow_hash
 from tests.conftest import EXAMPLE
 
 

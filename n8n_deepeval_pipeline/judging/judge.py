@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
-from n8n_deepeval_pipeline.evaluation import JudgeSpec
 from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
 from n8n_deepeval_pipeline.judging.providers import Completion, ProviderError, build_provider
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 
 T = TypeVar("T")
 

@@ -19,9 +19,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from n8n_deepeval_pipeline.evaluation import JudgeSpec
 from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 
 
 class Completion:

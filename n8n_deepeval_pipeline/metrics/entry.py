@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from n8n_deepeval_pipeline.evaluation import EvaluationItem
 from n8n_deepeval_pipeline.metrics.options import ItemField, MetricConfig
+from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 
 Category = Literal["custom", "agentic", "multi-turn", "safety", "others", "community", "n8n"]
-Direction = Literal["higher_is_better", "lower_is_better"]
+Scored = tuple[float, str]
+# This project's own metrics: (config, item, judge or None) → (score, reason).
+Runner = Callable[[MetricConfig, EvaluationItem, Any], Scored]
 
 
 class MetricEntry(BaseModel):
@@ -19,10 +24,10 @@ class MetricEntry(BaseModel):
 
     name: str
     category: Category
-    implementation: str = Field(
-        description="Import path of the DeepEval metric class, or of this project's runner."
+    implementation: str | None = Field(
+        default=None, description="Import path of the DeepEval metric class (imported lazily)."
     )
-    kind: Literal["deepeval", "n8n"] = "deepeval"
+    runner: Runner | None = Field(default=None, description="This project's own scoring.")
     direction: Direction = "higher_is_better"
     complement_score: bool = Field(
         default=False,
@@ -40,6 +45,12 @@ class MetricEntry(BaseModel):
     needs_turns: bool = False
     required_fields: tuple[ItemField, ...]
     config_model: type[MetricConfig]
+
+    @model_validator(mode="after")
+    def _one_way_to_run(self) -> MetricEntry:
+        if (self.implementation is None) == (self.runner is None):
+            raise ValueError(f"{self.name}: give either a DeepEval implementation or a runner")
+        return self
 
     @property
     def slug(self) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, JudgeSpec
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.judging.judge import (
     JudgeCallError,
     JudgeOutputError,
@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.judging.judge import (
     PipelineJudge,
     UsageCounter,
 )
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
@@ -25,8 +26,8 @@ from n8n_deepeval_pipeline.worker.isolation import (
     trace_manager_is_clean,
     warm_up,
 )
-from n8n_deepeval_pipeline.worker.metrics import construct_metric, import_implementation
-from n8n_deepeval_pipeline.worker.test_cases import (
+from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
+from n8n_deepeval_pipeline.worker.test_case_builder import (
     MissingInputError,
     build_test_case,
     check_inputs,
@@ -90,11 +91,7 @@ class Evaluator:
         try:
             needs_judge = entry.needs_judge or entry.accepts_judge
             judge = self._judge(task.judge, task.run_id) if needs_judge else None
-            if entry.kind == "n8n":
-                check_inputs(entry, config, task.item)
-                score, reason = import_implementation(entry)(config, task.item, judge)
-            else:
-                score, reason = _measure(entry, config, task, judge)
+            score, reason = _run(entry, config, task, judge)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
         except JudgeOutputError as error:
@@ -110,6 +107,16 @@ class Evaluator:
         if score is None:
             return EvaluationResult.failed(task.task_id, "metric_error", reason or "no score")
         return EvaluationResult(task_id=task.task_id, score=score, reason=reason)
+
+
+def _run(
+    entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
+) -> tuple[float | None, str | None]:
+    """Score with the entry's own runner, or with its DeepEval metric."""
+    if entry.runner is None:
+        return _measure(entry, config, task, judge)
+    check_inputs(entry, config, task.item)
+    return entry.runner(config, task.item, judge)
 
 
 def _measure(

@@ -9,7 +9,6 @@ catalog metric were imported.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from types import ModuleType
 from typing import Any
@@ -18,6 +17,7 @@ from deepeval.config.settings import get_settings
 from deepeval.tracing.tracing import trace_manager
 
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.worker.metric_builder import import_implementation
 
 _WATCHED_PREFIX = "deepeval"
 
@@ -30,8 +30,8 @@ def warm_up() -> None:
     "unset" after each evaluation, every metric would rebuild it: ~25 ms of CPU).
     """
     for entry in CATALOG.values():
-        module, _, name = entry.implementation.rpartition(".")
-        getattr(importlib.import_module(module), name)
+        if entry.implementation is not None:
+            import_implementation(entry)
     get_settings()
 
 

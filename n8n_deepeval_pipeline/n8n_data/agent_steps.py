@@ -1,0 +1,132 @@
+"""The n8n AI Agent's ``intermediateSteps`` and what DeepEval makes of them.
+
+With *Return Intermediate Steps* on, the agent returns
+``[{action: {tool, toolInput, log, toolCallId?, messageLog?}, observation}]``; the tool
+input is an object or a string. From it come ``tools_called`` and a synthetic trace
+(an agent span; an llm span per reasoning ``log``; a tool span per call), built as plain
+dicts here so that this module needs neither DeepEval nor Dagster.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from n8n_deepeval_pipeline.n8n_data.json_fields import structured
+
+_TOOL_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+class AgentAction(BaseModel):
+    """The ``action`` half of a step (LangChain's AgentAction as n8n serialises it)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool: str | None = None
+    tool_input: Any = Field(default=None, validation_alias=AliasChoices("toolInput", "tool_input"))
+    log: str | None = None
+    tool_call_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("toolCallId", "tool_call_id")
+    )
+
+
+class IntermediateStep(BaseModel):
+    """One tool call of the agent and what the tool returned."""
+
+    model_config = ConfigDict(extra="allow")
+
+    action: AgentAction = AgentAction()
+    observation: Any = None
+
+
+class ToolCallData(BaseModel):
+    """A tool call in DeepEval's terms (``ToolCall``), without importing DeepEval."""
+
+    name: str
+    input_parameters: dict[str, Any]
+    output: Any = None
+    reasoning: str | None = None
+
+
+class StepsShapeError(ValueError):
+    """``intermediateSteps`` is present but not in a shape n8n produces."""
+
+
+def parse_intermediate_steps(value: Any) -> list[IntermediateStep] | None:
+    """Steps from a list, or from its JSON text; None when there are none recorded."""
+    value = structured(value, "intermediateSteps", StepsShapeError)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise StepsShapeError(f"intermediateSteps must be a list, got {type(value).__name__}")
+    try:
+        return [IntermediateStep.model_validate(step) for step in value]
+    except ValidationError as error:
+        raise StepsShapeError(f"intermediateSteps has an unexpected shape: {error}") from None
+
+
+def _input_parameters(tool_input: Any) -> dict[str, Any]:
+    if isinstance(tool_input, dict):
+        return tool_input
+    if isinstance(tool_input, str):
+        try:
+            parsed = json.loads(tool_input)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            return parsed
+    return {"input": tool_input}
+
+
+def tool_calls(steps: list[IntermediateStep]) -> list[ToolCallData]:
+    """One tool call per step; an unnamed tool is called ``tool_<n>``."""
+    return [
+        ToolCallData(
+            name=step.action.tool or f"tool_{index}",
+            input_parameters=_input_parameters(step.action.tool_input),
+            output=step.observation,
+            reasoning=step.action.log or None,
+        )
+        for index, step in enumerate(steps, start=1)
+    ]
+
+
+def called_tool_names(intermediate_steps: Any) -> list[str]:
+    """Names of the tools the agent called, in order (none when there are no steps)."""
+    return [call.name for call in tool_calls(parse_intermediate_steps(intermediate_steps) or [])]
+
+
+def tool_name(node_name: str) -> str:
+    """The tool name n8n gives a tool node (``Get Events`` → ``Get_Events``), max 64 chars."""
+    return _TOOL_NAME_UNSAFE.sub("_", node_name)[:64]
+
+
+def _span(kind: str, name: str, span_input: Any, output: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "input": span_input,
+        "output": output,
+        "tools_called": [],
+        "available_tools": [],
+        "agent_handoffs": [],
+        "children": [],
+    }
+
+
+def synthetic_trace(
+    steps: list[IntermediateStep], user_input: Any, actual_output: Any
+) -> dict[str, Any]:
+    """The trace DeepEval's trace metrics read from ``test_case._trace_dict``."""
+    calls = tool_calls(steps)
+    root = _span("agent", "n8n_ai_agent", user_input, actual_output or "")
+    root["tools_called"] = [call.name for call in calls]
+    root["available_tools"] = sorted({call.name for call in calls})
+    for index, (step, call) in enumerate(zip(steps, calls, strict=True), start=1):
+        if step.action.log:
+            root["children"].append(_span("llm", f"reasoning_{index}", user_input, step.action.log))
+        root["children"].append(_span("tool", call.name, call.input_parameters, call.output))
+    return root

@@ -1,0 +1,1 @@
+"""The Dagster wing: assets, automation, resources and Definitions; only it imports Dagster."""

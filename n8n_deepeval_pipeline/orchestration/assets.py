@@ -1,0 +1,310 @@
+"""The Dagster assets of one benchmark, partitioned by workflow hash.
+
+Each asset reads as "load rows → step → store rows": the upstream tables of the
+partition arrive as DataFrames and become row models (``tables.frames``), one step of
+``tables.steps`` makes the asset's rows, and the DuckDB IO manager stores them as
+``<benchmark>.<asset>``, replacing the partition's rows on every materialisation.
+"""
+
+# No postponed annotations: Dagster inspects the annotations of asset functions.
+from collections import Counter
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.tables import steps
+from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
+from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    ConsistencyStats,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+    WorkflowSnapshot,
+)
+from n8n_deepeval_pipeline.workflow.file import read_workflow
+
+ASSET_NAMES = (
+    "workflow_snapshot",
+    "dataset_rows",
+    "expanded_runs",
+    "agent_outputs",
+    "metric_scores",
+    "run_aggregates",
+    "consistency_stats",
+)
+_PARTITION_METADATA = {"partition_expr": "workflow_hash"}
+
+
+class MetricScoresConfig(dg.Config):
+    """Launch-time knobs of the ``metric_scores`` step."""
+
+    timeout_s: float | None = None
+    """Per-evaluation timeout for metrics without their own (default: the pool's)."""
+    progress_every: int = 25
+    """Log progress after this many finished evaluations."""
+
+
+def partitions_for(benchmark: Benchmark) -> dg.DynamicPartitionsDefinition:
+    """One partition per workflow version (its workflowHash)."""
+    return dg.DynamicPartitionsDefinition(name=f"{benchmark.name}__workflow_hash")
+
+
+def _key(benchmark: Benchmark, asset: str) -> dg.AssetKey:
+    return dg.AssetKey([benchmark.name, asset])
+
+
+def _ins(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
+    return {name: dg.AssetIn(key=_key(benchmark, name)) for name in names}
+
+
+def _summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
+    """Figures the UI charts across materialisations."""
+    metadata: dict[str, Any] = {
+        "rows": dg.MetadataValue.int(len(scores)),
+        "pass_rate": dg.MetadataValue.float(fmean(s.success for s in scores) if scores else 0.0),
+        "errors": dg.MetadataValue.int(sum(1 for s in scores if s.error_kind)),
+        "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
+        "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
+        "cached_calls": dg.MetadataValue.int(sum(s.cached_calls for s in scores)),
+        "tokens": dg.MetadataValue.int(sum(s.tokens for s in scores)),
+        "cost_usd": dg.MetadataValue.float(sum(s.cost_usd or 0.0 for s in scores)),
+        "dry_run_judge": dg.MetadataValue.bool(any(s.dry_run for s in scores)),
+    }
+    for metric in sorted({s.metric for s in scores}):
+        values = [s.score for s in scores if s.metric == metric and s.score is not None]
+        if values:
+            metadata[f"mean_score/{metric}"] = dg.MetadataValue.float(fmean(values))
+    return metadata
+
+
+def build_benchmark_assets(
+    benchmark: Benchmark, source: Path
+) -> tuple[list[dg.AssetsDefinition], dg.DynamicPartitionsDefinition]:
+    """The seven assets of a benchmark and their partitions definition."""
+    partitions = partitions_for(benchmark)
+    common: dict[str, Any] = {
+        "key_prefix": [benchmark.name],
+        "group_name": benchmark.name,
+        "partitions_def": partitions,
+        "metadata": _PARTITION_METADATA,
+    }
+
+    @dg.asset(
+        name="workflow_snapshot", description="The workflow version of this partition.", **common
+    )
+    def workflow_snapshot(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        workflow = read_workflow(benchmark.workflow)
+        rows = steps.workflow_snapshot(workflow, benchmark.workflow, context.partition_key)
+        context.add_output_metadata({"node_count": rows[0].node_count, "name": rows[0].name or ""})
+        return to_frame(WorkflowSnapshot, rows)
+
+    @dg.asset(name="dataset_rows", description="Dataset rows after filters and cap.", **common)
+    def dataset_rows(context: dg.AssetExecutionContext) -> pd.DataFrame:
+        rows = steps.dataset_rows(benchmark.dataset, context.partition_key)
+        context.add_output_metadata({"rows": len(rows), "source": str(benchmark.dataset.path)})
+        return to_frame(DatasetRow, rows)
+
+    @dg.asset(
+        name="expanded_runs",
+        description="Dataset rows × runsPerRow with the seed's case and run ids.",
+        ins=_ins(benchmark, "dataset_rows"),
+        **common,
+    )
+    def expanded_runs(
+        context: dg.AssetExecutionContext, dataset_rows: pd.DataFrame
+    ) -> pd.DataFrame:
+        runs = steps.expanded_runs(
+            from_frame(DatasetRow, dataset_rows),
+            benchmark.runs_per_row,
+            benchmark.run_name or benchmark.name,
+            context.partition_key,
+        )
+        context.add_output_metadata({"runs": len(runs)})
+        return to_frame(ExpandedRun, runs)
+
+    @dg.asset(
+        name="agent_outputs",
+        description="What the workflow produced for each run.",
+        ins=_ins(benchmark, "expanded_runs", "dataset_rows"),
+        # After the snapshot: outputs belong to the version it checked, nothing is read from it.
+        deps=[_key(benchmark, "workflow_snapshot")],
+        **common,
+    )
+    def agent_outputs(
+        context: dg.AssetExecutionContext,
+        expanded_runs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+    ) -> pd.DataFrame:
+        outputs = steps.agent_outputs(
+            benchmark.target,
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(DatasetRow, dataset_rows),
+        )
+        failed = sum(1 for output in outputs if output.error)
+        context.add_output_metadata({"runs": len(outputs), "runs_without_output": failed})
+        return to_frame(AgentOutput, outputs)
+
+    @dg.asset(
+        name="metric_scores",
+        description="One score per run and metric, computed in the worker pool.",
+        ins=_ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs"),
+        check_specs=[
+            dg.AssetCheckSpec("every_run_scored", asset=_key(benchmark, "metric_scores")),
+            dg.AssetCheckSpec("no_metric_errors", asset=_key(benchmark, "metric_scores")),
+        ],
+        **common,
+    )
+    def metric_scores(
+        context: dg.AssetExecutionContext,
+        config: MetricScoresConfig,
+        worker_pool: WorkerPoolResource,
+        judge: JudgeResource,
+        score_journal: ScoreJournalResource,
+        expanded_runs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+    ) -> Any:
+        plan = EvaluationPlan(
+            benchmark,
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(DatasetRow, dataset_rows),
+            from_frame(AgentOutput, agent_outputs),
+            judge.spec_for(benchmark.judge),
+            config.timeout_s or worker_pool.timeout_s,
+            judge.prices(),
+        )
+        judge.shared_state().reset_breaker()  # an earlier step's open circuit is history
+        if plan.judge.is_dry_run:
+            context.log.warning("dry-run judge: judge-backed scores are placeholders")
+        journal = score_journal.journal(benchmark.name, context.partition_key)
+        scores, to_run = plan.resume(journal.completed())
+        resumed = len(scores)
+        if scores:
+            context.log.info(f"resuming: {len(scores)} rows kept from an interrupted attempt")
+        scores += plan.rows_without_output()
+        context.log.info(f"scoring {len(to_run)} evaluations on {worker_pool.size} workers")
+        tasks = {task.task_id: task for task in to_run}
+        for result in worker_pool.evaluate(to_run):
+            journal.record(tasks[result.task_id], result)
+            scores.append(plan.row_for(result))
+            if len(scores) % config.progress_every == 0 or len(scores) == plan.total:
+                context.log.info(f"scored {len(scores)}/{plan.total}")
+        metadata = {
+            **_summary_metadata(scores),
+            **_pool_metadata(worker_pool),
+            "evaluated": len(to_run),
+            "resumed": resumed,
+        }
+        yield dg.Output(to_frame(MetricScore, scores), metadata=metadata)
+        journal.clear()  # the rows are stored: nothing left to resume
+        yield from _score_checks(benchmark, scores, plan.total)
+
+    @dg.asset(
+        name="run_aggregates",
+        description="Overall score and success per run under the pass rule.",
+        ins=_ins(benchmark, "expanded_runs", "metric_scores"),
+        **common,
+    )
+    def run_aggregates(
+        context: dg.AssetExecutionContext, expanded_runs: pd.DataFrame, metric_scores: pd.DataFrame
+    ) -> pd.DataFrame:
+        rows = steps.run_aggregates(
+            benchmark,
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(MetricScore, metric_scores),
+        )
+        passed = [row.overall_success for row in rows]
+        context.add_output_metadata(
+            {"runs": len(rows), "pass_rate": fmean(passed) if passed else 0.0}
+        )
+        return to_frame(RunAggregate, rows)
+
+    @dg.asset(
+        name="consistency_stats",
+        description="Per-case consistency of repeated runs, pass@k and pass^k.",
+        ins=_ins(
+            benchmark,
+            "expanded_runs",
+            "run_aggregates",
+            "metric_scores",
+            "agent_outputs",
+            "dataset_rows",
+        ),
+        **common,
+    )
+    def consistency_stats(
+        context: dg.AssetExecutionContext,
+        expanded_runs: pd.DataFrame,
+        run_aggregates: pd.DataFrame,
+        metric_scores: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+    ) -> pd.DataFrame:
+        rows = steps.consistency_stats(
+            benchmark,
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(RunAggregate, run_aggregates),
+            from_frame(MetricScore, metric_scores),
+            from_frame(AgentOutput, agent_outputs),
+            from_frame(DatasetRow, dataset_rows),
+        )
+        context.add_output_metadata(_consistency_metadata(rows))
+        return to_frame(ConsistencyStats, rows)
+
+    assets = [
+        workflow_snapshot,
+        dataset_rows,
+        expanded_runs,
+        agent_outputs,
+        metric_scores,
+        run_aggregates,
+        consistency_stats,
+    ]
+    return assets, partitions
+
+
+def _pool_metadata(worker_pool: WorkerPoolResource) -> dict[str, Any]:
+    stats = worker_pool.pool.stats()
+    return {f"pool/{key}": value for key, value in stats.items() if value is not None}
+
+
+def _score_checks(
+    benchmark: Benchmark, scores: list[MetricScore], expected: int
+) -> list[dg.AssetCheckResult]:
+    errors = Counter(score.error_kind for score in scores if score.error_kind)
+    return [
+        dg.AssetCheckResult(
+            check_name="every_run_scored",
+            asset_key=_key(benchmark, "metric_scores"),
+            passed=len(scores) == expected,
+            metadata={"rows": len(scores), "expected": expected},
+        ),
+        dg.AssetCheckResult(
+            check_name="no_metric_errors",
+            asset_key=_key(benchmark, "metric_scores"),
+            passed=not errors,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={kind: count for kind, count in errors.items()},
+        ),
+    ]
+
+
+def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
+    return {
+        "cases": len(rows),
+        "mean_cv": mean_of_present([row.cv for row in rows]) or 0.0,
+        "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows])
+        or 0.0,
+        "mean_pass_rate": mean_of_present([row.pass_rate for row in rows]) or 0.0,
+    }

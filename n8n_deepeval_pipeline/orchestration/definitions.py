@@ -1,0 +1,114 @@
+"""The code location Dagster loads (``-m n8n_deepeval_pipeline.orchestration.definitions``).
+
+One asset group, job, schedule and sensor per benchmark file found in the benchmark
+folders (``$N8N_DEEPEVAL_BENCHMARKS``, default ``./benchmarks`` and the bundled examples).
+This is the one place where environment variables (and secrets) meet resources.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dagster as dg
+from dagster_duckdb_pandas import DuckDBPandasIOManager
+
+from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
+from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
+from n8n_deepeval_pipeline.orchestration.automation import build_job, build_schedule, build_sensor
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+
+JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
+
+
+def _env_or(name: str, default: str) -> str | dg.EnvVar:
+    """An EnvVar when the variable is set (resolved at launch), else the default."""
+    return dg.EnvVar(name) if name in os.environ else default
+
+
+def _env_int(name: str) -> int | None:
+    return int(os.environ[name]) if os.environ.get(name) else None
+
+
+def build_resources(judge_cache: bool = True) -> dict[str, object]:
+    """The worker pool, the judge and the DuckDB IO manager, configured from the environment."""
+    database = settings.database_path()
+    database.parent.mkdir(parents=True, exist_ok=True)
+    judge_key = dg.EnvVar(JUDGE_API_KEY_ENV) if JUDGE_API_KEY_ENV in os.environ else None
+    return {
+        "worker_pool": WorkerPoolResource(
+            size=int(os.environ.get("DEEPEVAL_POOL_SIZE", "4")),
+            timeout_s=float(os.environ.get("N8N_DEEPEVAL_EVAL_TIMEOUT_S", "300")),
+            max_evaluations=int(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS", "500")),
+            max_rss_mb=float(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_RSS_MB", "600")),
+        ),
+        "judge": JudgeResource(
+            provider=_env_or("N8N_DEEPEVAL_JUDGE_PROVIDER", "dry-run"),
+            model=_env_or("N8N_DEEPEVAL_JUDGE_MODEL", "dry-run"),
+            base_url=os.environ.get("N8N_DEEPEVAL_JUDGE_BASE_URL"),
+            api_key=judge_key,
+            api_version=os.environ.get("N8N_DEEPEVAL_JUDGE_API_VERSION"),
+            timeout_s=float(os.environ.get("N8N_DEEPEVAL_JUDGE_TIMEOUT_S", "60")),
+            max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
+            requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
+            cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",
+            state_dir=str(settings.judge_state_dir()),
+            prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
+        ),
+        "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
+        "io_manager": DuckDBPandasIOManager(database=str(database)),
+    }
+
+
+def build_definitions(benchmark_files: list[Path], judge_cache: bool = True) -> dg.Definitions:
+    """Definitions for the given benchmark files.
+
+    Loading reads files only; it never calls n8n or a judge.
+    """
+    assets: list[dg.AssetsDefinition] = []
+    jobs, schedules, sensors = [], [], []
+    names: dict[str, Path] = {}
+    for path in benchmark_files:
+        benchmark = load_benchmark(path)
+        _check_schema_name(benchmark)
+        if benchmark.name in names:
+            used_by = names[benchmark.name]
+            raise ValueError(
+                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
+            )
+        names[benchmark.name] = path
+        group, partitions = build_benchmark_assets(benchmark, path)
+        job = build_job(benchmark, partitions)
+        assets += group
+        jobs.append(job)
+        schedules.append(build_schedule(benchmark, job, partitions.name or ""))
+        sensors.append(build_sensor(benchmark, job, partitions.name or ""))
+    return dg.Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=schedules,
+        sensors=sensors,
+        resources=build_resources(judge_cache),
+    )
+
+
+def _check_schema_name(benchmark: Benchmark) -> None:
+    # DuckDB resolves a schema named like the database file's stem ambiguously.
+    if benchmark.name == settings.database_path().stem:
+        raise ValueError(
+            f"benchmark name {benchmark.name!r} equals the DuckDB file's name; rename one of them"
+        )
+
+
+def load_definitions() -> dg.Definitions:
+    """Definitions for every benchmark file in the configured folders."""
+    return build_definitions(settings.discover_benchmark_files(settings.benchmark_folders()))
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """What `dagster dev` loads: built when the code location loads, not at import."""
+    return load_definitions()

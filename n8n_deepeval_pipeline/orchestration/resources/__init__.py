@@ -1,0 +1,1 @@
+"""Dagster resources: the worker pool, the judge and the score journal."""

@@ -1,0 +1,1 @@
+"""Statistics of scores: pass direction, run aggregates, consistency of repeated runs."""

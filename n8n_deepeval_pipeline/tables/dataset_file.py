@@ -1,0 +1,192 @@
+"""The ``dataset_rows`` table from a CSV, JSONL or Parquet file: filter, cap, map columns.
+
+Mirrors the seed's DeepEval Trigger: filters keep rows whose column equals the value,
+then the row cap applies, then every kept row must carry an id.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pandas as pd
+
+from n8n_deepeval_pipeline.benchmark_config import DatasetConfig, MappedField
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
+from n8n_deepeval_pipeline.tables.rows import DatasetRow
+
+_LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
+_JSON_FIELDS = ("turns",)
+# Row model field of each mapped field (the seed's camelCase names → snake_case columns).
+_COLUMN_OF: dict[MappedField, str] = {
+    "input": "input",
+    "expectedOutput": "expected_output",
+    "context": "context",
+    "retrievalContext": "retrieval_context",
+    "expectedTools": "expected_tools",
+    "label": "label",
+    "turns": "turns",
+    "chatbotRole": "chatbot_role",
+    "expectedOutcome": "expected_outcome",
+    "scenario": "scenario",
+}
+
+
+def read_table(config: DatasetConfig) -> list[dict[str, Any]]:
+    """All records of the dataset file, values as JSON-friendly Python objects."""
+    path = config.path
+    if not path.is_file():
+        raise BenchmarkConfigError(path, ["dataset file not found (dataset.path)"])
+    fmt = config.resolved_format
+    try:
+        if fmt == "csv":
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        elif fmt == "jsonl":
+            frame = pd.read_json(path, lines=True, dtype=False)
+        else:
+            frame = pd.read_parquet(path)
+    except (ValueError, OSError) as error:
+        raise BenchmarkConfigError(path, [f"cannot read as {fmt}: {error}"]) from None
+    return [_plain(record) for record in frame.to_dict(orient="records")]
+
+
+def _plain(record: dict[Any, Any]) -> dict[str, Any]:
+    """Drop pandas' NaN placeholders and numpy scalars."""
+    plain: dict[str, Any] = {}
+    for key, value in record.items():
+        if hasattr(value, "tolist"):
+            value = value.tolist()
+        if isinstance(value, float) and math.isnan(value):
+            value = None
+        plain[str(key)] = value
+    return plain
+
+
+def _matches(record: dict[str, Any], filters: dict[str, Any]) -> bool:
+    return all(
+        _comparable(record.get(column)) == _comparable(value) for column, value in filters.items()
+    )
+
+
+def _comparable(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value)
+
+
+def _as_list(value: Any, field: str) -> list[str] | None:
+    """A list field from a list (JSONL, Parquet) or from text (CSV).
+
+    Text is read as a JSON array, as comma-separated names for expectedTools, or else
+    as one passage.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    text = str(value).strip()
+    if text.startswith("["):
+        try:
+            parsed = json.loads(text)
+        except json.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, list):
+            return [str(item) for item in parsed]
+    if field == "expectedTools":
+        return [name.strip() for name in text.split(",") if name.strip()]
+    return [text]
+
+
+def _as_json(value: Any) -> Any:
+    """Structured values stay as they are; text (from CSV) is parsed as JSON when it is."""
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return None if value == "" else value
+
+
+def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
+    """The row model's fields from source columns, per ``columnMapping``."""
+    mapped: dict[str, Any] = {}
+    for field, column in config.column_mapping.items():
+        value = record.get(column)
+        if field in _LIST_FIELDS:
+            value = _as_list(value, field)
+        elif field in _JSON_FIELDS:
+            value = _as_json(value)
+        else:
+            value = as_text(value)
+        mapped[_COLUMN_OF[field]] = value
+    return mapped
+
+
+def load_dataset_rows(config: DatasetConfig, workflow_hash: str) -> list[DatasetRow]:
+    """Rows of the benchmark after filters and the row cap, each with a unique id."""
+    records = read_table(config)
+    columns = set().union(*(record.keys() for record in records)) if records else set()
+    _check_columns(config, columns)
+    kept = [
+        (position, record)
+        for position, record in enumerate(records, start=1)
+        if _matches(record, config.filters)
+    ]
+    if config.row_limit is not None:
+        kept = kept[: config.row_limit]
+    return _with_ids(kept, config, workflow_hash)
+
+
+def _check_columns(config: DatasetConfig, columns: set[str]) -> None:
+    available = ", ".join(sorted(columns)) or "(none)"
+    problems = [
+        f"dataset.columnMapping.{field}: column {column!r} is not in the file "
+        f"(columns: {available})"
+        for field, column in config.column_mapping.items()
+        if column not in columns
+    ]
+    problems += [
+        f"dataset.filters.{column}: column {column!r} is not in the file (columns: {available})"
+        for column in config.filters
+        if column not in columns
+    ]
+    if config.id_column not in columns:
+        problems.append(
+            f"dataset.idColumn: column {config.id_column!r} is not in the file "
+            f"(columns: {available})"
+        )
+    if problems:
+        raise BenchmarkConfigError(config.path, problems)
+
+
+def _with_ids(
+    kept: list[tuple[int, dict[str, Any]]], config: DatasetConfig, workflow_hash: str
+) -> list[DatasetRow]:
+    rows: list[DatasetRow] = []
+    seen: dict[str, int] = {}
+    problems: list[str] = []
+    for position, record in kept:
+        row_id = _comparable(record.get(config.id_column)).strip()
+        if not row_id:
+            problems.append(f"row {position}: no id in column {config.id_column!r}")
+            continue
+        if row_id in seen:
+            problems.append(f"row {position}: id {row_id!r} repeats row {seen[row_id]}")
+            continue
+        seen[row_id] = position
+        rows.append(
+            DatasetRow(
+                workflow_hash=workflow_hash,
+                row_id=row_id,
+                position=position,
+                raw=record,
+                **map_row(record, config),
+            )
+        )
+    if problems:
+        raise BenchmarkConfigError(config.path, problems)
+    return rows

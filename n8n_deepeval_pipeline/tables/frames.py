@@ -1,0 +1,90 @@
+"""Table rows ⇄ DataFrames, as the DuckDB IO manager stores them.
+
+Column types come from the row model, not from pandas' guess, so a column that happens
+to be empty in one partition (or a partition with no rows at all) still has the right
+type in DuckDB. Fields holding lists, objects or any JSON value are stored as JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import types
+from datetime import datetime
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+
+import pandas as pd
+
+from n8n_deepeval_pipeline.tables.rows import TableRow
+
+_DTYPES: dict[Any, str] = {
+    str: "string",
+    int: "Int64",
+    float: "Float64",
+    bool: "boolean",
+    datetime: "datetime64[us, UTC]",
+}
+JSON_TEXT = "json"  # a column of JSON text (stored as a string)
+Row = TypeVar("Row", bound=TableRow)
+
+
+def _column_kind(annotation: Any) -> str:
+    if get_origin(annotation) in (Union, types.UnionType):
+        (annotation,) = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if get_origin(annotation) is Literal:
+        return "string"
+    if annotation is Any or get_origin(annotation) in (list, dict):
+        return JSON_TEXT
+    return _DTYPES[annotation]
+
+
+def column_kinds(model: type[TableRow]) -> dict[str, str]:
+    """Column name → pandas dtype (or ``json``), in the model's field order."""
+    return {name: _column_kind(field.annotation) for name, field in model.model_fields.items()}
+
+
+def _to_json(value: Any) -> str | None:
+    return (
+        None
+        if value is None
+        else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    )
+
+
+def to_frame(model: type[Row], rows: list[Row]) -> pd.DataFrame:
+    """A DataFrame with one column per field, typed by the model."""
+    kinds = column_kinds(model)
+    json_columns = [name for name, kind in kinds.items() if kind == JSON_TEXT]
+    records = []
+    for row in rows:
+        record = row.model_dump()
+        for name in json_columns:
+            record[name] = _to_json(record[name])
+        records.append(record)
+    frame = pd.DataFrame.from_records(records, columns=list(kinds))
+    dtypes = {name: "string" if kind == JSON_TEXT else kind for name, kind in kinds.items()}
+    return frame.astype(dtypes)
+
+
+def from_frame(model: type[Row], frame: pd.DataFrame) -> list[Row]:
+    """Rows of a stored table, validated back into their model."""
+    json_columns = {name for name, kind in column_kinds(model).items() if kind == JSON_TEXT}
+    rows = []
+    for record in frame.to_dict(orient="records"):
+        values = {str(k): None if _is_missing(v) else v for k, v in record.items()}
+        for name in json_columns & values.keys():
+            text = values[name]
+            if text is not None:
+                values[name] = json.loads(text)
+        rows.append(model.model_validate(values))
+    return rows
+
+
+def _is_missing(value: Any) -> bool:
+    """NaN, NA and NaT as DuckDB hands back NULLs in numeric and time columns."""
+    return (
+        value is None
+        or value is pd.NA
+        or value is pd.NaT
+        or (isinstance(value, float) and math.isnan(value))
+    )

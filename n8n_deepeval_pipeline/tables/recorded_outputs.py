@@ -1,0 +1,124 @@
+"""The ``recorded`` target: workflow outputs captured earlier instead of calling n8n.
+
+Either a JSONL file with one line per run (``row_id``, ``run_index``, ``output``,
+optional ``intermediateSteps``, ``label``, ``latencyS``, ``sessionId``), or dataset
+columns whose values every run of the row shares.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from n8n_deepeval_pipeline.benchmark_config import RecordedColumn, RecordedTarget
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, field_path
+from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+
+
+class RecordedLine(BaseModel):
+    """One line of a recorded outputs file."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    row_id: str | int = Field(validation_alias=AliasChoices("row_id", "rowId"))
+    run_index: int = Field(ge=0, validation_alias=AliasChoices("run_index", "runIndex"))
+    output: Any = Field(validation_alias=AliasChoices("output", "actualOutput"))
+    intermediate_steps: list[Any] | None = Field(
+        default=None, validation_alias=AliasChoices("intermediateSteps", "intermediate_steps")
+    )
+    turns: list[Any] | None = Field(
+        default=None, validation_alias=AliasChoices("turns", "chatHistory", "messages")
+    )
+    label: str | int | float | bool | None = None
+    session_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("sessionId", "session_id")
+    )
+    latency_s: float | None = Field(
+        default=None, ge=0, validation_alias=AliasChoices("latencyS", "latency_s")
+    )
+
+
+def _json_list(value: Any) -> list[Any] | None:
+    if isinstance(value, str) and value.strip():
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value if isinstance(value, list) else None
+
+
+def read_recorded_lines(path: Path) -> dict[tuple[str, int], RecordedLine]:
+    """Index a recorded outputs file by (row_id, run_index); errors name the line and field."""
+    if not path.is_file():
+        raise BenchmarkConfigError(path, ["recorded outputs file not found (target.outputs)"])
+    lines: dict[tuple[str, int], RecordedLine] = {}
+    problems: list[str] = []
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not text.strip():
+            continue
+        try:
+            line = RecordedLine.model_validate_json(text)
+        except ValidationError as error:
+            problems += [
+                f"line {number}: {field_path(tuple(d['loc'])) if d['loc'] else 'JSON'}: {d['msg']}"
+                for d in error.errors(include_url=False)
+            ]
+            continue
+        key = (str(line.row_id), line.run_index)
+        if key in lines:
+            problems.append(f"line {number}: row_id {key[0]!r} run_index {key[1]} repeats")
+        lines[key] = line
+    if problems:
+        raise BenchmarkConfigError(path, problems)
+    return lines
+
+
+def recorded_outputs(
+    target: RecordedTarget, runs: list[ExpandedRun], rows: dict[str, DatasetRow]
+) -> list[AgentOutput]:
+    """One AgentOutput per run; a run without a recording gets an error, not a gap."""
+    if target.outputs is not None:
+        lines = read_recorded_lines(target.outputs)
+        return [_from_line(run, lines.get((run.row_id, run.run_index))) for run in runs]
+    columns = target.columns or {}
+    return [_from_columns(run, rows[run.row_id].raw, columns) for run in runs]
+
+
+def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
+    if line is None:
+        return AgentOutput(
+            workflow_hash=run.workflow_hash,
+            run_id=run.run_id,
+            error=f"no recorded output for row_id {run.row_id!r} run_index {run.run_index}",
+        )
+    return AgentOutput(
+        workflow_hash=run.workflow_hash,
+        run_id=run.run_id,
+        actual_output=as_text(line.output),
+        intermediate_steps=line.intermediate_steps,
+        turns=line.turns,
+        label=as_text(line.label),
+        session_id=line.session_id,
+        latency_s=line.latency_s,
+    )
+
+
+def _from_columns(
+    run: ExpandedRun, raw: dict[str, Any], columns: Mapping[RecordedColumn, str]
+) -> AgentOutput:
+    label = raw.get(columns["label"]) if "label" in columns else None
+    return AgentOutput(
+        workflow_hash=run.workflow_hash,
+        run_id=run.run_id,
+        actual_output=as_text(raw.get(columns["output"])),
+        intermediate_steps=_json_list(raw.get(columns["intermediateSteps"]))
+        if "intermediateSteps" in columns
+        else None,
+        turns=_json_list(raw.get(columns["turns"])) if "turns" in columns else None,
+        label=None if label is None else str(label),
+    )

@@ -1,0 +1,144 @@
+"""One row model per stored table: the domain code and the storage both use these.
+
+Every table carries the partition (``workflow_hash``). Fields holding lists or objects
+are stored as JSON text by ``tables.frames``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_deepeval_pipeline.statistics.pass_direction import Direction
+
+
+class TableRow(BaseModel):
+    """A row of one of the pipeline's tables; every table carries the partition."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow_hash: str
+
+
+class WorkflowSnapshot(TableRow):
+    """The workflow version a partition stands for."""
+
+    workflow_id: str | None
+    name: str | None
+    node_count: int
+    source: str
+    fetched_at: datetime
+    canonical_json: str
+
+
+class DatasetRow(TableRow):
+    """A dataset row with its mapped DeepEval fields (snake_case) and the source row."""
+
+    row_id: str
+    position: int  # 1-based position in the source file, for error messages
+    input: str | None = None
+    expected_output: str | None = None
+    context: list[str] | None = None
+    retrieval_context: list[str] | None = None
+    expected_tools: list[str] | None = None
+    label: str | None = None
+    turns: Any = None  # chat history before the run, in any n8n memory form
+    chatbot_role: str | None = None
+    expected_outcome: str | None = None
+    scenario: str | None = None
+    raw: dict[str, Any]
+
+
+class ExpandedRun(TableRow):
+    """A dataset row × run index, with the seed's ids."""
+
+    run_id: str
+    case_id: str
+    run_index: int
+    row_id: str
+    run_name: str
+    data_table_id: str | None = None
+
+
+class AgentOutput(TableRow):
+    """What the workflow produced for one run (or why it produced nothing)."""
+
+    run_id: str
+    actual_output: str | None = None
+    intermediate_steps: list[Any] | None = None
+    turns: list[Any] | None = None  # chat memory after the run
+    label: str | None = None
+    session_id: str | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+class MetricScore(TableRow):
+    """One metric on one run."""
+
+    run_id: str
+    case_id: str
+    metric: str
+    metric_slug: str
+    score: float | None
+    threshold: float
+    success: bool
+    direction: Direction
+    reason: str | None
+    error: str | None
+    error_kind: str | None
+    judge: str | None
+    dry_run: bool
+    judge_calls: int
+    judge_retries: int
+    cached_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    tokens: int
+    cost_usd: float | None
+    latency_s: float
+
+
+class RunAggregate(TableRow):
+    """The overall result of one run under the benchmark's pass rule."""
+
+    run_id: str
+    case_id: str
+    overall_score: float | None
+    raw_mean_score: float | None
+    overall_success: bool
+    pass_rule: str
+    metrics_passed: int
+    metrics_counted: int
+    metric_errors: int
+    judge_calls: int
+    tokens: int
+    cost_usd: float | None
+    metrics: list[dict[str, Any]]  # each counted metric's outcome
+
+
+class ConsistencyStats(TableRow):
+    """Consistency of one case's repeated runs."""
+
+    case_id: str
+    n_runs: int
+    mean_score: float | None
+    variance: float | None
+    std: float | None
+    cv: float | None
+    min_score: float | None
+    max_score: float | None
+    pass_rate: float
+    majority_success: bool
+    pass_at_k: dict[int, float]
+    pass_hat_k: dict[int, float]
+    metric_stats: list[dict[str, Any]]
+    label_distribution: dict[str, int] | None
+    label_entropy: float | None
+    label_normalized_entropy: float | None
+    label_agreement: float | None
+    majority_label: str | None
+    consistency_basis: str
+    overall_consistency: float | None

@@ -1,0 +1,220 @@
+"""One pure step per table: the rows of a partition from the rows before it.
+
+The Dagster assets are thin wrappers: load the upstream rows, call one step here, store
+the rows it returns. ``metric_scores`` is the exception that proves the rule: its step
+is ``tables.evaluation_plan``, with the worker pool between its two halves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig, RecordedTarget
+from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
+from n8n_deepeval_pipeline.statistics.consistency import Basis, RunResult, case_consistency
+from n8n_deepeval_pipeline.statistics.pass_direction import normalised
+from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
+from n8n_deepeval_pipeline.tables.ids import case_id, run_id
+from n8n_deepeval_pipeline.tables.recorded_outputs import recorded_outputs
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    ConsistencyStats,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+    WorkflowSnapshot,
+)
+from n8n_deepeval_pipeline.workflow.hashing import canonical_workflow_json, workflow_hash
+
+
+class PartitionMismatchError(ValueError):
+    """The workflow file no longer hashes to the partition being materialised."""
+
+
+def workflow_snapshot(
+    workflow: dict[str, Any], source: Path, partition: str
+) -> list[WorkflowSnapshot]:
+    """The workflow version of this partition; refuses a file that hashes differently."""
+    current = workflow_hash(workflow)
+    if current != partition:
+        raise PartitionMismatchError(
+            f"{source} now hashes to {current}, not to partition {partition}: that version "
+            "is no longer on disk. Re-score it from stored outputs with "
+            "`n8n-deepeval backfill FILE --from metric_scores`."
+        )
+    nodes = workflow.get("nodes") or []
+    snapshot = WorkflowSnapshot(
+        workflow_hash=partition,
+        workflow_id=None if workflow.get("id") is None else str(workflow.get("id")),
+        name=workflow.get("name"),
+        node_count=len(nodes),
+        source=str(source),
+        fetched_at=datetime.now(UTC),
+        canonical_json=canonical_workflow_json(workflow),
+    )
+    return [snapshot]
+
+
+def dataset_rows(config: DatasetConfig, partition: str) -> list[DatasetRow]:
+    """The dataset after filters and the row cap, mapped fields in snake_case columns."""
+    return load_dataset_rows(config, partition)
+
+
+def expanded_runs(
+    rows: list[DatasetRow], runs_per_row: int, run_name: str, partition: str
+) -> list[ExpandedRun]:
+    """Rows × runsPerRow, row-major: all runs of the first row, then the next row."""
+    runs: list[ExpandedRun] = []
+    for row in rows:
+        case = case_id(partition, row.row_id)
+        runs.extend(
+            ExpandedRun(
+                workflow_hash=partition,
+                run_id=run_id(case, index),
+                case_id=case,
+                run_index=index,
+                row_id=row.row_id,
+                run_name=run_name,
+            )
+            for index in range(runs_per_row)
+        )
+    return runs
+
+
+def agent_outputs(
+    target: RecordedTarget, runs: list[ExpandedRun], rows: list[DatasetRow]
+) -> list[AgentOutput]:
+    """What the workflow produced for each run (one row per run, errors included)."""
+    return recorded_outputs(target, runs, {row.row_id: row for row in rows})
+
+
+def run_aggregates(
+    benchmark: Benchmark, runs: list[ExpandedRun], scores: list[MetricScore]
+) -> list[RunAggregate]:
+    """One aggregate per run over the metrics that count (aggregate.metrics, default all)."""
+    counted = set(benchmark.aggregate.metrics or benchmark.metric_labels)
+    by_run: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        by_run[score.run_id].append(score)
+    rows = []
+    for run in runs:
+        outcomes = [
+            MetricOutcome(
+                metric=score.metric,
+                score=score.score,
+                normalised_score=normalised(score.score, score.direction),
+                success=score.success,
+                error_kind=score.error_kind,
+            )
+            for score in by_run[run.run_id]
+            if score.metric in counted
+        ]
+        result = aggregate_run(outcomes, benchmark.aggregate.pass_rule)
+        costs = [score.cost_usd for score in by_run[run.run_id] if score.cost_usd is not None]
+        rows.append(
+            RunAggregate(
+                workflow_hash=run.workflow_hash,
+                run_id=run.run_id,
+                case_id=run.case_id,
+                overall_score=result.overall_score,
+                raw_mean_score=result.raw_mean_score,
+                overall_success=result.overall_success,
+                pass_rule=benchmark.aggregate.pass_rule,
+                metrics_passed=result.passed,
+                metrics_counted=result.counted,
+                metric_errors=result.errors,
+                judge_calls=sum(score.judge_calls for score in by_run[run.run_id]),
+                tokens=sum(score.tokens for score in by_run[run.run_id]),
+                cost_usd=sum(costs) if costs else None,
+                metrics=[outcome.model_dump(exclude={"normalised_score"}) for outcome in outcomes],
+            )
+        )
+    return rows
+
+
+def consistency_stats(
+    benchmark: Benchmark,
+    runs: list[ExpandedRun],
+    aggregates: list[RunAggregate],
+    scores: list[MetricScore],
+    outputs: list[AgentOutput],
+    dataset: list[DatasetRow],
+) -> list[ConsistencyStats]:
+    """One row per case (or per row id, by consistency.groupByField)."""
+    config = benchmark.consistency
+    aggregate_by_run = {row.run_id: row for row in aggregates}
+    output_by_run = {output.run_id: output for output in outputs}
+    record_by_row = {record.row_id: record for record in dataset}
+    scores_by_run: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        scores_by_run[score.run_id].append(score)
+    groups: dict[str, list[RunResult]] = defaultdict(list)
+    for run in runs:
+        aggregate = aggregate_by_run[run.run_id]
+        key = run.case_id if config.group_by_field == "caseId" else run.row_id
+        groups[key].append(
+            RunResult(
+                overall_score=aggregate.overall_score,
+                overall_success=aggregate.overall_success,
+                metric_scores={s.metric: s.score for s in scores_by_run[run.run_id]},
+                metric_success={s.metric: s.success for s in scores_by_run[run.run_id]},
+                label=run_label(
+                    config.label_field, output_by_run.get(run.run_id), record_by_row[run.row_id]
+                ),
+            )
+        )
+    partition = runs[0].workflow_hash if runs else ""
+    return [
+        _consistency_row(partition, key, results, config.consistency_basis)
+        for key, results in groups.items()
+    ]
+
+
+def run_label(label_field: str | None, output: AgentOutput | None, row: DatasetRow) -> str | None:
+    """The run's categorical label.
+
+    ``label``: the recorded label, else the dataset's mapped label; ``output``: the
+    output text; ``row.<column>``: a dataset column.
+    """
+    if not label_field or output is None:
+        return None
+    if label_field == "label":
+        return output.label if output.label is not None else row.label
+    if label_field in ("output", "actualOutput"):
+        return output.actual_output
+    value = row.raw.get(label_field.removeprefix("row."))
+    return None if value is None else str(value)
+
+
+def _consistency_row(
+    partition: str, case: str, results: list[RunResult], basis: Basis
+) -> ConsistencyStats:
+    stats = case_consistency(results, basis)
+    labels = stats.labels
+    return ConsistencyStats(
+        workflow_hash=partition,
+        case_id=case,
+        n_runs=stats.n_runs,
+        mean_score=stats.score.mean,
+        variance=stats.score.variance,
+        std=stats.score.std,
+        cv=stats.score.cv,
+        min_score=stats.score.min,
+        max_score=stats.score.max,
+        pass_rate=stats.pass_rate,
+        majority_success=stats.majority_success,
+        pass_at_k=stats.pass_at_k,
+        pass_hat_k=stats.pass_hat_k,
+        metric_stats=[m.model_dump() for m in stats.per_metric],
+        label_distribution=labels.distribution if labels else None,
+        label_entropy=labels.entropy if labels else None,
+        label_normalized_entropy=labels.normalized_entropy if labels else None,
+        label_agreement=labels.agreement if labels else None,
+        majority_label=labels.majority_label if labels else None,
+        consistency_basis=basis,
+        overall_consistency=stats.overall_consistency,
+    )

@@ -1,0 +1,259 @@
+"""A loopback OpenAI-compatible judge: a test and benchmark double, not a judge.
+
+It answers ``POST /v1/chat/completions`` after a fixed latency with JSON that fits the
+request's ``response_format`` JSON schema (values drawn from a hash of the request, so
+answers are deterministic) and reports token usage. A fault plan makes it misbehave
+the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
+``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+(closes the connection without an answer), ``invalid_json`` and ``schema_violation``;
+``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead).
+
+It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
+dropped connection is really dropped. Run it in-process for tests
+(``LoopbackJudge(...).start()``) or as a process for benchmarks:
+
+    python -m n8n_deepeval_pipeline.testing.loopback_judge --port 8765 --latency-ms 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import hashlib
+import json
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+
+_REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable"}  # fmt: skip
+
+
+def answer_for(body: dict[str, Any]) -> str:
+    """The assistant text for a chat completion request."""
+    seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+    response_format = body.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
+        "schema"
+    )
+    if not schema:
+        return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return json.dumps(fill_schema(schema, seed, prompt))
+
+
+def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
+    prompt_tokens = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
+    completion_tokens = max(len(text) // 4, 1)
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model", "loopback"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+class LoopbackJudge:
+    """The server, its fault plan and what it saw."""
+
+    def __init__(
+        self,
+        latency_s: float = 0.05,
+        port: int = 0,
+        faults: list[str] | None = None,
+        slow_s: float = 5.0,
+        fail_always: bool = False,
+    ) -> None:
+        self.latency_s = latency_s
+        self.port = port
+        self.faults = list(faults or [])
+        self.slow_s = slow_s
+        self.fail_always = fail_always
+        self.requests = 0
+        self.served = Counter[str]()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.headers_seen: list[dict[str, str]] = []
+        self.urls_seen: list[str] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL of this server."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _next_fault(self) -> str:
+        with self._lock:
+            if self.fail_always:
+                return "500"
+            return self.faults.pop(0) if self.faults else "ok"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                target, headers, body = request
+                if not await self._respond(writer, target, headers, body):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(
+        self, writer: asyncio.StreamWriter, target: str, headers: dict[str, str], body: bytes
+    ) -> bool:
+        self.requests += 1
+        self.headers_seen.append(headers)
+        self.urls_seen.append(target)
+        path = target.split("?")[0]
+        if not path.endswith(("/chat/completions", "/v1/messages")):
+            _write(writer, 404, {"error": {"message": "not found"}})
+            return True
+        fault = self._next_fault()
+        self.served[fault.split(":")[0]] += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.slow_s if fault == "slow" else self.latency_s)
+            if fault == "drop":
+                writer.transport.abort()
+                return False
+            request = json.loads(body or b"{}")
+            if path.endswith("/v1/messages"):
+                return self._answer_anthropic(writer, fault, request)
+            return self._answer(writer, fault, request)
+        finally:
+            self.in_flight -= 1
+
+    def _answer(self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]) -> bool:
+        code, _, retry_after = fault.partition(":")
+        if code in ("429", "500", "503"):
+            extra = {"retry-after": retry_after} if retry_after else {}
+            _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
+            return True
+        text = answer_for(request)
+        if fault == "invalid_json":
+            text = text[: len(text) // 2]
+        elif fault == "schema_violation":
+            text = json.dumps({"unexpected": True})
+        _write(writer, 200, _completion(request, text))
+        return True
+
+    def _answer_anthropic(
+        self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]
+    ) -> bool:
+        """Anthropic's Messages API: the answer as the input of the forced tool call."""
+        if fault != "ok":
+            return self._answer(writer, fault, request)
+        tools = request.get("tools") or []
+        prompt = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
+        seed = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).digest()
+        content: list[dict[str, Any]] = [{"type": "text", "text": "loopback answer"}]
+        if tools:
+            answer = fill_schema(tools[0]["input_schema"], seed, prompt)
+            content = [{"type": "tool_use", "id": "t1", "name": tools[0]["name"], "input": answer}]
+        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
+        _write(
+            writer,
+            200,
+            {"type": "message", "role": "assistant", "content": content, "usage": usage},
+        )
+        return True
+
+    async def _serve(self, ready: threading.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        ready.set()
+        async with self._server:
+            await self._server.serve_forever()
+
+    def start(self) -> LoopbackJudge:
+        """Serve from a background thread; returns once it listens."""
+        ready = threading.Event()
+        thread = threading.Thread(
+            target=lambda: asyncio.run(self._serve_quietly(ready)), daemon=True
+        )
+        thread.start()
+        ready.wait(10)
+        return self
+
+    async def _serve_quietly(self, ready: threading.Event) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._serve(ready)
+
+    def stop(self) -> None:
+        """Stop serving."""
+        if self._loop is not None and self._server is not None:
+            self._loop.call_soon_threadsafe(self._server.close)
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, dict[str, str], bytes] | None:
+    head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
+    if not head:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    target = lines[0].split(" ")[1] if len(lines[0].split(" ")) > 1 else "/"
+    headers = {
+        name.strip().lower(): value.strip()
+        for name, _, value in (line.partition(":") for line in lines[1:] if line)
+    }
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return target, headers, body
+
+
+def _write(
+    writer: asyncio.StreamWriter,
+    status: int,
+    payload: dict[str, Any],
+    extra_headers: dict[str, str] | None = None,
+) -> None:
+    body = json.dumps(payload).encode()
+    headers = {
+        "content-type": "application/json",
+        "content-length": str(len(body)),
+        **(extra_headers or {}),
+    }
+    head = f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n" + "".join(
+        f"{name}: {value}\r\n" for name, value in headers.items()
+    )
+    writer.write(head.encode("latin-1") + b"\r\n" + body)
+
+
+def main() -> None:
+    """Serve until interrupted."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    options = parser.parse_args()
+    judge = LoopbackJudge(latency_s=options.latency_ms / 1000, port=options.port)
+    asyncio.run(judge._serve(threading.Event()))
+
+
+if __name__ == "__main__":
+    main()

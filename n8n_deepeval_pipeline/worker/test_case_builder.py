@@ -1,0 +1,153 @@
+"""Build DeepEval test cases from n8n-shaped items (worker side only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+
+from n8n_deepeval_pipeline.evaluation import EvaluationItem
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.options import ItemField, MetricConfig
+from n8n_deepeval_pipeline.n8n_data.agent_steps import (
+    IntermediateStep,
+    ToolCallData,
+    parse_intermediate_steps,
+    synthetic_trace,
+    tool_calls,
+)
+from n8n_deepeval_pipeline.n8n_data.conversation import TurnData, enrich_turns, parse_conversation
+
+# Where each field comes from, in the words of a benchmark file.
+FIELD_SOURCES: dict[ItemField, str] = {
+    "input": "'input' (dataset.columnMapping.input)",
+    "actual_output": "'output' (the workflow's output for this run)",
+    "expected_output": "'expectedOutput' (dataset.columnMapping.expectedOutput)",
+    "context": "'context' (dataset.columnMapping.context)",
+    "retrieval_context": "'retrievalContext' (dataset.columnMapping.retrievalContext)",
+    "tools_called": "'intermediateSteps' (AI Agent with Return Intermediate Steps on)",
+    "expected_tools": "'expectedTools' (dataset.columnMapping.expectedTools)",
+    "trace": "'intermediateSteps' (at least one step, for the synthetic trace)",
+    "turns": "'turns' (the chat memory: recorded turns or dataset.columnMapping.turns)",
+    "turn_retrieval_context": "'retrievalContext' on assistant turns (in memory messages, "
+    "or dataset.columnMapping.retrievalContext)",
+    "chatbot_role": "'chatbotRole' (metric config or dataset.columnMapping.chatbotRole)",
+    "expected_outcome": "'expectedOutcome' (metric config or "
+    "dataset.columnMapping.expectedOutcome)",
+    "scenario": "'scenario' (dataset.columnMapping.scenario)",
+}
+
+
+class MissingInputError(ValueError):
+    """A field the metric needs is absent; the message names it and where it comes from."""
+
+    def __init__(self, fields: list[ItemField]) -> None:
+        self.fields = fields
+        names = ", ".join(FIELD_SOURCES[field] for field in fields)
+        super().__init__(f"missing input: {names}")
+
+
+class _Prepared:
+    """The item's n8n data parsed once: steps, tool calls, turns, test-case options."""
+
+    def __init__(self, item: EvaluationItem, config: MetricConfig) -> None:
+        self.item = item
+        self.steps: list[IntermediateStep] | None = parse_intermediate_steps(
+            item.intermediate_steps
+        )
+        self.calls: list[ToolCallData] | None = (
+            tool_calls(self.steps) if self.steps is not None else None
+        )
+        history = parse_conversation(item.turns)
+        self.turns: list[TurnData] | None = (
+            enrich_turns(history, self.calls, item.retrieval_context) if history else None
+        )
+        self.chatbot_role = getattr(config, "chatbot_role", None) or item.chatbot_role
+        self.expected_outcome = getattr(config, "expected_outcome", None) or item.expected_outcome
+
+    def present(self) -> dict[ItemField, bool]:
+        item = self.item
+        return {
+            "input": item.input not in (None, ""),
+            "actual_output": item.actual_output is not None,
+            "expected_output": item.expected_output is not None,
+            "context": bool(item.context),
+            "retrieval_context": bool(item.retrieval_context),
+            "tools_called": self.steps is not None,
+            "expected_tools": item.expected_tools is not None,
+            "trace": bool(self.steps),
+            "turns": bool(self.turns),
+            "turn_retrieval_context": any(
+                turn.retrieval_context for turn in self.turns or [] if turn.role == "assistant"
+            ),
+            "chatbot_role": bool(self.chatbot_role),
+            "expected_outcome": bool(self.expected_outcome),
+            "scenario": bool(item.scenario),
+        }
+
+
+def _tool_call(call: ToolCallData) -> ToolCall:
+    return ToolCall(
+        name=call.name,
+        input_parameters=call.input_parameters,
+        output=call.output,
+        reasoning=call.reasoning,
+    )
+
+
+def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
+    item = prepared.item
+    test_case = LLMTestCase(
+        input=str(item.input) if item.input is not None else "",
+        actual_output=item.actual_output,
+        expected_output=item.expected_output,
+        context=item.context,
+        retrieval_context=item.retrieval_context,
+        tools_called=[_tool_call(call) for call in prepared.calls]
+        if prepared.calls is not None
+        else None,
+        expected_tools=[ToolCall(name=name) for name in item.expected_tools]
+        if item.expected_tools is not None
+        else None,
+    )
+    if prepared.steps:
+        test_case._trace_dict = synthetic_trace(prepared.steps, item.input, item.actual_output)
+    return test_case
+
+
+def _conversational_test_case(prepared: _Prepared) -> ConversationalTestCase:
+    turns = [
+        Turn(
+            role=turn.role,
+            content=turn.content,
+            retrieval_context=turn.retrieval_context,
+            tools_called=[_tool_call(call) for call in turn.tools_called]
+            if turn.tools_called
+            else None,
+        )
+        for turn in prepared.turns or []
+    ]
+    return ConversationalTestCase(
+        turns=turns,
+        chatbot_role=prepared.chatbot_role,
+        expected_outcome=prepared.expected_outcome,
+        scenario=prepared.item.scenario,
+    )
+
+
+def check_inputs(entry: MetricEntry, config: MetricConfig, item: EvaluationItem) -> _Prepared:
+    """The item parsed for this metric; MissingInputError if a needed field is absent."""
+    prepared = _Prepared(item, config)
+    present = prepared.present()
+    missing = [field for field in entry.fields_needed(config) if not present[field]]
+    if missing:
+        raise MissingInputError(missing)
+    return prepared
+
+
+def build_test_case(entry: MetricEntry, config: MetricConfig, item: EvaluationItem) -> Any:
+    """The test case the metric reads; MissingInputError if a needed field is absent."""
+    prepared = check_inputs(entry, config, item)
+    if entry.needs_turns:
+        return _conversational_test_case(prepared)
+    return _llm_test_case(prepared)

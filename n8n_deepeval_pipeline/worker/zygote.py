@@ -1,0 +1,129 @@
+"""The zygote: ``python -m n8n_deepeval_pipeline.worker.zygote CONTROL_FD EVALUATOR``.
+
+Importing DeepEval and every catalog metric costs about 1.5 s of CPU. The zygote pays
+it once (the pool has already sanitised the environment and chosen a scratch working
+directory), builds the evaluator (EVALUATOR is ``module:Class``; tests put a named test
+double there), and then forks a worker for every ``spawn`` request on its control
+connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
+warm-up, crash replacement and ``cleanSession`` are cheap. Each worker gets its own
+socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
+workers that exit. Workers answer one task at a time until their connection closes.
+Everything exits when the process above it dies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import send_handle
+from socket import socketpair
+from typing import Any
+
+
+def _exit_with_parent() -> None:
+    """Exit as soon as the process above this one is gone (even mid-evaluation)."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _load_evaluator(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)()
+
+
+def serve(connection: Connection, evaluator: Any) -> None:
+    """A worker: answer tasks until the pool hangs up."""
+    from n8n_deepeval_pipeline.evaluation import EvaluationTask
+
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        result = evaluator.evaluate(EvaluationTask.model_validate(message))
+        connection.send({"result": result.model_dump(), "clean": evaluator.is_clean()})
+
+
+def _reap() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _fork_worker(control: Connection, evaluator: Any, pool_pid: int) -> int:
+    pool_end, worker_end = socketpair()
+    pid = os.fork()
+    if pid == 0:  # the worker
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        control.close()
+        pool_end.close()
+        _exit_with_parent()
+        connection = Connection(worker_end.detach())
+        try:
+            serve(connection, evaluator)
+        finally:
+            os._exit(0)
+    worker_end.close()
+    control.send({"pid": pid})
+    send_handle(control, pool_end.fileno(), pool_pid)
+    pool_end.close()
+    return pid
+
+
+def main() -> None:
+    """Warm up once, then fork a worker per request until the pool hangs up.
+
+    No watcher thread here (forking a threaded process is unsafe): the control
+    connection closes when the pool dies, which ends the loop.
+    """
+    control = Connection(int(sys.argv[1]))
+    evaluator = _load_evaluator(sys.argv[2])
+    pool_pid = os.getppid()
+    workers: set[int] = set()
+    signal.signal(signal.SIGCHLD, lambda *_: _reap())
+    control.send({"ready": os.getpid()})
+    while True:
+        try:
+            message = control.recv()
+        except (EOFError, OSError):
+            break
+        if message is None:
+            break
+        workers.add(_fork_worker(control, evaluator, pool_pid))
+    control.close()
+    _stop_workers(workers)
+
+
+def _stop_workers(workers: set[int]) -> None:
+    """Kill whatever the pool left running and reap every worker before exiting."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for pid in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+if __name__ == "__main__":
+    main()

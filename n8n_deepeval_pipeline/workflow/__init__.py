@@ -1,0 +1,1 @@
+"""The n8n workflow file and its workflowHash."""

@@ -1,0 +1,166 @@
+"""The judge against a loopback OpenAI-compatible server that misbehaves on purpose."""
+
+import time
+
+import pytest
+from pydantic import SecretStr
+
+from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+pytestmark = pytest.mark.slow
+
+ITEM = EvaluationItem(input="What is 2+2?", actual_output="4", expected_output="4")
+FAST_RETRIES = RetryPolicy(max_attempts=8, base_delay_s=0.05, max_delay_s=3, max_total_s=60)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    pool = WorkerPool(size=1, timeout_s=120)
+    pool.start()
+    yield pool
+    pool.close()
+
+
+def spec(server, tmp_path, **options):
+    return JudgeSpec(
+        provider="openai-compatible",
+        model="loopback-judge",
+        base_url=server.base_url,
+        timeout_s=options.pop("timeout_s", 1.0),
+        retry=options.pop("retry", FAST_RETRIES),
+        state_dir=str(tmp_path / "judge"),
+        **options,
+    )
+
+
+def correctness(judge, count=1, start=0):
+    # one judge call per evaluation: the n8n correctness preset
+    return [
+        EvaluationTask(
+            task_id=start + i,
+            run_id=f"h:r{start + i}:0",
+            metric_label="correctness",
+            config={"metric": "correctness"},
+            item=ITEM,
+            judge=judge,
+            timeout_s=120,
+        )
+        for i in range(count)
+    ]
+
+
+def run(pool, tasks):
+    results = {r.task_id: r for r in pool.evaluate(tasks)}
+    return [results[t.task_id] for t in tasks]
+
+
+def test_transient_faults_are_retried_and_retry_after_is_honoured(pool, tmp_path):
+    server = LoopbackJudge(
+        latency_s=0.01, faults=["429:1", "429", "500", "503", "drop", "slow"], slow_s=3
+    ).start()
+    try:
+        started = time.perf_counter()
+        results = run(pool, correctness(spec(server, tmp_path), count=3))
+        elapsed = time.perf_counter() - started
+    finally:
+        server.stop()
+    assert [r.error for r in results] == [None, None, None]
+    assert all(r.score in {0.2, 0.4, 0.6, 0.8, 1.0} for r in results)
+    assert sum(r.judge_retries for r in results) == 6
+    assert results[0].judge_retries == 6  # the first evaluation met every fault
+    # the same question for the next two: answered from the cache
+    assert dict(server.served) == {"429": 2, "500": 1, "503": 1, "drop": 1, "slow": 1, "ok": 1}
+    assert [(r.judge_calls, r.cached_calls) for r in results] == [(1, 0), (0, 1), (0, 1)]
+    assert elapsed >= 1.0 + 1.0  # Retry-After: 1, and the 1 s client timeout on the slow answer
+
+
+def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_path):
+    server = LoopbackJudge(
+        latency_s=0.01, faults=["invalid_json", "ok", "invalid_json", "schema_violation"]
+    ).start()
+    try:
+        recovered, failed = run(pool, correctness(spec(server, tmp_path, cache=False), count=2))
+    finally:
+        server.stop()
+    assert recovered.error is None and recovered.judge_calls == 2
+    assert failed.error_kind == "judge_invalid_output"
+    assert "answered twice with JSON that does not fit JudgeVerdict" in failed.error
+    assert failed.judge_calls == 2
+
+
+def test_a_dead_judge_opens_the_circuit_and_the_rest_fail_fast(pool, tmp_path):
+    server = LoopbackJudge(latency_s=0.0, fail_always=True).start()
+    judge = spec(
+        server,
+        tmp_path,
+        retry=RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05),
+        breaker_threshold=3,
+    )
+    try:
+        started = time.perf_counter()
+        results = run(pool, correctness(judge, count=10))
+        elapsed = time.perf_counter() - started
+    finally:
+        server.stop()
+    kinds = [r.error_kind for r in results]
+    assert kinds[:3] == ["judge_error"] * 3
+    assert kinds[3:] == ["judge_unavailable"] * 7
+    assert "3 calls in a row failed" in results[-1].error and "HTTP 500" in results[-1].error
+    assert server.requests == 3 * 2  # nothing after the circuit opened
+    assert elapsed < 10
+
+
+def test_a_shared_limit_caps_calls_in_flight_across_workers(tmp_path):
+    server = LoopbackJudge(latency_s=0.2).start()
+    pool = WorkerPool(size=4, timeout_s=60)
+    try:
+        results = run(
+            pool, correctness(spec(server, tmp_path, max_in_flight=2, cache=False), count=8)
+        )
+    finally:
+        pool.close()
+        server.stop()
+    assert [r.error for r in results] == [None] * 8
+    assert server.max_in_flight == 2
+
+
+@pytest.mark.parametrize(
+    ("provider", "options", "path"),
+    [
+        ("anthropic", {}, "/v1/messages"),
+        (
+            "azure-openai",
+            {"api_version": "2024-10-21"},
+            "/openai/deployments/gpt-4o/chat/completions",
+        ),
+        ("openai", {}, "/v1/chat/completions"),
+    ],
+)
+def test_every_http_provider_speaks_its_api(pool, tmp_path, provider, options, path):
+    server = LoopbackJudge(latency_s=0.0).start()
+    base = server.base_url.removesuffix("/v1") if provider != "openai" else server.base_url
+    judge = JudgeSpec(
+        provider=provider,
+        model="gpt-4o" if provider != "anthropic" else "claude-haiku-4-5",
+        base_url=base,
+        api_key=SecretStr("sk-provider-test"),
+        state_dir=str(tmp_path / "judge"),
+        **options,
+    )
+    try:
+        (result,) = run(pool, correctness(judge))
+    finally:
+        server.stop()
+    assert result.error is None and result.judge_calls == 1 and result.prompt_tokens > 0
+    assert server.urls_seen[0].split("?")[0] == path
+    headers = server.headers_seen[0]
+    expected = {
+        "anthropic": ("x-api-key", "sk-provider-test"),
+        "azure-openai": ("api-key", "sk-provider-test"),
+        "openai": ("authorization", "Bearer sk-provider-test"),
+    }[provider]
+    assert headers[expected[0]] == expected[1]
+    if provider == "azure-openai":
+        assert server.urls_seen[0].endswith("?api-version=2024-10-21")

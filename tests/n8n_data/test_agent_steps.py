@@ -1,0 +1,76 @@
+import json
+
+import pytest
+
+from n8n_deepeval_pipeline.n8n_data.agent_steps import (
+    StepsShapeError,
+    parse_intermediate_steps,
+    synthetic_trace,
+    tool_calls,
+)
+
+LOOKUP = {
+    "action": {
+        "tool": "order_lookup",
+        "toolInput": {"orderId": "A1"},
+        "log": "Invoking: `order_lookup`",
+        "toolCallId": "call_1",
+        "messageLog": [{"lc": 1}],
+    },
+    "observation": '{"status":"shipped"}',
+}
+CALC = {"action": {"tool": "calculator", "toolInput": "2 * 89.5", "log": ""}, "observation": "179"}
+
+
+def test_no_steps_recorded_is_none_and_an_empty_list_is_no_calls():
+    assert parse_intermediate_steps(None) is None
+    assert parse_intermediate_steps("") is None
+    assert tool_calls(parse_intermediate_steps([])) == []
+
+
+def test_one_step_with_object_input():
+    (call,) = tool_calls(parse_intermediate_steps([LOOKUP]))
+    assert call.name == "order_lookup"
+    assert call.input_parameters == {"orderId": "A1"}
+    assert call.output == '{"status":"shipped"}'
+    assert call.reasoning == "Invoking: `order_lookup`"
+
+
+def test_several_steps_with_string_inputs_json_text_and_unnamed_tool():
+    steps = [CALC, {**CALC, "action": {"toolInput": '{"x": 1}'}}, LOOKUP]
+    calls = tool_calls(parse_intermediate_steps(json.dumps(steps)))
+    assert [c.name for c in calls] == ["calculator", "tool_2", "order_lookup"]
+    assert calls[0].input_parameters == {"input": "2 * 89.5"}
+    assert calls[1].input_parameters == {"x": 1}
+    assert calls[0].reasoning is None
+
+
+def test_snake_case_variant_is_accepted():
+    (call,) = tool_calls(
+        parse_intermediate_steps([{"action": {"tool": "t", "tool_input": {"a": 1}}}])
+    )
+    assert call.input_parameters == {"a": 1}
+
+
+def test_synthetic_trace_has_an_llm_span_per_log_and_a_tool_span_per_call():
+    trace = synthetic_trace(parse_intermediate_steps([LOOKUP, CALC]), "question", "answer")
+    assert (trace["type"], trace["name"], trace["input"], trace["output"]) == (
+        "agent",
+        "n8n_ai_agent",
+        "question",
+        "answer",
+    )
+    assert [(s["type"], s["name"]) for s in trace["children"]] == [
+        ("llm", "reasoning_1"),
+        ("tool", "order_lookup"),
+        ("tool", "calculator"),
+    ]
+    assert trace["children"][1]["input"] == {"orderId": "A1"}
+    assert trace["children"][2]["output"] == "179"
+    assert trace["tools_called"] == ["order_lookup", "calculator"]
+
+
+@pytest.mark.parametrize("value", ["{not json", {"action": {}}, [1]])
+def test_shapes_n8n_never_produces_are_refused(value):
+    with pytest.raises(StepsShapeError):
+        parse_intermediate_steps(value)

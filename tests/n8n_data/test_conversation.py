@@ -1,0 +1,138 @@
+import pytest
+
+from n8n_deepeval_pipeline.n8n_data.agent_steps import ToolCallData
+from n8n_deepeval_pipeline.n8n_data.conversation import (
+    ConversationShapeError,
+    enrich_turns,
+    parse_conversation,
+)
+
+EXPECTED = [
+    ("user", "Where is A1?"),
+    ("assistant", "It shipped."),
+    ("user", "Thanks"),
+    ("assistant", "Bye"),
+]
+
+
+def pairs(turns):
+    return [(turn.role, turn.content) for turn in turns]
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [  # LangChain stored messages (Redis, Postgres chat memory)
+            {"type": "system", "data": {"content": "You are helpful."}},
+            {"type": "human", "data": {"content": "Where is A1?", "additional_kwargs": {}}},
+            {"type": "ai", "data": {"content": "It shipped.", "tool_calls": []}},
+            {"type": "tool", "data": {"content": "{}", "tool_call_id": "1"}},
+            {"type": "human", "data": {"content": "Thanks"}},
+            {"type": "ai", "data": {"content": "Bye"}},
+        ],
+        [  # Postgres flattens data
+            {"type": "human", "content": "Where is A1?"},
+            {"type": "ai", "content": "It shipped."},
+            {"type": "human", "content": "Thanks"},
+            {"type": "ai", "content": "Bye"},
+        ],
+        [  # OpenAI style
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "Where is A1?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "It shipped."}]},
+            {"role": "user", "content": "Thanks"},
+            {"role": "assistant", "content": "Bye"},
+        ],
+        [{"human": "Where is A1?", "ai": "It shipped."}, {"human": "Thanks", "ai": "Bye"}],
+        [
+            {
+                "messages": [
+                    {"human": "Where is A1?", "ai": "It shipped."},
+                    {"human": "Thanks", "ai": "Bye"},
+                ],
+                "messagesCount": 4,
+            }
+        ],
+        [  # LangChain toJSON()
+            {
+                "lc": 1,
+                "type": "constructor",
+                "id": ["langchain_core", "messages", "HumanMessage"],
+                "kwargs": {"content": "Where is A1?"},
+            },
+            {
+                "lc": 1,
+                "type": "constructor",
+                "id": ["langchain_core", "messages", "AIMessage"],
+                "kwargs": {"content": "It shipped."},
+            },
+            {
+                "lc": 1,
+                "type": "constructor",
+                "id": ["langchain_core", "messages", "HumanMessage"],
+                "kwargs": {"content": "Thanks"},
+            },
+            {
+                "lc": 1,
+                "type": "constructor",
+                "id": ["langchain_core", "messages", "AIMessage"],
+                "kwargs": {"content": "Bye"},
+            },
+        ],
+    ],
+    ids=["stored", "postgres", "openai", "memory-manager", "memory-manager-grouped", "lc-json"],
+)
+def test_every_memory_form_gives_the_same_turns(history):
+    assert pairs(parse_conversation(history)) == EXPECTED
+
+
+def test_json_text_and_absent_history():
+    assert pairs(parse_conversation('[{"role": "user", "content": "Hi"}]')) == [("user", "Hi")]
+    assert parse_conversation(None) is None and parse_conversation("") is None
+
+
+def test_retrieval_context_is_read_from_the_message():
+    (turn,) = parse_conversation(
+        [
+            {
+                "type": "ai",
+                "data": {"content": "x", "additional_kwargs": {"retrievalContext": ["doc 1"]}},
+            }
+        ]
+    )
+    assert turn.retrieval_context == ["doc 1"]
+    (turn,) = parse_conversation(
+        [{"role": "assistant", "content": "x", "retrieval_context": "doc"}]
+    )
+    assert turn.retrieval_context == ["doc"]
+
+
+def test_turns_are_enriched_with_tool_calls_and_item_retrieval_context():
+    turns = parse_conversation(
+        [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b", "retrievalContext": ["own"]},
+            {"role": "user", "content": "c"},
+            {"role": "assistant", "content": "d"},
+        ]
+    )
+    calls = [ToolCallData(name="calculator", input_parameters={"input": "1+1"}, output="2")]
+    enriched = enrich_turns(turns, calls, ["item passage"])
+    assert [t.tools_called for t in enriched] == [None, None, None, calls]
+    assert [t.retrieval_context for t in enriched] == [None, ["own"], None, ["item passage"]]
+    assert enrich_turns(turns, None, None) == turns
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"role": "user"}, "must be a list"),
+        ([{"speaker": "bob"}], "message 1: no 'role', 'type' or 'human'/'ai' key"),
+        ([{"type": "robot", "data": {"content": "x"}}], "message 1: unknown message type 'robot'"),
+        (["hello"], "message 1 is not an object"),
+        ("[oops", "not valid JSON"),
+    ],
+)
+def test_shapes_no_memory_produces_are_refused(value, message):
+    with pytest.raises(ConversationShapeError, match=message):
+        parse_conversation(value)

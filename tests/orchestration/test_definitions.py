@@ -1,0 +1,44 @@
+import dagster as dg
+import pytest
+
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
+from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from tests.conftest import EXAMPLE
+
+
+def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch, tmp_path):
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
+    defs = build_definitions([EXAMPLE / "benchmark.yaml"])
+    graph = defs.resolve_asset_graph()
+    assert {key.to_user_string() for key in graph.get_all_asset_keys()} == {
+        f"support_agent/{name}" for name in ASSET_NAMES
+    }
+    assert defs.resolve_job_def("support_agent__benchmark") is not None
+    assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
+    assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
+    assert set(defs.resources) == {"worker_pool", "judge", "score_journal", "io_manager"}
+    partitions = graph.get(dg.AssetKey(["support_agent", "metric_scores"])).partitions_def
+    assert isinstance(partitions, dg.DynamicPartitionsDefinition)
+    assert partitions.name == "support_agent__workflow_hash"
+    checks = {key.name for key in graph.asset_check_keys}
+    assert checks == {"every_run_scored", "no_metric_errors"}
+
+
+def test_module_loads_the_bundled_example_by_default(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("N8N_DEEPEVAL_BENCHMARKS", raising=False)
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
+    from n8n_deepeval_pipeline.orchestration.definitions import load_definitions
+
+    defs = load_definitions()
+    assert sorted(s.name for s in defs.sensors) == [
+        "kitchen_sink_conversational__workflow_changed",
+        "kitchen_sink_non_conversational__workflow_changed",
+        "support_agent__workflow_changed",
+    ]
+
+
+def test_two_benchmarks_with_one_name_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
+    with pytest.raises(ValueError, match="already used"):
+        build_definitions([EXAMPLE / "benchmark.yaml", EXAMPLE / "benchmark.yaml"])

@@ -1,0 +1,258 @@
+"""The Dagster assets end to end: a partition materialised and read back from DuckDB."""
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from n8n_deepeval_pipeline import load_benchmark
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
+from n8n_deepeval_pipeline.orchestration.automation import current_hash
+from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from tests.conftest import worker_processes
+
+pytestmark = pytest.mark.slow
+PARTITIONS = "support_agent__workflow_hash"
+
+
+@pytest.fixture
+def environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "db" / "results.duckdb"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    return tmp_path / "db" / "results.duckdb"
+
+
+def materialise(defs, instance, key):
+    result = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
+        partition_key=key, instance=instance
+    )
+    assert result.success
+    return result
+
+
+def query(database: Path, sql: str) -> list[tuple]:
+    with duckdb.connect(str(database), read_only=True) as connection:
+        return connection.execute(sql).fetchall()
+
+
+def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
+    example_copy, environment
+):
+    defs = build_definitions([example_copy])
+    key = current_hash(load_benchmark(example_copy))
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        result = materialise(defs, instance, key)
+        materialise(defs, instance, key)
+        checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"every_run_scored": True, "no_metric_errors": False}
+
+    counts = dict(
+        (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
+        for table in ASSET_NAMES
+    )
+    assert counts == {
+        "workflow_snapshot": 1,
+        "dataset_rows": 9,
+        "expanded_runs": 27,
+        "agent_outputs": 27,
+        "metric_scores": 27 * 7,
+        "run_aggregates": 27,
+        "consistency_stats": 9,
+    }
+    assert query(environment, "select distinct workflow_hash from support_agent.metric_scores") == [
+        (key,)
+    ]
+    run_ids = [
+        r[0]
+        for r in query(
+            environment, "select run_id from support_agent.expanded_runs order by run_id"
+        )
+    ]
+    assert f"{key}:refund:2" in run_ids
+
+    # recorded values reach the table: the refund run 1 called a denied tool
+    (permission,) = query(
+        environment,
+        "select score, success, error_kind from support_agent.metric_scores "
+        f"where metric = 'tool_permission' and run_id = '{key}:refund:1'",
+    )
+    assert permission == (0.5, False, None)
+    errors = query(
+        environment,
+        "select metric, error_kind, count(*) from support_agent.metric_scores "
+        "where error_kind is not null group by all",
+    )
+    assert errors == [("agent_loop_detection", "missing_input", 7)]
+    dry = query(
+        environment,
+        "select distinct metric from support_agent.metric_scores where dry_run order by 1",
+    )
+    assert dry == [("bias",), ("helpfulness",)]
+
+    # aggregates follow the pass rule over the counted metrics only
+    aggregates = query(
+        environment,
+        "select a.run_id, a.overall_success, a.metrics_counted, bool_and(s.success) "
+        "from support_agent.run_aggregates a join support_agent.metric_scores s using (run_id) "
+        "where s.metric not in ('exact_answer', 'agent_loop_detection') group by all",
+    )
+    assert len(aggregates) == 27
+    assert all(
+        success == all_passed and counted == 5 for _, success, counted, all_passed in aggregates
+    )
+
+    # consistency of a case whose three runs are identical and one whose labels differ
+    stats = dict(
+        (case.split(":")[1], (cv, agreement, json.loads(at)))
+        for case, cv, agreement, at in query(
+            environment,
+            "select case_id, cv, label_agreement, pass_at_k from support_agent.consistency_stats",
+        )
+    )
+    assert stats["refund"][1] == pytest.approx(2 / 3)
+    assert stats["returns-policy"][1] == 1.0
+    assert set(stats["refund"][2]) == {"1", "2", "3"}
+
+
+def test_changed_workflow_is_a_new_partition_and_old_rows_stay(example_copy, environment):
+    defs = build_definitions([example_copy])
+    benchmark = load_benchmark(example_copy)
+    old = current_hash(benchmark)
+    workflow = json.loads(benchmark.workflow.read_text())
+    workflow["nodes"][1]["parameters"]["options"]["maxIterations"] = 3
+    benchmark.workflow.write_text(json.dumps(workflow))
+    new = current_hash(benchmark)
+    assert new != old
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [new])
+        materialise(defs, instance, new)
+        instance.add_dynamic_partitions(PARTITIONS, [old])
+        failed = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
+            partition_key=old, instance=instance, raise_on_error=False
+        )
+    assert not failed.success  # that version's workflow is no longer on disk
+    assert query(
+        environment, "select workflow_hash, count(*) from support_agent.run_aggregates group by 1"
+    ) == [(new, 27)]
+
+
+def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environment):
+    defs = build_definitions([example_copy])
+    sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
+    benchmark = load_benchmark(example_copy)
+    with dg.instance_for_test() as instance:
+        first = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        key = current_hash(benchmark)
+        assert [r.partition_key for r in first.run_requests] == [key]
+        assert first.dynamic_partitions_requests[0].partition_keys == [key]
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        unchanged = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert isinstance(unchanged, dg.SkipReason)
+
+        workflow = json.loads(benchmark.workflow.read_text())
+        workflow["connections"].pop("calculator")
+        benchmark.workflow.write_text(json.dumps(workflow))
+        changed = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        new = current_hash(benchmark)
+        assert new != key
+        assert [r.partition_key for r in changed.run_requests] == [new]
+        assert changed.dynamic_partitions_requests[0].partition_keys == [new]
+
+
+def test_schedule_requests_the_current_hash_and_registers_it(example_copy, environment):
+    defs = build_definitions([example_copy])
+    schedule = defs.resolve_schedule_def("support_agent__nightly")
+    assert schedule.cron_schedule == "0 2 * * *"
+    key = current_hash(load_benchmark(example_copy))
+    with dg.instance_for_test() as instance:
+        request = schedule(dg.build_schedule_context(instance=instance))
+        assert request.partition_key == key
+        assert instance.has_dynamic_partition(PARTITIONS, key)
+
+
+@pytest.mark.parametrize(
+    ("name", "runs", "metrics"),
+    [("kitchen_sink_non_conversational", 4, 20), ("kitchen_sink_conversational", 2, 13)],
+)
+def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp_path, environment):
+    from tests.conftest import ROOT
+
+    source = ROOT / "examples" / name / "benchmark.yaml"
+    benchmark = load_benchmark(source)
+    key = current_hash(benchmark)
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(f"{name}__workflow_hash", [key])
+        result = (
+            build_definitions([source])
+            .resolve_job_def(f"{name}__benchmark")
+            .execute_in_process(partition_key=key, instance=instance)
+        )
+    assert result.success
+    rows = query(
+        environment,
+        "select metric, count(*), count(score), count(error_kind) "
+        f"from {name}.metric_scores group by 1",
+    )
+    assert sorted(row[0] for row in rows) == sorted(benchmark.metric_labels)
+    assert len(rows) == metrics
+    assert all(row[1:] == (runs, runs, 0) for row in rows), rows
+
+
+class FailingJournal(ScoreJournalResource):
+    """Test double: the journal stops working after a few records, failing the step."""
+
+    fail_after: int
+
+    def journal(self, benchmark, partition):
+        real = super().journal(benchmark, partition)
+        limit = self.fail_after
+
+        class Journal(type(real)):
+            def record(self, task, result):
+                if len(self.path.read_text().splitlines() if self.path.exists() else []) >= limit:
+                    raise OSError("disk full (test double)")
+                super().record(task, result)
+
+        return Journal(real.path)
+
+
+def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
+    example_copy, environment, tmp_path
+):
+    before = worker_processes()  # a shared pool of another test may be running
+    defs = build_definitions([example_copy])
+    key = current_hash(load_benchmark(example_copy))
+    journal_dir = tmp_path / "journal"
+    job = defs.resolve_job_def("support_agent__benchmark")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        failed = job.execute_in_process(
+            partition_key=key,
+            instance=instance,
+            raise_on_error=False,
+            resources={"score_journal": FailingJournal(directory=str(journal_dir), fail_after=40)},
+        )
+        assert not failed.success
+        assert worker_processes() == before
+        kept = (journal_dir / "support_agent" / f"{key}.jsonl").read_text().splitlines()
+        assert len(kept) == 40
+        rerun = job.execute_in_process(
+            partition_key=key,
+            instance=instance,
+            resources={"score_journal": ScoreJournalResource(directory=str(journal_dir))},
+        )
+    assert rerun.success
+    (materialisation,) = [
+        m for m in rerun.asset_materializations_for_node("support_agent__metric_scores")
+    ]
+    metadata = {k: v.value for k, v in materialisation.metadata.items()}
+    # every journaled result is kept (none is a crash, timeout or judge error)
+    assert (metadata["resumed"], metadata["evaluated"]) == (40, 27 * 7 - 40)
+    assert not (journal_dir / "support_agent" / f"{key}.jsonl").exists()
+    assert query(environment, "select count(*) from support_agent.metric_scores") == [(189,)]
+    assert worker_processes() == before

@@ -1,0 +1,111 @@
+import json
+
+import pytest
+
+from n8n_deepeval_pipeline.benchmark_config import DatasetConfig
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
+
+HASH = "d" * 64
+
+CSV = """id,input,expectedOutput,expectedTools,split
+r1,What is 2+2?,4,calculator,test
+r2,Where is A1?,Shipped,"order_lookup, calculator",train
+r3,Hi,Hello,[],test
+r4,Tools?,Yes,"[""a"", ""b""]",test
+"""
+
+
+def config(tmp_path, **options):
+    path = tmp_path / "rows.csv"
+    if not path.exists():
+        path.write_text(CSV, encoding="utf-8")
+    mapping = {
+        "input": "input",
+        "expectedOutput": "expectedOutput",
+        "expectedTools": "expectedTools",
+    }
+    return DatasetConfig.model_validate({"path": path, "columnMapping": mapping, **options})
+
+
+def test_columns_are_mapped_and_list_fields_parsed(tmp_path):
+    rows = load_dataset_rows(config(tmp_path), HASH)
+    assert [row.row_id for row in rows] == ["r1", "r2", "r3", "r4"]
+    first = rows[0]
+    assert (first.input, first.expected_output, first.expected_tools) == (
+        "What is 2+2?",
+        "4",
+        ["calculator"],
+    )
+    assert (first.context, first.label, first.turns, first.workflow_hash) == (
+        None,
+        None,
+        None,
+        HASH,
+    )
+    assert rows[1].expected_tools == ["order_lookup", "calculator"]
+    assert rows[2].expected_tools == []
+    assert rows[3].expected_tools == ["a", "b"]
+    assert rows[1].raw["split"] == "train"
+
+
+def test_filters_then_row_cap(tmp_path):
+    rows = load_dataset_rows(config(tmp_path, filters=["split=test"], maxRows=2), HASH)
+    assert [row.row_id for row in rows] == ["r1", "r3"]
+    assert [row.position for row in rows] == [1, 3]
+    assert (
+        len(
+            load_dataset_rows(
+                config(tmp_path, filters={"split": "test"}, limitRows=False, maxRows=1), HASH
+            )
+        )
+        == 3
+    )
+
+
+def test_jsonl_and_parquet_give_the_same_rows(tmp_path):
+    records = [{"id": 1, "input": "a", "expectedOutput": "b", "expectedTools": ["t"]}]
+    (tmp_path / "rows.jsonl").write_text(
+        "\n".join(json.dumps(r) for r in records), encoding="utf-8"
+    )
+    import pandas as pd
+
+    pd.DataFrame(records).to_parquet(tmp_path / "rows.parquet")
+    mapping = {
+        "input": "input",
+        "expectedOutput": "expectedOutput",
+        "expectedTools": "expectedTools",
+    }
+    for name in ("rows.jsonl", "rows.parquet"):
+        (row,) = load_dataset_rows(DatasetConfig(path=tmp_path / name, columnMapping=mapping), HASH)
+        assert (row.row_id, row.input, row.expected_output, row.expected_tools) == (
+            "1",
+            "a",
+            "b",
+            ["t"],
+        )
+
+
+def test_rows_without_id_or_with_repeated_id_are_named(tmp_path):
+    (tmp_path / "rows.csv").write_text(
+        "id,input,expectedOutput\n,a,b\nx,c,d\nx,e,f\n", encoding="utf-8"
+    )
+    with pytest.raises(BenchmarkConfigError) as caught:
+        load_dataset_rows(DatasetConfig(path=tmp_path / "rows.csv"), HASH)
+    assert caught.value.problems == [
+        "row 1: no id in column 'id'",
+        "row 3: id 'x' repeats row 2",
+    ]
+
+
+def test_unknown_columns_are_named_with_the_available_ones(tmp_path):
+    with pytest.raises(BenchmarkConfigError) as caught:
+        load_dataset_rows(
+            config(tmp_path, idColumn="key", columnMapping={"input": "question"}), HASH
+        )
+    assert caught.value.problems == [
+        "dataset.columnMapping.input: column 'question' is not in the file "
+        "(columns: expectedOutput, expectedTools, id, input, split)",
+        "dataset.idColumn: column 'key' is not in the file "
+        "(columns: expectedOutput, expectedTools, id, input, split)",
+    ]

@@ -1,0 +1,63 @@
+"""The DataFrame codec: typed columns (also for empty partitions) and JSON round trips."""
+
+import pandas as pd
+
+from n8n_deepeval_pipeline import AgentOutput, ConsistencyStats, DatasetRow, MetricScore
+from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+
+HASH = "c" * 64
+
+
+def test_an_empty_partition_still_has_every_column_with_its_type():
+    frame = to_frame(MetricScore, [])
+    assert list(frame.columns) == list(MetricScore.model_fields)
+    assert len(frame) == 0
+    dtypes = frame.dtypes.astype(str).to_dict()
+    assert (dtypes["score"], dtypes["success"], dtypes["judge_calls"]) == (
+        "Float64",
+        "boolean",
+        "Int64",
+    )
+    assert dtypes["reason"] == "string"
+    assert from_frame(MetricScore, frame) == []
+    assert to_frame(ConsistencyStats, []).dtypes.astype(str)["pass_at_k"] == "string"
+
+
+def test_json_fields_are_stored_as_text_and_read_back_as_values():
+    row = DatasetRow(
+        workflow_hash=HASH,
+        row_id="r1",
+        position=3,
+        input="où est ma commande ?",
+        retrieval_context=["a", "b"],
+        turns=[{"role": "user", "content": "x"}],
+        raw={"id": "r1", "n": 2, "tags": ["x"]},
+    )
+    frame = to_frame(DatasetRow, [row])
+    assert frame.loc[0, "retrieval_context"] == '["a", "b"]'
+    assert frame.loc[0, "raw"] == '{"id": "r1", "n": 2, "tags": ["x"]}'
+    assert pd.isna(frame.loc[0, "context"])
+    assert from_frame(DatasetRow, frame) == [row]
+
+
+def test_nulls_as_duckdb_returns_them_become_none():
+    frame = pd.DataFrame(
+        {
+            "workflow_hash": [HASH],
+            "run_id": ["r:0"],
+            "actual_output": [pd.NA],
+            "intermediate_steps": [None],
+            "turns": [None],
+            "label": [None],
+            "session_id": [None],
+            "latency_s": [float("nan")],
+            "error": ["boom"],
+        }
+    )
+    (output,) = from_frame(AgentOutput, frame)
+    assert (output.actual_output, output.latency_s, output.intermediate_steps, output.error) == (
+        None,
+        None,
+        None,
+        "boom",
+    )

@@ -1,0 +1,163 @@
+"""The pure table steps: rows in, rows out, with the values the stored tables hold."""
+
+import json
+
+import pytest
+
+from n8n_deepeval_pipeline import (
+    AgentOutput,
+    DatasetRow,
+    EvaluationResult,
+    JudgeSpec,
+    MetricScore,
+    load_benchmark,
+    workflow_hash,
+)
+from n8n_deepeval_pipeline.tables import steps
+from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan, conversation
+from tests.conftest import EXAMPLE
+
+HASH = "a" * 64
+
+
+def row(row_id: str, **fields) -> DatasetRow:
+    return DatasetRow(workflow_hash=HASH, row_id=row_id, position=1, raw={}, **fields)
+
+
+def test_ids_are_the_seeds_and_runs_are_row_major():
+    runs = steps.expanded_runs([row("r1"), row("42")], 3, "nightly", HASH)
+    assert [run.run_id for run in runs] == [
+        f"{HASH}:r1:0",
+        f"{HASH}:r1:1",
+        f"{HASH}:r1:2",
+        f"{HASH}:42:0",
+        f"{HASH}:42:1",
+        f"{HASH}:42:2",
+    ]
+    assert {run.case_id for run in runs} == {f"{HASH}:r1", f"{HASH}:42"}
+    assert [run.run_index for run in runs[:3]] == [0, 1, 2]
+    assert {(run.workflow_hash, run.run_name, run.data_table_id) for run in runs} == {
+        (HASH, "nightly", None)
+    }
+
+
+def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_path):
+    workflow = json.loads((EXAMPLE / "workflow.json").read_text())
+    digest = workflow_hash(workflow)
+    (snapshot,) = steps.workflow_snapshot(workflow, EXAMPLE / "workflow.json", digest)
+    assert (snapshot.workflow_hash, snapshot.node_count) == (digest, len(workflow["nodes"]))
+    assert json.loads(snapshot.canonical_json)["nodes"][0]["name"] == min(
+        node["name"] for node in workflow["nodes"]
+    )
+    with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest}"):
+        steps.workflow_snapshot(workflow, EXAMPLE / "workflow.json", HASH)
+
+
+def score(run_id: str, metric: str, value: float | None, success: bool, **extra) -> MetricScore:
+    fields = {
+        "workflow_hash": HASH,
+        "run_id": run_id,
+        "case_id": run_id.rsplit(":", 1)[0],
+        "metric": metric,
+        "metric_slug": metric,
+        "score": value,
+        "threshold": 0.5,
+        "success": success,
+        "direction": "higher_is_better",
+        "reason": None,
+        "error": None,
+        "error_kind": None,
+        "judge": None,
+        "dry_run": False,
+        "judge_calls": 0,
+        "judge_retries": 0,
+        "cached_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "tokens": 0,
+        "cost_usd": None,
+        "latency_s": 0.1,
+    }
+    return MetricScore.model_validate({**fields, **extra})
+
+
+def example_benchmark(**aggregate):
+    benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
+    update = benchmark.aggregate.model_copy(update=aggregate)
+    return benchmark.model_copy(update={"aggregate": update})
+
+
+def test_run_aggregates_normalise_lower_is_better_and_count_errors_as_failures():
+    runs = steps.expanded_runs([row("r1")], 2, "n", HASH)
+    first, second = (run.run_id for run in runs)
+    scores = [
+        score(first, "helpfulness", 0.8, True, tokens=10, cost_usd=0.01, judge_calls=2),
+        score(first, "bias", 0.2, True, direction="lower_is_better", cost_usd=0.02),
+        score(first, "exact_answer", 0.0, False),  # not counted by the example's aggregate
+        score(second, "helpfulness", 0.9, True),
+        score(second, "bias", None, False, error="judge down", error_kind="judge_error"),
+    ]
+    benchmark = example_benchmark(metrics=["helpfulness", "bias"])
+    one, two = steps.run_aggregates(benchmark, runs, scores)
+    assert (one.overall_score, one.raw_mean_score, one.overall_success) == pytest.approx(
+        (0.8, 0.5, True)
+    )
+    assert (one.metrics_passed, one.metrics_counted, one.metric_errors) == (2, 2, 0)
+    assert (one.judge_calls, one.tokens, one.cost_usd) == (2, 10, pytest.approx(0.03))
+    assert [m["metric"] for m in one.metrics] == ["helpfulness", "bias"]
+    assert (two.overall_score, two.overall_success, two.metric_errors) == (0.9, False, 1)
+    any_pass = steps.run_aggregates(example_benchmark(pass_rule="anyPass"), runs[1:], scores)
+    assert any_pass[0].overall_success is True
+
+
+def test_consistency_groups_runs_of_a_case_with_pass_at_k():
+    runs = steps.expanded_runs([row("r1", label="refund")], 3, "n", HASH)
+    scores = [
+        score(run.run_id, "helpfulness", value, value >= 0.5)
+        for run, value in zip(runs, [1.0, 0.0, 1.0], strict=True)
+    ]
+    benchmark = example_benchmark(metrics=["helpfulness"])
+    aggregates = steps.run_aggregates(benchmark, runs, scores)
+    outputs = [AgentOutput(workflow_hash=HASH, run_id=run.run_id, label="x") for run in runs]
+    (stats,) = steps.consistency_stats(
+        benchmark, runs, aggregates, scores, outputs, [row("r1", label="refund")]
+    )
+    assert (stats.case_id, stats.n_runs, stats.pass_rate) == (f"{HASH}:r1", 3, pytest.approx(2 / 3))
+    assert stats.pass_at_k == pytest.approx({1: 2 / 3, 2: 1.0, 3: 1.0})
+    assert stats.pass_hat_k == pytest.approx({1: 2 / 3, 2: 1 / 3, 3: 0.0})
+    assert (stats.label_distribution, stats.label_agreement) == ({"x": 3}, 1.0)
+
+
+def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
+    benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
+    runs = steps.expanded_runs([row("r1", input="hi")], 2, "n", HASH)
+    outputs = [
+        AgentOutput(workflow_hash=HASH, run_id=runs[0].run_id, actual_output="hello"),
+        AgentOutput(workflow_hash=HASH, run_id=runs[1].run_id, error="target_error: 500"),
+    ]
+    plan = EvaluationPlan(benchmark, runs, [row("r1", input="hi")], outputs, JudgeSpec(), 30)
+    metrics = len(benchmark.metrics)
+    assert (len(plan.tasks), plan.total) == (metrics, 2 * metrics)
+    assert {task.item.actual_output for task in plan.tasks} == {"hello"}
+    missing = plan.rows_without_output()
+    assert {(r.run_id, r.error_kind, r.error, r.success) for r in missing} == {
+        (runs[1].run_id, "no_output", "target_error: 500", False)
+    }
+    finished = {plan.tasks[0].fingerprint(): EvaluationResult(task_id=99, score=1.0)}
+    kept, to_run = plan.resume(finished)
+    assert [(r.metric, r.score) for r in kept] == [(plan.tasks[0].metric_label, 1.0)]
+    assert [task.task_id for task in to_run] == [task.task_id for task in plan.tasks[1:]]
+
+
+def test_a_conversation_is_the_recorded_memory_or_the_history_plus_this_run():
+    history = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    dataset_row = row("r1", input="and now?", turns=history)
+    output = AgentOutput(workflow_hash=HASH, run_id="x:0", actual_output="done")
+    assert conversation(dataset_row, output) == [
+        *history,
+        {"role": "user", "content": "and now?"},
+        {"role": "assistant", "content": "done"},
+    ]
+    memory = [{"human": "a", "ai": "b"}]
+    assert conversation(dataset_row, output.model_copy(update={"turns": memory})) == memory
+    assert conversation(row("r2"), output) is None

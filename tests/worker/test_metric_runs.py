@@ -1,0 +1,223 @@
+"""Every catalog metric through its real DeepEval class (or n8n runner) in a worker,
+on a realistic n8n-shaped item, with the dry-run judge where a judge is needed."""
+
+import pytest
+
+from n8n_deepeval_pipeline import CATALOG, EvaluationItem
+from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
+from tests.conftest import evaluate_all, make_task
+from tests.metrics.test_dag import NODES as BRANCHING_NODES
+
+pytestmark = pytest.mark.slow
+
+STEPS = [
+    {
+        "action": {
+            "tool": "order_lookup",
+            "toolInput": {"orderId": "A3301"},
+            "log": "Invoking: `order_lookup` with `{'orderId': 'A3301'}`",
+            "toolCallId": "call_1",
+            "type": "tool_call",
+        },
+        "observation": '[{"id":"A3301","items":[{"name":"sleeping bag","qty":2,"price":89.5}]}]',
+    },
+    {
+        "action": {"tool": "calculator", "toolInput": "2 * 89.5", "log": "Invoking: `calculator`"},
+        "observation": "179",
+    },
+]
+MEMORY = [
+    {"type": "human", "data": {"content": "Hi, I ordered sleeping bags, order A3301."}},
+    {"type": "ai", "data": {"content": "Thanks! How can I help with order A3301?"}},
+    {"type": "human", "data": {"content": "What is the total for the two bags?"}},
+    {
+        "type": "ai",
+        "data": {
+            "content": "The two sleeping bags cost 179 dollars in total [1].",
+            "additional_kwargs": {
+                "retrievalContext": ["Order A3301: 2 sleeping bags at 89.50 each."]
+            },
+        },
+    },
+]
+ITEM = EvaluationItem(
+    input="Order A3301 has 2 sleeping bags at 89.50 each. What is the total?",
+    actual_output="The two sleeping bags cost 179 dollars in total [1].",
+    expected_output="179",
+    context=["Order A3301 contains 2 sleeping bags priced 89.50 each."],
+    retrieval_context=["Order A3301: 2 sleeping bags at 89.50 each."],
+    expected_tools=["order_lookup", "calculator"],
+    intermediate_steps=STEPS,
+    turns=MEMORY,
+    chatbot_role="a polite support agent for Acme Outdoor",
+    expected_outcome="The customer learns the order total.",
+    scenario="A customer asks for an order total.",
+)
+VERDICT = {"type": "verdict", "verdict": True, "score": 10}
+DAG_NODES = {
+    "extract": {
+        "type": "task",
+        "instructions": "Extract the total.",
+        "outputLabel": "Total",
+        "evaluationParams": ["ACTUAL_OUTPUT"],
+        "children": ["right"],
+    },
+    "right": {
+        "type": "binaryJudgement",
+        "criteria": "Is the total 179?",
+        "evaluationParams": ["EXPECTED_OUTPUT"],
+        "children": ["yes", "no"],
+    },
+    "yes": VERDICT,
+    "no": {"type": "verdict", "verdict": False, "score": 0},
+}
+CONVERSATION_NODES = {
+    "ask": {
+        "type": "binaryJudgement",
+        "criteria": "Did the assistant answer every question?",
+        "evaluationParams": ["CONTENT"],
+        "turnWindow": [0, 3],
+        "children": ["yes", "no"],
+    },
+    "yes": VERDICT,
+    "no": {"type": "verdict", "verdict": False, "score": 0},
+}
+OPTIONS = {
+    "g_eval": {
+        "name": "total",
+        "criteria": "Is the total right?",
+        "evaluationParams": ["INPUT", "ACTUAL_OUTPUT"],
+    },
+    "dag": {"name": "total_dag", "dag": {"nodes": DAG_NODES}},
+    "dag_branching": {"name": "concise_and_right", "dag": {"nodes": BRANCHING_NODES}},
+    "conversational_g_eval": {
+        "name": "polite",
+        "criteria": "Is the assistant polite?",
+        "evaluationParams": ["CONTENT", "SCENARIO"],
+    },
+    "conversational_dag": {"name": "answered", "dag": {"nodes": CONVERSATION_NODES}},
+    "task_completion": {"task": "Tell the customer the order total"},
+    "tool_use": {"availableTools": ["order_lookup", "calculator"]},
+    "topic_adherence": {"relevantTopics": ["orders", "billing"]},
+    "non_advice": {"adviceTypes": ["financial", "legal"]},
+    "misuse": {"domain": "outdoor retail support"},
+    "role_violation": {"role": "support agent"},
+    "prompt_alignment": {"promptInstructions": ["Answer in one sentence"]},
+    "summarization": {"assessmentQuestions": ["Is the total given?", "Is the order id given?"]},
+    "tool_permission": {"allowedTools": ["order_lookup", "calculator"]},
+    "pattern_match": {"pattern": ".*179.*"},
+    "json_correctness": {
+        "expectedSchema": {"type": "object", "properties": {"total": {"type": "number"}}}
+    },
+}
+
+
+def config_for(slug, variant=None):
+    entry = CATALOG[slug]
+    return entry.config_model.model_validate(
+        {"metric": slug, **OPTIONS[variant or slug]}
+        if (variant or slug) in OPTIONS
+        else {"metric": slug}
+    )
+
+
+def task_for(slug, item, task_id):
+    return make_task(config_for(slug).model_dump(), item, task_id)
+
+
+@pytest.fixture
+def pool(dry_run_pool):
+    return dry_run_pool
+
+
+def run_all(pool, tasks):
+    return evaluate_all(pool, tasks)
+
+
+def test_every_metric_yields_a_score_and_a_reason(pool):
+    slugs = sorted(CATALOG)
+    results = run_all(pool, [task_for(slug, ITEM, i) for i, slug in enumerate(slugs)])
+    for slug, result in zip(slugs, results, strict=True):
+        entry = CATALOG[slug]
+        assert result.error is None, (slug, result.error)
+        assert 0.0 <= result.score <= 1.0, (slug, result.score)
+        assert result.reason, slug
+        if entry.needs_judge:
+            assert result.judge_calls > 0, slug
+        elif not entry.accepts_judge:
+            assert result.judge_calls == 0, slug
+    by_slug = dict(zip(slugs, results, strict=True))
+    # judge-free metrics give exact, checkable scores on this item
+    assert by_slug["tool_correctness"].score == 1.0
+    assert by_slug["tool_permission"].score == 1.0
+    assert by_slug["agent_loop_detection"].score == 1.0
+    assert by_slug["exact_match"].score == 0.0
+    assert by_slug["pattern_match"].score == 1.0
+    assert by_slug["json_correctness"].score == 0.0  # the answer is prose, not JSON
+    assert by_slug["tools_used"].score == 1.0
+    assert by_slug["categorization"].score == 0.0
+    assert by_slug["string_similarity"].score == pytest.approx(3 / 52)
+    assert by_slug["correctness"].score in {0.2, 0.4, 0.6, 0.8, 1.0}
+
+
+def test_lower_is_better_scores_are_reported_in_the_seeds_sense(pool):
+    (bias,) = run_all(pool, [task_for("bias", ITEM, 0)])
+    deepeval_score = float(bias.reason.split("DeepEval score ")[1].split(";")[0])
+    assert bias.score == pytest.approx(1 - deepeval_score)
+
+
+MISSING = {
+    "input": {"input": None},
+    "actual_output": {"actual_output": None},
+    "expected_output": {"expected_output": None},
+    "context": {"context": None},
+    "retrieval_context": {"retrieval_context": None},
+    "tools_called": {"intermediate_steps": None},
+    "expected_tools": {"expected_tools": None},
+    "trace": {"intermediate_steps": []},
+    "turns": {"turns": None},
+    "turn_retrieval_context": {
+        "retrieval_context": None,
+        "turns": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
+    },
+    "chatbot_role": {"chatbot_role": None},
+    "expected_outcome": {"expected_outcome": None},
+    "scenario": {"scenario": None},
+}
+
+
+def test_every_required_input_when_missing_gives_missing_input_naming_it(pool):
+    cases = [
+        (slug, field)
+        for slug, entry in sorted(CATALOG.items())
+        for field in entry.fields_needed(config_for(slug))
+        if field in MISSING
+    ]
+    assert len(cases) > 60
+    tasks = [
+        task_for(slug, ITEM.model_copy(update=MISSING[field]), index)
+        for index, (slug, field) in enumerate(cases)
+    ]
+    for (slug, field), result in zip(cases, run_all(pool, tasks), strict=True):
+        assert result.error_kind == "missing_input", (slug, field, result)
+        assert FIELD_SOURCES[field] in result.error, (slug, field, result.error)
+
+
+def test_config_supplied_role_and_outcome_replace_item_fields(pool):
+    bare = ITEM.model_copy(update={"chatbot_role": None, "expected_outcome": None})
+    role = CATALOG["role_adherence"].config_model.model_validate(
+        {"metric": "role_adherence", "chatbotRole": "a support agent"}
+    )
+    outcome = CATALOG["turn_contextual_recall"].config_model.model_validate(
+        {"metric": "turn_contextual_recall", "expectedOutcome": "The total is given."}
+    )
+    tasks = [make_task(c.model_dump(), bare, i) for i, c in enumerate([role, outcome])]
+    assert [r.error for r in run_all(pool, tasks)] == [None, None]
+
+
+def test_a_branching_dag_with_non_binary_judgement_and_child_nodes_runs(pool):
+    config = config_for("dag", "dag_branching")
+    (result,) = run_all(pool, [make_task(config.model_dump(), ITEM)])
+    assert result.error is None
+    assert result.score in {0.0, 0.4, 1.0}  # the reachable verdict scores / 10
+    assert result.judge_calls >= 3

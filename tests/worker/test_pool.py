@@ -1,0 +1,264 @@
+"""The worker pool with real DeepEval metrics (dry-run judge) in real worker processes."""
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from tests.conftest import DRY_RUN, evaluate_all, make_task, worker_processes
+
+pytestmark = pytest.mark.slow
+
+LOOKUP = {
+    "action": {"tool": "order_lookup", "toolInput": {"orderId": "A1"}, "log": "look up"},
+    "observation": "ok",
+}
+CALC = {"action": {"tool": "calculator", "toolInput": "2+2", "log": "add"}, "observation": "4"}
+ITEM = EvaluationItem(
+    input="Where is order A1 and what is 2+2?",
+    actual_output="Order A1 shipped. 2+2 is 4.",
+    expected_output="Order A1 shipped. 2+2 is 4.",
+    expected_tools=["order_lookup", "calculator"],
+    intermediate_steps=[LOOKUP, CALC],
+)
+
+
+@pytest.fixture
+def pool(dry_run_pool):
+    return dry_run_pool
+
+
+def task(config, item=ITEM, task_id=0, **options):
+    return make_task(config, item, task_id, **options)
+
+
+def evaluate(pool, *tasks):
+    return evaluate_all(pool, list(tasks))
+
+
+def test_deterministic_metrics_give_deepeval_scores(pool):
+    only_lookup = ITEM.model_copy(update={"intermediate_steps": [LOOKUP]})
+    looping = ITEM.model_copy(update={"intermediate_steps": [LOOKUP, LOOKUP, LOOKUP]})
+    results = evaluate(
+        pool,
+        task({"metric": "tool_correctness"}, task_id=0),
+        task({"metric": "tool_correctness"}, only_lookup, task_id=1),
+        task({"metric": "tool_permission", "allowed_tools": ["calculator"]}, task_id=2),
+        task({"metric": "tool_permission", "denied_tools": ["refund"]}, task_id=3),
+        task({"metric": "exact_match"}, task_id=4),
+        task({"metric": "exact_match"}, ITEM.model_copy(update={"actual_output": "no"}), task_id=5),
+        task({"metric": "pattern_match", "pattern": r"Order A\d shipped.*"}, task_id=6),
+        task({"metric": "pattern_match", "pattern": "refund.*"}, task_id=7),
+        task({"metric": "agent_loop_detection"}, task_id=8),
+        task({"metric": "agent_loop_detection", "repetition_threshold": 2}, looping, task_id=9),
+    )
+    scores = [result.score for result in results]
+    assert scores[:8] == [1.0, 0.5, 0.5, 1.0, 1.0, 0.0, 1.0, 0.0]
+    assert scores[8] == 1.0 and results[8].reason == "No loop patterns detected."
+    assert scores[9] < 1.0 and "order_lookup" in results[9].reason
+    assert all(result.error is None and result.judge_calls == 0 for result in results)
+    assert "1 of 2 tool call(s) were unauthorized: ['order_lookup']" in results[2].reason
+
+
+def test_judge_metrics_run_on_the_dry_run_judge_deterministically(pool):
+    g_eval = {
+        "metric": "g_eval",
+        "name": "helpfulness",
+        "criteria": "Is the answer helpful?",
+        "evaluation_params": ["INPUT", "ACTUAL_OUTPUT"],
+    }
+    first = evaluate(pool, task(g_eval, task_id=0), task({"metric": "bias"}, task_id=1))
+    again = evaluate(pool, task(g_eval, task_id=0), task({"metric": "bias"}, task_id=1))
+    for result, repeat in zip(first, again, strict=True):
+        assert result.error is None
+        assert 0.0 <= result.score <= 1.0
+        assert result.judge_calls >= 2
+        assert "[dry-run]" in result.reason
+        assert (result.score, result.reason) == (repeat.score, repeat.reason)
+    other = ITEM.model_copy(update={"actual_output": "Something else entirely."})
+    (changed,) = evaluate(pool, task(g_eval, other))
+    assert changed.error is None  # a different output is a different prompt
+
+
+def test_missing_inputs_are_error_rows_that_name_the_field(pool):
+    no_expected = ITEM.model_copy(update={"expected_output": None, "expected_tools": None})
+    no_steps = ITEM.model_copy(update={"intermediate_steps": []})
+    results = evaluate(
+        pool,
+        task({"metric": "exact_match"}, no_expected, task_id=0),
+        task({"metric": "tool_correctness"}, no_expected, task_id=1),
+        task({"metric": "agent_loop_detection"}, no_steps, task_id=2),
+        task({"metric": "tool_permission", "allowed_tools": ["x"]}, no_steps, task_id=3),
+    )
+    assert [r.error_kind for r in results[:3]] == ["missing_input"] * 3
+    assert "'expectedOutput'" in results[0].error
+    assert "'expectedTools'" in results[1].error
+    assert "'intermediateSteps' (at least one step" in results[2].error
+    assert results[3].score == 1.0  # no calls at all: nothing unauthorised
+
+
+def test_clean_session_replaces_the_worker(pool):
+    (result,) = evaluate(pool, task({"metric": "exact_match"}, clean_session=True))
+    assert result.worker_pid not in pool.pids
+    (after,) = evaluate(pool, task({"metric": "exact_match"}))
+    assert after.worker_pid in pool.pids and after.score == 1.0
+
+
+@pytest.fixture
+def silent_judge():
+    """A TCP server that accepts connections and never answers: a hanging judge."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    port = server.getsockname()[1]
+    yield JudgeSpec(
+        provider="openai-compatible",
+        model="m",
+        base_url=f"http://127.0.0.1:{port}/v1",
+        timeout_s=120,
+    )
+    stop.set()
+    thread.join()
+    for connection in accepted:
+        connection.close()
+    server.close()
+
+
+def test_hanging_evaluation_times_out_and_others_finish(pool, silent_judge):
+    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge, timeout_s=3)
+    results = evaluate(pool, hanging, task({"metric": "exact_match"}, task_id=1))
+    assert results[0].error_kind == "timeout"
+    assert results[0].worker_pid not in pool.pids
+    assert results[1].score == 1.0
+
+
+def test_killed_worker_is_replaced_and_only_its_evaluation_errors(pool, silent_judge):
+    before = set(pool.pids)
+
+    def kill_busy_worker():
+        time.sleep(1.5)
+        os.kill(pool.pids[0], signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_busy_worker)
+    killer.start()
+    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge, timeout_s=60)
+    results = evaluate(
+        pool, hanging, *(task({"metric": "exact_match"}, task_id=i) for i in range(1, 6))
+    )
+    killer.join()
+    assert results[0].error_kind == "worker_crash"
+    assert "died during the evaluation" in results[0].error
+    assert [r.score for r in results[1:]] == [1.0] * 5
+    assert len(set(pool.pids) - before) == 1
+
+
+def test_close_leaves_no_process():
+    before = worker_processes()  # the session's shared pool is still running
+    pool = WorkerPool(size=2, timeout_s=30)
+    pool.start()
+    pids = pool.pids
+    pool.close()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert worker_processes() == before  # the zygote is gone too
+
+
+POLLUTER = "tests.worker.polluting_evaluator:PollutingEvaluator"
+
+
+def labelled(label, task_id=0, **options):
+    return EvaluationTask(
+        task_id=task_id,
+        run_id="h:r:0",
+        metric_label=label,
+        config={"metric": "exact_match"},
+        item=ITEM,
+        judge=DRY_RUN,
+        timeout_s=options.pop("timeout_s", 60),
+        **options,
+    )
+
+
+def test_pollution_of_deepeval_globals_does_not_reach_the_next_evaluation():
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    try:
+        (dirty,) = evaluate(pool, labelled("pollute"))
+        (after,) = evaluate(pool, labelled("inspect"))
+    finally:
+        pool.close()
+    clean = repr(
+        {
+            "trace_spans": 0,
+            "traces": 0,
+            "context_var": None,
+            "module_attribute": False,
+            "added_attribute": False,
+        }
+    )
+    assert dirty.reason == clean
+    assert after.reason == clean
+    assert dirty.worker_pid == after.worker_pid  # repaired in place, same worker
+
+
+def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
+    pool = WorkerPool(size=2, timeout_s=30, evaluator=POLLUTER)
+    try:
+        results = evaluate(
+            pool, *(labelled("ok", task_id=i) for i in range(4)), labelled("crash", task_id=4)
+        )
+        again = evaluate(pool, labelled("ok"))
+    finally:
+        pool.close()
+    assert [r.error_kind for r in results] == [None] * 4 + ["worker_crash"]
+    assert "died during the evaluation" in results[4].error
+    assert again[0].score == 1.0
+
+
+def test_abandoned_evaluations_are_killed_not_awaited():
+    pool = WorkerPool(size=2, timeout_s=600, evaluator=POLLUTER)
+    try:
+        stream = pool.evaluate([labelled("ok", 0), labelled("hang", 1, timeout_s=600)])
+        first = next(stream)
+        started = time.perf_counter()
+        stream.close()  # the step failed: the hanging evaluation must not hold it up
+        assert time.perf_counter() - started < 20
+        assert first.score == 1.0
+    finally:
+        pool.close()
+
+
+def test_workers_are_recycled_after_their_evaluation_budget():
+    pool = WorkerPool(size=1, timeout_s=30, max_evaluations=2, evaluator=POLLUTER)
+    try:
+        pids = [r.worker_pid for r in evaluate(pool, *(labelled("ok", i) for i in range(5)))]
+        stats = pool.stats()
+    finally:
+        pool.close()
+    assert len(set(pids)) == 3  # 2 + 2 + 1 evaluations
+    assert stats["replacements"] == 2
+    assert stats["median_overhead_ms"] < 50
+    assert 30 < stats["peak_rss_mb_per_worker"] < 600
+
+
+def test_pool_size_is_clamped(caplog):
+    assert WorkerPool(size=0, timeout_s=1).size == 1
+    assert WorkerPool(size=1000, timeout_s=1).size == 64
+    assert "pool size 1000 is outside 1..64; using 64" in caplog.text
