@@ -9,15 +9,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.config_model import ConfigModel
 from n8n_deepeval_pipeline.judging.spec import JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
+from n8n_deepeval_pipeline.n8n_config import DataTableSink, N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 
@@ -42,16 +43,13 @@ _NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+class DatasetConfig(ConfigModel):
+    """Where the rows come from (a file or an n8n Data Table) and how columns map to fields."""
+
+    path: Path | None = None
+    data_table: str | None = Field(
+        default=None, description="An n8n Data Table's id or name (the seed Trigger's)."
     )
-
-
-class DatasetConfig(_Model):
-    """Where the rows come from and how their columns map to DeepEval fields."""
-
-    path: Path
     format: Literal["csv", "jsonl", "parquet"] | None = Field(
         default=None, description="Default: from the file extension."
     )
@@ -79,6 +77,10 @@ class DatasetConfig(_Model):
 
     @model_validator(mode="after")
     def _known_format(self) -> DatasetConfig:
+        if (self.path is None) == (self.data_table is None):
+            raise ValueError("a dataset needs exactly one of 'path' or 'dataTable'")
+        if self.path is None:
+            return self
         if self.format is None and self.path.suffix.lower() not in _FORMATS_BY_SUFFIX:
             raise ValueError(
                 f"cannot tell the format of {self.path.name!r}: "
@@ -89,7 +91,13 @@ class DatasetConfig(_Model):
     @property
     def resolved_format(self) -> str:
         """The file format, from ``format`` or the file extension."""
-        return self.format or _FORMATS_BY_SUFFIX[self.path.suffix.lower()]
+        suffix = self.path.suffix.lower() if self.path else ""
+        return self.format or _FORMATS_BY_SUFFIX.get(suffix, "n8n Data Table")
+
+    @property
+    def source(self) -> str:
+        """Where the rows come from, for messages and metadata."""
+        return str(self.path) if self.path else f"n8n Data Table {self.data_table!r}"
 
     @property
     def row_limit(self) -> int | None:
@@ -104,7 +112,7 @@ class DatasetConfig(_Model):
 _FORMATS_BY_SUFFIX = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
 
 
-class RecordedTarget(_Model):
+class RecordedTarget(ConfigModel):
     """Workflow outputs recorded earlier.
 
     Either a JSONL file keyed by row_id and run_index, or dataset columns whose values
@@ -114,6 +122,11 @@ class RecordedTarget(_Model):
     type: Literal["recorded"] = "recorded"
     outputs: Path | None = None
     columns: dict[RecordedColumn, str] | None = None
+    workflow_hash: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The workflow version these outputs came from, unless each line says.",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> RecordedTarget:
@@ -124,7 +137,7 @@ class RecordedTarget(_Model):
         return self
 
 
-class AggregateConfig(_Model):
+class AggregateConfig(ConfigModel):
     """How one run's metric results become the run's overall success."""
 
     pass_rule: PassRule = "allPass"
@@ -133,7 +146,7 @@ class AggregateConfig(_Model):
     )
 
 
-class ConsistencyConfig(_Model):
+class ConsistencyConfig(ConfigModel):
     """How repeated runs of a case are compared."""
 
     group_by_field: Literal["caseId", "rowId"] = "caseId"
@@ -151,7 +164,7 @@ class ConsistencyConfig(_Model):
         return self
 
 
-class JudgeOverride(_Model):
+class JudgeOverride(ConfigModel):
     """A judge for this benchmark instead of the judge resource's default."""
 
     provider: JudgeProvider
@@ -163,21 +176,32 @@ class JudgeOverride(_Model):
     )
 
 
-class Benchmark(_Model):
+class Benchmark(ConfigModel):
     """A whole benchmark file."""
 
     name: str = Field(description="Asset key prefix and DuckDB schema: lower_snake_case.")
     description: str = ""
-    workflow: Path
+    workflow: Path | N8nWorkflowRef = Field(
+        description="An exported workflow file, or {id: …} for a workflow read from n8n."
+    )
     dataset: DatasetConfig
     runs_per_row: int = Field(default=1, ge=1, le=100)
     run_name: str | None = None
-    target: RecordedTarget
+    target: Annotated[RecordedTarget | WebhookTarget, Field(discriminator="type")]
+    sink: DataTableSink | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     aggregate: AggregateConfig = AggregateConfig()
     consistency: ConsistencyConfig = ConsistencyConfig()
     schedule: str = Field(default="0 2 * * *", description="Cron for the nightly re-run.")
     judge: JudgeOverride | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _recorded_by_default(cls, data: Any) -> Any:
+        target = data.get("target") if isinstance(data, dict) else None
+        if isinstance(target, dict) and "type" not in target:
+            data = {**data, "target": {**target, "type": "recorded"}}
+        return data
 
     @field_validator("name")
     @classmethod

@@ -31,12 +31,10 @@ def main() -> None:
 @click.argument("files", nargs=-1, required=True, type=_FILE)
 def validate(files: tuple[Path, ...]) -> None:
     """Check benchmark FILES and the workflow, dataset and outputs they point to."""
-    from n8n_deepeval_pipeline.validation import check_benchmark
-
     failed = False
     for path in files:
         try:
-            _, report = check_benchmark(path)
+            _, report = _check(path)
         except BenchmarkConfigError as error:
             click.echo(str(error), err=True)
             failed = True
@@ -100,11 +98,22 @@ def metrics(as_json: bool) -> None:
         )
 
 
-def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
-    from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
+def _check(path: Path) -> Any:
+    """Validate a benchmark; what lives in n8n is read with the environment's API key."""
+    from n8n_deepeval_pipeline.orchestration.definitions import n8n_resource
     from n8n_deepeval_pipeline.validation import check_benchmark
 
-    benchmark, _ = check_benchmark(path)
+    n8n = n8n_resource().process_config_and_initialize()
+    if not n8n.configured:
+        return check_benchmark(path)
+    with n8n.client() as client:
+        return check_benchmark(path, client)
+
+
+def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
+    from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
+
+    benchmark, _ = _check(path)
     return BenchmarkRunner(benchmark, path, instance, judge_cache)
 
 
@@ -115,7 +124,15 @@ def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
-def run(file: Path, fail_under: float | None, as_json: bool, no_cache: bool) -> None:
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append this version's outputs to a recorded outputs file (JSONL), for offline "
+    "re-scoring with a recorded target.",
+)
+def run(
+    file: Path, fail_under: float | None, as_json: bool, no_cache: bool, record: Path | None
+) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
@@ -128,6 +145,9 @@ def run(file: Path, fail_under: float | None, as_json: bool, no_cache: bool) -> 
             if not runner.materialise(partition):
                 raise click.ClickException("the benchmark run failed; see the log above")
             summary = runner.summary(partition)
+            if record is not None:
+                written = runner.record(partition, record)
+                click.echo(f"recorded {written} outputs of {partition[:12]} in {record}", err=True)
     except BenchmarkConfigError as error:
         raise click.ClickException(str(error)) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))

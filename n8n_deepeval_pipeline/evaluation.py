@@ -18,6 +18,7 @@ ErrorKind = Literal[
     "judge_unavailable",
     "metric_error",
     "no_output",
+    "target_error",
     "worker_crash",
     "timeout",
 ]

@@ -1,17 +1,25 @@
-"""Check a benchmark file and everything it points to, without running anything."""
+"""Check a benchmark file and everything it points to, without running anything.
+
+A workflow or a dataset that lives in n8n is read through the API (``n8n``); nothing is
+ever called on a webhook or a judge.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
+from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, equals_filter
+from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines
+from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
-from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import extract_workflow, workflow_hash
 
 
 class CheckReport(BaseModel):
@@ -24,20 +32,16 @@ class CheckReport(BaseModel):
     metrics: list[str]
 
 
-def check_benchmark(path: Path) -> tuple[Benchmark, CheckReport]:
+def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark, CheckReport]:
     """Validate the file, the workflow, the dataset and the recorded outputs."""
     benchmark = load_benchmark(path)
-    digest = workflow_hash(read_workflow(benchmark.workflow))
-    rows = load_dataset_rows(benchmark.dataset, digest)
-    target = benchmark.target
-    if target.outputs is not None:
-        read_recorded_lines(target.outputs)
-    elif target.columns and rows:
-        missing = sorted(set(target.columns.values()) - set(rows[0].raw))
-        if missing:
-            raise BenchmarkConfigError(
-                path, [f"target.columns: columns {missing} are not in the dataset"]
-            )
+    try:
+        digest = workflow_hash(_workflow(benchmark, path, n8n))
+        rows = load_dataset_rows(benchmark.dataset, digest, _records(benchmark, path, n8n))
+    except N8nApiError as error:
+        raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
+    if isinstance(benchmark.target, RecordedTarget):
+        _check_recordings(path, benchmark, benchmark.target, rows)
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -46,3 +50,60 @@ def check_benchmark(path: Path) -> tuple[Benchmark, CheckReport]:
         metrics=benchmark.metric_labels,
     )
     return benchmark, report
+
+
+def _client(path: Path, n8n: N8nClient | None, what: str) -> N8nClient:
+    if n8n is None:
+        raise BenchmarkConfigError(
+            path, [f"{what} is in n8n: set N8N_API_URL and N8N_API_KEY to check it"]
+        )
+    return n8n
+
+
+def _workflow(benchmark: Benchmark, path: Path, n8n: N8nClient | None) -> dict[str, Any]:
+    if isinstance(benchmark.workflow, N8nWorkflowRef):
+        found = _client(path, n8n, "workflow").workflow(benchmark.workflow.id)
+        return dict(extract_workflow(found))
+    return read_workflow(benchmark.workflow)
+
+
+def _records(
+    benchmark: Benchmark, path: Path, n8n: N8nClient | None
+) -> list[dict[str, Any]] | None:
+    config = benchmark.dataset
+    if config.data_table is None:
+        return None
+    client = _client(path, n8n, "dataset.dataTable")
+    table = client.find_data_table(config.data_table)
+    if table is None:
+        raise BenchmarkConfigError(
+            path, [f"dataset.dataTable: no Data Table {config.data_table!r}"]
+        )
+    return client.rows(table.id, equals_filter(dict(config.filters)))
+
+
+def _check_recordings(
+    path: Path, benchmark: Benchmark, target: RecordedTarget, rows: list[DatasetRow]
+) -> None:
+    """Every recorded line belongs to a dataset row and to a run that will exist."""
+    if target.columns is not None:
+        missing = sorted(set(target.columns.values()) - set(rows[0].raw)) if rows else []
+        if missing:
+            raise BenchmarkConfigError(
+                path, [f"target.columns: columns {missing} are not in the dataset"]
+            )
+        return
+    assert target.outputs is not None
+    row_ids = {row.row_id for row in rows}
+    problems = [
+        f"{target.outputs.name}: row_id {row_id!r} run_index {run_index}: "
+        + (
+            "no such row in the dataset (after filters)"
+            if row_id not in row_ids
+            else f"run_index must be below runsPerRow ({benchmark.runs_per_row})"
+        )
+        for _, row_id, run_index in read_recorded_lines(target.outputs, target.workflow_hash)
+        if row_id not in row_ids or run_index >= benchmark.runs_per_row
+    ]
+    if problems:
+        raise BenchmarkConfigError(path, problems)

@@ -2,9 +2,11 @@
 
 With *Return Intermediate Steps* on, the agent returns
 ``[{action: {tool, toolInput, log, toolCallId?, messageLog?}, observation}]``; the tool
-input is an object or a string. From it come ``tools_called`` and a synthetic trace
-(an agent span; an llm span per reasoning ``log``; a tool span per call), built as plain
-dicts here so that this module needs neither DeepEval nor Dagster.
+input is an object or a string. Other agents answer with ``actions: [{tool, input}]`` or
+OpenAI-style ``tool_calls: [{name, arguments}]``: those steps are read the same way.
+From them come ``tools_called`` and a synthetic trace (an agent span; an llm span per
+reasoning ``log``; a tool span per call), built as plain dicts here so that this module
+needs neither DeepEval nor Dagster.
 """
 
 from __future__ import annotations
@@ -63,9 +65,27 @@ def parse_intermediate_steps(value: Any) -> list[IntermediateStep] | None:
     if not isinstance(value, list):
         raise StepsShapeError(f"intermediateSteps must be a list, got {type(value).__name__}")
     try:
-        return [IntermediateStep.model_validate(step) for step in value]
+        return [IntermediateStep.model_validate(_as_n8n_step(step)) for step in value]
     except ValidationError as error:
         raise StepsShapeError(f"intermediateSteps has an unexpected shape: {error}") from None
+
+
+def _as_n8n_step(step: Any) -> Any:
+    """An ``{tool, input}`` action or a ``{name, arguments}`` tool call in n8n's step shape."""
+    if not isinstance(step, dict) or "action" in step:
+        return step
+    function = step.get("function")
+    call: dict[str, Any] = function if isinstance(function, dict) else step
+    name = step.get("tool", call.get("name"))
+    if name is None:
+        return step
+    arguments = next(
+        (call[key] for key in ("toolInput", "input", "arguments", "args") if key in call), None
+    )
+    action = {"tool": name, "toolInput": arguments, "toolCallId": step.get("id")}
+    if step.get("log"):
+        action["log"] = step["log"]
+    return {"action": action, "observation": step.get("observation", step.get("output"))}
 
 
 def _input_parameters(tool_input: Any) -> dict[str, Any]:

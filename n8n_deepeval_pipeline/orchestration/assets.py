@@ -16,7 +16,17 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
+    AGGREGATE_KEYS,
+    CONSISTENCY_KEYS,
+    aggregate_records,
+    consistency_records,
+    write_records,
+)
+from n8n_deepeval_pipeline.n8n_config import WebhookTarget
+from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
@@ -32,7 +42,6 @@ from n8n_deepeval_pipeline.tables.rows import (
     RunAggregate,
     WorkflowSnapshot,
 )
-from n8n_deepeval_pipeline.workflow.file import read_workflow
 
 ASSET_NAMES = (
     "workflow_snapshot",
@@ -103,16 +112,17 @@ def build_benchmark_assets(
     @dg.asset(
         name="workflow_snapshot", description="The workflow version of this partition.", **common
     )
-    def workflow_snapshot(context: dg.AssetExecutionContext) -> pd.DataFrame:
-        workflow = read_workflow(benchmark.workflow)
-        rows = steps.workflow_snapshot(workflow, benchmark.workflow, context.partition_key)
+    def workflow_snapshot(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
+        workflow, source = n8n.workflow(benchmark)
+        rows = steps.workflow_snapshot(workflow, source, context.partition_key)
         context.add_output_metadata({"node_count": rows[0].node_count, "name": rows[0].name or ""})
         return to_frame(WorkflowSnapshot, rows)
 
     @dg.asset(name="dataset_rows", description="Dataset rows after filters and cap.", **common)
-    def dataset_rows(context: dg.AssetExecutionContext) -> pd.DataFrame:
-        rows = steps.dataset_rows(benchmark.dataset, context.partition_key)
-        context.add_output_metadata({"rows": len(rows), "source": str(benchmark.dataset.path)})
+    def dataset_rows(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
+        records = n8n.dataset_records(benchmark.dataset)
+        rows = steps.dataset_rows(benchmark.dataset, context.partition_key, records)
+        context.add_output_metadata({"rows": len(rows), "source": benchmark.dataset.source})
         return to_frame(DatasetRow, rows)
 
     @dg.asset(
@@ -143,16 +153,17 @@ def build_benchmark_assets(
     )
     def agent_outputs(
         context: dg.AssetExecutionContext,
+        n8n: N8nResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> pd.DataFrame:
-        outputs = steps.agent_outputs(
-            benchmark.target,
-            from_frame(ExpandedRun, expanded_runs),
-            from_frame(DatasetRow, dataset_rows),
-        )
-        failed = sum(1 for output in outputs if output.error)
-        context.add_output_metadata({"runs": len(outputs), "runs_without_output": failed})
+        runs = from_frame(ExpandedRun, expanded_runs)
+        rows = from_frame(DatasetRow, dataset_rows)
+        if isinstance(benchmark.target, WebhookTarget):
+            outputs = live_outputs(context, benchmark, n8n, runs, rows)
+        else:
+            outputs = steps.agent_outputs(benchmark.target, runs, rows)
+        context.add_output_metadata(outputs_metadata(outputs))
         return to_frame(AgentOutput, outputs)
 
     @dg.asset(
@@ -271,7 +282,45 @@ def build_benchmark_assets(
         run_aggregates,
         consistency_stats,
     ]
+    if benchmark.sink is not None:
+        assets.append(_data_table_sink(benchmark, common))
     return assets, partitions
+
+
+def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
+    """Results written back to n8n Data Tables; a failure here loses nothing in DuckDB."""
+    sink = benchmark.sink
+    assert sink is not None
+
+    @dg.asset(
+        name="data_table_sink",
+        description="Run aggregates and consistency stats written to n8n Data Tables.",
+        ins=_ins(benchmark, "run_aggregates", "consistency_stats"),
+        **{**common, "metadata": {}},
+    )
+    def data_table_sink(
+        context: dg.AssetExecutionContext,
+        n8n: N8nResource,
+        run_aggregates: pd.DataFrame,
+        consistency_stats: pd.DataFrame,
+    ) -> dg.MaterializeResult:
+        written: dict[str, Any] = {}
+        with n8n.client() as client:
+            if sink.run_aggregates is not None:
+                records = aggregate_records(from_frame(RunAggregate, run_aggregates))
+                written["run_aggregates_rows"] = write_records(
+                    client, sink.run_aggregates, records, AGGREGATE_KEYS
+                )
+            if sink.consistency_stats is not None:
+                records = consistency_records(from_frame(ConsistencyStats, consistency_stats))
+                written["consistency_stats_rows"] = write_records(
+                    client, sink.consistency_stats, records, CONSISTENCY_KEYS
+                )
+        context.log.info(f"written to n8n Data Tables: {written}")
+        return dg.MaterializeResult(metadata=written)
+
+    sink_asset: dg.AssetsDefinition = data_table_sink
+    return sink_asset
 
 
 def _pool_metadata(worker_pool: WorkerPoolResource) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Jobs, the nightly schedule and the workflow-change sensor of a benchmark.
 
-Neither reads anything but the workflow file: loading definitions or ticking a
-sensor never calls n8n or a judge.
+Loading the definitions calls nothing. A tick reads only the workflow: its file, or the
+workflow in n8n through the n8n resource; it never calls a judge or a webhook.
 """
 
 from __future__ import annotations
@@ -12,8 +12,12 @@ import dagster as dg
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
-from n8n_deepeval_pipeline.workflow.file import read_workflow
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+
+# What a tick reports as a skip rather than a failure: the workflow cannot be read now.
+_UNREADABLE = (BenchmarkConfigError, N8nApiError, N8nNotConfiguredError)
 
 if TYPE_CHECKING:
     from dagster._core.definitions.unresolved_asset_job_definition import (
@@ -26,9 +30,10 @@ def job_name(benchmark: Benchmark) -> str:
     return f"{benchmark.name}__benchmark"
 
 
-def current_hash(benchmark: Benchmark) -> str:
-    """The hash of the workflow file as it is now."""
-    return workflow_hash(read_workflow(benchmark.workflow))
+def current_hash(benchmark: Benchmark, n8n: N8nResource) -> str:
+    """The hash of the workflow as it is now (its file, or the workflow in n8n)."""
+    workflow, _ = n8n.workflow(benchmark)
+    return workflow_hash(workflow)
 
 
 def build_job(
@@ -54,10 +59,12 @@ def build_schedule(
         job=job,
         default_status=dg.DefaultScheduleStatus.RUNNING,
     )
-    def nightly(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+    def nightly(
+        context: dg.ScheduleEvaluationContext, n8n: N8nResource
+    ) -> dg.RunRequest | dg.SkipReason:
         try:
-            key = current_hash(benchmark)
-        except BenchmarkConfigError as error:
+            key = current_hash(benchmark, n8n)
+        except _UNREADABLE as error:
             return dg.SkipReason(str(error))
         if not context.instance.has_dynamic_partition(partitions_name, key):
             context.instance.add_dynamic_partitions(partitions_name, [key])
@@ -69,7 +76,7 @@ def build_schedule(
 def build_sensor(
     benchmark: Benchmark, job: UnresolvedAssetJobDefinition, partitions_name: str
 ) -> dg.SensorDefinition:
-    """Add a partition and run it when the workflow file hashes to a new version."""
+    """Add a partition and run it when the workflow hashes to a new version."""
 
     @dg.sensor(
         name=f"{benchmark.name}__workflow_changed",
@@ -77,10 +84,12 @@ def build_sensor(
         minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
     )
-    def workflow_changed(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
+    def workflow_changed(
+        context: dg.SensorEvaluationContext, n8n: N8nResource
+    ) -> dg.SensorResult | dg.SkipReason:
         try:
-            key = current_hash(benchmark)
-        except BenchmarkConfigError as error:
+            key = current_hash(benchmark, n8n)
+        except _UNREADABLE as error:
             return dg.SkipReason(str(error))
         if context.instance.has_dynamic_partition(partitions_name, key):
             return dg.SkipReason(f"workflow version {key[:12]} is already a partition")

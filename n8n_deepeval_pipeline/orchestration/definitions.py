@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
 from n8n_deepeval_pipeline.orchestration.automation import build_job, build_schedule, build_sensor
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.n8n import API_KEY_ENV, API_URL_ENV, N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 
@@ -33,8 +34,17 @@ def _env_int(name: str) -> int | None:
     return int(os.environ[name]) if os.environ.get(name) else None
 
 
+def n8n_resource() -> N8nResource:
+    """n8n's public API, from N8N_API_URL and N8N_API_KEY (unset: only files are read)."""
+    return N8nResource(
+        base_url=dg.EnvVar(API_URL_ENV) if API_URL_ENV in os.environ else None,
+        api_key=dg.EnvVar(API_KEY_ENV) if API_KEY_ENV in os.environ else None,
+        timeout_s=float(os.environ.get("N8N_DEEPEVAL_N8N_TIMEOUT_S", "30")),
+    )
+
+
 def build_resources(judge_cache: bool = True) -> dict[str, object]:
-    """The worker pool, the judge and the DuckDB IO manager, configured from the environment."""
+    """The worker pool, the judge, n8n and the DuckDB IO manager, from the environment."""
     database = settings.database_path()
     database.parent.mkdir(parents=True, exist_ok=True)
     judge_key = dg.EnvVar(JUDGE_API_KEY_ENV) if JUDGE_API_KEY_ENV in os.environ else None
@@ -59,6 +69,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
+        "n8n": n8n_resource(),
         "io_manager": DuckDBPandasIOManager(database=str(database)),
     }
 

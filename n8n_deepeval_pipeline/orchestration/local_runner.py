@@ -14,9 +14,17 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.frames import Row, from_frame
-from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, MetricScore, RunAggregate
+from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    ConsistencyStats,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+)
 
 _INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 _QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -58,9 +66,16 @@ class BenchmarkRunner:
         self.defs = build_definitions([source], judge_cache)
         self.partitions_name = partitions_for(benchmark).name or ""
 
+    def n8n(self) -> N8nResource:
+        """The n8n resource of these definitions, its settings read from the environment."""
+        resource = (self.defs.resources or {})["n8n"]
+        assert isinstance(resource, N8nResource)
+        resolved: N8nResource = resource.process_config_and_initialize()
+        return resolved
+
     def register_current_version(self) -> str:
-        """Add the workflow file's current hash as a partition; return it."""
-        key = current_hash(self.benchmark)
+        """Add the workflow's current hash (its file, or n8n's) as a partition; return it."""
+        key = current_hash(self.benchmark, self.n8n())
         if not self.instance.has_dynamic_partition(self.partitions_name, key):
             self.instance.add_dynamic_partitions(self.partitions_name, [key])
         return key
@@ -93,6 +108,17 @@ class BenchmarkRunner:
             [self.benchmark.name, name], instance=self.instance, partition_key=partition
         )
         return from_frame(model, frame)  # type: ignore[arg-type]
+
+    def record(self, partition: str, path: Path) -> int:
+        """Append the version's stored outputs to a recorded outputs file; lines written."""
+        lines = recording_lines(
+            self._table("expanded_runs", ExpandedRun, partition),
+            self._table("agent_outputs", AgentOutput, partition),
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as recorded:
+            recorded.writelines(line + "\n" for line in lines)
+        return len(lines)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

@@ -1,4 +1,4 @@
-"""The ``dataset_rows`` table from a CSV, JSONL or Parquet file: filter, cap, map columns.
+"""The ``dataset_rows`` table from a file (CSV, JSONL, Parquet) or Data Table records.
 
 Mirrors the seed's DeepEval Trigger: filters keep rows whose column equals the value,
 then the row cap applies, then every kept row must carry an id.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -37,6 +38,8 @@ _COLUMN_OF: dict[MappedField, str] = {
 def read_table(config: DatasetConfig) -> list[dict[str, Any]]:
     """All records of the dataset file, values as JSON-friendly Python objects."""
     path = config.path
+    if path is None:
+        raise BenchmarkConfigError(Path("dataset"), ["dataset.path: no file to read"])
     if not path.is_file():
         raise BenchmarkConfigError(path, ["dataset file not found (dataset.path)"])
     fmt = config.resolved_format
@@ -126,9 +129,14 @@ def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
     return mapped
 
 
-def load_dataset_rows(config: DatasetConfig, workflow_hash: str) -> list[DatasetRow]:
-    """Rows of the benchmark after filters and the row cap, each with a unique id."""
-    records = read_table(config)
+def load_dataset_rows(
+    config: DatasetConfig, workflow_hash: str, records: list[dict[str, Any]] | None = None
+) -> list[DatasetRow]:
+    """Rows after filters and the row cap, each with a unique id.
+
+    ``records`` are a Data Table's rows as n8n returned them; without them the file is read.
+    """
+    records = read_table(config) if records is None else [_plain(r) for r in records]
     columns = set().union(*(record.keys() for record in records)) if records else set()
     _check_columns(config, columns)
     kept = [
@@ -160,7 +168,11 @@ def _check_columns(config: DatasetConfig, columns: set[str]) -> None:
             f"(columns: {available})"
         )
     if problems:
-        raise BenchmarkConfigError(config.path, problems)
+        raise BenchmarkConfigError(_where(config), problems)
+
+
+def _where(config: DatasetConfig) -> Path:
+    return config.path or Path(config.source)
 
 
 def _with_ids(
@@ -188,5 +200,5 @@ def _with_ids(
             )
         )
     if problems:
-        raise BenchmarkConfigError(config.path, problems)
+        raise BenchmarkConfigError(_where(config), problems)
     return rows

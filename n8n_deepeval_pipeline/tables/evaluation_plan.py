@@ -69,7 +69,7 @@ class EvaluationPlan:
         self.judge = judge
         self.prices = prices or PriceTable()
         self.tasks: list[EvaluationTask] = []
-        self.without_output: list[tuple[ExpandedRun, MetricConfig, str]] = []
+        self.without_output: list[tuple[ExpandedRun, MetricConfig, AgentOutput | None]] = []
         self._keys: dict[int, tuple[ExpandedRun, MetricConfig]] = {}
         rows_by_id = {row.row_id: row for row in rows}
         outputs_by_run = {output.run_id: output for output in outputs}
@@ -77,8 +77,7 @@ class EvaluationPlan:
             output = outputs_by_run.get(run.run_id)
             for config in benchmark.metrics:
                 if output is None or output.error is not None:
-                    reason = output.error if output else "no agent output stored for this run"
-                    self.without_output.append((run, config, reason or "no output"))
+                    self.without_output.append((run, config, output))
                     continue
                 item = evaluation_item(rows_by_id[run.row_id], output)
                 self._add_task(run, config, item, config.timeout_s or default_timeout_s)
@@ -114,14 +113,8 @@ class EvaluationPlan:
     def rows_without_output(self) -> list[MetricScore]:
         """Error rows for runs whose workflow produced nothing."""
         return [
-            metric_score(
-                run,
-                config,
-                EvaluationResult.failed(-1, "no_output", reason),
-                self.judge,
-                self.prices,
-            )
-            for run, config, reason in self.without_output
+            metric_score(run, config, _no_output(output), self.judge, self.prices)
+            for run, config, output in self.without_output
         ]
 
     def resume(
@@ -136,6 +129,13 @@ class EvaluationPlan:
             else:
                 rows.append(self.row_for(result.model_copy(update={"task_id": task.task_id})))
         return rows, to_run
+
+
+def _no_output(output: AgentOutput | None) -> EvaluationResult:
+    """Why a run has no score: the target failed, or nothing was stored for it."""
+    if output is None:
+        return EvaluationResult.failed(-1, "no_output", "no agent output stored for this run")
+    return EvaluationResult.failed(-1, output.error_kind or "no_output", output.error or "")
 
 
 def metric_score(

@@ -2,7 +2,9 @@
 
 Either a JSONL file with one line per run (``row_id``, ``run_index``, ``output``,
 optional ``intermediateSteps``, ``label``, ``latencyS``, ``sessionId``), or dataset
-columns whose values every run of the row shares.
+columns whose values every run of the row shares. Outputs belong to the workflow version
+that produced them (``workflow_hash`` on a line, or ``target.workflowHash`` for all):
+a version without recordings is refused, never scored with another version's outputs.
 """
 
 from __future__ import annotations
@@ -41,6 +43,21 @@ class RecordedLine(BaseModel):
     latency_s: float | None = Field(
         default=None, ge=0, validation_alias=AliasChoices("latencyS", "latency_s")
     )
+    workflow_hash: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        validation_alias=AliasChoices("workflow_hash", "workflowHash"),
+    )
+
+
+class NoRecordingError(ValueError):
+    """The workflow version being materialised has no recorded outputs."""
+
+    def __init__(self, partition: str, source: str) -> None:
+        super().__init__(
+            f"no recorded outputs for version {partition[:12]} in {source}: record them "
+            "(`n8n-deepeval run FILE --record PATH` with a live target) or use a live target"
+        )
 
 
 def _json_list(value: Any) -> list[Any] | None:
@@ -52,11 +69,14 @@ def _json_list(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
-def read_recorded_lines(path: Path) -> dict[tuple[str, int], RecordedLine]:
-    """Index a recorded outputs file by (row_id, run_index); errors name the line and field."""
+RecordedKey = tuple[str, str, int]  # workflow hash, row id, run index
+
+
+def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKey, RecordedLine]:
+    """Index a recorded outputs file by version, row and run; errors name the line and field."""
     if not path.is_file():
         raise BenchmarkConfigError(path, ["recorded outputs file not found (target.outputs)"])
-    lines: dict[tuple[str, int], RecordedLine] = {}
+    lines: dict[RecordedKey, RecordedLine] = {}
     problems: list[str] = []
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not text.strip():
@@ -69,9 +89,16 @@ def read_recorded_lines(path: Path) -> dict[tuple[str, int], RecordedLine]:
                 for d in error.errors(include_url=False)
             ]
             continue
-        key = (str(line.row_id), line.run_index)
+        version = line.workflow_hash or default_hash
+        if version is None:
+            problems.append(
+                f"line {number}: workflow_hash: which workflow version produced this output? "
+                "(give workflow_hash on the line, or target.workflowHash for the file)"
+            )
+            continue
+        key = (version, str(line.row_id), line.run_index)
         if key in lines:
-            problems.append(f"line {number}: row_id {key[0]!r} run_index {key[1]} repeats")
+            problems.append(f"line {number}: row_id {key[1]!r} run_index {key[2]} repeats")
         lines[key] = line
     if problems:
         raise BenchmarkConfigError(path, problems)
@@ -83,8 +110,17 @@ def recorded_outputs(
 ) -> list[AgentOutput]:
     """One AgentOutput per run; a run without a recording gets an error, not a gap."""
     if target.outputs is not None:
-        lines = read_recorded_lines(target.outputs)
-        return [_from_line(run, lines.get((run.row_id, run.run_index))) for run in runs]
+        lines = read_recorded_lines(target.outputs, target.workflow_hash)
+        if not runs:
+            return []
+        partition = runs[0].workflow_hash
+        if not any(version == partition for version, _, _ in lines):
+            raise NoRecordingError(partition, str(target.outputs))
+        return [_from_line(run, lines.get((partition, run.row_id, run.run_index))) for run in runs]
+    if runs and target.workflow_hash != runs[0].workflow_hash:
+        raise NoRecordingError(
+            runs[0].workflow_hash, "the dataset's output columns (target.workflowHash)"
+        )
     columns = target.columns or {}
     return [_from_columns(run, rows[run.row_id].raw, columns) for run in runs]
 
@@ -95,6 +131,7 @@ def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
             workflow_hash=run.workflow_hash,
             run_id=run.run_id,
             error=f"no recorded output for row_id {run.row_id!r} run_index {run.run_index}",
+            error_kind="no_output",
         )
     return AgentOutput(
         workflow_hash=run.workflow_hash,
@@ -122,3 +159,28 @@ def _from_columns(
         turns=_json_list(raw.get(columns["turns"])) if "turns" in columns else None,
         label=None if label is None else str(label),
     )
+
+
+def recording_lines(runs: list[ExpandedRun], outputs: list[AgentOutput]) -> list[str]:
+    """What a live run produced, as lines of a recorded outputs file (failed runs left out)."""
+    by_run = {output.run_id: output for output in outputs}
+    lines = []
+    for run in runs:
+        output = by_run.get(run.run_id)
+        if output is None or output.error is not None:
+            continue
+        line = {
+            "workflow_hash": run.workflow_hash,
+            "row_id": run.row_id,
+            "run_index": run.run_index,
+            "output": output.actual_output,
+            "intermediateSteps": output.intermediate_steps,
+            "turns": output.turns,
+            "label": output.label,
+            "sessionId": output.session_id,
+            "latencyS": output.latency_s,
+        }
+        lines.append(
+            json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False)
+        )
+    return lines

@@ -7,7 +7,7 @@ are stored as JSON text by ``tables.frames``.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -73,6 +73,7 @@ class AgentOutput(TableRow):
     session_id: str | None = None
     latency_s: float | None = None
     error: str | None = None
+    error_kind: Literal["target_error", "no_output"] | None = None
 
 
 class MetricScore(TableRow):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig, RecordedTarget
@@ -36,14 +35,14 @@ class PartitionMismatchError(ValueError):
 
 
 def workflow_snapshot(
-    workflow: dict[str, Any], source: Path, partition: str
+    workflow: dict[str, Any], source: str, partition: str
 ) -> list[WorkflowSnapshot]:
     """The workflow version of this partition; refuses a file that hashes differently."""
     current = workflow_hash(workflow)
     if current != partition:
         raise PartitionMismatchError(
             f"{source} now hashes to {current}, not to partition {partition}: that version "
-            "is no longer on disk. Re-score it from stored outputs with "
+            "is no longer there. Re-score it from stored outputs with "
             "`n8n-deepeval backfill FILE --from metric_scores`."
         )
     nodes = workflow.get("nodes") or []
@@ -52,16 +51,21 @@ def workflow_snapshot(
         workflow_id=None if workflow.get("id") is None else str(workflow.get("id")),
         name=workflow.get("name"),
         node_count=len(nodes),
-        source=str(source),
+        source=source,
         fetched_at=datetime.now(UTC),
         canonical_json=canonical_workflow_json(workflow),
     )
     return [snapshot]
 
 
-def dataset_rows(config: DatasetConfig, partition: str) -> list[DatasetRow]:
-    """The dataset after filters and the row cap, mapped fields in snake_case columns."""
-    return load_dataset_rows(config, partition)
+def dataset_rows(
+    config: DatasetConfig, partition: str, records: list[dict[str, Any]] | None = None
+) -> list[DatasetRow]:
+    """The dataset after filters and the row cap, mapped fields in snake_case columns.
+
+    ``records``: the rows of an n8n Data Table; without them the dataset file is read.
+    """
+    return load_dataset_rows(config, partition, records)
 
 
 def expanded_runs(

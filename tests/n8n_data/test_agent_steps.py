@@ -74,3 +74,22 @@ def test_synthetic_trace_has_an_llm_span_per_log_and_a_tool_span_per_call():
 def test_shapes_n8n_never_produces_are_refused(value):
     with pytest.raises(StepsShapeError):
         parse_intermediate_steps(value)
+
+
+def test_actions_and_openai_tool_calls_are_read_as_steps():
+    actions = [{"tool": "order_lookup", "input": {"orderId": "A1"}, "output": "shipped"}]
+    (call,) = tool_calls(parse_intermediate_steps(actions))
+    assert (call.name, call.input_parameters, call.output) == (
+        "order_lookup",
+        {"orderId": "A1"},
+        "shipped",
+    )
+    openai = [
+        {"id": "c1", "name": "calculator", "arguments": '{"expression": "6*7"}'},
+        {"type": "function", "function": {"name": "lookup", "arguments": {"q": "x"}}},
+    ]
+    calls = tool_calls(parse_intermediate_steps(openai))
+    assert [(c.name, c.input_parameters) for c in calls] == [
+        ("calculator", {"expression": "6*7"}),
+        ("lookup", {"q": "x"}),
+    ]

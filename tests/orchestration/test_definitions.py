@@ -16,7 +16,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     assert defs.resolve_job_def("support_agent__benchmark") is not None
     assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
     assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
-    assert set(defs.resources) == {"worker_pool", "judge", "score_journal", "io_manager"}
+    assert set(defs.resources) == {"worker_pool", "judge", "score_journal", "n8n", "io_manager"}
     partitions = graph.get(dg.AssetKey(["support_agent", "metric_scores"])).partitions_def
     assert isinstance(partitions, dg.DynamicPartitionsDefinition)
     assert partitions.name == "support_agent__workflow_hash"

@@ -11,6 +11,7 @@ from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import worker_processes
 
@@ -43,7 +44,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy))
+    key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [key])
         result = materialise(defs, instance, key)
@@ -122,11 +123,11 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
 def test_changed_workflow_is_a_new_partition_and_old_rows_stay(example_copy, environment):
     defs = build_definitions([example_copy])
     benchmark = load_benchmark(example_copy)
-    old = current_hash(benchmark)
+    old = current_hash(benchmark, N8nResource())
     workflow = json.loads(benchmark.workflow.read_text())
     workflow["nodes"][1]["parameters"]["options"]["maxIterations"] = 3
     benchmark.workflow.write_text(json.dumps(workflow))
-    new = current_hash(benchmark)
+    new = current_hash(benchmark, N8nResource())
     assert new != old
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [new])
@@ -147,7 +148,7 @@ def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environ
     benchmark = load_benchmark(example_copy)
     with dg.instance_for_test() as instance:
         first = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
-        key = current_hash(benchmark)
+        key = current_hash(benchmark, N8nResource())
         assert [r.partition_key for r in first.run_requests] == [key]
         assert first.dynamic_partitions_requests[0].partition_keys == [key]
         instance.add_dynamic_partitions(PARTITIONS, [key])
@@ -158,7 +159,7 @@ def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environ
         workflow["connections"].pop("calculator")
         benchmark.workflow.write_text(json.dumps(workflow))
         changed = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
-        new = current_hash(benchmark)
+        new = current_hash(benchmark, N8nResource())
         assert new != key
         assert [r.partition_key for r in changed.run_requests] == [new]
         assert changed.dynamic_partitions_requests[0].partition_keys == [new]
@@ -168,7 +169,7 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
     defs = build_definitions([example_copy])
     schedule = defs.resolve_schedule_def("support_agent__nightly")
     assert schedule.cron_schedule == "0 2 * * *"
-    key = current_hash(load_benchmark(example_copy))
+    key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
         request = schedule(dg.build_schedule_context(instance=instance))
         assert request.partition_key == key
@@ -184,7 +185,7 @@ def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp
 
     source = ROOT / "examples" / name / "benchmark.yaml"
     benchmark = load_benchmark(source)
-    key = current_hash(benchmark)
+    key = current_hash(benchmark, N8nResource())
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(f"{name}__workflow_hash", [key])
         result = (
@@ -226,7 +227,7 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
 ):
     before = worker_processes()  # a shared pool of another test may be running
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy))
+    key = current_hash(load_benchmark(example_copy), N8nResource())
     journal_dir = tmp_path / "journal"
     job = defs.resolve_job_def("support_agent__benchmark")
     with dg.instance_for_test() as instance:

@@ -44,13 +44,13 @@ def test_ids_are_the_seeds_and_runs_are_row_major():
 def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_path):
     workflow = json.loads((EXAMPLE / "workflow.json").read_text())
     digest = workflow_hash(workflow)
-    (snapshot,) = steps.workflow_snapshot(workflow, EXAMPLE / "workflow.json", digest)
+    (snapshot,) = steps.workflow_snapshot(workflow, "workflow.json", digest)
     assert (snapshot.workflow_hash, snapshot.node_count) == (digest, len(workflow["nodes"]))
     assert json.loads(snapshot.canonical_json)["nodes"][0]["name"] == min(
         node["name"] for node in workflow["nodes"]
     )
     with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest}"):
-        steps.workflow_snapshot(workflow, EXAMPLE / "workflow.json", HASH)
+        steps.workflow_snapshot(workflow, "workflow.json", HASH)
 
 
 def score(run_id: str, metric: str, value: float | None, success: bool, **extra) -> MetricScore:

@@ -1,0 +1,1 @@
+"""n8n over HTTP: its public API (workflows, Data Tables, executions) and workflow webhooks."""

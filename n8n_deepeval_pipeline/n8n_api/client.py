@@ -1,0 +1,183 @@
+"""A typed client of n8n's public API (``/api/v1``): workflows, Data Tables, executions.
+
+Every call has a fixed timeout. Reads are retried on 429 and 5xx, honouring
+``Retry-After``; writes are not (n8n may already have applied them). The API key goes
+in a header and never into a message: errors name the method, the path and the status.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+from pydantic import BaseModel, ConfigDict
+
+from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
+
+_PAGE_SIZE = 250
+
+
+class N8nApiError(RuntimeError):
+    """n8n refused or failed a call; the message is safe to store (no key, no token)."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class DataTableColumn(BaseModel):
+    """A typed column of a Data Table."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+    type: str = "string"
+
+
+class DataTable(BaseModel):
+    """A Data Table as the API lists it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    name: str
+    columns: list[DataTableColumn] = []
+
+
+def equals_filter(values: dict[str, Any]) -> dict[str, Any] | None:
+    """n8n's row filter for ``column == value`` on every given column (None: no filter)."""
+    if not values:
+        return None
+    return {
+        "type": "and",
+        "filters": [
+            {"columnName": column, "condition": "eq", "value": value}
+            for column, value in values.items()
+        ],
+    }
+
+
+class N8nClient:
+    """One n8n instance, reached with an API key."""
+
+    def __init__(
+        self, base_url: str, api_key: str, timeout_s: float = 30.0, max_attempts: int = 4
+    ) -> None:
+        self._http = httpx2.Client(
+            base_url=base_url.rstrip("/") + "/api/v1",
+            headers={"X-N8N-API-KEY": api_key, "Accept": "application/json"},
+            timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+        )
+        self._max_attempts = max_attempts
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> N8nClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        attempts = self._max_attempts if method == "GET" else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except httpx2.TransportError as error:
+                if attempt == attempts:
+                    raise N8nApiError(f"{method} {path}: {type(error).__name__}") from None
+                time.sleep(min(2.0**attempt, 10.0))
+                continue
+            if response.status_code in RETRYABLE_STATUS and attempt < attempts:
+                delay = parse_retry_after(response.headers.get("retry-after"))
+                time.sleep(min(delay if delay is not None else 2.0**attempt, 30.0))
+                continue
+            return _json_or_raise(method, path, response)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # Workflows -------------------------------------------------------------------------
+
+    def workflow(self, workflow_id: str) -> dict[str, Any]:
+        """The workflow as the API returns it (nodes, connections, name, …)."""
+        found: dict[str, Any] = self._request("GET", f"/workflows/{workflow_id}")
+        return found
+
+    # Data Tables -----------------------------------------------------------------------
+
+    def data_tables(self) -> list[DataTable]:
+        """Every Data Table of the instance."""
+        return [DataTable.model_validate(item) for item in self._pages("/data-tables", {})]
+
+    def find_data_table(self, id_or_name: str) -> DataTable | None:
+        """The Data Table with this id, else with this name (None when there is none)."""
+        tables = self.data_tables()
+        by_id = [table for table in tables if table.id == id_or_name]
+        by_name = [table for table in tables if table.name == id_or_name]
+        return next(iter(by_id + by_name), None)
+
+    def create_data_table(self, name: str, columns: list[DataTableColumn]) -> DataTable:
+        """A new Data Table with typed columns."""
+        body = {"name": name, "columns": [column.model_dump() for column in columns]}
+        return DataTable.model_validate(self._request("POST", "/data-tables", json=body))
+
+    def rows(self, table_id: str, filter_: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every row of a Data Table (all pages), optionally filtered."""
+        params = {"filter": json.dumps(filter_)} if filter_ else {}
+        return list(self._pages(f"/data-tables/{table_id}/rows", params))
+
+    def insert_rows(self, table_id: str, rows: list[dict[str, Any]]) -> None:
+        """Append rows."""
+        if rows:
+            body = {"data": rows, "returnType": "count"}
+            self._request("POST", f"/data-tables/{table_id}/rows", json=body)
+
+    def upsert_row(self, table_id: str, keys: dict[str, Any], row: dict[str, Any]) -> None:
+        """Update the rows matching ``keys``, or insert ``row`` when none does."""
+        body = {"filter": equals_filter(keys), "data": row}
+        self._request("POST", f"/data-tables/{table_id}/rows/upsert", json=body)
+
+    # Executions ------------------------------------------------------------------------
+
+    def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The workflow's latest executions with their data, newest first."""
+        params = {"workflowId": workflow_id, "includeData": "true", "limit": str(limit)}
+        page = self._request("GET", "/executions", params=params)
+        data: list[dict[str, Any]] = page.get("data", [])
+        return data
+
+    def _pages(self, path: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
+        cursor: str | None = None
+        while True:
+            query = {**params, "limit": str(_PAGE_SIZE), **({"cursor": cursor} if cursor else {})}
+            page = self._request("GET", path, params=query)
+            yield from page.get("data", [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                return
+
+
+def _json_or_raise(method: str, path: str, response: httpx2.Response) -> Any:
+    if response.status_code >= 400:
+        reason = _short_reason(response)
+        raise N8nApiError(
+            f"{method} {path}: HTTP {response.status_code}{reason}", response.status_code
+        )
+    if not response.content:
+        return {}
+    try:
+        return response.json()
+    except ValueError:
+        raise N8nApiError(f"{method} {path}: the answer is not JSON") from None
+
+
+def _short_reason(response: httpx2.Response) -> str:
+    try:
+        message = response.json().get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return f" ({str(message)[:200]})" if message else ""

@@ -1,0 +1,256 @@
+"""Call a workflow over its webhook, once per run (or once per message of a multi-turn run).
+
+Runs go out concurrently up to ``maxConcurrency``, each with a timeout. A failed call (a
+non-2xx status, a timeout, an unparsable answer, a non-empty ``error`` in a 2xx answer)
+becomes that run's ``target_error`` with the status and a short reason; the other runs
+go on. POST and PATCH are never retried: the workflow may already have acted. The URL
+and the headers can carry tokens, so no message, row or log line ever contains them:
+the target is named by ``webhook_identity``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+
+from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
+from n8n_deepeval_pipeline.n8n_config import UNSAFE_TO_RETRY, WebhookTarget
+from n8n_deepeval_pipeline.n8n_data.json_fields import structured
+from n8n_deepeval_pipeline.n8n_data.responses import (
+    NormalisedResponse,
+    ResponseShapeError,
+    normalise_response,
+    parse_body,
+)
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+
+Progress = Callable[[int, int], None]
+
+
+class TargetError(ValueError):
+    """One call failed; the message is safe to store (no URL, no header)."""
+
+
+def webhook_identity(url: str) -> str:
+    """What tables and logs name the target by: never the URL, which may hold a token."""
+    return f"n8n:webhook:{hashlib.sha256(url.encode('utf-8')).hexdigest()[:12]}"
+
+
+def template_context(
+    row: DatasetRow, run: ExpandedRun, session_id: str, env: Mapping[str, str]
+) -> dict[str, Any]:
+    """What body, header and URL templates may use, with the seed's field names."""
+    fields = {
+        "input": row.input,
+        "expectedOutput": row.expected_output,
+        "context": row.context,
+        "retrievalContext": row.retrieval_context,
+        "expectedTools": row.expected_tools,
+        "label": row.label,
+        "turns": row.turns,
+        "chatbotRole": row.chatbot_role,
+        "expectedOutcome": row.expected_outcome,
+        "scenario": row.scenario,
+    }
+    eval_context = {
+        "caseId": run.case_id,
+        "runId": run.run_id,
+        "runIndex": run.run_index,
+        "workflowHash": run.workflow_hash,
+        "rowId": run.row_id,
+    }
+    return {**fields, "row": row.raw, "evalContext": eval_context, "sessionId": session_id,
+            "env": dict(env)}  # fmt: skip
+
+
+def default_body(context: dict[str, Any]) -> dict[str, Any]:
+    """The mapped fields, ``chatInput`` (what a Chat Trigger sends), the session, the ids."""
+    names = ("input", "expectedOutput", "context", "retrievalContext", "expectedTools", "label")
+    body = {name: context[name] for name in names if context[name] is not None}
+    return {
+        **body,
+        "chatInput": context["input"],
+        "sessionId": context["sessionId"],
+        "evalContext": context["evalContext"],
+    }
+
+
+class WebhookCaller:
+    """Calls one webhook for the runs of one partition."""
+
+    def __init__(self, target: WebhookTarget, url: str, env: Mapping[str, str]) -> None:
+        self.target = target
+        self.env = env
+        self.identity = webhook_identity(url)
+        self._url = url
+        self._http = httpx2.Client(
+            timeout=httpx2.Timeout(target.timeout_s, connect=min(target.timeout_s, 10.0)),
+            limits=httpx2.Limits(max_connections=target.max_concurrency),
+        )
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def outputs(
+        self,
+        runs: list[ExpandedRun],
+        rows: dict[str, DatasetRow],
+        progress: Progress | None = None,
+    ) -> list[AgentOutput]:
+        """One output per run, in the runs' order; failures are error rows, not gaps."""
+        done = 0
+
+        def one(run: ExpandedRun) -> AgentOutput:
+            nonlocal done
+            output = self._run(run, rows[run.row_id])
+            done += 1
+            if progress is not None:
+                progress(done, len(runs))
+            return output
+
+        with ThreadPoolExecutor(max_workers=self.target.max_concurrency) as pool:
+            return list(pool.map(one, runs))
+
+    def _run(self, run: ExpandedRun, row: DatasetRow) -> AgentOutput:
+        session_id = run.run_id  # one session per run: repeated runs never share memory
+        started = time.perf_counter()
+        turns: list[dict[str, Any]] = []
+        steps: list[Any] = []
+        answer = NormalisedResponse()
+        try:
+            for message in self._messages(row):
+                context = template_context(row, run, session_id, self.env)
+                if message is not None:
+                    context["input"] = message
+                answer = self._call(context)
+                session_id = answer.session_id or session_id
+                steps += answer.intermediate_steps or []
+                turns += [
+                    {"role": "user", "content": context["input"] or ""},
+                    {"role": "assistant", "content": answer.output or ""},
+                ]
+        except TargetError as error:
+            return _failed(run, str(error), time.perf_counter() - started, session_id)
+        return AgentOutput(
+            workflow_hash=run.workflow_hash,
+            run_id=run.run_id,
+            actual_output=answer.output,
+            intermediate_steps=steps if answer.intermediate_steps is not None or steps else None,
+            turns=turns if self.target.messages_column else None,
+            session_id=session_id,
+            latency_s=round(time.perf_counter() - started, 4),
+        )
+
+    def _messages(self, row: DatasetRow) -> list[str | None]:
+        column = self.target.messages_column
+        if column is None:
+            return [None]  # one call with the row's own input
+        value = structured(row.raw.get(column), f"column {column!r}", TargetError)
+        if not isinstance(value, list) or not value:
+            raise TargetError(f"column {column!r} of row {row.row_id!r} holds no list of messages")
+        return [str(message) for message in value]
+
+    def _call(self, context: dict[str, Any]) -> NormalisedResponse:
+        target = self.target
+        try:
+            url = render(self._url, context)
+            headers = {name: str(render(value, context)) for name, value in target.headers.items()}
+            body = render(target.body, context) if target.body is not None else None
+        except TemplateRenderError as error:
+            raise TargetError(str(error)) from None
+        body = default_body(context) if body is None else body
+        if isinstance(body, dict) and target.session_field:
+            body.setdefault(target.session_field, context["sessionId"])
+        if target.session_header:
+            headers[target.session_header] = context["sessionId"]
+        response = self._send(str(url), headers, body)
+        try:
+            answer = normalise_response(
+                parse_body(response.text), target.response_path, target.session_parser
+            )
+        except ResponseShapeError as error:
+            raise TargetError(f"HTTP {response.status_code}: {error}") from None
+        if answer.error:
+            raise TargetError(f"HTTP {response.status_code}: error in the answer: {answer.error}")
+        return answer
+
+    def _send(self, url: str, headers: dict[str, str], body: Any) -> httpx2.Response:
+        method = self.target.method
+        attempts = 1 if method in UNSAFE_TO_RETRY else self.target.retries + 1
+        request: dict[str, Any] = {"headers": headers}
+        if method == "GET":
+            request["params"] = _query(body)
+        elif isinstance(body, str):
+            request["content"] = body.encode("utf-8")
+        else:
+            request["json"] = body
+        for attempt in range(1, attempts + 1):
+            try:
+                response = self._http.request(method, url, **request)
+            except httpx2.TimeoutException:
+                if attempt == attempts:
+                    raise TargetError(f"timeout after {self.target.timeout_s:g} s") from None
+                continue
+            except httpx2.TransportError as error:
+                if attempt == attempts:
+                    raise TargetError(f"connection failed ({type(error).__name__})") from None
+                time.sleep(min(2.0**attempt, 10.0))
+                continue
+            if response.status_code in RETRYABLE_STATUS and attempt < attempts:
+                delay = parse_retry_after(response.headers.get("retry-after"))
+                time.sleep(min(delay if delay is not None else 2.0**attempt, 30.0))
+                continue
+            if response.status_code >= 300:
+                reason = _redact(_reason(response), url)
+                raise TargetError(f"HTTP {response.status_code}: {reason}")
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _query(body: Any) -> dict[str, str]:
+    """GET sends the body's fields as query parameters (structures as JSON text)."""
+    if not isinstance(body, dict):
+        return {}
+    return {
+        key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        for key, value in body.items()
+        if value is not None
+    }
+
+
+def _reason(response: httpx2.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason_phrase or "no reason given"
+    if isinstance(body, dict):
+        return str(body.get("message") or body.get("error") or response.reason_phrase)[:200]
+    return response.reason_phrase or "no reason given"
+
+
+def _redact(text: str, url: str) -> str:
+    """n8n quotes the webhook path in some errors; the path may be the secret."""
+    for part in sorted(filter(None, urlsplit(url).path.split("/")), key=len, reverse=True):
+        if len(part) >= 6:
+            text = text.replace(part, "…")
+    return text
+
+
+def _failed(run: ExpandedRun, reason: str, latency_s: float, session_id: str) -> AgentOutput:
+    return AgentOutput(
+        workflow_hash=run.workflow_hash,
+        run_id=run.run_id,
+        session_id=session_id,
+        latency_s=round(latency_s, 4),
+        error=f"target_error: {reason}",
+        error_kind="target_error",
+    )

@@ -1,0 +1,78 @@
+"""A live run of the workflow for ``agent_outputs``: call it, and make sure of the version.
+
+Outputs are stored under the partition (the workflow version) only if the workflow
+hashed to that version both before and after the calls: an edit during the run, or a
+partition of an older version, is refused instead of being labelled wrongly.
+"""
+
+from __future__ import annotations
+
+from statistics import fmean
+from typing import Any
+
+import dagster as dg
+
+from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
+from n8n_deepeval_pipeline.orchestration.automation import current_hash
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+
+
+class VersionChangedError(RuntimeError):
+    """The workflow is not (or no longer) the version of the partition being materialised."""
+
+
+def check_version(benchmark: Benchmark, n8n: N8nResource, partition: str, when: str) -> None:
+    """Refuse to label outputs with a version the workflow is not at."""
+    current = current_hash(benchmark, n8n)
+    if current != partition:
+        raise VersionChangedError(
+            f"{when} the calls the workflow hashes to {current[:12]}, not to this partition "
+            f"{partition[:12]}: its outputs would not belong to this version. Materialise the "
+            "current version's partition instead (the sensor adds it)."
+        )
+
+
+def live_outputs(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    n8n: N8nResource,
+    runs: list[ExpandedRun],
+    rows: list[DatasetRow],
+) -> list[AgentOutput]:
+    """Call the webhook for every run, between two checks of the workflow's version."""
+    target = benchmark.target
+    assert isinstance(target, WebhookTarget)
+    partition = context.partition_key
+    if not isinstance(benchmark.workflow, N8nWorkflowRef):
+        context.log.warning(
+            "the workflow is a file: the version n8n serves cannot be checked; "
+            "name it with workflow: {id: …} to have it checked before and after the calls"
+        )
+    check_version(benchmark, n8n, partition, "before")
+    caller = n8n.webhook_caller(target)
+    context.log.info(f"calling {caller.identity} for {len(runs)} runs")
+    step = max(1, len(runs) // 10)
+
+    def progress(done: int, total: int) -> None:
+        if done % step == 0 or done == total:
+            context.log.info(f"called {done}/{total}")
+
+    try:
+        outputs = caller.outputs(runs, {row.row_id: row for row in rows}, progress)
+    finally:
+        caller.close()
+    check_version(benchmark, n8n, partition, "after")
+    return outputs
+
+
+def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:
+    """Figures of the agent_outputs table the UI charts."""
+    latencies = [output.latency_s for output in outputs if output.latency_s is not None]
+    return {
+        "runs": len(outputs),
+        "runs_without_output": sum(1 for output in outputs if output.error),
+        "target_errors": sum(1 for output in outputs if output.error_kind == "target_error"),
+        "mean_latency_s": round(fmean(latencies), 4) if latencies else 0.0,
+    }

@@ -1,0 +1,113 @@
+"""The webhook target against FakeN8nWebhooks (a loopback test double of n8n's webhooks)."""
+
+import pytest
+
+from n8n_deepeval_pipeline import DatasetRow
+from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller, webhook_identity
+from n8n_deepeval_pipeline.n8n_config import WebhookTarget
+from n8n_deepeval_pipeline.tables.steps import expanded_runs
+from tests.n8n_api.fake_n8n import TOKEN, FakeN8nWebhooks
+
+HASH = "9" * 64
+
+
+@pytest.fixture
+def fake():
+    with FakeN8nWebhooks() as server:
+        yield server
+
+
+def row(row_id, text, **raw):
+    return DatasetRow(
+        workflow_hash=HASH,
+        row_id=row_id,
+        position=1,
+        input=text,
+        expected_tools=["calculator"],
+        raw={"id": row_id, **raw},
+    )
+
+
+def call(fake, path, rows, runs_per_row=1, **options):
+    target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": "x", **options})
+    caller = WebhookCaller(target, f"{fake.base_url}/webhook/{path}", {"MY_TOKEN": TOKEN})
+    runs = expanded_runs(rows, runs_per_row, "live", HASH)
+    try:
+        return runs, caller.outputs(runs, {r.row_id: r for r in rows})
+    finally:
+        caller.close()
+
+
+def test_each_run_is_sent_with_the_mapped_fields_and_its_own_session(fake):
+    runs, outputs = call(fake, "agent", [row("r1", "what is 6*7?")], runs_per_row=2)
+    assert [o.actual_output for o in outputs] == ["Echo: what is 6*7?"] * 2
+    assert outputs[0].intermediate_steps == [
+        {"action": {"tool": "calculator", "toolInput": {"input": "6*7"}}, "observation": "42"}
+    ]
+    bodies = [request["body"] for request in fake.requests]
+    assert {body["sessionId"] for body in bodies} == {run.run_id for run in runs}
+    assert bodies[0]["chatInput"] == bodies[0]["input"] == "what is 6*7?"
+    assert bodies[0]["expectedTools"] == ["calculator"]
+    assert bodies[0]["evalContext"]["workflowHash"] == HASH
+    assert all(o.latency_s > 0 and o.error is None for o in outputs)
+
+
+def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
+    runs, (output,) = call(
+        fake,
+        "items",
+        [row("r1", "hi", topic="billing")],
+        headers={"Authorization": "Bearer {{ env.MY_TOKEN }}"},
+        body={"q": "{{ input }} ({{ row.topic }})", "tools": "{{ expectedTools }}"},
+        sessionParser="[0].json.sid",
+    )
+    (request,) = fake.requests
+    assert request["body"] == {
+        "q": "hi (billing)",
+        "tools": ["calculator"],  # a single expression keeps the list
+        "sessionId": runs[0].run_id,  # sessionField, added to a custom body
+    }
+    assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert (output.actual_output, output.session_id) == ("from an item list", "s-9")
+
+
+def test_get_sends_the_body_as_query_parameters(fake):
+    _, (output,) = call(
+        fake, "echo-get", [row("r1", "hi")], method="GET", body={"input": "{{ input }}"}
+    )
+    assert fake.requests[0]["body"]["input"] == "hi"
+    assert output.error_kind == "target_error"  # the fake has no such workflow: 404
+
+
+def test_failures_are_target_errors_with_status_and_reason_and_no_secret(fake):
+    rows = [row("r1", "a")]
+    _, (error,) = call(fake, "error", rows)
+    assert error.error == "target_error: HTTP 200: error in the answer: upstream model failed"
+    _, (failed,) = call(fake, "fail500", rows)
+    assert failed.error_kind == "target_error" and failed.error.startswith("target_error: HTTP 500")
+    assert TOKEN not in failed.error
+    assert fake.calls["/webhook/fail500"] == 1  # a POST is never retried
+    _, (slow,) = call(fake, "slow", rows, timeoutS=0.5)
+    assert slow.error == "target_error: timeout after 0.5 s"
+
+
+def test_get_and_put_are_retried_but_not_post(fake):
+    call(fake, "fail500", [row("r1", "a")], method="PUT", retries=2)
+    assert fake.calls["/webhook/fail500"] == 3
+
+
+def test_a_multi_turn_run_sends_each_message_in_one_session(fake):
+    rows = [row("r1", "unused", messages='["hello", "and again"]')]
+    runs, (output,) = call(fake, "session", rows, messagesColumn="messages")
+    assert output.turns == [
+        {"role": "user", "content": "hello"},
+        {"role": "assistant", "content": f"turn 1 of {runs[0].run_id}: hello"},
+        {"role": "user", "content": "and again"},
+        {"role": "assistant", "content": f"turn 2 of {runs[0].run_id}: and again"},
+    ]
+    assert output.actual_output.startswith("turn 2")
+
+
+def test_the_identity_never_shows_the_url():
+    identity = webhook_identity(f"https://n8n.example/webhook/{TOKEN}")
+    assert identity.startswith("n8n:webhook:") and TOKEN not in identity
