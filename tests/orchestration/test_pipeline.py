@@ -1,10 +1,8 @@
 """The Dagster assets end to end: a partition materialised and read back from DuckDB."""
 
 import json
-from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
 
 from n8n_deepeval_pipeline import load_benchmark
@@ -14,17 +12,9 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import worker_processes
+from tests.orchestration.conftest import PARTITIONS, query
 
 pytestmark = pytest.mark.slow
-PARTITIONS = "support_agent__workflow_hash"
-
-
-@pytest.fixture
-def environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "db" / "results.duckdb"))
-    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
-    return tmp_path / "db" / "results.duckdb"
 
 
 def materialise(defs, instance, key):
@@ -33,11 +23,6 @@ def materialise(defs, instance, key):
     )
     assert result.success
     return result
-
-
-def query(database: Path, sql: str) -> list[tuple]:
-    with duckdb.connect(str(database), read_only=True) as connection:
-        return connection.execute(sql).fetchall()
 
 
 def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
