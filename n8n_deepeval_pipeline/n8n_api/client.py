@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 from pydantic import BaseModel, ConfigDict
@@ -83,11 +84,14 @@ class N8nClient:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(
+        self, method: str, path: str, params: dict[str, str] | None = None, **kwargs: Any
+    ) -> Any:
         attempts = self._max_attempts if method == "GET" else 1
+        url = path + _query(params)
         for attempt in range(1, attempts + 1):
             try:
-                response = self._http.request(method, path, **kwargs)
+                response = self._http.request(method, url, **kwargs)
             except httpx2.TransportError as error:
                 if attempt == attempts:
                     raise N8nApiError(f"{method} {path}: {type(error).__name__}") from None
@@ -103,8 +107,19 @@ class N8nClient:
     # Workflows -------------------------------------------------------------------------
 
     def workflow(self, workflow_id: str) -> dict[str, Any]:
-        """The workflow as the API returns it (nodes, connections, name, …)."""
+        """The workflow as its triggers run it: the published version when there is one.
+
+        n8n 2.x keeps a draft beside the published ``activeVersion``; a webhook serves
+        the published one, so that is the version a benchmark of the live workflow sees.
+        """
         found: dict[str, Any] = self._request("GET", f"/workflows/{workflow_id}")
+        published = found.get("activeVersion")
+        if found.get("active") and isinstance(published, dict) and "nodes" in published:
+            return {
+                **found,
+                "nodes": published["nodes"],
+                "connections": published.get("connections", {}),
+            }
         return found
 
     # Data Tables -----------------------------------------------------------------------
@@ -159,6 +174,16 @@ class N8nClient:
             cursor = page.get("nextCursor")
             if not cursor:
                 return
+
+
+def _query(params: dict[str, str] | None) -> str:
+    """A query string with every reserved character percent-encoded.
+
+    n8n rejects a JSON filter holding a raw one, and a space must not become ``+``.
+    """
+    if not params:
+        return ""
+    return "?" + "&".join(f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in params.items())
 
 
 def _json_or_raise(method: str, path: str, response: httpx2.Response) -> Any:

@@ -27,7 +27,11 @@ from n8n_deepeval_pipeline.tables.rows import (
     RunAggregate,
     WorkflowSnapshot,
 )
-from n8n_deepeval_pipeline.workflow.hashing import canonical_workflow_json, workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import (
+    canonical_workflow_json,
+    without_webhook_paths,
+    workflow_hash,
+)
 
 
 class PartitionMismatchError(ValueError):
@@ -53,7 +57,7 @@ def workflow_snapshot(
         node_count=len(nodes),
         source=source,
         fetched_at=datetime.now(UTC),
-        canonical_json=canonical_workflow_json(workflow),
+        canonical_json=canonical_workflow_json(without_webhook_paths(workflow)),
     )
     return [snapshot]
 

@@ -75,3 +75,20 @@ def canonical_workflow_json(workflow: Mapping[str, Any]) -> str:
 def workflow_hash(workflow: Mapping[str, Any]) -> str:
     """Lower-case hex SHA-256 of the canonical graph's UTF-8 JSON."""
     return hashlib.sha256(canonical_workflow_json(workflow).encode("utf-8")).hexdigest()
+
+
+REDACTED_PATH = "<webhook path hidden>"
+
+
+def without_webhook_paths(workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """The workflow with every trigger's webhook path hidden (a path can be a URL's secret).
+
+    What the snapshot stores; the hash is always taken from the workflow as it is.
+    """
+    nodes = []
+    for node in workflow.get("nodes") or []:
+        parameters = node.get("parameters") or {}
+        if "webhookId" in node and "path" in parameters:
+            node = {**node, "parameters": {**parameters, "path": REDACTED_PATH}}
+        nodes.append(node)
+    return {**workflow, "nodes": nodes}

@@ -49,6 +49,9 @@ def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_pa
     assert json.loads(snapshot.canonical_json)["nodes"][0]["name"] == min(
         node["name"] for node in workflow["nodes"]
     )
+    webhook = next(node for node in workflow["nodes"] if "webhookId" in node)
+    assert webhook["parameters"]["path"] not in snapshot.canonical_json  # may be a secret
+    assert "<webhook path hidden>" in snapshot.canonical_json
     with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest}"):
         steps.workflow_snapshot(workflow, "workflow.json", HASH)
 

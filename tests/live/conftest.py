@@ -1,0 +1,22 @@
+"""A real n8n for the live tests, started once per session (N8N_DEEPEVAL_LIVE=1)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.live.n8n_server import N8nServer, ensure_installed
+
+LIVE = os.environ.get("N8N_DEEPEVAL_LIVE") == "1"
+
+
+@pytest.fixture(scope="session")
+def n8n(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N8nServer]:
+    """n8n 2.41.1 on loopback with an owner and an API key; stopped by process group."""
+    if not LIVE:
+        pytest.skip("live n8n tests: set N8N_DEEPEVAL_LIVE=1 (installs n8n, ~4 min cold)")
+    install_dir = ensure_installed()
+    with N8nServer.start(install_dir, tmp_path_factory.mktemp("n8n")) as server:
+        yield server
