@@ -160,7 +160,11 @@ class N8nClient:
 
     def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
         """The workflow's latest executions with their data, newest first."""
-        params = {"workflowId": workflow_id, "includeData": "true", "limit": str(limit)}
+        params = {
+            "workflowId": workflow_id,
+            "includeData": "true",
+            "limit": str(min(limit, _PAGE_SIZE)),  # n8n's largest page
+        }
         page = self._request("GET", "/executions", params=params)
         data: list[dict[str, Any]] = page.get("data", [])
         return data

@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
@@ -64,7 +65,34 @@ def live_outputs(
     finally:
         caller.close()
     check_version(benchmark, n8n, partition, "after")
+    if target.steps_from_execution:
+        outputs = with_execution_steps(context, benchmark, n8n, outputs)
     return outputs
+
+
+def with_execution_steps(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    n8n: N8nResource,
+    outputs: list[AgentOutput],
+) -> list[AgentOutput]:
+    """Fill in the steps of answers without them from the runs' executions in n8n."""
+    missing = [o for o in outputs if o.error is None and o.intermediate_steps is None]
+    if not missing:
+        return outputs
+    if not isinstance(benchmark.workflow, N8nWorkflowRef):
+        raise ValueError("target.stepsFromExecution needs workflow: {id: …} to find executions")
+    with n8n.client() as client:
+        executions = client.executions(benchmark.workflow.id, limit=len(outputs) + 20)
+    steps = steps_by_session(executions)
+    found = sum(1 for output in missing if output.session_id in steps)
+    context.log.info(f"steps read from executions for {found}/{len(missing)} runs")
+    return [
+        output.model_copy(update={"intermediate_steps": steps[output.session_id]})
+        if output in missing and output.session_id in steps
+        else output
+        for output in outputs
+    ]
 
 
 def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:

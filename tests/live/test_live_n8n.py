@@ -239,3 +239,34 @@ def test_failed_and_slow_calls_are_target_error_rows_and_the_rest_is_scored(
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
     return {key: row[key] for key in CASES[0]}
+
+
+def test_steps_missing_from_the_answer_are_read_from_the_execution(
+    n8n: N8nServer, live: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    workflow = load_workflow("agent_echo")
+    webhook = next(node for node in workflow["nodes"] if node["name"] == "Webhook")
+    webhook["parameters"]["path"] = path_name = f"stepless-{live['token']}"
+    webhook["webhookId"] = str(uuid.uuid4())
+    workflow["name"] = "live agent without steps in its answer"
+    workflow["nodes"].append(
+        {"id": str(uuid.uuid4()), "name": "Format", "type": "n8n-nodes-base.code",
+         "typeVersion": 2, "position": [480, 0],
+         "parameters": {"jsCode": "return [{json: {output: $input.first().json.output}}];"}}
+    )  # fmt: skip
+    workflow["connections"]["Agent"] = {"main": [[{"node": "Format", "type": "main", "index": 0}]]}
+    workflow_id = n8n.create_workflow(workflow)
+    n8n.wait_for_webhook(path_name, body={"input": "warm-up"})
+    path = benchmark_file(tmp_path, live, n8n, workflow={"id": workflow_id})
+    document = yaml.safe_load(path.read_text())
+    document["target"].update(url=n8n.webhook_url(path_name), stepsFromExecution=True)
+    path.write_text(yaml.safe_dump(document))
+    result = CliRunner().invoke(main, ["run", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    steps = dict(
+        query(environment, "select run_id, intermediate_steps from live_agent.agent_outputs")
+    )
+    by_case = {run_id.split(":")[1]: json.loads(text or "null") for run_id, text in steps.items()}
+    assert by_case["mul"][0]["action"]["tool"] == "calculator"
+    assert by_case["hello"] == []
+    assert "tool_correctness   1.000" in result.output
