@@ -160,7 +160,7 @@ def test_an_edit_in_n8n_becomes_a_new_partition_whose_outputs_differ(
     path.write_text(yaml.safe_dump(document))
     before = CliRunner().invoke(main, ["run", str(path), "--json"], catch_exceptions=False)
     assert before.exit_code == 0, before.output
-    old = json.loads(before.output[before.output.index("{") :])
+    old = json.loads(before.stdout)
 
     edited = n8n.api("GET", f"/workflows/{workflow_id}").json()
     code = next(node for node in edited["nodes"] if node["name"] == "Agent")
@@ -183,7 +183,7 @@ def test_an_edit_in_n8n_becomes_a_new_partition_whose_outputs_differ(
 
     after = CliRunner().invoke(main, ["run", str(path), "--json"], catch_exceptions=False)
     assert after.exit_code == 0, after.output
-    latest = json.loads(after.output[after.output.index("{") :])
+    latest = json.loads(after.stdout)
     print(f"old {old['workflow_hash']} pass rate {old['pass_rate']:.3f}; "
           f"new {latest['workflow_hash']} pass rate {latest['pass_rate']:.3f}")  # fmt: skip
     assert latest["workflow_hash"] == new

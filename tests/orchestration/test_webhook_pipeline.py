@@ -1,10 +1,14 @@
 """A benchmark whose target is a webhook (FakeN8nWebhooks, a test double), end to end."""
 
+import json
+
 import dagster as dg
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from n8n_deepeval_pipeline import load_benchmark
+from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
@@ -66,3 +70,27 @@ def test_live_outputs_are_scored_and_failed_calls_are_target_error_rows(
         for file in (tmp_path / "dagster").rglob("*")
         if file.is_file()
     )
+
+
+def test_record_keeps_a_live_run_for_offline_rescoring(example_copy, environment, tmp_path):
+    recording = tmp_path / "recorded.jsonl"
+    with FakeN8nWebhooks() as fake:
+        path = webhook_benchmark(example_copy, f"{fake.base_url}/webhook/agent")
+        live = CliRunner().invoke(main, ["run", str(path), "--json", "--record", str(recording)])
+    assert live.exit_code == 0, live.output
+    lines = [json.loads(line) for line in recording.read_text().splitlines()]
+    key = current_hash(load_benchmark(path), N8nResource())
+    assert len(lines) == 27
+    assert {line["workflow_hash"] for line in lines} == {key}
+    assert {line["output"][:6] for line in lines} == {"Echo: "}
+    document = yaml.safe_load(path.read_text())
+    document["target"] = {"type": "recorded", "outputs": str(recording)}
+    path.write_text(yaml.safe_dump(document))
+    offline = CliRunner().invoke(main, ["run", str(path), "--json"])  # the fake is gone
+    assert offline.exit_code == 0, offline.output
+
+    def summary(output):
+        return json.loads(output)
+
+    assert summary(offline.stdout)["pass_rate"] == summary(live.stdout)["pass_rate"]
+    assert summary(offline.stdout)["metrics"] == summary(live.stdout)["metrics"]
