@@ -18,7 +18,12 @@ from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_v
 from n8n_deepeval_pipeline.config_model import ConfigModel
 from n8n_deepeval_pipeline.judging.spec import JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
-from n8n_deepeval_pipeline.n8n_config import DataTableSink, N8nWorkflowRef, WebhookTarget
+from n8n_deepeval_pipeline.n8n_config import (
+    DataTableSink,
+    N8nWorkflowRef,
+    WebhookTarget,
+    WorkflowTarget,
+)
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 
@@ -187,7 +192,7 @@ class Benchmark(ConfigModel):
     dataset: DatasetConfig
     runs_per_row: int = Field(default=1, ge=1, le=100)
     run_name: str | None = None
-    target: Annotated[RecordedTarget | WebhookTarget, Field(discriminator="type")]
+    target: Annotated[RecordedTarget | WebhookTarget | WorkflowTarget, Field(discriminator="type")]
     sink: DataTableSink | None = None
     metrics: list[MetricSpec] = Field(min_length=1)
     aggregate: AggregateConfig = AggregateConfig()

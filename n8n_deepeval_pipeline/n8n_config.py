@@ -74,6 +74,53 @@ class WebhookTarget(ConfigModel):
         return self
 
 
+class WorkflowTarget(ConfigModel):
+    """Run the workflow from a start node to an end node (n8n's config evals), as it is.
+
+    The pipeline creates a harness copy on the same n8n whose trigger is replaced by a
+    webhook, runs every run through it, and removes it afterwards.
+    """
+
+    type: Literal["n8n_workflow"]
+    start_node_name: str = Field(
+        min_length=1, description="The first node the trigger feeds (never the trigger)."
+    )
+    end_node_name: str = Field(
+        min_length=1, description="The node whose output is the run's output."
+    )
+    input: Any = Field(
+        default=None,
+        description="What the trigger outputs for a row (a template, as a webhook body). "
+        "Default: the mapped fields, chatInput from input, a sessionId per run.",
+    )
+    response_path: str | None = Field(
+        default=None, description="JMESPath to the output in the end node's item."
+    )
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    max_concurrency: int = Field(default=4, ge=1, le=64)
+    messages_column: str | None = Field(
+        default=None, description="Dataset column with a list of user messages (multi-turn)."
+    )
+    steps_from_execution: bool = Field(
+        default=True,
+        description="Read intermediateSteps from the execution when the end node's output "
+        "has none (an AI Agent with Return Intermediate Steps off, or a node after it).",
+    )
+
+    def as_webhook(self, url: str) -> WebhookTarget:
+        """The harness copy's webhook, called like any webhook target."""
+        return WebhookTarget(
+            type="n8n_webhook",
+            url=url,
+            body=self.input,
+            response_path=self.response_path,
+            timeout_s=self.timeout_s,
+            max_concurrency=self.max_concurrency,
+            messages_column=self.messages_column,
+            steps_from_execution=self.steps_from_execution,
+        )
+
+
 SinkWriteMode = Literal["append", "upsert"]
 
 

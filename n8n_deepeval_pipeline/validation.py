@@ -14,11 +14,12 @@ from pydantic import BaseModel
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, equals_filter
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef
+from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
+from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 from n8n_deepeval_pipeline.workflow.hashing import extract_workflow, workflow_hash
 
 
@@ -36,12 +37,18 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
     """Validate the file, the workflow, the dataset and the recorded outputs."""
     benchmark = load_benchmark(path)
     try:
-        digest = workflow_hash(_workflow(benchmark, path, n8n))
+        workflow = _workflow(benchmark, path, n8n)
+        digest = workflow_hash(workflow)
         rows = load_dataset_rows(benchmark.dataset, digest, _records(benchmark, path, n8n))
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     if isinstance(benchmark.target, RecordedTarget):
         _check_recordings(path, benchmark, benchmark.target, rows)
+    if isinstance(benchmark.target, WorkflowTarget):
+        target = benchmark.target
+        problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
+        if problems:
+            raise BenchmarkConfigError(path, [f"target: {problem}" for problem in problems])
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,

@@ -122,6 +122,35 @@ class N8nClient:
             }
         return found
 
+    def workflows(self) -> list[dict[str, Any]]:
+        """Every workflow of the instance (ids, names, active flags; all pages)."""
+        return list(self._pages("/workflows", {"excludePinnedData": "true"}))
+
+    def create_workflow(self, workflow: dict[str, Any]) -> str:
+        """Create a workflow (name, nodes, connections, settings); its id."""
+        created = self._request("POST", "/workflows", json=workflow)
+        return str(created["id"])
+
+    def publish_workflow(self, workflow_id: str) -> None:
+        """Publish (activate) the workflow, so its webhooks answer."""
+        self._request("POST", f"/workflows/{workflow_id}/publish")
+
+    def remove_workflow(self, workflow_id: str, timeout_s: float = 30.0) -> None:
+        """Unpublish, archive and delete a workflow; one already gone is not an error."""
+        deadline = time.monotonic() + timeout_s
+        for method, step in (("POST", "/unpublish"), ("POST", "/archive"), ("DELETE", "")):
+            while True:
+                try:
+                    self._request(method, f"/workflows/{workflow_id}{step}")
+                    break
+                except N8nApiError as error:
+                    if error.status == 404:
+                        return
+                    # DELETE answers 409 until the unpublish has finished in the background.
+                    if error.status != 409 or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.25)
+
     # Data Tables -----------------------------------------------------------------------
 
     def data_tables(self) -> list[DataTable]:

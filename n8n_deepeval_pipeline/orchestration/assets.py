@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
@@ -23,7 +23,6 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     consistency_records,
     write_records,
 )
-from n8n_deepeval_pipeline.n8n_config import WebhookTarget
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
@@ -159,10 +158,10 @@ def build_benchmark_assets(
     ) -> pd.DataFrame:
         runs = from_frame(ExpandedRun, expanded_runs)
         rows = from_frame(DatasetRow, dataset_rows)
-        if isinstance(benchmark.target, WebhookTarget):
-            outputs = live_outputs(context, benchmark, n8n, runs, rows)
-        else:
+        if isinstance(benchmark.target, RecordedTarget):
             outputs = steps.agent_outputs(benchmark.target, runs, rows)
+        else:
+            outputs = live_outputs(context, benchmark, n8n, runs, rows)
         context.add_output_metadata(outputs_metadata(outputs))
         return to_frame(AgentOutput, outputs)
 

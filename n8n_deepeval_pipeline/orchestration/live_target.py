@@ -1,8 +1,10 @@
 """A live run of the workflow for ``agent_outputs``: call it, and make sure of the version.
 
-Outputs are stored under the partition (the workflow version) only if the workflow
-hashed to that version both before and after the calls: an edit during the run, or a
-partition of an older version, is refused instead of being labelled wrongly.
+A webhook target is called as it is; a workflow target through a harness copy that runs
+from its start node to its end node. Outputs are stored under the partition (the
+workflow version) only if the workflow hashed to that version both before and after the
+calls: an edit during the run, or a partition of an older version, is refused instead of
+being labelled wrongly.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import dagster as dg
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_webhook, remove_stale_copies
+from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 
 
 class VersionChangedError(RuntimeError):
@@ -44,14 +48,31 @@ def live_outputs(
 ) -> list[AgentOutput]:
     """Call the webhook for every run, between two checks of the workflow's version."""
     target = benchmark.target
-    assert isinstance(target, WebhookTarget)
     partition = context.partition_key
-    if not isinstance(benchmark.workflow, N8nWorkflowRef):
-        context.log.warning(
-            "the workflow is a file: the version n8n serves cannot be checked; "
-            "name it with workflow: {id: …} to have it checked before and after the calls"
-        )
     check_version(benchmark, n8n, partition, "before")
+    if isinstance(target, WorkflowTarget):
+        outputs = _through_harness(context, benchmark, target, n8n, runs, rows)
+    else:
+        assert isinstance(target, WebhookTarget)
+        if not isinstance(benchmark.workflow, N8nWorkflowRef):
+            context.log.warning(
+                "the workflow is a file: the version n8n serves cannot be checked; "
+                "name it with workflow: {id: …} to have it checked before and after the calls"
+            )
+        outputs = _call(context, n8n, target, runs, rows)
+        if target.steps_from_execution and isinstance(benchmark.workflow, N8nWorkflowRef):
+            outputs = with_execution_steps(context, n8n, benchmark.workflow.id, outputs)
+    check_version(benchmark, n8n, partition, "after")
+    return outputs
+
+
+def _call(
+    context: dg.AssetExecutionContext,
+    n8n: N8nResource,
+    target: WebhookTarget,
+    runs: list[ExpandedRun],
+    rows: list[DatasetRow],
+) -> list[AgentOutput]:
     caller = n8n.webhook_caller(target)
     context.log.info(f"calling {caller.identity} for {len(runs)} runs")
     step = max(1, len(runs) // 10)
@@ -61,29 +82,54 @@ def live_outputs(
             context.log.info(f"called {done}/{total}")
 
     try:
-        outputs = caller.outputs(runs, {row.row_id: row for row in rows}, progress)
+        return caller.outputs(runs, {row.row_id: row for row in rows}, progress)
     finally:
         caller.close()
-    check_version(benchmark, n8n, partition, "after")
-    if target.steps_from_execution:
-        outputs = with_execution_steps(context, benchmark, n8n, outputs)
+
+
+def _through_harness(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    target: WorkflowTarget,
+    n8n: N8nResource,
+    runs: list[ExpandedRun],
+    rows: list[DatasetRow],
+) -> list[AgentOutput]:
+    """Run the workflow from its start to its end node through a harness copy."""
+    workflow, source = n8n.workflow(benchmark)
+    problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
+    if problems:
+        raise ValueError(f"{source}: " + "; ".join(problems))
+    label = f"{benchmark.name} {context.partition_key[:12]}"
+    with n8n.client() as client:
+        for name in remove_stale_copies(client, benchmark.name):
+            context.log.warning(f"removed a harness copy an earlier run left: {name}")
+        with harness_webhook(
+            client,
+            n8n.base_url or "",
+            workflow,
+            target.start_node_name,
+            target.end_node_name,
+            label,
+        ) as (copy_id, url):
+            outputs = _call(context, n8n, target.as_webhook(url), runs, rows)
+            if target.steps_from_execution:
+                outputs = with_execution_steps(context, n8n, copy_id, outputs)
     return outputs
 
 
 def with_execution_steps(
     context: dg.AssetExecutionContext,
-    benchmark: Benchmark,
     n8n: N8nResource,
+    workflow_id: str,
     outputs: list[AgentOutput],
 ) -> list[AgentOutput]:
     """Fill in the steps of answers without them from the runs' executions in n8n."""
     missing = [o for o in outputs if o.error is None and o.intermediate_steps is None]
     if not missing:
         return outputs
-    if not isinstance(benchmark.workflow, N8nWorkflowRef):
-        raise ValueError("target.stepsFromExecution needs workflow: {id: …} to find executions")
     with n8n.client() as client:
-        executions = client.executions(benchmark.workflow.id, limit=len(outputs) + 20)
+        executions = client.executions(workflow_id, limit=len(outputs) + 20)
     steps = steps_by_session(executions)
     found = sum(1 for output in missing if output.session_id in steps)
     context.log.info(f"steps read from executions for {found}/{len(missing)} runs")

@@ -1,0 +1,157 @@
+"""The harness copy of a workflow: n8n's config evals, run from the start to the end node.
+
+An eval names a ``startNodeName`` (the first node the trigger feeds, never the trigger)
+and an ``endNodeName``. The copy keeps the nodes on the main path from the start node to
+the end node and every sub-node wired into them (models, tools, memories, parsers);
+the node that fed the start node is replaced by a Webhook → Code pair where the Code node
+carries the old node's *name*, so expressions such as
+``$('When chat message received').item.json.chatInput`` keep working; everything after
+the end node is cut, so the webhook answers with the end node's output. Credentials stay
+referenced by id: nothing here reads them.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any
+
+_TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.start"})
+HARNESS_WEBHOOK = "n8n-deepeval harness webhook"
+# The trigger's stand-in passes the request body on, as the trigger would its output.
+_STAND_IN_CODE = "return [{ json: $input.first().json.body ?? {} }];"
+
+
+def is_trigger(node: dict[str, Any]) -> bool:
+    """Whether the node starts executions (chat, webhook, form, schedule, app triggers)."""
+    node_type = str(node.get("type", ""))
+    return node_type in _TRIGGER_TYPES or node_type.lower().endswith("trigger")
+
+
+def _main_links(workflow: dict[str, Any]) -> list[tuple[str, str, int]]:
+    """(source, target, target input index) of every main connection."""
+    links = []
+    for source, outputs in (workflow.get("connections") or {}).items():
+        for branch in (outputs or {}).get("main") or []:
+            for link in branch or []:
+                links.append((source, link["node"], int(link.get("index", 0))))
+    return links
+
+
+def _sub_node_links(workflow: dict[str, Any]) -> list[tuple[str, str]]:
+    """(sub-node, parent) of every non-main connection (ai_languageModel, ai_tool, …)."""
+    links: list[tuple[str, str]] = []
+    for source, outputs in (workflow.get("connections") or {}).items():
+        for kind, branches in (outputs or {}).items():
+            if kind == "main":
+                continue
+            for branch in branches or []:
+                links.extend((source, link["node"]) for link in branch or [])
+    return links
+
+
+def _reachable(start: str, end: str, links: list[tuple[str, str, int]]) -> set[str]:
+    """Nodes on a main path from ``start`` that stop at ``end`` (nothing after it)."""
+    after = defaultdict(list)
+    for source, target, _ in links:
+        after[source].append(target)
+    seen, frontier = {start}, [start]
+    while frontier:
+        node = frontier.pop()
+        if node == end:
+            continue
+        for target in after[node]:
+            if target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    return seen
+
+
+def check_start_and_end(workflow: dict[str, Any], start: str, end: str) -> list[str]:
+    """What is wrong with the pair, in the config evals' plain words (empty when fine)."""
+    nodes = {node["name"]: node for node in workflow.get("nodes") or []}
+    problems = [
+        f'{role} node "{name}" does not exist in the workflow'
+        for role, name in (("start", start), ("end", end))
+        if name not in nodes
+    ]
+    if problems:
+        return problems
+    links = _main_links(workflow)
+    if is_trigger(nodes[start]):
+        problems.append(f'start node "{start}" is a trigger: name the first node the trigger feeds')
+    elif not any(target == start for _, target, _ in links):
+        problems.append(f'start node "{start}" has no incoming connection')
+    if end not in _reachable(start, end, links):
+        problems.append(f'end node "{end}" cannot be reached from start node "{start}"')
+    return problems
+
+
+def harness_copy(
+    workflow: dict[str, Any], start: str, end: str, path: str, webhook_id: str
+) -> dict[str, Any]:
+    """The copy the pipeline runs (call ``check_start_and_end`` first)."""
+    links = _main_links(workflow)
+    feeder, index = next((source, i) for source, target, i in links if target == start)
+    kept = _reachable(start, end, links)
+    kept |= _sub_nodes_of(kept, _sub_node_links(workflow))
+    nodes = [copy.deepcopy(node) for node in workflow["nodes"] if node["name"] in kept]
+    position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
+    nodes += _stand_in(feeder, path, webhook_id, position)
+    return {
+        "name": workflow.get("name", "workflow"),
+        "nodes": nodes,
+        "connections": _kept_connections(workflow, kept, end, feeder, start, index),
+        "settings": {"executionOrder": "v1"},
+    }
+
+
+def _sub_nodes_of(parents: set[str], links: list[tuple[str, str]]) -> set[str]:
+    found: set[str] = set()
+    frontier = set(parents)
+    while frontier:
+        children = {child for child, parent in links if parent in frontier} - found - parents
+        found |= children
+        frontier = children
+    return found
+
+
+def _stand_in(feeder: str, path: str, webhook_id: str, position: list[Any]) -> list[dict[str, Any]]:
+    x, y = [*position, 0, 0][:2]
+    webhook = {
+        "name": HARNESS_WEBHOOK,
+        "type": "n8n-nodes-base.webhook",
+        "typeVersion": 2,
+        "position": [x - 440, y],
+        "webhookId": webhook_id,
+        "parameters": {"httpMethod": "POST", "path": path, "responseMode": "lastNode",
+                       "options": {}},
+    }  # fmt: skip
+    stand_in = {
+        "name": feeder,
+        "type": "n8n-nodes-base.code",
+        "typeVersion": 2,
+        "position": [x - 220, y],
+        "parameters": {"jsCode": _STAND_IN_CODE},
+    }
+    return [webhook, stand_in]
+
+
+def _kept_connections(
+    workflow: dict[str, Any], kept: set[str], end: str, feeder: str, start: str, index: int
+) -> dict[str, Any]:
+    connections: dict[str, Any] = {}
+    for source, outputs in (workflow.get("connections") or {}).items():
+        if source not in kept:
+            continue
+        trimmed = {
+            kind: [[link for link in branch or [] if link["node"] in kept] for branch in branches]
+            for kind, branches in (outputs or {}).items()
+            if not (kind == "main" and source == end)  # everything after the end node is cut
+        }
+        if trimmed:
+            connections[source] = trimmed
+    main = [[{"node": start, "type": "main", "index": index}]]
+    connections[HARNESS_WEBHOOK] = {"main": [[{"node": feeder, "type": "main", "index": 0}]]}
+    connections[feeder] = {"main": main}
+    return connections

@@ -1,0 +1,86 @@
+"""The harness copy: start/end checks in plain words, and the graph the pipeline runs."""
+
+from n8n_deepeval_pipeline.workflow.harness import (
+    HARNESS_WEBHOOK,
+    check_start_and_end,
+    harness_copy,
+)
+
+
+def node(name, node_type, **extra):
+    return {"name": name, "type": node_type, "typeVersion": 1, "position": [0, 0],
+            "parameters": {}, **extra}  # fmt: skip
+
+
+def link(target, kind="main"):
+    return {kind: [[{"node": target, "type": kind, "index": 0}]]}
+
+
+TRIGGER = "When chat message received"
+CHAT_AGENT = {
+    "name": "Support agent",
+    "nodes": [
+        node(TRIGGER, "@n8n/n8n-nodes-langchain.chatTrigger", webhookId="w-1"),
+        node("AI Agent", "@n8n/n8n-nodes-langchain.agent"),
+        node("OpenAI Chat Model", "@n8n/n8n-nodes-langchain.lmChatOpenAi",
+             credentials={"openAiApi": {"id": "cred-7", "name": "OpenAI"}}),
+        node("Calculator", "@n8n/n8n-nodes-langchain.toolCalculator"),
+        node("Simple Memory", "@n8n/n8n-nodes-langchain.memoryBufferWindow"),
+        node("Format", "n8n-nodes-base.set"),
+        node("Send to Slack", "n8n-nodes-base.slack"),
+        node("Unrelated", "n8n-nodes-base.noOp"),
+    ],
+    "connections": {
+        TRIGGER: link("AI Agent"),
+        "OpenAI Chat Model": link("AI Agent", "ai_languageModel"),
+        "Calculator": link("AI Agent", "ai_tool"),
+        "Simple Memory": link("AI Agent", "ai_memory"),
+        "AI Agent": link("Format"),
+        "Format": link("Send to Slack"),
+    },
+}  # fmt: skip
+
+
+def test_start_and_end_are_checked_in_plain_words():
+    assert check_start_and_end(CHAT_AGENT, "AI Agent", "Format") == []
+    assert check_start_and_end(CHAT_AGENT, TRIGGER, "Format") == [
+        f'start node "{TRIGGER}" is a trigger: name the first node the trigger feeds'
+    ]
+    assert check_start_and_end(CHAT_AGENT, "Agent", "Formatter") == [
+        'start node "Agent" does not exist in the workflow',
+        'end node "Formatter" does not exist in the workflow',
+    ]
+    assert check_start_and_end(CHAT_AGENT, "Unrelated", "Format") == [
+        'start node "Unrelated" has no incoming connection',
+        'end node "Format" cannot be reached from start node "Unrelated"',
+    ]
+    assert check_start_and_end(CHAT_AGENT, "Format", "AI Agent") == [
+        'end node "AI Agent" cannot be reached from start node "Format"'
+    ]
+
+
+def test_the_copy_keeps_the_path_and_its_sub_nodes_and_stands_in_for_the_trigger():
+    copy = harness_copy(CHAT_AGENT, "AI Agent", "Format", "n8n-deepeval-abc", "hook-1")
+    names = {n["name"]: n for n in copy["nodes"]}
+    assert set(names) == {HARNESS_WEBHOOK, TRIGGER, "AI Agent", "OpenAI Chat Model",
+                          "Calculator", "Simple Memory", "Format"}  # fmt: skip
+    assert names[TRIGGER]["type"] == "n8n-nodes-base.code"  # same name, so $('…') works
+    assert "json.body" in names[TRIGGER]["parameters"]["jsCode"]
+    webhook = names[HARNESS_WEBHOOK]
+    assert (webhook["webhookId"], webhook["parameters"]["path"]) == ("hook-1", "n8n-deepeval-abc")
+    assert webhook["parameters"]["responseMode"] == "lastNode"
+    assert names["OpenAI Chat Model"]["credentials"] == {
+        "openAiApi": {"id": "cred-7", "name": "OpenAI"}
+    }
+    connections = copy["connections"]
+    assert connections[HARNESS_WEBHOOK]["main"][0][0]["node"] == TRIGGER
+    assert connections[TRIGGER]["main"][0][0]["node"] == "AI Agent"
+    assert connections["Calculator"] == link("AI Agent", "ai_tool")
+    assert "Format" not in connections  # everything after the end node is cut
+    assert CHAT_AGENT["connections"]["Format"] == link("Send to Slack")  # original untouched
+
+
+def test_ending_at_the_agent_cuts_what_follows_it():
+    copy = harness_copy(CHAT_AGENT, "AI Agent", "AI Agent", "p", "h")
+    assert "Format" not in {n["name"] for n in copy["nodes"]}
+    assert "AI Agent" not in copy["connections"]
