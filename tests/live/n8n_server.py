@@ -278,7 +278,10 @@ class N8nServer:
         )
 
     def rest(self, method: str, path: str, **kwargs: Any) -> httpx2.Response:
-        """Call the internal REST API (`/rest/...`) as the logged-in owner."""
+        """Call the internal REST API (`/rest/...`) as the logged-in owner.
+
+        Keep the `browser-id` header: on a mismatch n8n answers 401 and clears the login cookie.
+        """
         return self._rest.request(method, path, **kwargs)
 
     # ---- public API --------------------------------------------------------------------------

@@ -105,7 +105,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     assert set(stats["refund"][2]) == {"1", "2", "3"}
 
 
-def test_changed_workflow_is_a_new_partition_and_old_rows_stay(example_copy, environment):
+def test_changed_workflow_needs_its_own_recordings_and_old_rows_stay(example_copy, environment):
     defs = build_definitions([example_copy])
     benchmark = load_benchmark(example_copy)
     old = current_hash(benchmark, N8nResource())
@@ -115,12 +115,19 @@ def test_changed_workflow_is_a_new_partition_and_old_rows_stay(example_copy, env
     new = current_hash(benchmark, N8nResource())
     assert new != old
     with dg.instance_for_test() as instance:
+        job = defs.resolve_job_def("support_agent__benchmark")
         instance.add_dynamic_partitions(PARTITIONS, [new])
+        refused = job.execute_in_process(partition_key=new, instance=instance, raise_on_error=False)
+        (failure,) = [event for event in refused.all_events if event.is_step_failure]
+        assert f"no recorded outputs for version {new[:12]}" in str(failure.event_specific_data)
+        # the new version's recordings, as `run --record` writes them
+        recorded = example_copy.parent / "outputs.jsonl"
+        lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+        with recorded.open("a") as file:
+            file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
         materialise(defs, instance, new)
         instance.add_dynamic_partitions(PARTITIONS, [old])
-        failed = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
-            partition_key=old, instance=instance, raise_on_error=False
-        )
+        failed = job.execute_in_process(partition_key=old, instance=instance, raise_on_error=False)
     assert not failed.success  # that version's workflow is no longer on disk
     assert query(
         environment, "select workflow_hash, count(*) from support_agent.run_aggregates group by 1"
@@ -132,18 +139,22 @@ def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environ
     sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
     benchmark = load_benchmark(example_copy)
     with dg.instance_for_test() as instance:
-        first = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        first = sensor(dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()}))
         key = current_hash(benchmark, N8nResource())
         assert [r.partition_key for r in first.run_requests] == [key]
         assert first.dynamic_partitions_requests[0].partition_keys == [key]
         instance.add_dynamic_partitions(PARTITIONS, [key])
-        unchanged = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        unchanged = sensor(
+            dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()})
+        )
         assert isinstance(unchanged, dg.SkipReason)
 
         workflow = json.loads(benchmark.workflow.read_text())
         workflow["connections"].pop("calculator")
         benchmark.workflow.write_text(json.dumps(workflow))
-        changed = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        changed = sensor(
+            dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()})
+        )
         new = current_hash(benchmark, N8nResource())
         assert new != key
         assert [r.partition_key for r in changed.run_requests] == [new]
@@ -156,7 +167,9 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
     assert schedule.cron_schedule == "0 2 * * *"
     key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        request = schedule(dg.build_schedule_context(instance=instance))
+        request = schedule(
+            dg.build_schedule_context(instance=instance, resources={"n8n": N8nResource()})
+        )
         assert request.partition_key == key
         assert instance.has_dynamic_partition(PARTITIONS, key)
 
@@ -214,8 +227,9 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     defs = build_definitions([example_copy])
     key = current_hash(load_benchmark(example_copy), N8nResource())
     journal_dir = tmp_path / "journal"
-    job = defs.resolve_job_def("support_agent__benchmark")
     with dg.instance_for_test() as instance:
+        # Resolved with a live instance: Dagster keeps the last instance's state storage.
+        job = defs.resolve_job_def("support_agent__benchmark")
         instance.add_dynamic_partitions(PARTITIONS, [key])
         failed = job.execute_in_process(
             partition_key=key,
