@@ -16,7 +16,7 @@ from urllib.parse import quote
 import httpx2
 from pydantic import BaseModel, ConfigDict
 
-from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
+from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
 
@@ -88,21 +88,11 @@ class N8nClient:
         self, method: str, path: str, params: dict[str, str] | None = None, **kwargs: Any
     ) -> Any:
         attempts = self._max_attempts if method == "GET" else 1
-        url = path + _query(params)
-        for attempt in range(1, attempts + 1):
-            try:
-                response = self._http.request(method, url, **kwargs)
-            except httpx2.TransportError as error:
-                if attempt == attempts:
-                    raise N8nApiError(f"{method} {path}: {type(error).__name__}") from None
-                time.sleep(min(2.0**attempt, 10.0))
-                continue
-            if response.status_code in RETRYABLE_STATUS and attempt < attempts:
-                delay = parse_retry_after(response.headers.get("retry-after"))
-                time.sleep(min(delay if delay is not None else 2.0**attempt, 30.0))
-                continue
-            return _json_or_raise(method, path, response)
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            response = send(self._http, method, path + _query(params), attempts, **kwargs)
+        except httpx2.TransportError as error:
+            raise N8nApiError(f"{method} {path}: {type(error).__name__}") from None
+        return _json_or_raise(method, path, response)
 
     # Workflows -------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
+from n8n_deepeval_pipeline.n8n_api.retries import send
 from n8n_deepeval_pipeline.n8n_config import UNSAFE_TO_RETRY, WebhookTarget
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
@@ -193,27 +193,16 @@ class WebhookCaller:
             request["content"] = body.encode("utf-8")
         else:
             request["json"] = body
-        for attempt in range(1, attempts + 1):
-            try:
-                response = self._http.request(method, url, **request)
-            except httpx2.TimeoutException:
-                if attempt == attempts:
-                    raise TargetError(f"timeout after {self.target.timeout_s:g} s") from None
-                continue
-            except httpx2.TransportError as error:
-                if attempt == attempts:
-                    raise TargetError(f"connection failed ({type(error).__name__})") from None
-                time.sleep(min(2.0**attempt, 10.0))
-                continue
-            if response.status_code in RETRYABLE_STATUS and attempt < attempts:
-                delay = parse_retry_after(response.headers.get("retry-after"))
-                time.sleep(min(delay if delay is not None else 2.0**attempt, 30.0))
-                continue
-            if response.status_code >= 300:
-                reason = _redact(_reason(response), url)
-                raise TargetError(f"HTTP {response.status_code}: {reason}")
-            return response
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            response = send(self._http, method, url, attempts, **request)
+        except httpx2.TimeoutException:
+            raise TargetError(f"timeout after {self.target.timeout_s:g} s") from None
+        except httpx2.TransportError as error:
+            raise TargetError(f"connection failed ({type(error).__name__})") from None
+        if response.status_code >= 300:
+            reason = _redact(_reason(response), url)
+            raise TargetError(f"HTTP {response.status_code}: {reason}")
+        return response
 
 
 def _query(body: Any) -> dict[str, str]:
