@@ -13,14 +13,15 @@ from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
-from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, equals_filter
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
+from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
-from n8n_deepeval_pipeline.workflow.hashing import extract_workflow, workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
 
 class CheckReport(BaseModel):
@@ -69,24 +70,16 @@ def _client(path: Path, n8n: N8nClient | None, what: str) -> N8nClient:
 
 def _workflow(benchmark: Benchmark, path: Path, n8n: N8nClient | None) -> dict[str, Any]:
     if isinstance(benchmark.workflow, N8nWorkflowRef):
-        found = _client(path, n8n, "workflow").workflow(benchmark.workflow.id)
-        return dict(extract_workflow(found))
+        return fetch_workflow(_client(path, n8n, "workflow"), benchmark.workflow)
     return read_workflow(benchmark.workflow)
 
 
 def _records(
     benchmark: Benchmark, path: Path, n8n: N8nClient | None
 ) -> list[dict[str, Any]] | None:
-    config = benchmark.dataset
-    if config.data_table is None:
+    if benchmark.dataset.data_table is None:
         return None
-    client = _client(path, n8n, "dataset.dataTable")
-    table = client.find_data_table(config.data_table)
-    if table is None:
-        raise BenchmarkConfigError(
-            path, [f"dataset.dataTable: no Data Table {config.data_table!r}"]
-        )
-    return client.rows(table.id, equals_filter(dict(config.filters)))
+    return fetch_records(_client(path, n8n, "dataset.dataTable"), benchmark.dataset)
 
 
 def _check_recordings(

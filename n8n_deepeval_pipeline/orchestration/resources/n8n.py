@@ -15,11 +15,11 @@ import dagster as dg
 from pydantic import Field
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig
-from n8n_deepeval_pipeline.n8n_api.client import N8nClient, equals_filter
+from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.workflow.file import read_workflow
-from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
 
 API_URL_ENV = "N8N_API_URL"
 API_KEY_ENV = "N8N_API_KEY"
@@ -54,8 +54,8 @@ class N8nResource(dg.ConfigurableResource):
         """The workflow as it is now, and where it came from (a file or n8n)."""
         if isinstance(benchmark.workflow, N8nWorkflowRef):
             with self.client() as client:
-                found = client.workflow(benchmark.workflow.id)
-            return dict(extract_workflow(found)), f"n8n:workflow:{benchmark.workflow.id}"
+                workflow = fetch_workflow(client, benchmark.workflow)
+            return workflow, f"n8n:workflow:{benchmark.workflow.id}"
         return read_workflow(benchmark.workflow), str(benchmark.workflow)
 
     def dataset_records(self, config: DatasetConfig) -> list[dict[str, Any]] | None:
@@ -63,12 +63,7 @@ class N8nResource(dg.ConfigurableResource):
         if config.data_table is None:
             return None
         with self.client() as client:
-            table = client.find_data_table(config.data_table)
-            if table is None:
-                raise N8nNotConfiguredError(
-                    f"dataset.dataTable: no Data Table {config.data_table!r} in n8n"
-                )
-            return client.rows(table.id, equals_filter(dict(config.filters)))
+            return fetch_records(client, config)
 
     def webhook_caller(self, target: WebhookTarget) -> WebhookCaller:
         """The caller of the target's webhook (its URL read from the environment if named)."""
