@@ -240,6 +240,17 @@ class Benchmark(ConfigModel):
             raise ValueError(f"aggregate.metrics names unknown metrics {unknown}; known: {labels}")
         return self
 
+    @model_validator(mode="after")
+    def _executions_need_a_workflow_in_n8n(self) -> Benchmark:
+        # A webhook's executions are found through its workflow in n8n.
+        steps = isinstance(self.target, WebhookTarget) and self.target.steps_from_execution
+        if steps and not isinstance(self.workflow, N8nWorkflowRef):
+            raise ValueError(
+                "target.stepsFromExecution reads the executions of the workflow in n8n: "
+                "name it with workflow: {id: …}"
+            )
+        return self
+
     @property
     def metric_labels(self) -> list[str]:
         """Labels of the metrics, in file order."""

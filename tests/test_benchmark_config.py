@@ -135,3 +135,15 @@ def test_unreadable_yaml_and_non_mapping_are_reported(tmp_path):
 def test_dataset_format_must_be_known(tmp_path):
     (problem,) = problems(tmp_path, with_changes(dataset={"path": "rows.xlsx"}))
     assert "cannot tell the format of 'rows.xlsx'" in problem
+
+
+def test_live_targets_name_their_url_and_steps_from_executions_need_a_workflow_in_n8n(tmp_path):
+    webhook = {"type": "n8n_webhook", "url": "http://127.0.0.1:5678/webhook/x"}
+    assert load_benchmark(write(tmp_path, with_changes(target=webhook))).target.method == "POST"
+    (both,) = problems(tmp_path, with_changes(target={**webhook, "urlEnv": "HOOK"}))
+    assert "exactly one of 'url' or 'urlEnv'" in both
+    steps = {**webhook, "stepsFromExecution": True}
+    (needs_id,) = problems(tmp_path, with_changes(target=steps))
+    assert "stepsFromExecution reads the executions of the workflow in n8n" in needs_id
+    in_n8n = with_changes(target=steps, workflow={"id": "Vw1t9k"})
+    assert load_benchmark(write(tmp_path, in_n8n)).workflow.id == "Vw1t9k"

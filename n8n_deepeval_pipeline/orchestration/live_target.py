@@ -18,25 +18,29 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import harness_webhook, remove_stale_copies
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget, WorkflowTarget
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
+from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
 
 class VersionChangedError(RuntimeError):
     """The workflow is not (or no longer) the version of the partition being materialised."""
 
 
-def check_version(benchmark: Benchmark, n8n: N8nResource, partition: str, when: str) -> None:
-    """Refuse to label outputs with a version the workflow is not at."""
-    current = current_hash(benchmark, n8n)
+def workflow_at_version(
+    benchmark: Benchmark, n8n: N8nResource, partition: str, when: str
+) -> dict[str, Any]:
+    """The workflow as it is now; refuses one that is not the partition's version."""
+    workflow, _ = n8n.workflow(benchmark)
+    current = workflow_hash(workflow)
     if current != partition:
         raise VersionChangedError(
             f"{when} the calls the workflow hashes to {current[:12]}, not to this partition "
             f"{partition[:12]}: its outputs would not belong to this version. Materialise the "
             "current version's partition instead (the sensor adds it)."
         )
+    return workflow
 
 
 def live_outputs(
@@ -49,9 +53,9 @@ def live_outputs(
     """Call the webhook for every run, between two checks of the workflow's version."""
     target = benchmark.target
     partition = context.partition_key
-    check_version(benchmark, n8n, partition, "before")
+    workflow = workflow_at_version(benchmark, n8n, partition, "before")
     if isinstance(target, WorkflowTarget):
-        outputs = _through_harness(context, benchmark, target, n8n, runs, rows)
+        outputs = _through_harness(context, benchmark.name, target, workflow, n8n, runs, rows)
     else:
         assert isinstance(target, WebhookTarget)
         if not isinstance(benchmark.workflow, N8nWorkflowRef):
@@ -60,9 +64,9 @@ def live_outputs(
                 "name it with workflow: {id: …} to have it checked before and after the calls"
             )
         outputs = _call(context, n8n, target, runs, rows)
-        if target.steps_from_execution and isinstance(benchmark.workflow, N8nWorkflowRef):
+        if isinstance(benchmark.workflow, N8nWorkflowRef) and target.steps_from_execution:
             outputs = with_execution_steps(context, n8n, benchmark.workflow.id, outputs)
-    check_version(benchmark, n8n, partition, "after")
+    workflow_at_version(benchmark, n8n, partition, "after")
     return outputs
 
 
@@ -89,20 +93,20 @@ def _call(
 
 def _through_harness(
     context: dg.AssetExecutionContext,
-    benchmark: Benchmark,
+    benchmark_name: str,
     target: WorkflowTarget,
+    workflow: dict[str, Any],
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
-    workflow, source = n8n.workflow(benchmark)
     problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
     if problems:
-        raise ValueError(f"{source}: " + "; ".join(problems))
-    label = f"{benchmark.name} {context.partition_key[:12]}"
+        raise ValueError("target: " + "; ".join(problems))
+    label = f"{benchmark_name} {context.partition_key[:12]}"
     with n8n.client() as client:
-        for name in remove_stale_copies(client, benchmark.name):
+        for name in remove_stale_copies(client, benchmark_name):
             context.log.warning(f"removed a harness copy an earlier run left: {name}")
         with harness_webhook(
             client,
@@ -125,17 +129,20 @@ def with_execution_steps(
     outputs: list[AgentOutput],
 ) -> list[AgentOutput]:
     """Fill in the steps of answers without them from the runs' executions in n8n."""
-    missing = [o for o in outputs if o.error is None and o.intermediate_steps is None]
+    missing = {
+        output.session_id
+        for output in outputs
+        if output.error is None and output.intermediate_steps is None
+    }
     if not missing:
         return outputs
     with n8n.client() as client:
-        executions = client.executions(workflow_id, limit=len(outputs) + 20)
-    steps = steps_by_session(executions)
-    found = sum(1 for output in missing if output.session_id in steps)
-    context.log.info(f"steps read from executions for {found}/{len(missing)} runs")
+        steps = steps_by_session(client.executions(workflow_id, limit=len(outputs) + 20))
+    found = {session: steps[session] for session in missing if session in steps}
+    context.log.info(f"steps read from executions for {len(found)}/{len(missing)} runs")
     return [
-        output.model_copy(update={"intermediate_steps": steps[output.session_id]})
-        if output in missing and output.session_id in steps
+        output.model_copy(update={"intermediate_steps": found[output.session_id]})
+        if output.intermediate_steps is None and output.session_id in found
         else output
         for output in outputs
     ]
