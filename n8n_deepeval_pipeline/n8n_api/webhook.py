@@ -14,7 +14,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -68,7 +68,7 @@ def template_context(
         "rowId": run.row_id,
     }
     return {**fields, "row": row.raw, "evalContext": eval_context, "sessionId": session_id,
-            "env": dict(env)}  # fmt: skip
+            "env": env}  # fmt: skip
 
 
 def default_body(context: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +88,7 @@ class WebhookCaller:
 
     def __init__(self, target: WebhookTarget, url: str, env: Mapping[str, str]) -> None:
         self.target = target
-        self.env = env
+        self.env = dict(env)  # copied once: templates see the environment as the run began
         self.identity = webhook_identity(url)
         self._url = url
         self._http = httpx2.Client(
@@ -107,24 +107,23 @@ class WebhookCaller:
         progress: Progress | None = None,
     ) -> list[AgentOutput]:
         """One output per run, in the runs' order; failures are error rows, not gaps."""
-        done = 0
-
-        def one(run: ExpandedRun) -> AgentOutput:
-            nonlocal done
-            output = self._run(run, rows[run.row_id])
-            done += 1
-            if progress is not None:
-                progress(done, len(runs))
-            return output
-
         with ThreadPoolExecutor(max_workers=self.target.max_concurrency) as pool:
-            return list(pool.map(one, runs))
+            futures = {
+                pool.submit(self._run, run, rows[run.row_id]): index
+                for index, run in enumerate(runs)
+            }
+            finished: dict[int, AgentOutput] = {}
+            for done, future in enumerate(as_completed(futures), start=1):
+                finished[futures[future]] = future.result()
+                if progress is not None:
+                    progress(done, len(runs))
+        return [finished[index] for index in range(len(runs))]
 
     def _run(self, run: ExpandedRun, row: DatasetRow) -> AgentOutput:
         session_id = run.run_id  # one session per run: repeated runs never share memory
         started = time.perf_counter()
         turns: list[dict[str, Any]] = []
-        steps: list[Any] = []
+        steps: list[Any] | None = None  # None: no answer carried steps (n8n may have them)
         answer = NormalisedResponse()
         try:
             for message in self._messages(row):
@@ -133,7 +132,8 @@ class WebhookCaller:
                     context["input"] = message
                 answer = self._call(context)
                 session_id = answer.session_id or session_id
-                steps += answer.intermediate_steps or []
+                if answer.intermediate_steps is not None:
+                    steps = (steps or []) + answer.intermediate_steps
                 turns += [
                     {"role": "user", "content": context["input"] or ""},
                     {"role": "assistant", "content": answer.output or ""},
@@ -144,7 +144,7 @@ class WebhookCaller:
             workflow_hash=run.workflow_hash,
             run_id=run.run_id,
             actual_output=answer.output,
-            intermediate_steps=steps if answer.intermediate_steps is not None or steps else None,
+            intermediate_steps=steps,
             turns=turns if self.target.messages_column else None,
             session_id=session_id,
             latency_s=round(time.perf_counter() - started, 4),
@@ -226,11 +226,15 @@ def _reason(response: httpx2.Response) -> str:
     return response.reason_phrase or "no reason given"
 
 
+# n8n's own path prefixes: never a secret, and words its errors need.
+_N8N_PREFIXES = frozenset({"webhook", "webhook-test", "webhook-waiting", "form", "form-test"})
+
+
 def _redact(text: str, url: str) -> str:
     """n8n quotes the webhook path in some errors; the path may be the secret."""
-    for part in sorted(filter(None, urlsplit(url).path.split("/")), key=len, reverse=True):
-        if len(part) >= 6:
-            text = text.replace(part, "…")
+    segments = [s for s in urlsplit(url).path.split("/") if s and s not in _N8N_PREFIXES]
+    for part in sorted(segments, key=len, reverse=True):
+        text = text.replace(part, "…")
     return text
 
 

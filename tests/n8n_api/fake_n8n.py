@@ -18,7 +18,7 @@ TOKEN = "s3cr3t-webhook-token-0042"
 
 
 class FakeN8nWebhooks:
-    """Webhook paths: /webhook/agent, /error, /fail500, /slow, /items, /session, /echo-get."""
+    """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -50,13 +50,15 @@ class FakeN8nWebhooks:
             return 200, {"output": f"Echo: {text}", "intermediateSteps": steps}
         if name == "error":
             return 200, {"error": "upstream model failed"}
-        if name == "fail500":
-            return 500, {"message": f"Workflow could not be started ({TOKEN})"}
+        if name.startswith("fail500"):  # n8n quotes the webhook's path in such errors
+            return 500, {"message": f"Workflow could not be started for {path}"}
         if name == "slow":
             time.sleep(2)
             return 200, {"output": "late"}
         if name == "items":
             return 200, [{"json": {"text": "from an item list", "sid": "s-9"}}]
+        if name == "echo-get":
+            return 200, {"output": f"query {json.dumps(body, sort_keys=True)}"}
         if name == "session":
             session = body.get("sessionId", "")
             self.turns[session] += 1

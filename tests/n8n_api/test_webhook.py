@@ -32,10 +32,15 @@ def call(fake, path, rows, runs_per_row=1, **options):
     target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": "x", **options})
     caller = WebhookCaller(target, f"{fake.base_url}/webhook/{path}", {"MY_TOKEN": TOKEN})
     runs = expanded_runs(rows, runs_per_row, "live", HASH)
+    progress = []
     try:
-        return runs, caller.outputs(runs, {r.row_id: r for r in rows})
+        outputs = caller.outputs(
+            runs, {r.row_id: r for r in rows}, lambda *done: progress.append(done)
+        )
     finally:
         caller.close()
+    assert progress == [(done, len(runs)) for done in range(1, len(runs) + 1)]
+    return runs, outputs
 
 
 def test_each_run_is_sent_with_the_mapped_fields_and_its_own_session(fake):
@@ -50,6 +55,8 @@ def test_each_run_is_sent_with_the_mapped_fields_and_its_own_session(fake):
     assert bodies[0]["expectedTools"] == ["calculator"]
     assert bodies[0]["evalContext"]["workflowHash"] == HASH
     assert all(o.latency_s > 0 and o.error is None for o in outputs)
+    _, plain = call(fake, "agent", [row("r2", "hello")])
+    assert plain[0].intermediate_steps == []  # the answer carried steps: none were called
 
 
 def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
@@ -72,21 +79,27 @@ def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
 
 
 def test_get_sends_the_body_as_query_parameters(fake):
-    _, (output,) = call(
+    runs, (output,) = call(
         fake, "echo-get", [row("r1", "hi")], method="GET", body={"input": "{{ input }}"}
     )
-    assert fake.requests[0]["body"]["input"] == "hi"
-    assert output.error_kind == "target_error"  # the fake has no such workflow: 404
+    assert fake.requests[0]["body"] == {"input": "hi", "sessionId": runs[0].run_id}
+    assert output.actual_output == f'query {{"input": "hi", "sessionId": "{runs[0].run_id}"}}'
+    _, (missing,) = call(fake, "no-such-hook", [row("r1", "hi")], method="GET")
+    assert (
+        missing.error
+        == "target_error: HTTP 404: The requested webhook /webhook/… is not registered."
+    )
 
 
 def test_failures_are_target_errors_with_status_and_reason_and_no_secret(fake):
     rows = [row("r1", "a")]
     _, (error,) = call(fake, "error", rows)
     assert error.error == "target_error: HTTP 200: error in the answer: upstream model failed"
-    _, (failed,) = call(fake, "fail500", rows)
+    _, (failed,) = call(fake, f"fail500-{TOKEN}", rows)
     assert failed.error_kind == "target_error" and failed.error.startswith("target_error: HTTP 500")
     assert TOKEN not in failed.error
-    assert fake.calls["/webhook/fail500"] == 1  # a POST is never retried
+    assert failed.error == "target_error: HTTP 500: Workflow could not be started for /webhook/…"
+    assert fake.calls[f"/webhook/fail500-{TOKEN}"] == 1  # a POST is never retried
     _, (slow,) = call(fake, "slow", rows, timeoutS=0.5)
     assert slow.error == "target_error: timeout after 0.5 s"
 
