@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 from urllib.parse import quote
 
@@ -178,15 +179,9 @@ class N8nClient:
     # Executions ------------------------------------------------------------------------
 
     def executions(self, workflow_id: str, limit: int = 20) -> list[dict[str, Any]]:
-        """The workflow's latest executions with their data, newest first."""
-        params = {
-            "workflowId": workflow_id,
-            "includeData": "true",
-            "limit": str(min(limit, _PAGE_SIZE)),  # n8n's largest page
-        }
-        page = self._request("GET", "/executions", params=params)
-        data: list[dict[str, Any]] = page.get("data", [])
-        return data
+        """The workflow's latest ``limit`` executions with their data, newest first."""
+        params = {"workflowId": workflow_id, "includeData": "true"}
+        return list(islice(self._pages("/executions", params), limit))
 
     def _pages(self, path: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
         cursor: str | None = None

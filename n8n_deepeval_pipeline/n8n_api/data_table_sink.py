@@ -9,11 +9,12 @@ the same run (or case) and version, so a re-run writes no duplicates.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from n8n_deepeval_pipeline.n8n_api.client import DataTableColumn, N8nClient
 from n8n_deepeval_pipeline.n8n_config import DataTableOutput
-from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, RunAggregate, TableRow
+from n8n_deepeval_pipeline.tables.rows import TableRow
 
 # Key columns of an upsert, per table.
 AGGREGATE_KEYS = ("runId", "workflowHash")
@@ -35,16 +36,6 @@ def seed_record(row: TableRow) -> dict[str, Any]:
     return record
 
 
-def aggregate_records(rows: list[RunAggregate]) -> list[dict[str, Any]]:
-    """Run aggregates as the seed's Aggregate node writes them."""
-    return [seed_record(row) for row in rows]
-
-
-def consistency_records(rows: list[ConsistencyStats]) -> list[dict[str, Any]]:
-    """Consistency stats as the seed's Consistency node writes them."""
-    return [seed_record(row) for row in rows]
-
-
 def _column_type(values: list[Any]) -> str:
     present = [value for value in values if value is not None]
     if present and all(isinstance(value, bool) for value in present):
@@ -54,10 +45,11 @@ def _column_type(values: list[Any]) -> str:
     return "string"
 
 
-def write_records(
-    client: N8nClient, output: DataTableOutput, records: list[dict[str, Any]], keys: tuple[str, ...]
+def write_rows(
+    client: N8nClient, output: DataTableOutput, rows: Sequence[TableRow], keys: tuple[str, ...]
 ) -> int:
-    """Append or upsert the records (columns renamed as configured); the count written."""
+    """Append or upsert the rows as the seed's nodes write them (renamed as configured)."""
+    records = [seed_record(row) for row in rows]
     renamed = [{output.columns.get(k, k): v for k, v in record.items()} for record in records]
     key_names = [output.columns.get(key, key) for key in keys]
     table = client.find_data_table(output.data_table)

@@ -19,9 +19,7 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
-    aggregate_records,
-    consistency_records,
-    write_records,
+    write_rows,
 )
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -306,14 +304,18 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
         written: dict[str, Any] = {}
         with n8n.client() as client:
             if sink.run_aggregates is not None:
-                records = aggregate_records(from_frame(RunAggregate, run_aggregates))
-                written["run_aggregates_rows"] = write_records(
-                    client, sink.run_aggregates, records, AGGREGATE_KEYS
+                written["run_aggregates_rows"] = write_rows(
+                    client,
+                    sink.run_aggregates,
+                    from_frame(RunAggregate, run_aggregates),
+                    AGGREGATE_KEYS,
                 )
             if sink.consistency_stats is not None:
-                records = consistency_records(from_frame(ConsistencyStats, consistency_stats))
-                written["consistency_stats_rows"] = write_records(
-                    client, sink.consistency_stats, records, CONSISTENCY_KEYS
+                written["consistency_stats_rows"] = write_rows(
+                    client,
+                    sink.consistency_stats,
+                    from_frame(ConsistencyStats, consistency_stats),
+                    CONSISTENCY_KEYS,
                 )
         context.log.info(f"written to n8n Data Tables: {written}")
         return dg.MaterializeResult(metadata=written)

@@ -36,6 +36,14 @@ def current_hash(benchmark: Benchmark, n8n: N8nResource) -> str:
     return workflow_hash(workflow)
 
 
+def _hash_or_skip(benchmark: Benchmark, n8n: N8nResource) -> str | dg.SkipReason:
+    """The current hash, or why a tick cannot read the workflow now."""
+    try:
+        return current_hash(benchmark, n8n)
+    except _UNREADABLE as error:
+        return dg.SkipReason(str(error))
+
+
 def build_job(
     benchmark: Benchmark, partitions: dg.DynamicPartitionsDefinition
 ) -> UnresolvedAssetJobDefinition:
@@ -62,10 +70,9 @@ def build_schedule(
     def nightly(
         context: dg.ScheduleEvaluationContext, n8n: N8nResource
     ) -> dg.RunRequest | dg.SkipReason:
-        try:
-            key = current_hash(benchmark, n8n)
-        except _UNREADABLE as error:
-            return dg.SkipReason(str(error))
+        key = _hash_or_skip(benchmark, n8n)
+        if isinstance(key, dg.SkipReason):
+            return key
         if not context.instance.has_dynamic_partition(partitions_name, key):
             context.instance.add_dynamic_partitions(partitions_name, [key])
         return dg.RunRequest(partition_key=key, tags={"n8n_deepeval/trigger": "schedule"})
@@ -87,10 +94,9 @@ def build_sensor(
     def workflow_changed(
         context: dg.SensorEvaluationContext, n8n: N8nResource
     ) -> dg.SensorResult | dg.SkipReason:
-        try:
-            key = current_hash(benchmark, n8n)
-        except _UNREADABLE as error:
-            return dg.SkipReason(str(error))
+        key = _hash_or_skip(benchmark, n8n)
+        if isinstance(key, dg.SkipReason):
+            return key
         if context.instance.has_dynamic_partition(partitions_name, key):
             return dg.SkipReason(f"workflow version {key[:12]} is already a partition")
         return dg.SensorResult(
