@@ -95,15 +95,14 @@ def _check_recordings(
         return
     assert target.outputs is not None
     row_ids = {row.row_id for row in rows}
-    problems = [
-        f"{target.outputs.name}: row_id {row_id!r} run_index {run_index}: "
-        + (
-            "no such row in the dataset (after filters)"
-            if row_id not in row_ids
-            else f"run_index must be below runsPerRow ({benchmark.runs_per_row})"
-        )
-        for _, row_id, run_index in read_recorded_lines(target.outputs, target.workflow_hash)
-        if row_id not in row_ids or run_index >= benchmark.runs_per_row
-    ]
+    problems = []
+    for _, row_id, run_index in read_recorded_lines(target.outputs, target.workflow_hash):
+        where = f"{target.outputs.name}: row_id {row_id!r} run_index {run_index}"
+        if row_id not in row_ids:
+            problems.append(f"{where}: no such row in the dataset (after filters)")
+        elif run_index >= benchmark.runs_per_row:
+            problems.append(
+                f"{where}: run_index must be below runsPerRow ({benchmark.runs_per_row})"
+            )
     if problems:
         raise BenchmarkConfigError(path, problems)
