@@ -66,9 +66,22 @@ class SharedState:
         self.path = path
         # One connection per process; the judge uses it from its own event-loop thread.
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-        self._db.execute("pragma journal_mode=wal")
-        self._db.execute("pragma synchronous=normal")
-        self._db.executescript(_SCHEMA)
+        self._set_up()
+
+    def _set_up(self, attempts: int = 50) -> None:
+        # Workers that open a new file at the same moment race to switch it to WAL, and
+        # SQLite answers the losers "database is locked" without waiting on its busy
+        # timeout: try again shortly (the switch is persistent, so this happens once).
+        for attempt in range(attempts):
+            try:
+                self._db.execute("pragma journal_mode=wal")
+                self._db.execute("pragma synchronous=normal")
+                self._db.executescript(_SCHEMA)
+                return
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 + 0.05 * attempt)
 
     # cache
 
