@@ -197,7 +197,16 @@ class Benchmark(ConfigModel):
     metrics: list[MetricSpec] = Field(min_length=1)
     aggregate: AggregateConfig = AggregateConfig()
     consistency: ConsistencyConfig = ConsistencyConfig()
-    schedule: str = Field(default="0 2 * * *", description="Cron for the nightly re-run.")
+    schedule: str | None = Field(
+        default=None,
+        description="Cron of the scheduled re-run of the current version; the schedule is "
+        "on only when this is set (unset: off, at 0 2 * * * once turned on in the UI).",
+    )
+    run_first_version: bool = Field(
+        default=False,
+        description="Let the workflow-change sensor run the first version it sees (default: "
+        "register it without a run, so starting the UI calls no judge).",
+    )
     judge: JudgeOverride | None = None
 
     @model_validator(mode="before")
@@ -220,7 +229,9 @@ class Benchmark(ConfigModel):
 
     @field_validator("schedule")
     @classmethod
-    def _cron(cls, schedule: str) -> str:
+    def _cron(cls, schedule: str | None) -> str | None:
+        if schedule is None:
+            return None
         fields = schedule.split()
         if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
             raise ValueError("must be a 5-field cron expression such as '0 2 * * *'")

@@ -166,19 +166,27 @@ def run(
     "from stored upstream tables.",
 )
 def backfill(file: Path, from_asset: str | None) -> None:
-    """Re-run benchmark FILE for every workflow version the instance knows."""
+    """Re-run benchmark FILE for every workflow version the instance knows.
+
+    The current version is run in full; older ones are re-scored from their stored outputs.
+    """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
         with local_instance() as instance:
             runner = _runner(file, instance)
+            # Older versions' workflow and outputs cannot be made again: re-score them.
+            current = None if from_asset else runner.register_current_version()
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
             failed = []
             for number, partition in enumerate(versions, start=1):
-                click.echo(f"[{number}/{len(versions)}] workflow {partition[:12]}", err=True)
-                if not runner.materialise(partition, from_asset):
+                start = from_asset or (None if partition == current else "metric_scores")
+                what = f"from {start}" if start else "every asset"
+                progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
+                click.echo(progress, err=True)
+                if not runner.materialise(partition, start):
                     failed.append(partition)
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from n8n_deepeval_pipeline import workflow_hash
 from n8n_deepeval_pipeline.cli import main
 from tests.conftest import EXAMPLE
+from tests.orchestration.conftest import edit_and_record_new_version
 
 
 def test_hash_of_a_file_and_of_stdin_agree_with_the_library():
@@ -104,6 +105,28 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
         assert connection.execute(
             "select count(*) from support_agent.metric_scores"
         ).fetchone() == (189,)
+
+
+@pytest.mark.slow
+def test_backfill_runs_the_current_version_and_rescores_older_ones(
+    example_copy, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
+    new = edit_and_record_new_version(example_copy)
+    backfill = runner.invoke(main, ["backfill", str(example_copy)])
+    assert backfill.exit_code == 0, backfill.output
+    assert ": from metric_scores" in backfill.output  # the old version, re-scored
+    assert f"workflow {new[:12]}: every asset" in backfill.output
+    assert "backfilled 2 version(s)" in backfill.output
+    with duckdb.connect(str(tmp_path / "home" / "results.duckdb"), read_only=True) as connection:
+        counts = connection.execute(
+            "select count(distinct workflow_hash), count(*) from support_agent.metric_scores"
+        ).fetchone()
+    assert counts == (2, 2 * 189)
 
 
 def test_published_json_schema_matches_the_models():

@@ -16,6 +16,9 @@ from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
+# The cron a schedule gets when the benchmark sets none (it starts stopped).
+DEFAULT_CRON = "0 2 * * *"
+
 # What a tick reports as a skip rather than a failure: the workflow cannot be read now.
 _UNREADABLE = (BenchmarkConfigError, N8nApiError, N8nNotConfiguredError)
 
@@ -28,6 +31,11 @@ if TYPE_CHECKING:
 def job_name(benchmark: Benchmark) -> str:
     """The job that materialises every asset of a benchmark for one workflow hash."""
     return f"{benchmark.name}__benchmark"
+
+
+def rescore_job_name(benchmark: Benchmark) -> str:
+    """The job that re-scores a version's stored outputs."""
+    return f"{benchmark.name}__rescore"
 
 
 def current_hash(benchmark: Benchmark, n8n: N8nResource) -> str:
@@ -52,20 +60,47 @@ def build_job(
         name=job_name(benchmark),
         selection=dg.AssetSelection.groups(benchmark.name),
         partitions_def=partitions,
-        description=f"Benchmark {benchmark.name} for one workflow version.",
+        description=f"Benchmark the current workflow version of {benchmark.name}: read the "
+        "workflow, produce outputs, score them. For older versions use the re-score job.",
+    )
+
+
+def build_rescore_job(
+    benchmark: Benchmark, partitions: dg.DynamicPartitionsDefinition
+) -> UnresolvedAssetJobDefinition:
+    """Scores and what follows them, from the stored outputs of any version.
+
+    A version's workflow and outputs cannot be produced again once the workflow has
+    changed, so backfills over every version start here and keep what was stored.
+    """
+    scores = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, "metric_scores"]))
+    return dg.define_asset_job(
+        name=rescore_job_name(benchmark),
+        selection=scores.downstream(),
+        partitions_def=partitions,
+        description=f"Re-score the stored outputs of any {benchmark.name} version (after a "
+        "metric, threshold or judge change); reads no workflow and calls no n8n. "
+        "Backfill this job to re-score every version.",
     )
 
 
 def build_schedule(
     benchmark: Benchmark, job: UnresolvedAssetJobDefinition, partitions_name: str
 ) -> dg.ScheduleDefinition:
-    """Re-run the current workflow version on the benchmark's cron (nightly by default)."""
+    """Re-run the current workflow version on the benchmark's cron.
+
+    On by default only when the benchmark file sets ``schedule``: a bundled or new benchmark
+    never spends judge calls on its own.
+    """
+    on = (
+        dg.DefaultScheduleStatus.RUNNING if benchmark.schedule else dg.DefaultScheduleStatus.STOPPED
+    )
 
     @dg.schedule(
         name=f"{benchmark.name}__nightly",
-        cron_schedule=benchmark.schedule,
+        cron_schedule=benchmark.schedule or DEFAULT_CRON,
         job=job,
-        default_status=dg.DefaultScheduleStatus.RUNNING,
+        default_status=on,
     )
     def nightly(
         context: dg.ScheduleEvaluationContext, n8n: N8nResource
@@ -83,7 +118,11 @@ def build_schedule(
 def build_sensor(
     benchmark: Benchmark, job: UnresolvedAssetJobDefinition, partitions_name: str
 ) -> dg.SensorDefinition:
-    """Add a partition and run it when the workflow hashes to a new version."""
+    """Add a partition and run it when the workflow hashes to a new version.
+
+    The first version it ever sees is only registered (unless ``runFirstVersion``): starting
+    the UI must not benchmark every bundled workflow with the configured judge.
+    """
 
     @dg.sensor(
         name=f"{benchmark.name}__workflow_changed",
@@ -99,8 +138,17 @@ def build_sensor(
             return key
         if context.instance.has_dynamic_partition(partitions_name, key):
             return dg.SkipReason(f"workflow version {key[:12]} is already a partition")
+        register = [dg.AddDynamicPartitionsRequest(partitions_name, [key])]
+        first = not context.instance.get_dynamic_partitions(partitions_name)
+        if first and not benchmark.run_first_version:
+            return dg.SensorResult(
+                dynamic_partitions_requests=register,
+                skip_reason=f"first version {key[:12]} registered without a run "
+                "(launch it from the UI, or set runFirstVersion: true)",
+                cursor=key,
+            )
         return dg.SensorResult(
-            dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(partitions_name, [key])],
+            dynamic_partitions_requests=register,
             run_requests=[
                 dg.RunRequest(
                     partition_key=key, run_key=key, tags={"n8n_deepeval/trigger": "workflow_change"}

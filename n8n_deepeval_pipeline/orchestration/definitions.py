@@ -16,7 +16,12 @@ from dagster_duckdb_pandas import DuckDBPandasIOManager
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
-from n8n_deepeval_pipeline.orchestration.automation import build_job, build_schedule, build_sensor
+from n8n_deepeval_pipeline.orchestration.automation import (
+    build_job,
+    build_rescore_job,
+    build_schedule,
+    build_sensor,
+)
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import API_KEY_ENV, API_URL_ENV, N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
@@ -94,7 +99,7 @@ def build_definitions(benchmark_files: list[Path], judge_cache: bool = True) -> 
         group, partitions = build_benchmark_assets(benchmark, path)
         job = build_job(benchmark, partitions)
         assets += group
-        jobs.append(job)
+        jobs += [job, build_rescore_job(benchmark, partitions)]
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
     return dg.Definitions(

@@ -46,8 +46,8 @@ def workflow_snapshot(
     if current != partition:
         raise PartitionMismatchError(
             f"{source} now hashes to {current}, not to partition {partition}: that version "
-            "is no longer there. Re-score it from stored outputs with "
-            "`n8n-deepeval backfill FILE --from metric_scores`."
+            "is no longer there. Re-score its stored outputs with the benchmark's "
+            "`…__rescore` job (backfill it in the UI) or `n8n-deepeval backfill FILE`."
         )
     nodes = workflow.get("nodes") or []
     snapshot = WorkflowSnapshot(

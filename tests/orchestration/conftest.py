@@ -1,9 +1,14 @@
 """Fixtures of the Dagster tests: a private home and DuckDB file, and reading it back."""
 
+import json
 from pathlib import Path
 
 import duckdb
 import pytest
+
+from n8n_deepeval_pipeline import load_benchmark
+from n8n_deepeval_pipeline.orchestration.automation import current_hash
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 
 PARTITIONS = "support_agent__workflow_hash"
 
@@ -19,3 +24,17 @@ def environment(tmp_path, monkeypatch):
 def query(database: Path, sql: str) -> list[tuple]:
     with duckdb.connect(str(database), read_only=True) as connection:
         return connection.execute(sql).fetchall()
+
+
+def edit_and_record_new_version(example_copy):
+    """Edit the workflow and record outputs for the new version, as `run --record` would."""
+    benchmark = load_benchmark(example_copy)
+    workflow = json.loads(benchmark.workflow.read_text())
+    workflow["nodes"][1]["parameters"]["options"]["maxIterations"] = 3
+    benchmark.workflow.write_text(json.dumps(workflow))
+    new = current_hash(benchmark, N8nResource())
+    recorded = example_copy.parent / "outputs.jsonl"
+    lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    with recorded.open("a") as file:
+        file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
+    return new

@@ -13,7 +13,16 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     assert {key.to_user_string() for key in graph.get_all_asset_keys()} == {
         f"support_agent/{name}" for name in ASSET_NAMES
     }
-    assert defs.resolve_job_def("support_agent__benchmark") is not None
+    assert sorted(job.name for job in defs.jobs) == [
+        "support_agent__benchmark",
+        "support_agent__rescore",
+    ]
+    rescore = defs.resolve_job_def("support_agent__rescore")
+    assert sorted(key.path[1] for key in rescore.asset_layer.executable_asset_keys) == [
+        "consistency_stats",
+        "metric_scores",
+        "run_aggregates",
+    ]
     assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
     assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
     assert set(defs.resources) == {"worker_pool", "judge", "score_journal", "n8n", "io_manager"}

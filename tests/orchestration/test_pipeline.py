@@ -12,7 +12,7 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import worker_processes
-from tests.orchestration.conftest import PARTITIONS, query
+from tests.orchestration.conftest import PARTITIONS, edit_and_record_new_version, query
 
 pytestmark = pytest.mark.slow
 
@@ -134,31 +134,95 @@ def test_changed_workflow_needs_its_own_recordings_and_old_rows_stay(example_cop
     ) == [(new, 27)]
 
 
-def test_sensor_adds_a_partition_when_the_workflow_changes(example_copy, environment):
+def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised(
+    example_copy, environment
+):
+    defs = build_definitions([example_copy])
+    old = current_hash(load_benchmark(example_copy), N8nResource())
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [old])
+        materialise(defs, instance, old)
+        new = edit_and_record_new_version(example_copy)
+        instance.add_dynamic_partitions(PARTITIONS, [new])
+        materialise(defs, instance, new)
+        rescore = defs.resolve_job_def("support_agent__rescore")
+        for key in (old, new):  # what a backfill of the re-score job runs
+            assert rescore.execute_in_process(partition_key=key, instance=instance).success
+        partitions = (
+            defs.resolve_asset_graph()
+            .get(dg.AssetKey(["support_agent", "metric_scores"]))
+            .partitions_def
+        )
+        statuses = {
+            (name, key): status.value
+            for name in ASSET_NAMES
+            for key, status in instance.get_status_by_partition(
+                dg.AssetKey(["support_agent", name]), [old, new], partitions
+            ).items()
+        }
+        assert set(statuses.values()) == {"MATERIALIZED"}
+        assert len(statuses) == len(ASSET_NAMES) * 2
+        # the full job still refuses an old version, and says where to go instead
+        refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
+            partition_key=old, instance=instance, raise_on_error=False
+        )
+    (failure,) = [event for event in refused.all_events if event.is_step_failure]
+    assert "`…__rescore` job" in str(failure.event_specific_data)
+    assert query(
+        environment,
+        "select workflow_hash, count(*) from support_agent.metric_scores group by 1 order by 1",
+    ) == sorted([(old, 27 * 7), (new, 27 * 7)])
+
+
+def _tick(sensor, instance):
+    return sensor(dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()}))
+
+
+def test_sensor_registers_the_first_version_without_a_run_and_runs_later_ones(
+    example_copy, environment
+):
     defs = build_definitions([example_copy])
     sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
     benchmark = load_benchmark(example_copy)
+    key = current_hash(benchmark, N8nResource())
     with dg.instance_for_test() as instance:
-        first = sensor(dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()}))
-        key = current_hash(benchmark, N8nResource())
-        assert [r.partition_key for r in first.run_requests] == [key]
+        first = _tick(sensor, instance)
+        # opening the UI on a benchmark never run before spends no judge call
+        assert first.run_requests == []
         assert first.dynamic_partitions_requests[0].partition_keys == [key]
+        assert "registered without a run" in first.skip_reason.skip_message
         instance.add_dynamic_partitions(PARTITIONS, [key])
-        unchanged = sensor(
-            dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()})
-        )
-        assert isinstance(unchanged, dg.SkipReason)
+        assert isinstance(_tick(sensor, instance), dg.SkipReason)
 
         workflow = json.loads(benchmark.workflow.read_text())
         workflow["connections"].pop("calculator")
         benchmark.workflow.write_text(json.dumps(workflow))
-        changed = sensor(
-            dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()})
-        )
+        changed = _tick(sensor, instance)
         new = current_hash(benchmark, N8nResource())
         assert new != key
         assert [r.partition_key for r in changed.run_requests] == [new]
         assert changed.dynamic_partitions_requests[0].partition_keys == [new]
+
+
+def test_sensor_runs_the_first_version_when_the_benchmark_opts_in(example_copy, environment):
+    text = example_copy.read_text()
+    example_copy.write_text(text + "runFirstVersion: true\n")
+    defs = build_definitions([example_copy])
+    sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
+    key = current_hash(load_benchmark(example_copy), N8nResource())
+    with dg.instance_for_test() as instance:
+        first = _tick(sensor, instance)
+    assert [r.partition_key for r in first.run_requests] == [key]
+
+
+def test_schedule_is_off_unless_the_benchmark_sets_one(example_copy, environment):
+    on = build_definitions([example_copy]).resolve_schedule_def("support_agent__nightly")
+    assert on.default_status == dg.DefaultScheduleStatus.RUNNING
+    lines = example_copy.read_text().splitlines()
+    example_copy.write_text("\n".join(x for x in lines if not x.startswith("schedule:")) + "\n")
+    off = build_definitions([example_copy]).resolve_schedule_def("support_agent__nightly")
+    assert off.default_status == dg.DefaultScheduleStatus.STOPPED
+    assert off.cron_schedule == "0 2 * * *"
 
 
 def test_schedule_requests_the_current_hash_and_registers_it(example_copy, environment):
