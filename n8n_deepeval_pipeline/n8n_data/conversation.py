@@ -127,6 +127,11 @@ def parse_conversation(value: Any) -> list[TurnData] | None:
     return turns
 
 
+def single_exchange(user_message: str, answer: str) -> list[TurnData]:
+    """A run without chat history as a conversation: the user's message, then the answer."""
+    return [TurnData(role="user", content=user_message), TurnData(role="assistant", content=answer)]
+
+
 def enrich_turns(
     turns: list[TurnData],
     tool_calls: list[ToolCallData] | None,

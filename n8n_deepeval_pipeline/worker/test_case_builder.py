@@ -16,7 +16,12 @@ from n8n_deepeval_pipeline.n8n_data.agent_steps import (
     synthetic_trace,
     tool_calls,
 )
-from n8n_deepeval_pipeline.n8n_data.conversation import TurnData, enrich_turns, parse_conversation
+from n8n_deepeval_pipeline.n8n_data.conversation import (
+    TurnData,
+    enrich_turns,
+    parse_conversation,
+    single_exchange,
+)
 
 # Where each field comes from, in the words of a benchmark file.
 FIELD_SOURCES: dict[ItemField, str] = {
@@ -28,7 +33,8 @@ FIELD_SOURCES: dict[ItemField, str] = {
     "tools_called": "'intermediateSteps' (AI Agent with Return Intermediate Steps on)",
     "expected_tools": "'expectedTools' (dataset.columnMapping.expectedTools)",
     "trace": "'intermediateSteps' (at least one step, for the synthetic trace)",
-    "turns": "'turns' (the chat memory: recorded turns or dataset.columnMapping.turns)",
+    "turns": "'turns' (the chat memory: recorded turns or dataset.columnMapping.turns; "
+    "without them, the run's 'input' and 'output')",
     "turn_retrieval_context": "'retrievalContext' on assistant turns (in memory messages, "
     "or dataset.columnMapping.retrievalContext)",
     "chatbot_role": "'chatbotRole' (metric config or dataset.columnMapping.chatbotRole)",
@@ -47,6 +53,13 @@ class MissingInputError(ValueError):
         super().__init__(f"missing input: {names}")
 
 
+def _run_exchange(item: EvaluationItem) -> list[TurnData]:
+    """The run's input and output as one exchange; empty if either is missing."""
+    if item.input in (None, "") or item.actual_output is None:
+        return []
+    return single_exchange(str(item.input), item.actual_output)
+
+
 class _Prepared:
     """The item's n8n data parsed once: steps, tool calls, turns, test-case options."""
 
@@ -58,9 +71,9 @@ class _Prepared:
         self.calls: list[ToolCallData] | None = (
             tool_calls(self.steps) if self.steps is not None else None
         )
-        history = parse_conversation(item.turns)
+        turns = parse_conversation(item.turns) or _run_exchange(item)
         self.turns: list[TurnData] | None = (
-            enrich_turns(history, self.calls, item.retrieval_context) if history else None
+            enrich_turns(turns, self.calls, item.retrieval_context) if turns else None
         )
         self.chatbot_role = getattr(config, "chatbot_role", None) or item.chatbot_role
         self.expected_outcome = getattr(config, "expected_outcome", None) or item.expected_outcome
@@ -71,8 +84,9 @@ class _Prepared:
             "input": item.input not in (None, ""),
             "actual_output": item.actual_output is not None,
             "expected_output": item.expected_output is not None,
-            "context": bool(item.context),
-            "retrieval_context": bool(item.retrieval_context),
+            # An empty list is present: the bot answered without context, which is judged.
+            "context": item.context is not None,
+            "retrieval_context": item.retrieval_context is not None,
             "tools_called": self.steps is not None,
             "expected_tools": item.expected_tools is not None,
             "trace": bool(self.steps),

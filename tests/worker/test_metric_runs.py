@@ -1,9 +1,12 @@
 """Every catalog metric through its real DeepEval class (or n8n runner) in a worker,
 on a realistic n8n-shaped item, with the dry-run judge where a judge is needed."""
 
+import json
+
 import pytest
 
-from n8n_deepeval_pipeline import CATALOG, EvaluationItem
+from n8n_deepeval_pipeline import CATALOG, EvaluationItem, JudgeSpec
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
 from tests.conftest import evaluate_all, make_task
 from tests.metrics.test_dag import NODES as BRANCHING_NODES
@@ -175,7 +178,7 @@ MISSING = {
     "tools_called": {"intermediate_steps": None},
     "expected_tools": {"expected_tools": None},
     "trace": {"intermediate_steps": []},
-    "turns": {"turns": None},
+    "turns": {"turns": None, "input": None},  # with an input, the run itself is a conversation
     "turn_retrieval_context": {
         "retrieval_context": None,
         "turns": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}],
@@ -221,3 +224,96 @@ def test_a_branching_dag_with_non_binary_judgement_and_child_nodes_runs(pool):
     assert result.error is None
     assert result.score in {0.0, 0.4, 1.0}  # the reachable verdict scores / 10
     assert result.judge_calls >= 3
+
+
+GROUNDED = {
+    "name": "grounded",
+    "criteria": "Is every claim of the answer backed by the retrieval context?",
+    "evaluationParams": ["INPUT", "ACTUAL_OUTPUT", "RETRIEVAL_CONTEXT"],
+}
+# Each metric that reads a context field, with that field.
+CONTEXT_READERS = [
+    ("g_eval", GROUNDED, "retrieval_context"),
+    ("citation_faithfulness", {}, "retrieval_context"),
+    ("hallucination", {}, "context"),
+]
+
+
+def test_an_empty_context_list_is_judged_and_an_absent_one_is_missing_input(pool):
+    configs = [
+        CATALOG[slug].config_model.model_validate({"metric": slug, **options}).model_dump()
+        for slug, options, _ in CONTEXT_READERS
+    ]
+    empty = ITEM.model_copy(update={"context": [], "retrieval_context": []})
+    absent = ITEM.model_copy(update={"context": None, "retrieval_context": None})
+    tasks = [make_task(c, empty, i) for i, c in enumerate(configs)]
+    tasks += [make_task(c, absent, len(configs) + i) for i, c in enumerate(configs)]
+    results = run_all(pool, tasks)
+    for (slug, _, field), judged, missing in zip(
+        CONTEXT_READERS, results[: len(configs)], results[len(configs) :], strict=True
+    ):
+        assert judged.error is None, (slug, judged.error)
+        assert 0.0 <= judged.score <= 1.0 and judged.judge_calls > 0, slug
+        assert missing.error_kind == "missing_input", (slug, missing)
+        assert FIELD_SOURCES[field] in missing.error, (slug, missing.error)
+
+
+CONVERSATIONAL = ["conversational_g_eval", "turn_relevancy", "knowledge_retention"]
+
+
+def test_a_run_without_history_is_judged_as_its_own_conversation(pool):
+    no_history = ITEM.model_copy(update={"turns": None})
+    results = run_all(
+        pool, [task_for(slug, no_history, i) for i, slug in enumerate(CONVERSATIONAL)]
+    )
+    for slug, result in zip(CONVERSATIONAL, results, strict=True):
+        assert result.error is None, (slug, result.error)
+        assert 0.0 <= result.score <= 1.0 and result.judge_calls > 0, slug
+
+
+class PromptRecordingJudge(LoopbackJudge):
+    """The loopback judge, keeping the text of every prompt it is sent."""
+
+    def __init__(self):
+        super().__init__(latency_s=0.0)
+        self.prompts = []
+
+    async def _respond(self, writer, target, headers, body):
+        messages = json.loads(body or b"{}").get("messages", [])
+        self.prompts.append("\n".join(str(m.get("content", "")) for m in messages))
+        return await super()._respond(writer, target, headers, body)
+
+
+def test_the_judge_sees_exactly_the_runs_input_and_output_as_two_turns(pool, tmp_path):
+    server = PromptRecordingJudge().start()
+    judge = JudgeSpec(
+        provider="openai-compatible",
+        model="loopback-judge",
+        base_url=server.base_url,
+        cache=False,
+        state_dir=str(tmp_path / "judge"),
+    )
+    config = CATALOG["conversational_g_eval"].config_model.model_validate(
+        {
+            "metric": "conversational_g_eval",
+            "name": "answered",
+            "evaluationSteps": ["Check that the assistant answers the user."],
+            "evaluationParams": ["ROLE", "CONTENT", "RETRIEVAL_CONTEXT"],
+        }
+    )
+    no_history = ITEM.model_copy(update={"turns": None})
+    try:
+        (result,) = run_all(pool, [make_task(config.model_dump(), no_history, judge=judge)])
+    finally:
+        server.stop()
+    assert result.error is None and result.score is not None
+    turns = [
+        {"role": "user", "content": ITEM.input},
+        {
+            "role": "assistant",
+            "content": ITEM.actual_output,
+            "retrieval_context": ITEM.retrieval_context,
+        },
+    ]
+    (prompt,) = [p for p in server.prompts if "Per-turn fields:" in p]
+    assert f"Per-turn fields:\n{turns}\n" in prompt

@@ -1,0 +1,50 @@
+"""The test cases the builder makes from n8n-shaped items: an empty context list is kept
+(and judged), an absent one is missing; a run without chat history is one exchange."""
+
+import pytest
+
+from n8n_deepeval_pipeline import CATALOG
+from n8n_deepeval_pipeline.worker.test_case_builder import MissingInputError, build_test_case
+from tests.worker.test_metric_runs import ITEM, config_for
+
+NO_HISTORY = ITEM.model_copy(update={"turns": None})
+
+
+def build(slug, item):
+    return build_test_case(CATALOG[slug], config_for(slug), item)
+
+
+def test_a_run_without_history_becomes_its_input_and_output_as_two_turns():
+    conversation = build("turn_relevancy", NO_HISTORY)
+    assert [(turn.role, turn.content) for turn in conversation.turns] == [
+        ("user", ITEM.input),
+        ("assistant", ITEM.actual_output),
+    ]
+    user, assistant = conversation.turns
+    assert (user.retrieval_context, user.tools_called) == (None, None)
+    assert assistant.retrieval_context == ITEM.retrieval_context
+    assert [call.name for call in assistant.tools_called] == ["order_lookup", "calculator"]
+    assert conversation.scenario == ITEM.scenario
+
+
+def test_recorded_history_still_wins_over_the_run_exchange():
+    conversation = build("turn_relevancy", ITEM)
+    assert len(conversation.turns) == 4
+    assert conversation.turns[0].content == "Hi, I ordered sleeping bags, order A3301."
+
+
+def test_no_history_and_no_input_leaves_the_turns_missing():
+    with pytest.raises(MissingInputError) as caught:
+        build("turn_relevancy", NO_HISTORY.model_copy(update={"input": None}))
+    assert caught.value.fields == ["turns"]
+
+
+@pytest.mark.parametrize(
+    ("slug", "field"),
+    [("citation_faithfulness", "retrieval_context"), ("hallucination", "context")],
+)
+def test_an_empty_context_list_is_kept_and_an_absent_one_is_missing(slug, field):
+    assert getattr(build(slug, ITEM.model_copy(update={field: []})), field) == []
+    with pytest.raises(MissingInputError) as caught:
+        build(slug, ITEM.model_copy(update={field: None}))
+    assert caught.value.fields == [field]
