@@ -15,11 +15,23 @@ from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
+from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 
 
-def conversation(row: DatasetRow, output: AgentOutput) -> list[Any] | None:
+def _history_messages(turns: Any) -> Any:
+    """Dataset history as its list of messages, also from JSON text or ``{messages: […]}``."""
+    try:
+        value = structured(turns, "chat history", ValueError)
+    except ValueError:
+        return turns  # not JSON: the worker's error names the field
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return value["messages"]
+    return value
+
+
+def conversation(row: DatasetRow, output: AgentOutput) -> Any:
     """The run's conversation.
 
     The memory recorded after the run, or else the dataset's history followed by this
@@ -27,10 +39,11 @@ def conversation(row: DatasetRow, output: AgentOutput) -> list[Any] | None:
     """
     if output.turns is not None:
         return output.turns
-    if not isinstance(row.turns, list):
-        return None
+    history = _history_messages(row.turns)
+    if not isinstance(history, list):
+        return history  # absent, or a shape the worker reports as such
     return [
-        *row.turns,
+        *history,
         {"role": "user", "content": row.input or ""},
         {"role": "assistant", "content": output.actual_output or ""},
     ]

@@ -164,3 +164,9 @@ def test_a_conversation_is_the_recorded_memory_or_the_history_plus_this_run():
     memory = [{"human": "a", "ai": "b"}]
     assert conversation(dataset_row, output.model_copy(update={"turns": memory})) == memory
     assert conversation(row("r2"), output) is None
+    # history kept as JSON text or as a memory's {messages: [...]} is history too
+    exchange = [{"role": "user", "content": "and now?"}, {"role": "assistant", "content": "done"}]
+    as_text = row("r3", input="and now?", turns=json.dumps(history))
+    assert conversation(as_text, output) == [*history, *exchange]
+    wrapped = row("r4", input="and now?", turns={"messages": history})
+    assert conversation(wrapped, output) == [*history, *exchange]

@@ -1,0 +1,423 @@
+"""Version comparison: how a candidate workflow version's runs differ from a baseline's.
+
+The seed's regression detection, on cases matched by row id:
+
+- per case, one-sided Fisher's exact tests on the 2×2 pass/fail table (``p_drop``: the
+  candidate passes less often, ``p_rise``: more often) and a verdict, the first that
+  matches winning:
+
+  1. ``regression``: p_drop < 0.05, drop ≥ 30 points, baseline pass rate ≥ 70%;
+  2. ``unreliable_baseline``: the same confident drop on a baseline under 70%;
+  3. ``likely_regression``: p_drop < 0.20, drop ≥ 15 points, baseline ≥ 50%;
+  4. ``improvement``: p_rise < 0.05, rise ≥ 30 points, with no baseline gate;
+  5. ``worth_watching``: moved ≥ 35 points either way;
+  6. ``stable``;
+
+  and ``insufficient_data`` when either side has no runs (a missing case has none).
+  Where the seed is more precise than a plain list: a confident drop on a flaky baseline
+  is "surfaced but not flagged", so ``unreliable_baseline`` is tried before
+  ``likely_regression``; an improvement skips only the reliability gate, so it still
+  needs the hard tier's p-value and 30 points.
+- each version's overall pass rate over the cases both versions have (so the two are
+  comparable), with a Wilson 95% score interval;
+- failure-category drift over all runs of each version: a category is notable when its
+  rate moves ≥ 5 points and its count differs by ≥ 3 from the baseline count scaled to
+  the candidate's number of runs.
+
+Beyond the seed: per-metric mean score and pass rate deltas, and failure categories
+derived from metric error kinds (the seed's verifier names them itself). Rates are
+compared as exact fractions so that a boundary such as exactly 30 points is not lost to
+float rounding (0.7 − 0.4 < 0.3 in floats).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Literal, get_args
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from scipy.stats import binomtest, fisher_exact
+
+from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+
+Verdict = Literal[
+    "regression",
+    "likely_regression",
+    "unreliable_baseline",
+    "improvement",
+    "worth_watching",
+    "stable",
+    "insufficient_data",
+]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+
+FailureCategory = Literal[
+    "target_error", "judge_error", "missing_input", "timeout", "worker_crash", "below_threshold"
+]
+FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
+
+# Every error kind a metric result can carry (evaluation.ErrorKind), in one category.
+FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType(
+    {
+        "target_error": "target_error",
+        "no_output": "target_error",  # the workflow gave nothing to score
+        "judge_error": "judge_error",
+        "judge_invalid_output": "judge_error",
+        "judge_unavailable": "judge_error",
+        "metric_error": "judge_error",  # scoring itself failed, not the workflow
+        "missing_input": "missing_input",
+        "invalid_config": "missing_input",  # the metric could not be set up from its inputs
+        "timeout": "timeout",
+        "worker_crash": "worker_crash",
+    }
+)
+
+
+@dataclass(frozen=True)
+class _Gate:
+    """One tier's conditions: p-value below ``max_p``, move and baseline rate at least."""
+
+    max_p: float
+    min_move: Fraction
+    min_baseline: Fraction = Fraction(0)
+
+    def passes(self, p_value: float, move: Fraction, baseline_rate: Fraction) -> bool:
+        return p_value < self.max_p and move >= self.min_move and baseline_rate >= self.min_baseline
+
+
+_REGRESSION = _Gate(0.05, Fraction(30, 100), Fraction(70, 100))
+_CONFIDENT_DROP = _Gate(0.05, Fraction(30, 100))  # the regression gate without reliability
+_LIKELY_REGRESSION = _Gate(0.20, Fraction(15, 100), Fraction(50, 100))
+_IMPROVEMENT = _Gate(0.05, Fraction(30, 100))
+_DROP_TIERS: tuple[tuple[Verdict, _Gate], ...] = (
+    ("regression", _REGRESSION),
+    ("unreliable_baseline", _CONFIDENT_DROP),
+    ("likely_regression", _LIKELY_REGRESSION),
+)
+_WATCH_MOVE = Fraction(35, 100)
+_DRIFT_MIN_RATE_MOVE = Fraction(5, 100)
+_DRIFT_MIN_COUNT_CHANGE = 3
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MetricRun(_Frozen):
+    """One metric's result on one run, as the comparison sees it."""
+
+    metric: str
+    score: float | None
+    success: bool
+    error_kind: str | None = None
+
+
+class RunOutcome(_Frozen):
+    """One run of a case: whether it passed under the benchmark's pass rule, and its metrics."""
+
+    passed: bool
+    metrics: tuple[MetricRun, ...] = ()
+
+
+VersionRuns = Mapping[str, Sequence[RunOutcome]]
+"""One workflow version's runs, by dataset row id."""
+
+
+class PassCount(_Frozen):
+    """Passed runs out of runs; the rate is None without runs."""
+
+    passed: int
+    runs: int
+    rate: float | None
+
+
+class Interval(_Frozen):
+    """A confidence interval for a rate."""
+
+    lower: float
+    upper: float
+
+
+class OverallPassRate(PassCount):
+    """A version's pass rate with its Wilson 95% score interval (None without runs)."""
+
+    interval: Interval | None
+
+
+@dataclass(frozen=True)
+class PValues:
+    """One-sided Fisher's exact p-values that the candidate passes less / more often."""
+
+    drop: float
+    rise: float
+
+
+class CaseComparison(_Frozen):
+    """One case's pass counts in both versions and its verdict.
+
+    ``delta`` is candidate rate − baseline rate; it and the p-values are None for
+    ``insufficient_data``.
+    """
+
+    row_id: str
+    baseline: PassCount
+    candidate: PassCount
+    delta: float | None
+    p_value_drop: float | None
+    p_value_rise: float | None
+    verdict: Verdict
+
+
+class MetricSide(_Frozen):
+    """One metric over one version's runs; mean and pass rate are None without results."""
+
+    results: int
+    mean_score: float | None
+    pass_rate: float | None
+
+
+class MetricDelta(_Frozen):
+    """One metric in both versions; deltas are candidate − baseline, None if either is."""
+
+    metric: str
+    baseline: MetricSide
+    candidate: MetricSide
+    mean_score_delta: float | None
+    pass_rate_delta: float | None
+
+
+class CategoryDrift(_Frozen):
+    """How often runs failed for one reason in each version.
+
+    ``expected_candidate_count`` is the baseline count scaled to the candidate's runs.
+    """
+
+    category: FailureCategory
+    baseline_count: int
+    baseline_rate: float
+    candidate_count: int
+    candidate_rate: float
+    rate_delta: float
+    expected_candidate_count: float
+    notable: bool
+
+
+class VersionComparison(_Frozen):
+    """Everything the comparison of two workflow versions finds."""
+
+    cases: tuple[CaseComparison, ...]
+    baseline_overall: OverallPassRate
+    candidate_overall: OverallPassRate
+    overall_delta: float | None
+    metric_deltas: tuple[MetricDelta, ...]
+    failure_drift: tuple[CategoryDrift, ...]
+    verdict_counts: dict[Verdict, int]
+    has_regression: bool
+
+
+def pass_count(passes: Sequence[bool]) -> PassCount:
+    """How many of the runs passed."""
+    passed = sum(passes)
+    return PassCount(passed=passed, runs=len(passes), rate=passed / len(passes) if passes else None)
+
+
+def fisher_p_values(baseline: PassCount, candidate: PassCount) -> PValues:
+    """One-sided Fisher's exact tests on the table [[cand pass, cand fail], [base ...]]."""
+    table = np.array(
+        [
+            [candidate.passed, candidate.runs - candidate.passed],
+            [baseline.passed, baseline.runs - baseline.passed],
+        ]
+    )
+    return PValues(
+        drop=float(fisher_exact(table, alternative="less").pvalue),
+        rise=float(fisher_exact(table, alternative="greater").pvalue),
+    )
+
+
+def wilson_interval(passed: int, runs: int) -> Interval | None:
+    """The Wilson 95% score interval of ``passed / runs``; None without runs."""
+    if runs == 0:
+        return None
+    interval = binomtest(passed, runs).proportion_ci(confidence_level=0.95, method="wilson")
+    return Interval(lower=float(interval.low), upper=float(interval.high))
+
+
+def _verdict(baseline: PassCount, candidate: PassCount, p_values: PValues) -> Verdict:
+    """The first tier a case with runs on both sides meets (see the module docstring)."""
+    baseline_rate = Fraction(baseline.passed, baseline.runs)
+    change = Fraction(candidate.passed, candidate.runs) - baseline_rate
+    for tier, gate in _DROP_TIERS:
+        if gate.passes(p_values.drop, -change, baseline_rate):
+            return tier
+    if _IMPROVEMENT.passes(p_values.rise, change, baseline_rate):
+        return "improvement"
+    return "worth_watching" if abs(change) >= _WATCH_MOVE else "stable"
+
+
+def compare_case(
+    row_id: str, baseline: Sequence[bool], candidate: Sequence[bool]
+) -> CaseComparison:
+    """Compare one case's run pass flags in the two versions."""
+    base, cand = pass_count(baseline), pass_count(candidate)
+    if base.rate is None or cand.rate is None:
+        return CaseComparison(
+            row_id=row_id,
+            baseline=base,
+            candidate=cand,
+            delta=None,
+            p_value_drop=None,
+            p_value_rise=None,
+            verdict="insufficient_data",
+        )
+    p_values = fisher_p_values(base, cand)
+    return CaseComparison(
+        row_id=row_id,
+        baseline=base,
+        candidate=cand,
+        delta=cand.rate - base.rate,
+        p_value_drop=p_values.drop,
+        p_value_rise=p_values.rise,
+        verdict=_verdict(base, cand, p_values),
+    )
+
+
+def overall_pass_rate(runs: Sequence[RunOutcome]) -> OverallPassRate:
+    """The pass rate of the runs with its Wilson interval."""
+    count = pass_count([run.passed for run in runs])
+    return OverallPassRate(**count.model_dump(), interval=wilson_interval(count.passed, count.runs))
+
+
+def _difference(candidate: float | None, baseline: float | None) -> float | None:
+    return None if candidate is None or baseline is None else candidate - baseline
+
+
+def _metric_side(metric: str, runs: Sequence[RunOutcome]) -> MetricSide:
+    results = [result for run in runs for result in run.metrics if result.metric == metric]
+    if not results:
+        return MetricSide(results=0, mean_score=None, pass_rate=None)
+    # As in the run aggregate, an errored metric counts as failed.
+    passed = sum(1 for result in results if result.success and result.error_kind is None)
+    return MetricSide(
+        results=len(results),
+        mean_score=mean_of_present([result.score for result in results]),
+        pass_rate=passed / len(results),
+    )
+
+
+def metric_deltas(
+    baseline: Sequence[RunOutcome], candidate: Sequence[RunOutcome]
+) -> tuple[MetricDelta, ...]:
+    """Mean score and pass rate of each metric label in both versions, by label."""
+    labels = sorted({result.metric for run in (*baseline, *candidate) for result in run.metrics})
+    deltas = []
+    for label in labels:
+        base, cand = _metric_side(label, baseline), _metric_side(label, candidate)
+        deltas.append(
+            MetricDelta(
+                metric=label,
+                baseline=base,
+                candidate=cand,
+                mean_score_delta=_difference(cand.mean_score, base.mean_score),
+                pass_rate_delta=_difference(cand.pass_rate, base.pass_rate),
+            )
+        )
+    return tuple(deltas)
+
+
+def _metric_failure(result: MetricRun) -> FailureCategory:
+    if result.error_kind is None:
+        return "below_threshold"
+    try:
+        return FAILURE_CATEGORY_OF_ERROR_KIND[result.error_kind]
+    except KeyError:
+        raise ValueError(f"error kind {result.error_kind!r} has no failure category") from None
+
+
+def run_failure_categories(run: RunOutcome) -> frozenset[FailureCategory]:
+    """Why a run failed, one category per failing metric's reason.
+
+    A run that passed under its pass rule has none, even if some metric failed: the
+    categories explain failed runs, as the seed's per-trial failure category does.
+    """
+    if run.passed:
+        return frozenset()
+    failing = [result for result in run.metrics if not result.success or result.error_kind]
+    return frozenset(_metric_failure(result) for result in failing)
+
+
+def category_drift(
+    category: FailureCategory,
+    baseline: tuple[int, int],
+    candidate: tuple[int, int],
+) -> CategoryDrift:
+    """Drift of one category from its (count, runs) in each version; runs must be > 0."""
+    (base_count, base_runs), (cand_count, cand_runs) = baseline, candidate
+    base_rate, cand_rate = Fraction(base_count, base_runs), Fraction(cand_count, cand_runs)
+    # A version with more runs has proportionally more failures without anything changing.
+    expected = Fraction(base_count * cand_runs, base_runs)
+    return CategoryDrift(
+        category=category,
+        baseline_count=base_count,
+        baseline_rate=float(base_rate),
+        candidate_count=cand_count,
+        candidate_rate=float(cand_rate),
+        rate_delta=float(cand_rate - base_rate),
+        expected_candidate_count=float(expected),
+        notable=abs(cand_rate - base_rate) >= _DRIFT_MIN_RATE_MOVE
+        and abs(cand_count - expected) >= _DRIFT_MIN_COUNT_CHANGE,
+    )
+
+
+def failure_drift(
+    baseline: Sequence[RunOutcome], candidate: Sequence[RunOutcome]
+) -> tuple[CategoryDrift, ...]:
+    """Every category's drift between the versions' runs; none if either has no runs."""
+    if not baseline or not candidate:
+        return ()
+    base_counts = Counter(c for run in baseline for c in run_failure_categories(run))
+    cand_counts = Counter(c for run in candidate for c in run_failure_categories(run))
+    return tuple(
+        category_drift(
+            category,
+            (base_counts[category], len(baseline)),
+            (cand_counts[category], len(candidate)),
+        )
+        for category in FAILURE_CATEGORIES
+    )
+
+
+def _runs_of(version: VersionRuns, row_ids: Sequence[str]) -> list[RunOutcome]:
+    return [run for row_id in row_ids for run in version.get(row_id, ())]
+
+
+def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionComparison:
+    """Compare a candidate version's runs with a baseline's, case by case and overall."""
+    row_ids = sorted(baseline.keys() | candidate.keys())
+    cases = tuple(
+        compare_case(
+            row_id,
+            [run.passed for run in baseline.get(row_id, ())],
+            [run.passed for run in candidate.get(row_id, ())],
+        )
+        for row_id in row_ids
+    )
+    shared = sorted(baseline.keys() & candidate.keys())
+    base_shared, cand_shared = _runs_of(baseline, shared), _runs_of(candidate, shared)
+    base_overall, cand_overall = overall_pass_rate(base_shared), overall_pass_rate(cand_shared)
+    counts = Counter(case.verdict for case in cases)
+    return VersionComparison(
+        cases=cases,
+        baseline_overall=base_overall,
+        candidate_overall=cand_overall,
+        overall_delta=_difference(cand_overall.rate, base_overall.rate),
+        metric_deltas=metric_deltas(base_shared, cand_shared),
+        failure_drift=failure_drift(_runs_of(baseline, row_ids), _runs_of(candidate, row_ids)),
+        verdict_counts={name: counts[name] for name in VERDICTS},
+        has_regression=counts["regression"] > 0,
+    )
