@@ -22,6 +22,17 @@ ErrorKind = Literal[
     "worker_crash",
     "timeout",
 ]
+# A metric's own answer about the run: asking again gives the same one.
+FINAL_ERROR_KINDS: frozenset[str] = frozenset({"missing_input", "invalid_config"})
+# The workflow failed to answer: a result about the workflow, not a gap in the scoring.
+TARGET_ERROR_KINDS: frozenset[str] = frozenset({"no_output", "target_error"})
+# The judge did not answer (the circuit was open): the run is incomplete, not judged.
+OUTAGE_ERROR_KINDS: frozenset[str] = frozenset({"judge_unavailable"})
+
+
+def is_unjudged(error_kind: str | None) -> bool:
+    """A score the judge or the machinery still owes: retried on resume, counted as a gap."""
+    return error_kind is not None and error_kind not in FINAL_ERROR_KINDS | TARGET_ERROR_KINDS
 
 
 class EvaluationItem(BaseModel):

@@ -122,14 +122,32 @@ class PipelineJudge(DeepEvalBaseLLM):
     async def _answer(self, prompt: str, schema: type[BaseModel] | None) -> Any:
         json_schema = _json_schema(schema) if schema is not None else None
         key = self._key(prompt, json_schema)
-        cached = self._state.cached(key) if self._state is not None and key else None
-        if cached is not None:
+        if self._state is None or key is None:
+            return (await self._ask_until_valid(prompt, schema, json_schema))[1]
+        cached = await self._cached_or_claimed(self._state, key)
+        if cached is None:
+            try:
+                answer, _ = await self._ask_until_valid(prompt, schema, json_schema)
+                cached = self._state.store(key, answer)
+            finally:
+                self._state.release(key)
+        else:
             self.usage.cached += 1
-            return self._parse(cached.answer, schema)
-        answer, parsed = await self._ask_until_valid(prompt, schema, json_schema)
-        if self._state is not None and key:
-            self._state.store(key, answer)
-        return parsed
+        return self._parse(cached.answer, schema)
+
+    async def _cached_or_claimed(self, state: SharedState, key: str) -> CachedAnswer | None:
+        """The cached answer, waiting while another evaluation asks the same question;
+        None when this one is to ask it."""
+        # Long enough for the asker's retries and its second try at a valid answer.
+        lease_s = 2 * (self.spec.retry.max_total_s + self.spec.timeout_s)
+        while (cached := state.cached(key)) is None:
+            if state.claim(key, lease_s):
+                cached = state.cached(key)  # answered between the two looks
+                if cached is not None:
+                    state.release(key)
+                return cached
+            await asyncio.sleep(0.05)
+        return cached
 
     def _key(self, prompt: str, json_schema: dict[str, Any] | None) -> str | None:
         if not self.spec.cache or self.spec.is_dry_run:

@@ -1,7 +1,10 @@
 """Judge state every worker shares, in one embedded SQLite file (WAL, safe across processes).
 
 - the judge-call cache: a finished call's answer by a key of provider, model, generation
-  settings, prompt, schema and namespace (errors are never stored);
+  settings, prompt, schema and namespace (errors are never stored; the first answer
+  stays);
+- who is asking which question now, so that identical questions asked at once by many
+  evaluations make one call and all get the same answer (single flight);
 - a requests-per-minute window;
 - the circuit breaker: consecutive failed calls, and until when calls fail fast.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -21,6 +25,8 @@ _SCHEMA = """
 create table if not exists cache (
     key text primary key, answer text not null, prompt_tokens integer not null,
     completion_tokens integer not null, created real not null);
+create table if not exists asking (
+    key text primary key, pid integer not null, until real not null);
 create table if not exists rpm (at real not null);
 create table if not exists breaker (
     id integer primary key check (id = 1), failures integer not null,
@@ -94,12 +100,32 @@ class SharedState:
             return None
         return CachedAnswer(answer=row[0], prompt_tokens=row[1], completion_tokens=row[2])
 
-    def store(self, key: str, answer: CachedAnswer) -> None:
-        """Keep a successful answer."""
+    def store(self, key: str, answer: CachedAnswer) -> CachedAnswer:
+        """Keep a successful answer; return the one kept (an earlier answer stays)."""
         self._db.execute(
-            "insert or replace into cache values (?, ?, ?, ?, ?)",
+            "insert or ignore into cache values (?, ?, ?, ?, ?)",
             (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, time.time()),
         )
+        return self.cached(key) or answer
+
+    def claim(self, key: str, lease_s: float) -> bool:
+        """Become the one asking this question, unless a live process already is."""
+        now = time.time()
+        self._db.execute("begin immediate")
+        try:
+            row = self._db.execute("select pid, until from asking where key = ?", (key,)).fetchone()
+            if row is not None and row[1] > now and _alive(row[0]):
+                return False
+            self._db.execute(
+                "insert or replace into asking values (?, ?, ?)", (key, os.getpid(), now + lease_s)
+            )
+            return True
+        finally:
+            self._db.execute("commit")
+
+    def release(self, key: str) -> None:
+        """This process is no longer asking (answered or failed)."""
+        self._db.execute("delete from asking where key = ? and pid = ?", (key, os.getpid()))
 
     def clear_cache(self) -> int:
         """Forget every cached answer; return how many there were."""
@@ -154,3 +180,14 @@ class SharedState:
     def reset_breaker(self) -> None:
         """Close the breaker (at the start of a scoring step)."""
         self.record_success()
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process of this machine still runs (a crashed asker frees its question)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -7,7 +7,7 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJou
 from tests.conftest import make_task
 
 
-def test_completed_keeps_scores_and_final_errors_but_not_crashes_timeouts_or_judge_errors(
+def test_completed_keeps_judgements_and_final_errors_but_not_outages_crashes_or_judge_errors(
     tmp_path,
 ):
     journal = ScoreJournalResource(directory=str(tmp_path)).journal("bench", "h" * 64)
@@ -18,14 +18,18 @@ def test_completed_keeps_scores_and_final_errors_but_not_crashes_timeouts_or_jud
         EvaluationResult.failed(2, "worker_crash", "died"),
         EvaluationResult.failed(3, "timeout", "killed after 60 s"),
         EvaluationResult.failed(4, "judge_error", "HTTP 500"),
+        EvaluationResult.failed(5, "judge_unavailable", "circuit open after 5 failures"),
+        EvaluationResult.failed(6, "judge_invalid_output", "not JSON"),
+        EvaluationResult.failed(7, "metric_error", "ZeroDivisionError"),
+        EvaluationResult.failed(8, "invalid_config", "criteria: Field required"),
     ]
-    tasks = [make_task({"metric": "exact_match"}, item, i, run_id=f"h:r:{i}") for i in range(5)]
+    tasks = [make_task({"metric": "exact_match"}, item, i, run_id=f"h:r:{i}") for i in range(9)]
     for task, result in zip(tasks, outcomes, strict=True):
         journal.record(task, result)
     with journal.path.open("a", encoding="utf-8") as torn:
         torn.write('{"fingerprint": "x", "result": {"task_')  # a step killed mid-write
     kept = journal.completed()
-    assert kept == {tasks[0].fingerprint(): outcomes[0], tasks[1].fingerprint(): outcomes[1]}
+    assert kept == {tasks[i].fingerprint(): outcomes[i] for i in (0, 1, 8)}
     assert json.loads(journal.path.read_text().splitlines()[0])["result"]["score"] == 0.7
     journal.clear()
     assert not journal.path.exists()

@@ -3,8 +3,8 @@
 Every result is appended (and flushed) as it arrives. When a partition's scoring is
 interrupted (an error, a cancelled run, a killed process), the next materialisation
 reuses the journal's results for the same tasks and evaluates only the rest; a
-scoring step that completes removes its journal. Results that a retry may change
-(worker crash, timeout, judge error) are evaluated again.
+scoring step that completes removes its journal. Everything that is not a judgement
+(judge outage or error, worker crash, timeout) is evaluated again.
 """
 
 from __future__ import annotations
@@ -15,10 +15,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import ValidationError
 
-from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
-
-_RETRYABLE = frozenset({"worker_crash", "timeout", "judge_error"})
-
+from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, is_unjudged
 
 class ScoreJournal:
     """The journal of one benchmark partition."""
@@ -37,7 +34,7 @@ class ScoreJournal:
                 result = EvaluationResult.model_validate(entry["result"])
             except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
                 continue
-            if result.error_kind not in _RETRYABLE:
+            if not is_unjudged(result.error_kind):
                 results[entry["fingerprint"]] = result
         return results
 
