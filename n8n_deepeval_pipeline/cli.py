@@ -13,6 +13,7 @@ import click
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.summary import ErrorSummary
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
@@ -20,6 +21,20 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 )
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+# Exit codes of `run`, one per way it can disappoint, for CI scripts.
+EXIT_BELOW_FAIL_UNDER = 1
+EXIT_INVALID_CONFIG = 2
+EXIT_INCOMPLETE = 3
+EXIT_RUN_FAILED = 4
+
+
+class _Refused(click.ClickException):
+    """A ClickException with its own exit code."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 @click.group()
@@ -122,6 +137,12 @@ def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
 @click.option(
     "--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE."
 )
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(0, 1),
+    help="Exit 3 if more than RATE of the scores have no judgement (judge or worker "
+    "errors). Default: exit 3 on any judge outage.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
 @click.option(
@@ -131,9 +152,18 @@ def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
     "re-scoring with a recorded target.",
 )
 def run(
-    file: Path, fail_under: float | None, as_json: bool, no_cache: bool, record: Path | None
+    file: Path,
+    fail_under: float | None,
+    max_error_rate: float | None,
+    as_json: bool,
+    no_cache: bool,
+    record: Path | None,
 ) -> None:
-    """Run benchmark FILE for the workflow's current version and print a summary."""
+    """Run benchmark FILE for the workflow's current version and print a summary.
+
+    Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
+    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed.
+    """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
 
@@ -143,17 +173,36 @@ def run(
             partition = runner.register_current_version()
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             if not runner.materialise(partition):
-                raise click.ClickException("the benchmark run failed; see the log above")
+                raise _Refused("the benchmark run failed; see the log above", EXIT_RUN_FAILED)
             summary = runner.summary(partition)
             if record is not None:
                 written = runner.record(partition, record)
                 click.echo(f"recorded {written} outputs of {partition[:12]} in {record}", err=True)
     except BenchmarkConfigError as error:
-        raise click.ClickException(str(error)) from None
+        raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    incomplete = _incompleteness(summary.errors, max_error_rate)
+    if incomplete:
+        click.echo(incomplete, err=True)
+        sys.exit(EXIT_INCOMPLETE)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _incompleteness(errors: ErrorSummary, max_error_rate: float | None) -> str | None:
+    """Why the run counts as incomplete, or None."""
+    if max_error_rate is None and errors.judge_outage:
+        return (
+            f"incomplete: the judge was unavailable for {errors.judge_outage} scores "
+            "(--max-error-rate sets how many unjudged scores are acceptable)"
+        )
+    if max_error_rate is not None and errors.unjudged_rate > max_error_rate:
+        return (
+            f"incomplete: {errors.unjudged_rate:.1%} of the scores have no judgement, "
+            f"above --max-error-rate {max_error_rate:.1%}"
+        )
+    return None
 
 
 @main.command()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from statistics import fmean
 
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, is_unjudged
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, MetricScore, RunAggregate
 
@@ -32,6 +34,22 @@ class ConsistencySummary(BaseModel):
     mean_label_agreement: float | None
 
 
+class ErrorSummary(BaseModel):
+    """Score rows that carry an error, by kind, and the ones the judge still owes."""
+
+    scores: int
+    by_kind: dict[str, int]
+    first_message: dict[str, str]
+    unjudged: int  # judge or machinery errors: no judgement was made
+    judge_outage: int  # the judge did not answer at all (its circuit was open)
+    runs_with_unjudged: int
+
+    @property
+    def unjudged_rate(self) -> float:
+        """Share of score rows without a judgement."""
+        return self.unjudged / self.scores if self.scores else 0.0
+
+
 class BenchmarkSummary(BaseModel):
     """The headline figures of one workflow version."""
 
@@ -40,6 +58,7 @@ class BenchmarkSummary(BaseModel):
     runs: int
     pass_rate: float
     mean_overall_score: float | None
+    errors: ErrorSummary
     pass_rule: str
     judge_label: str | None
     judge_calls: int
@@ -60,6 +79,22 @@ def _total(values: list[float | None]) -> float | None:
 def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
     ks = sorted({k for row in rows for k in row})
     return {k: fmean(row[k] for row in rows if k in row) for k in ks}
+
+
+def _errors(scores: list[MetricScore]) -> ErrorSummary:
+    failed = [score for score in scores if score.error_kind]
+    unjudged = [score for score in failed if is_unjudged(score.error_kind)]
+    first: dict[str, str] = {}
+    for score in failed:
+        first.setdefault(str(score.error_kind), (score.error or "").splitlines()[0][:300])
+    return ErrorSummary(
+        scores=len(scores),
+        by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
+        first_message=first,
+        unjudged=len(unjudged),
+        judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
+        runs_with_unjudged=len({score.run_id for score in unjudged}),
+    )
 
 
 def summarise(
@@ -96,6 +131,7 @@ def summarise(
         runs=len(aggregates),
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
         mean_overall_score=mean_of_present([row.overall_score for row in aggregates]),
+        errors=_errors(scores),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
         judge_label=next((score.judge for score in scores if score.judge), None),
         judge_calls=sum(score.judge_calls for score in scores),
@@ -128,12 +164,13 @@ def render_summary(summary: BenchmarkSummary) -> str:
     lines = [
         f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
-        f"mean overall score {_figure(summary.mean_overall_score)}",
+        f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary.errors),
         f"judge {summary.judge_label or '-'} · calls {summary.judge_calls} "
         f"(+{summary.cached_calls} cached, {summary.judge_retries} retries) · "
         f"tokens {summary.tokens} · cost "
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
+    lines += _incomplete_lines(summary.errors)
     if summary.dry_run_judge:
         lines.append(
             "DRY-RUN JUDGE: judge-backed scores are placeholders, not judgements "
@@ -148,6 +185,29 @@ def render_summary(summary: BenchmarkSummary) -> str:
         )
     lines += _consistency_lines(summary.consistency)
     return "\n".join(lines)
+
+
+def _left_out(errors: ErrorSummary) -> str:
+    if not errors.unjudged:
+        return ""
+    return f" (leaves out {errors.unjudged} unjudged scores in {errors.runs_with_unjudged} runs)"
+
+
+def _incomplete_lines(errors: ErrorSummary) -> list[str]:
+    """A warning that cannot be missed when scores have no judgement."""
+    if not errors.unjudged:
+        return []
+    kinds = {kind: n for kind, n in errors.by_kind.items() if is_unjudged(kind)}
+    counts = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
+    first = errors.first_message[next(iter(kinds))]
+    lines = [
+        f"WARNING: INCOMPLETE RUN: {errors.unjudged} of {errors.scores} scores have no "
+        f"judgement ({errors.unjudged_rate:.1%}: {counts})",
+        f"  first error: {first}",
+    ]
+    if errors.judge_outage:
+        lines.append("  the judge was unreachable: fix it and run again (answers are cached)")
+    return lines
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

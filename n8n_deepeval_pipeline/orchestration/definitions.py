@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 
 import dagster as dg
-from dagster_duckdb_pandas import DuckDBPandasIOManager
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
@@ -24,6 +23,7 @@ from n8n_deepeval_pipeline.orchestration.automation import (
 )
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import API_KEY_ENV, API_URL_ENV, N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import ResultsIOManager
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 
@@ -69,13 +69,15 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             timeout_s=float(os.environ.get("N8N_DEEPEVAL_JUDGE_TIMEOUT_S", "60")),
             max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
             requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
+            max_attempts=_env_int("N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS") or 6,
+            breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD") or 10,
             cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",
             state_dir=str(settings.judge_state_dir()),
             prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
         "n8n": n8n_resource(),
-        "io_manager": DuckDBPandasIOManager(database=str(database)),
+        "io_manager": ResultsIOManager(database=str(database)),
     }
 
 
