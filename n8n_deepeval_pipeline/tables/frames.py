@@ -66,12 +66,34 @@ def to_frame(model: type[Row], rows: list[Row]) -> pd.DataFrame:
     return frame.astype(dtypes)
 
 
+class OutdatedTableError(ValueError):
+    """A stored table that lacks a column its rows cannot do without."""
+
+
+def _added_since(model: type[Row], frame: pd.DataFrame) -> dict[str, None]:
+    """Nullable columns added since the table was written: they read as NULL."""
+    absent = [name for name in model.model_fields if name not in frame.columns]
+    required = [name for name in absent if not _nullable(model.model_fields[name].annotation)]
+    if required and not frame.empty:
+        raise OutdatedTableError(
+            f"the stored {model.__name__} table has no column {', '.join(required)}: it was "
+            "written by an older version of n8n-deepeval-pipeline; materialise this version "
+            "again, or move the DuckDB file aside (N8N_DEEPEVAL_DUCKDB picks another)"
+        )
+    return dict.fromkeys(absent)
+
+
+def _nullable(annotation: Any) -> bool:
+    return annotation is Any or type(None) in get_args(annotation)
+
+
 def from_frame(model: type[Row], frame: pd.DataFrame) -> list[Row]:
     """Rows of a stored table, validated back into their model."""
     json_columns = {name for name, kind in column_kinds(model).items() if kind == JSON_TEXT}
+    added = _added_since(model, frame)
     rows = []
     for record in frame.to_dict(orient="records"):
-        values = {str(k): None if _is_missing(v) else v for k, v in record.items()}
+        values = {**added, **{str(k): None if _is_missing(v) else v for k, v in record.items()}}
         for name in json_columns & values.keys():
             text = values[name]
             if text is not None:

@@ -1,9 +1,10 @@
 """The DataFrame codec: typed columns (also for empty partitions) and JSON round trips."""
 
 import pandas as pd
+import pytest
 
 from n8n_deepeval_pipeline import AgentOutput, ConsistencyStats, DatasetRow, MetricScore
-from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.frames import OutdatedTableError, from_frame, to_frame
 
 HASH = "c" * 64
 
@@ -61,3 +62,34 @@ def test_nulls_as_duckdb_returns_them_become_none():
         None,
         "boom",
     )
+
+
+def test_a_table_from_before_a_nullable_column_reads_it_as_none_but_not_a_required_one():
+    score = MetricScore.model_validate(
+        {
+            **dict.fromkeys(MetricScore.model_fields),
+            "workflow_hash": HASH,
+            "run_id": "r:0",
+            "metric": "exact_answer",
+            "metric_slug": "exact_match",
+            "success": True,
+            "score": 1.0,
+            "direction": "higher_is_better",
+            "case_id": "r",
+            "threshold": 0.5,
+            "judge_calls": 0,
+            "judge_retries": 0,
+            "cached_calls": 0,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "tokens": 0,
+            "latency_s": 0.1,
+            "dry_run": False,
+            "error_kind": "missing_input",
+        }
+    )
+    older = to_frame(MetricScore, [score]).drop(columns=["error_kind"])
+    (read,) = from_frame(MetricScore, older)
+    assert read == score.model_copy(update={"error_kind": None})
+    with pytest.raises(OutdatedTableError, match="has no column run_id: it was written by an"):
+        from_frame(MetricScore, older.drop(columns=["run_id"]))
