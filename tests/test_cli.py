@@ -48,6 +48,25 @@ def test_validate_checks_the_files_the_benchmark_points_to(example_copy):
     assert "dataset.idColumn: column 'id' is not in the file (columns: input, key)" in result.output
 
 
+def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    outputs = example_copy.parent / "outputs.jsonl"
+    with outputs.open("a") as file:
+        file.write(json.dumps({"row_id": "ord-status-1", "run_index": 3, "output": "x"}) + "\n")
+    message = (
+        f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
+        "  - line 28: row_id 'ord-status-1' run_index 3: run_index must be below runsPerRow (3)\n"
+        "  - to leave out the lines no run reads, set target.ignoreUnusedOutputs: true\n"
+    )
+    runner = CliRunner()
+    validated = runner.invoke(main, ["validate", str(example_copy)])
+    assert (validated.exit_code, validated.output) == (1, message)
+    run = runner.invoke(main, ["run", str(example_copy)])
+    assert run.exit_code != 0  # which code: the run command's exit code table
+    assert run.output == f"Error: {message}"
+
+
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
     catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
@@ -151,3 +170,16 @@ def test_cache_clear_forgets_every_cached_answer(tmp_path, monkeypatch):
     result = runner.invoke(main, ["cache", "clear"])
     assert result.exit_code == 0 and "removed 2 cached judge answer(s)" in result.output
     assert state.cached("a") is None
+
+
+def test_run_of_an_invalid_benchmark_exits_2_not_1_like_a_low_pass_rate(
+    example_copy, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    document = yaml.safe_load(example_copy.read_text())
+    document["runsPerRow"] = 0
+    example_copy.write_text(yaml.safe_dump(document))
+    result = CliRunner().invoke(main, ["run", str(example_copy)])
+    assert result.exit_code == 2
+    assert "runsPerRow: Input should be greater than or equal to 1" in result.output
