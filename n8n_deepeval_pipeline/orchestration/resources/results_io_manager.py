@@ -3,18 +3,21 @@
 A table written by an older version of the project may lack columns added since: they
 are added (older rows read them as NULL) and rows are inserted by column name, never by
 position. A column whose type changed cannot be migrated safely; the step stops and says
-which file, table and column, and what to do.
+which file, table and column, and what to do. A partition is replaced in one
+transaction, so a write that fails keeps the rows it was to replace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 from dagster._core.definitions.metadata import TableMetadataSet
-from dagster._core.storage.db_io_manager import DbTypeHandler, TableSlice
+from dagster._core.storage.db_io_manager import DbIOManager, DbTypeHandler, TableSlice
+from dagster_duckdb.io_manager import DuckDbClient
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 
 
@@ -89,8 +92,45 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
         )
 
 
+class AtomicDuckDbClient(DuckDbClient):
+    """Replaces a partition's rows in one transaction: a failed write keeps the old ones."""
+
+    @staticmethod
+    @contextmanager
+    def connect(context: Any, table_slice: Any) -> Iterator[Any]:
+        """A connection whose work commits at the end, or rolls back and closes on error."""
+        with DuckDbClient.connect(context, table_slice) as connection:
+            connection.execute("begin transaction")
+            try:
+                yield connection
+            except BaseException:
+                connection.execute("rollback")
+                connection.close()  # Dagster's own connect closes only on success
+                raise
+            connection.execute("commit")
+
+    @staticmethod
+    def delete_table_slice(
+        context: dg.OutputContext, table_slice: TableSlice, connection: Any
+    ) -> None:
+        """Delete the partition's rows, if there is a table (an error would end the transaction)."""
+        if stored_columns(connection, table_slice.schema, table_slice.table):
+            DuckDbClient.delete_table_slice(context, table_slice, connection)
+
+
 class ResultsIOManager(DuckDBPandasIOManager):
     """Result tables in DuckDB, one schema per benchmark, partitions replaced on write."""
+
+    def create_io_manager(self, context: Any) -> DbIOManager:
+        """Dagster's DuckDB IO manager with the transactional client."""
+        return DbIOManager(
+            db_client=AtomicDuckDbClient(),
+            database=self.database,
+            schema=self.schema_,
+            type_handlers=self.type_handlers(),
+            default_load_type=self.default_load_type(),
+            io_manager_name="ResultsIOManager",
+        )
 
     @staticmethod
     def type_handlers() -> Sequence[DbTypeHandler[Any]]:
