@@ -141,3 +141,35 @@ def test_a_killed_run_restarted_makes_exactly_the_missing_calls(judge, tmp_path)
     summary, _ = run_example(env)
     assert judge.requests - made_before == total - kept
     assert summary["runs"] == 27
+
+
+def test_a_judge_that_echoes_the_key_gets_it_stored_and_shown_nowhere(tmp_path):
+    server = LoopbackJudge(latency_s=0.0, reject_key=True).start()
+    home = tmp_path / "home"
+    try:
+        done = subprocess.run(
+            cli("run", str(EXAMPLE / "benchmark.yaml")),
+            env=environment(home, server),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        server.stop()
+    assert server.headers_seen[0]["authorization"] == f"Bearer {API_KEY}"  # quoted back
+    with duckdb.connect(str(home / "results.duckdb"), read_only=True) as db:
+        errors = [
+            error
+            for (error,) in db.execute(
+                "select error from support_agent.metric_scores where error_kind like 'judge%'"
+            ).fetchall()
+        ]
+    assert len(errors) == 54  # every judge-backed score of the 27 runs
+    assert all("HTTP 401 Invalid key: Bearer [redacted] (request " in e for e in errors)
+    for text in [*errors, done.stdout + done.stderr]:
+        assert API_KEY not in text and URL_TOKEN not in text
+    for path in home.rglob("*"):  # the judge state file, the tables, the run logs
+        if path.is_file():
+            data = path.read_bytes()
+            assert API_KEY.encode() not in data and URL_TOKEN.encode() not in data, path

@@ -24,7 +24,7 @@ def _run(tmp_path, *options):
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
         "DAGSTER_HOME": str(tmp_path / "home" / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
+        "DEEPEVAL_POOL_SIZE": "1",  # one worker: exactly 3 calls fail before the circuit opens
         "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
         "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
         "N8N_DEEPEVAL_JUDGE_BASE_URL": f"http://127.0.0.1:{_closed_port()}/v1",

@@ -136,8 +136,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         return self._parse(cached.answer, schema)
 
     async def _cached_or_claimed(self, state: SharedState, key: str) -> CachedAnswer | None:
-        """The cached answer, waiting while another evaluation asks the same question;
-        None when this one is to ask it."""
+        """The cached answer, after waiting while another evaluation asks; None: ask it."""
         # Long enough for the asker's retries and its second try at a valid answer.
         lease_s = 2 * (self.spec.retry.max_total_s + self.spec.timeout_s)
         while (cached := state.cached(key)) is None:

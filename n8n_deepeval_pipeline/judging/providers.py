@@ -4,7 +4,7 @@ Every provider sends the metric's JSON schema itself, whatever the model's name
 (DeepEval's own OpenAI class decides from the name and sends nothing for unknown
 ones), holds one HTTP client with keep-alive, and never retries: the judge does that,
 once, for all of them. Errors name the provider and status, never a key or a URL's
-query string.
+query string, and the server's own words are redacted (some echo the key they refused).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import httpx2
 from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.redaction import redact
 
 
 class Completion:
@@ -98,7 +99,7 @@ class _HttpProvider:
             ) from None
         if response.status_code >= 400:
             raise ProviderError(
-                f"{where}: HTTP {response.status_code} {_error_detail(response)}",
+                f"{where}: HTTP {response.status_code} {_error_detail(response, self.spec)}",
                 retryable=response.status_code in RETRYABLE_STATUS,
                 retry_after_s=parse_retry_after(response.headers.get("retry-after")),
                 status=response.status_code,
@@ -110,13 +111,14 @@ class _HttpProvider:
         return data
 
 
-def _error_detail(response: httpx2.Response) -> str:
+def _error_detail(response: httpx2.Response, spec: JudgeSpec) -> str:
+    """The server's reason, redacted before it is cut short (a cut key escapes redaction)."""
     try:
         error = response.json().get("error", {})
         message = error.get("message") if isinstance(error, dict) else str(error)
     except (ValueError, AttributeError):
         message = None
-    return (message or response.reason_phrase or "")[:200]
+    return redact(message or response.reason_phrase or "", spec.secrets)[:200]
 
 
 class OpenAIChatProvider(_HttpProvider):

@@ -124,7 +124,7 @@ class SharedState:
             self._db.execute("commit")
 
     def release(self, key: str) -> None:
-        """This process is no longer asking (answered or failed)."""
+        """Stop asking (answered or failed): waiting processes look again."""
         self._db.execute("delete from asking where key = ? and pid = ?", (key, os.getpid()))
 
     def clear_cache(self) -> int:

@@ -7,6 +7,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
+from n8n_deepeval_pipeline.redaction import url_secrets
 
 JudgeProvider = Literal[
     "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
@@ -53,6 +54,12 @@ class JudgeSpec(BaseModel):
         if self.provider == "local":
             return f"[local smoke-test judge {self.model}, not a reliable judgement]"
         return None
+
+    @property
+    def secrets(self) -> list[str]:
+        """What no message may show: the key, and any credential the base URL carries."""
+        key = self.api_key.get_secret_value() if self.api_key else ""
+        return [secret for secret in [key, *url_secrets(self.base_url)] if secret]
 
     @property
     def label(self) -> str:

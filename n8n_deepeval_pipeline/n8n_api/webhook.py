@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.n8n_data.responses import (
     parse_body,
 )
 from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render
+from n8n_deepeval_pipeline.redaction import redact, url_secrets
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 
 Progress = Callable[[int, int], None]
@@ -200,7 +201,7 @@ class WebhookCaller:
         except httpx2.TransportError as error:
             raise TargetError(f"connection failed ({type(error).__name__})") from None
         if response.status_code >= 300:
-            reason = _redact(_reason(response), url)
+            reason = redact(_reason(response), _webhook_secrets(url))[:200]
             raise TargetError(f"HTTP {response.status_code}: {reason}")
         return response
 
@@ -222,7 +223,7 @@ def _reason(response: httpx2.Response) -> str:
     except ValueError:
         return response.reason_phrase or "no reason given"
     if isinstance(body, dict):
-        return str(body.get("message") or body.get("error") or response.reason_phrase)[:200]
+        return str(body.get("message") or body.get("error") or response.reason_phrase)
     return response.reason_phrase or "no reason given"
 
 
@@ -230,12 +231,10 @@ def _reason(response: httpx2.Response) -> str:
 _N8N_PREFIXES = frozenset({"webhook", "webhook-test", "webhook-waiting", "form", "form-test"})
 
 
-def _redact(text: str, url: str) -> str:
+def _webhook_secrets(url: str) -> list[str]:
     """n8n quotes the webhook path in some errors; the path may be the secret."""
     segments = [s for s in urlsplit(url).path.split("/") if s and s not in _N8N_PREFIXES]
-    for part in sorted(segments, key=len, reverse=True):
-        text = text.replace(part, "…")
-    return text
+    return segments + url_secrets(url)
 
 
 def _failed(run: ExpandedRun, reason: str, latency_s: float, session_id: str) -> AgentOutput:

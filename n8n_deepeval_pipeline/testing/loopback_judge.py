@@ -5,9 +5,10 @@ request's ``response_format`` JSON schema (values drawn from a hash of the reque
 answers are deterministic) and reports token usage. A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
 ``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
-(closes the connection without an answer), ``invalid_json`` and ``schema_violation``;
-``ok`` answers normally, and so does every request after the plan runs out
-(``fail_always`` makes every request a 500 instead).
+(closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
+``401`` (refuses the key, quoting it and the URL with its query, as careless servers
+do); ``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401).
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -30,8 +31,8 @@ from typing import Any
 
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
-_REASONS = {200: "OK", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error",
-            503: "Service Unavailable"}  # fmt: skip
+_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
 
 
 def answer_for(body: dict[str, Any]) -> str:
@@ -81,12 +82,14 @@ class LoopbackJudge:
         faults: list[str] | None = None,
         slow_s: float = 5.0,
         fail_always: bool = False,
+        reject_key: bool = False,
     ) -> None:
         self.latency_s = latency_s
         self.port = port
         self.faults = list(faults or [])
         self.slow_s = slow_s
         self.fail_always = fail_always
+        self.reject_key = reject_key
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -106,6 +109,8 @@ class LoopbackJudge:
         with self._lock:
             if self.fail_always:
                 return "500"
+            if self.reject_key:
+                return "401"
             return self.faults.pop(0) if self.faults else "ok"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -141,6 +146,9 @@ class LoopbackJudge:
             if fault == "drop":
                 writer.transport.abort()
                 return False
+            if fault == "401":
+                _write(writer, 401, {"error": {"message": _refusal(headers, target)}})
+                return True
             request = json.loads(body or b"{}")
             if path.endswith("/v1/messages"):
                 return self._answer_anthropic(writer, fault, request)
@@ -209,6 +217,13 @@ class LoopbackJudge:
         """Stop serving."""
         if self._loop is not None and self._server is not None:
             self._loop.call_soon_threadsafe(self._server.close)
+
+
+def _refusal(headers: dict[str, str], target: str) -> str:
+    """The key a request carried (any provider's header) and its URL, quoted back."""
+    names = ("authorization", "x-api-key", "api-key")
+    key = next((headers[name] for name in names if name in headers), "no key")
+    return f"Invalid key: {key} (request {target})"
 
 
 async def _read_request(

@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
+from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
@@ -58,7 +59,10 @@ class Evaluator:
         return judge
 
     def evaluate(self, task: EvaluationTask) -> EvaluationResult:
-        """Score one task; any failure becomes an error result, never an exception."""
+        """Score one task; any failure becomes an error result, never an exception.
+
+        The error is redacted here, whatever raised it: it is stored, logged and shown.
+        """
         self._usage.reset()
         started = time.perf_counter()
         try:
@@ -69,6 +73,7 @@ class Evaluator:
             self.repairs += self._snapshot.restore()
         return result.model_copy(
             update={
+                "error": redact(result.error, task.judge.secrets) if result.error else None,
                 "latency_s": round(time.perf_counter() - started, 4),
                 "judge_calls": self._usage.calls,
                 "judge_retries": self._usage.retries,

@@ -37,35 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.worker.environment import worker_environment
 
 _LOG = logging.getLogger(__name__)
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 64
 DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-
-# Settings DeepEval reads at import: no telemetry, no dotenv, no key file, no writes.
-_WORKER_ENV = {
-    "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
-    "DEEPEVAL_DISABLE_DOTENV": "1",
-    "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
-    "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
-    "PYTHONUNBUFFERED": "1",
-}
-# Removed so DeepEval cannot find a key on its own: the judge comes only from model=.
-_DROPPED_ENV = ("DEEPEVAL_UPDATE_WARNING_OPT_IN", "CONFIDENT_API_KEY", "AZURE_OPENAI_ENDPOINT")
-
-
-def worker_environment() -> dict[str, str]:
-    """The parent's environment without secrets, plus DeepEval's quiet settings."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if name not in _DROPPED_ENV and not name.endswith(("_API_KEY", "_TOKEN", "_SECRET"))
-    }
-    env.update(_WORKER_ENV)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), env.get("PYTHONPATH")]))
-    return env
 
 
 def clamp_pool_size(size: int) -> int:
@@ -85,15 +62,16 @@ class WorkerCrashed(RuntimeError):
 class _Zygote:
     """The warmed interpreter that forks workers (see ``worker.zygote``)."""
 
-    def __init__(self, scratch: Path, evaluator: str) -> None:
+    def __init__(self, scratch: Path, evaluator: str, environment: dict[str, str]) -> None:
         parent_end, child_end = Pipe(duplex=True)
+        self.environment = environment
         self.control: Connection = parent_end
         module = "n8n_deepeval_pipeline.worker.zygote"
         with (scratch / "workers.log").open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", module, str(child_end.fileno()), evaluator],
                 pass_fds=[child_end.fileno()],
-                env=worker_environment(),
+                env=environment,
                 cwd=scratch,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -233,14 +211,17 @@ class WorkerPool:
         """Process ids of the live workers, by slot."""
         return [worker.pid for worker in self._workers]
 
-    def start(self) -> None:
-        """Warm the zygote once, then fork every worker from it."""
+    def start(self, secrets: Iterable[str] = ()) -> None:
+        """Warm the zygote once, then fork every worker from it.
+
+        ``secrets`` (judge keys) are left out of the environment under any name.
+        """
         if self._workers:
             return
         started = time.perf_counter()
         self._scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
         try:
-            self._zygote = _Zygote(self._scratch, self.evaluator)
+            self._zygote = _Zygote(self._scratch, self.evaluator, worker_environment(secrets))
             self._zygote.wait_ready(self.start_timeout_s)
             self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
@@ -269,13 +250,17 @@ class WorkerPool:
 
     def evaluate(self, tasks: Iterable[EvaluationTask]) -> Iterator[EvaluationResult]:
         """Run the tasks on the workers; yield each result as soon as it is ready."""
-        self.start()
-        self._revive_dead()
         pending: queue.Queue[EvaluationTask] = queue.Queue()
+        secrets: set[str] = set()
         total = 0
         for task in tasks:
             pending.put(task)
+            secrets.update(task.judge.secrets)
             total += 1
+        if self._exposes(secrets):
+            self.close()  # started before these keys were known: start again without them
+        self.start(secrets)
+        self._revive_dead()
         done: queue.Queue[EvaluationResult | BaseException] = queue.Queue()
         stop = threading.Event()
         threads = [
@@ -298,6 +283,11 @@ class WorkerPool:
                 self._abort_in_flight()
             for thread in threads:
                 thread.join()
+
+    def _exposes(self, secrets: set[str]) -> bool:
+        """Whether the running zygote's environment holds one of these secrets."""
+        environment = self._zygote.environment if self._zygote is not None else {}
+        return any(secret in value for value in environment.values() for secret in secrets)
 
     def _abort_in_flight(self) -> None:
         """The caller gave up (an error or a cancelled run): kill what is still running."""

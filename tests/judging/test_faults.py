@@ -7,10 +7,13 @@ from pydantic import SecretStr
 
 from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
+from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 
 pytestmark = pytest.mark.slow
 
+KEY = "judge-key-7f3a9c0d"
+URL_TOKEN = "url-token-5d21e8"
 ITEM = EvaluationItem(input="What is 2+2?", actual_output="4", expected_output="4")
 FAST_RETRIES = RetryPolicy(max_attempts=8, base_delay_s=0.05, max_delay_s=3, max_total_s=60)
 
@@ -27,7 +30,7 @@ def spec(server, tmp_path, **options):
     return JudgeSpec(
         provider="openai-compatible",
         model="loopback-judge",
-        base_url=server.base_url,
+        base_url=options.pop("base_url", server.base_url),
         timeout_s=options.pop("timeout_s", 1.0),
         retry=options.pop("retry", FAST_RETRIES),
         state_dir=str(tmp_path / "judge"),
@@ -164,3 +167,42 @@ def test_every_http_provider_speaks_its_api(pool, tmp_path, provider, options, p
     assert headers[expected[0]] == expected[1]
     if provider == "azure-openai":
         assert server.urls_seen[0].endswith("?api-version=2024-10-21")
+
+
+def test_a_judge_that_echoes_the_key_gets_it_stored_nowhere(pool, tmp_path):
+    server = LoopbackJudge(latency_s=0.0, reject_key=True).start()
+    judge = spec(
+        server,
+        tmp_path,
+        base_url=f"{server.base_url}?token={URL_TOKEN}",
+        api_key=SecretStr(KEY),
+        breaker_threshold=3,
+    )
+    try:
+        results = run(pool, correctness(judge, count=5))
+    finally:
+        server.stop()
+    # the server really had both, and quoted them back
+    assert server.headers_seen[0]["authorization"] == f"Bearer {KEY}"
+    assert URL_TOKEN in server.urls_seen[0]
+    refusal = (
+        "HTTP 401 Invalid key: Bearer [redacted] (request /v1/chat/completions?token=[redacted])"
+    )
+    assert [r.error_kind for r in results] == ["judge_error"] * 3 + ["judge_unavailable"] * 2
+    assert all(refusal in r.error for r in results)  # the last two quote the breaker's record
+    assert not any(KEY in r.error or URL_TOKEN in r.error for r in results)
+    state_files = [path for path in (tmp_path / "judge").rglob("*") if path.is_file()]
+    assert any(path.name == SharedState.FILE_NAME for path in state_files)
+    for path in state_files:
+        data = path.read_bytes()
+        assert KEY.encode() not in data and URL_TOKEN.encode() not in data, path
+
+
+def test_an_error_stored_unredacted_is_redacted_when_shown(pool, tmp_path):
+    # a state file written before redaction: the breaker open on a message with the key
+    state = SharedState.in_folder(tmp_path / "judge")
+    state.record_failure(f"Invalid key {KEY}", threshold=1, cool_down_s=60)
+    unused = LoopbackJudge()  # an open breaker calls no judge
+    (result,) = run(pool, correctness(spec(unused, tmp_path, api_key=SecretStr(KEY))))
+    assert result.error_kind == "judge_unavailable"
+    assert result.error.endswith("Last error: Invalid key [redacted]")

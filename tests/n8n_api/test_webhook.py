@@ -87,7 +87,7 @@ def test_get_sends_the_body_as_query_parameters(fake):
     _, (missing,) = call(fake, "no-such-hook", [row("r1", "hi")], method="GET")
     assert (
         missing.error
-        == "target_error: HTTP 404: The requested webhook /webhook/… is not registered."
+        == "target_error: HTTP 404: The requested webhook /webhook/[redacted] is not registered."
     )
 
 
@@ -98,8 +98,18 @@ def test_failures_are_target_errors_with_status_and_reason_and_no_secret(fake):
     _, (failed,) = call(fake, f"fail500-{TOKEN}", rows)
     assert failed.error_kind == "target_error" and failed.error.startswith("target_error: HTTP 500")
     assert TOKEN not in failed.error
-    assert failed.error == "target_error: HTTP 500: Workflow could not be started for /webhook/…"
+    assert (
+        failed.error
+        == "target_error: HTTP 500: Workflow could not be started for /webhook/[redacted]"
+    )
     assert fake.calls[f"/webhook/fail500-{TOKEN}"] == 1  # a POST is never retried
+    # a reason is cut to 200 characters after redaction: a cut token would escape it
+    _, (long,) = call(fake, f"fail500-{'x' * 139}{TOKEN}", rows)
+    assert (
+        long.error
+        == "target_error: HTTP 500: Workflow could not be started for /webhook/[redacted]"
+    )
+    assert TOKEN[:8] not in long.error
     _, (slow,) = call(fake, "slow", rows, timeoutS=0.5)
     assert slow.error == "target_error: timeout after 0.5 s"
 

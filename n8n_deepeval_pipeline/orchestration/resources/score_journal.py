@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, is_unjudged
 
+
 class ScoreJournal:
     """The journal of one benchmark partition."""
 

@@ -1,0 +1,56 @@
+"""Credentials out of text: every error message passes through ``redact`` before it is kept.
+
+Messages are stored, logged and shown, and servers echo what they were sent ("Invalid
+key: Bearer sk-…"). So a message may hold a key this process knows, removed literally,
+or one only its shape gives away: a bearer token, the value of a key header, query
+parameter or JSON field, a URL's user-info, an ``sk-`` key.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from urllib.parse import parse_qsl, urlsplit
+
+REDACTED = "[redacted]"
+
+# Names whose value is a credential. The words too common in prose to mark a header
+# ("Invalid key: …") count only in a query ("?token=…") or as a quoted field ("token": "…").
+_FIELD_NAME = (
+    r"(?:x-)?api[-_]?key|(?:access|auth|refresh)[-_]?token|client[-_]?secret|secret|passw(?:or)?d"
+)
+_QUERY_NAME = rf"{_FIELD_NAME}|key|token|sig|signature"
+_VALUE = r"(?!bearer\s)[^\s\"'&,;#\[\]{}]+"  # never "[redacted]" nor a "Bearer …" scheme
+_PATTERNS = (
+    (re.compile(rf"(?i)\b(bearer\s+){_VALUE}"), rf"\1{REDACTED}"),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@"), rf"\1{REDACTED}@"),
+    (re.compile(rf"(?i)(?<![\w-])({_QUERY_NAME})(=){_VALUE}"), rf"\1\2{REDACTED}"),
+    (re.compile(rf"(?i)([\"'](?:{_QUERY_NAME})[\"']\s*:\s*[\"']){_VALUE}"), rf"\1{REDACTED}"),
+    (
+        re.compile(rf"(?i)(?<![\w-])({_FIELD_NAME})([\"']?\s*:\s*[\"']?){_VALUE}"),
+        rf"\1\2{REDACTED}",
+    ),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
+)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without the given secrets and without anything shaped like a credential."""
+    for secret in sorted(set(filter(None, secrets)), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    for pattern, replacement in _PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The credentials a URL carries: its password and its credential query parameters."""
+    if not url:
+        return []
+    parts = urlsplit(url)
+    found = [parts.password] + [
+        value
+        for name, value in parse_qsl(parts.query)
+        if re.fullmatch(_QUERY_NAME, name, re.IGNORECASE)
+    ]
+    return [secret for secret in found if secret]
