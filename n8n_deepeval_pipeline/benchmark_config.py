@@ -86,7 +86,9 @@ class DatasetConfig(ConfigModel):
             raise ValueError("a dataset needs exactly one of 'path' or 'dataTable'")
         if self.path is None:
             return self
-        if self.format is None and self.path.suffix.lower() not in _FORMATS_BY_SUFFIX:
+        suffix_known = self.path.suffix.lower() in _FORMATS_BY_SUFFIX
+        # A directory is refused by name when it is read, not as a file of unknown format.
+        if self.format is None and not suffix_known and not self.path.is_dir():
             raise ValueError(
                 f"cannot tell the format of {self.path.name!r}: "
                 "use a .csv, .jsonl or .parquet file, or set 'format'"
@@ -131,6 +133,12 @@ class RecordedTarget(ConfigModel):
         default=None,
         pattern=r"^[0-9a-f]{64}$",
         description="The workflow version these outputs came from, unless each line says.",
+    )
+    ignore_unused_outputs: bool = Field(
+        default=False,
+        description="Leave out lines of this version that no run reads (a row not in the "
+        "dataset after filters and maxRows, a run_index not below runsPerRow) instead of "
+        "refusing them.",
     )
 
     @model_validator(mode="after")

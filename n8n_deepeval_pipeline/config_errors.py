@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -15,6 +18,41 @@ class BenchmarkConfigError(ValueError):
         self.problems = problems
         listing = "\n".join(f"  - {problem}" for problem in problems)
         super().__init__(f"{self.source}: invalid {what}\n{listing}")
+
+
+class FileRole(NamedTuple):
+    """What a file a benchmark points to holds, and the benchmark field that names it."""
+
+    what: str
+    field: str
+
+
+class DataFileError(BenchmarkConfigError):
+    """A file a benchmark points to (dataset, recorded outputs) is invalid.
+
+    The code that reads the file does not know which benchmark named it; the caller that
+    does adds it with ``pointed_to_by``, so that the message names both files.
+    """
+
+    def __init__(
+        self,
+        source: Path | str,
+        problems: list[str],
+        role: FileRole,
+        benchmark: Path | str | None = None,
+    ) -> None:
+        self.role = role
+        pointer = role.field if benchmark is None else f"{role.field} of {benchmark}"
+        super().__init__(source, problems, what=f"{role.what} ({pointer})")
+
+
+@contextmanager
+def pointed_to_by(benchmark: Path) -> Iterator[None]:
+    """Name ``benchmark`` in the errors about the files it points to."""
+    try:
+        yield
+    except DataFileError as error:
+        raise DataFileError(error.source, error.problems, error.role, benchmark) from None
 
 
 def field_path(location: tuple[int | str, ...]) -> str:

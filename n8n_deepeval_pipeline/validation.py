@@ -12,12 +12,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
-from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines
+from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
@@ -40,11 +40,13 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
     try:
         workflow = _workflow(benchmark, path, n8n)
         digest = workflow_hash(workflow)
-        rows = load_dataset_rows(benchmark.dataset, digest, _records(benchmark, path, n8n))
+        records = _records(benchmark, path, n8n)
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
-    if isinstance(benchmark.target, RecordedTarget):
-        _check_recordings(path, benchmark, benchmark.target, rows)
+    with pointed_to_by(path):
+        rows = load_dataset_rows(benchmark.dataset, digest, records)
+        if isinstance(benchmark.target, RecordedTarget):
+            _check_recordings(path, benchmark, benchmark.target, rows, digest)
     if isinstance(benchmark.target, WorkflowTarget):
         target = benchmark.target
         problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
@@ -83,9 +85,9 @@ def _records(
 
 
 def _check_recordings(
-    path: Path, benchmark: Benchmark, target: RecordedTarget, rows: list[DatasetRow]
+    path: Path, benchmark: Benchmark, target: RecordedTarget, rows: list[DatasetRow], digest: str
 ) -> None:
-    """Every recorded line belongs to a dataset row and to a run that will exist."""
+    """Every recorded line of this version belongs to a dataset row and a run that will exist."""
     if target.columns is not None:
         missing = sorted(set(target.columns.values()) - set(rows[0].raw)) if rows else []
         if missing:
@@ -94,15 +96,6 @@ def _check_recordings(
             )
         return
     assert target.outputs is not None
+    lines = read_recorded_lines(target.outputs, target.workflow_hash)
     row_ids = {row.row_id for row in rows}
-    problems = []
-    for _, row_id, run_index in read_recorded_lines(target.outputs, target.workflow_hash):
-        where = f"{target.outputs.name}: row_id {row_id!r} run_index {run_index}"
-        if row_id not in row_ids:
-            problems.append(f"{where}: no such row in the dataset (after filters)")
-        elif run_index >= benchmark.runs_per_row:
-            problems.append(
-                f"{where}: run_index must be below runsPerRow ({benchmark.runs_per_row})"
-            )
-    if problems:
-        raise BenchmarkConfigError(path, problems)
+    refuse_unused_lines(target, lines, digest, row_ids, benchmark.runs_per_row)

@@ -37,7 +37,8 @@ def test_defaults_follow_the_seed_and_paths_are_relative_to_the_file(tmp_path):
     assert benchmark.aggregate.pass_rule == "allPass"
     assert benchmark.consistency.group_by_field == "caseId"
     assert benchmark.consistency.consistency_basis == "cv"
-    assert benchmark.schedule == "0 2 * * *"
+    assert benchmark.schedule is None  # no schedule runs unless the file asks for one
+    assert benchmark.run_first_version is False
     assert benchmark.workflow == tmp_path / "workflow.json"
     assert benchmark.dataset.path == tmp_path / "rows.csv"
     assert benchmark.dataset.column_mapping == {

@@ -63,8 +63,7 @@ def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_
     validated = runner.invoke(main, ["validate", str(example_copy)])
     assert (validated.exit_code, validated.output) == (1, message)
     run = runner.invoke(main, ["run", str(example_copy)])
-    assert run.exit_code != 0  # which code: the run command's exit code table
-    assert run.output == f"Error: {message}"
+    assert (run.exit_code, run.output) == (2, f"Error: {message}")
 
 
 def test_metrics_json_lists_the_catalog_with_config_schemas():

@@ -1,8 +1,9 @@
-"""validate: recordings that would be silently ignored are reported with file, row and run."""
+"""validate: bad data files and recordings no run reads are reported, naming both files."""
 
 import json
 
 import pytest
+import yaml
 
 from n8n_deepeval_pipeline import BenchmarkConfigError
 from n8n_deepeval_pipeline.validation import check_benchmark
@@ -18,12 +19,30 @@ def test_recordings_of_unknown_rows_or_runs_beyond_runs_per_row_are_errors(examp
     outputs.write_text("\n".join([*lines, *map(json.dumps, extra)]) + "\n")
     with pytest.raises(BenchmarkConfigError) as caught:
         check_benchmark(example_copy)
+    assert str(caught.value).splitlines()[0] == (
+        f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})"
+    )
     assert caught.value.problems == [
-        "outputs.jsonl: row_id 'no-such-row' run_index 0: "
-        "no such row in the dataset (after filters)",
-        f"outputs.jsonl: row_id {extra[1]['row_id']!r} run_index 3: "
+        "line 28: row_id 'no-such-row' run_index 0: "
+        "no such row in the dataset (after filters and maxRows)",
+        f"line 29: row_id {extra[1]['row_id']!r} run_index 3: "
         "run_index must be below runsPerRow (3)",
+        "to leave out the lines no run reads, set target.ignoreUnusedOutputs: true",
     ]
+    document = yaml.safe_load(example_copy.read_text())
+    document["target"]["ignoreUnusedOutputs"] = True
+    example_copy.write_text(yaml.safe_dump(document))
+    assert check_benchmark(example_copy)[1].runs == 27
+
+
+def test_dataset_errors_name_the_dataset_and_the_benchmark_that_points_to_it(example_copy):
+    dataset = example_copy.parent / "dataset.csv"
+    dataset.write_text("")
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(example_copy)
+    assert str(caught.value) == (
+        f"{dataset}: invalid dataset (dataset.path of {example_copy})\n  - the file is empty"
+    )
 
 
 def test_the_bundled_example_is_valid(example_copy):

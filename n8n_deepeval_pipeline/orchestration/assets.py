@@ -16,6 +16,7 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
+from n8n_deepeval_pipeline.config_errors import pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
@@ -118,7 +119,8 @@ def build_benchmark_assets(
     @dg.asset(name="dataset_rows", description="Dataset rows after filters and cap.", **common)
     def dataset_rows(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
         records = n8n.dataset_records(benchmark.dataset)
-        rows = steps.dataset_rows(benchmark.dataset, context.partition_key, records)
+        with pointed_to_by(source):
+            rows = steps.dataset_rows(benchmark.dataset, context.partition_key, records)
         context.add_output_metadata({"rows": len(rows), "source": benchmark.dataset.source})
         return to_frame(DatasetRow, rows)
 
@@ -157,7 +159,8 @@ def build_benchmark_assets(
         runs = from_frame(ExpandedRun, expanded_runs)
         rows = from_frame(DatasetRow, dataset_rows)
         if isinstance(benchmark.target, RecordedTarget):
-            outputs = steps.agent_outputs(benchmark.target, runs, rows)
+            with pointed_to_by(source):
+                outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
         else:
             outputs = live_outputs(context, benchmark, n8n, runs, rows)
         context.add_output_metadata(outputs_metadata(outputs))

@@ -6,6 +6,7 @@ then the row cap applies, then every kept row must carry an id.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -14,8 +15,15 @@ from typing import Any
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark_config import DatasetConfig, MappedField
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, DataFileError, FileRole
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
+from n8n_deepeval_pipeline.tables.data_files import (
+    NotAJsonObjectError,
+    json_object,
+    numbered_lines,
+    read_bytes,
+    utf8_text,
+)
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 
 _LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
@@ -40,19 +48,36 @@ def read_table(config: DatasetConfig) -> list[dict[str, Any]]:
     path = config.path
     if path is None:
         raise BenchmarkConfigError(Path("dataset"), ["dataset.path: no file to read"])
-    if not path.is_file():
-        raise BenchmarkConfigError(path, ["dataset file not found (dataset.path)"])
+    role = _role(config)
+    data = read_bytes(path, role)
+    if not data.strip():
+        raise DataFileError(path, ["the file is empty"], role)
     fmt = config.resolved_format
+    # Decoded here, not by pandas: a wrong encoding is then named by line, not byte offset.
+    text = "" if fmt == "parquet" else utf8_text(data, path, role)
+    if fmt == "jsonl":
+        return _jsonl_records(text, path, role)
     try:
         if fmt == "csv":
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        elif fmt == "jsonl":
-            frame = pd.read_json(path, lines=True, dtype=False)
+            frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         else:
-            frame = pd.read_parquet(path)
+            frame = pd.read_parquet(io.BytesIO(data))
     except (ValueError, OSError) as error:
-        raise BenchmarkConfigError(path, [f"cannot read as {fmt}: {error}"]) from None
+        raise DataFileError(path, [f"cannot read as {fmt}: {error}"], role) from None
     return [_plain(record) for record in frame.to_dict(orient="records")]
+
+
+def _jsonl_records(text: str, path: Path, role: FileRole) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    problems: list[str] = []
+    for number, line in numbered_lines(text):
+        try:
+            records.append(_plain(json_object(line)))
+        except NotAJsonObjectError as error:
+            problems.append(f"line {number}: {error}")
+    if problems:
+        raise DataFileError(path, problems, role)
+    return records
 
 
 def _plain(record: dict[Any, Any]) -> dict[str, Any]:
@@ -168,11 +193,15 @@ def _check_columns(config: DatasetConfig, columns: set[str]) -> None:
             f"(columns: {available})"
         )
     if problems:
-        raise BenchmarkConfigError(_where(config), problems)
+        raise DataFileError(_where(config), problems, _role(config))
 
 
 def _where(config: DatasetConfig) -> Path:
     return config.path or Path(config.source)
+
+
+def _role(config: DatasetConfig) -> FileRole:
+    return FileRole("dataset", "dataset.path" if config.path else "dataset.dataTable")
 
 
 def _with_ids(
@@ -200,5 +229,5 @@ def _with_ids(
             )
         )
     if problems:
-        raise BenchmarkConfigError(_where(config), problems)
+        raise DataFileError(_where(config), problems, _role(config))
     return rows

@@ -5,20 +5,28 @@ optional ``intermediateSteps``, ``label``, ``latencyS``, ``sessionId``), or data
 columns whose values every run of the row shares. Outputs belong to the workflow version
 that produced them (``workflow_hash`` on a line, or ``target.workflowHash`` for all):
 a version without recordings is refused, never scored with another version's outputs.
+A line of the version that no run reads is refused too, unless ``ignoreUnusedOutputs``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from n8n_deepeval_pipeline.benchmark_config import RecordedColumn, RecordedTarget
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, field_path
+from n8n_deepeval_pipeline.config_errors import DataFileError, FileRole, field_path
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
+from n8n_deepeval_pipeline.tables.data_files import (
+    NotAJsonObjectError,
+    json_object,
+    numbered_lines,
+    read_bytes,
+    utf8_text,
+)
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 
 
@@ -70,22 +78,29 @@ def _json_list(value: Any) -> list[Any] | None:
 
 
 RecordedKey = tuple[str, str, int]  # workflow hash, row id, run index
+_FILE = FileRole("recorded outputs", "target.outputs")
 
 
-def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKey, RecordedLine]:
+class Recording(NamedTuple):
+    """A line of a recorded outputs file and its number in the file."""
+
+    number: int
+    line: RecordedLine
+
+
+def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKey, Recording]:
     """Index a recorded outputs file by version, row and run; errors name the line and field."""
-    if not path.is_file():
-        raise BenchmarkConfigError(path, ["recorded outputs file not found (target.outputs)"])
-    lines: dict[RecordedKey, RecordedLine] = {}
+    lines: dict[RecordedKey, Recording] = {}
     problems: list[str] = []
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not text.strip():
-            continue
+    for number, text in numbered_lines(utf8_text(read_bytes(path, _FILE), path, _FILE)):
         try:
-            line = RecordedLine.model_validate_json(text)
+            line = RecordedLine.model_validate(json_object(text))
+        except NotAJsonObjectError as error:
+            problems.append(f"line {number}: {error}")
+            continue
         except ValidationError as error:
             problems += [
-                f"line {number}: {field_path(tuple(d['loc'])) if d['loc'] else 'JSON'}: {d['msg']}"
+                f"line {number}: {field_path(tuple(d['loc']))}: {d['msg']}"
                 for d in error.errors(include_url=False)
             ]
             continue
@@ -99,14 +114,45 @@ def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKe
         key = (version, str(line.row_id), line.run_index)
         if key in lines:
             problems.append(f"line {number}: row_id {key[1]!r} run_index {key[2]} repeats")
-        lines[key] = line
+        lines[key] = Recording(number, line)
     if problems:
-        raise BenchmarkConfigError(path, problems)
+        raise DataFileError(path, problems, _FILE)
     return lines
 
 
+def refuse_unused_lines(
+    target: RecordedTarget,
+    lines: dict[RecordedKey, Recording],
+    version: str,
+    row_ids: Collection[str],
+    runs_per_row: int,
+) -> None:
+    """Every line of ``version`` is read by a run, unless target.ignoreUnusedOutputs.
+
+    A line no run reads is most likely a typo in its row_id or a runsPerRow that changed:
+    scoring without it would quietly measure fewer runs than were recorded.
+    """
+    if target.ignore_unused_outputs or target.outputs is None:
+        return
+    problems = []
+    for (line_version, row_id, run_index), recording in lines.items():
+        if line_version != version:
+            continue
+        where = f"line {recording.number}: row_id {row_id!r} run_index {run_index}"
+        if row_id not in row_ids:
+            problems.append(f"{where}: no such row in the dataset (after filters and maxRows)")
+        elif run_index >= runs_per_row:
+            problems.append(f"{where}: run_index must be below runsPerRow ({runs_per_row})")
+    if problems:
+        hint = "to leave out the lines no run reads, set target.ignoreUnusedOutputs: true"
+        raise DataFileError(target.outputs, [*problems, hint], _FILE)
+
+
 def recorded_outputs(
-    target: RecordedTarget, runs: list[ExpandedRun], rows: dict[str, DatasetRow]
+    target: RecordedTarget,
+    runs: list[ExpandedRun],
+    rows: dict[str, DatasetRow],
+    runs_per_row: int,
 ) -> list[AgentOutput]:
     """One AgentOutput per run; a run without a recording gets an error, not a gap."""
     if target.outputs is not None:
@@ -114,6 +160,7 @@ def recorded_outputs(
         if not runs:
             return []
         partition = runs[0].workflow_hash
+        refuse_unused_lines(target, lines, partition, rows.keys(), runs_per_row)
         if not any(version == partition for version, _, _ in lines):
             raise NoRecordingError(partition, str(target.outputs))
         return [_from_line(run, lines.get((partition, run.row_id, run.run_index))) for run in runs]
@@ -125,14 +172,15 @@ def recorded_outputs(
     return [_from_columns(run, rows[run.row_id].raw, columns) for run in runs]
 
 
-def _from_line(run: ExpandedRun, line: RecordedLine | None) -> AgentOutput:
-    if line is None:
+def _from_line(run: ExpandedRun, recording: Recording | None) -> AgentOutput:
+    if recording is None:
         return AgentOutput(
             workflow_hash=run.workflow_hash,
             run_id=run.run_id,
             error=f"no recorded output for row_id {run.row_id!r} run_index {run.run_index}",
             error_kind="no_output",
         )
+    line = recording.line
     return AgentOutput(
         workflow_hash=run.workflow_hash,
         run_id=run.run_id,

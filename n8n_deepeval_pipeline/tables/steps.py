@@ -94,10 +94,10 @@ def expanded_runs(
 
 
 def agent_outputs(
-    target: RecordedTarget, runs: list[ExpandedRun], rows: list[DatasetRow]
+    target: RecordedTarget, runs: list[ExpandedRun], rows: list[DatasetRow], runs_per_row: int
 ) -> list[AgentOutput]:
     """What the workflow produced for each run (one row per run, errors included)."""
-    return recorded_outputs(target, runs, {row.row_id: row for row in rows})
+    return recorded_outputs(target, runs, {row.row_id: row for row in rows}, runs_per_row)
 
 
 def run_aggregates(

@@ -320,3 +320,31 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     assert not (journal_dir / "support_agent" / f"{key}.jsonl").exists()
     assert query(environment, "select count(*) from support_agent.metric_scores") == [(189,)]
     assert worker_processes() == before
+
+
+def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
+    example_copy, environment
+):
+    outputs = example_copy.parent / "outputs.jsonl"
+    with outputs.open("a") as file:
+        file.write(json.dumps({"row_id": "typo", "run_index": 0, "output": "x"}) + "\n")
+    defs = build_definitions([example_copy])
+    key = current_hash(load_benchmark(example_copy), N8nResource())
+    steps = ["dataset_rows", "expanded_runs", "agent_outputs"]
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
+            partition_key=key,
+            instance=instance,
+            raise_on_error=False,
+            asset_selection=[dg.AssetKey(["support_agent", name]) for name in steps],
+        )
+    (failure,) = [event for event in refused.all_events if event.is_step_failure]
+    assert failure.step_key == "support_agent__agent_outputs"
+    assert failure.event_specific_data.error.cause.message == (
+        "n8n_deepeval_pipeline.config_errors.DataFileError: "
+        f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
+        "  - line 28: row_id 'typo' run_index 0: no such row in the dataset "
+        "(after filters and maxRows)\n"
+        "  - to leave out the lines no run reads, set target.ignoreUnusedOutputs: true\n"
+    )

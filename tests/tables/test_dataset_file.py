@@ -109,3 +109,67 @@ def test_unknown_columns_are_named_with_the_available_ones(tmp_path):
         "dataset.idColumn: column 'key' is not in the file "
         "(columns: expectedOutput, expectedTools, id, input, split)",
     ]
+
+
+def dataset(path):
+    return DatasetConfig(path=path, columnMapping={"input": "input"})
+
+
+def problems_of(config):
+    with pytest.raises(BenchmarkConfigError) as caught:
+        load_dataset_rows(config, HASH)
+    return caught.value.problems
+
+
+def test_broken_jsonl_lines_are_named_by_number(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        '{"id": "r1", "input": "a"}\n\n{"id": "r2", "input": "b",}\n["r3", "c"]\n', encoding="utf-8"
+    )
+    assert problems_of(dataset(path)) == [
+        "line 3: not valid JSON: Expecting property name enclosed in double quotes (column 27)",
+        "line 4: must be a JSON object {…}, one record per line",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("rows.csv", b"id,input\nr1,caf\xe9\n"),
+        ("rows.jsonl", b'{"id": "r1", "input": "a"}\n{"id": "r2", "input": "caf\xe9"}\n'),
+    ],
+)
+def test_text_that_is_not_utf8_is_named_by_line(tmp_path, name, content):
+    (tmp_path / name).write_bytes(content)
+    assert problems_of(dataset(tmp_path / name)) == [
+        "line 2: not UTF-8 text (byte 0xe9): save it as UTF-8"
+    ]
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows.jsonl"])
+def test_a_utf8_byte_order_mark_is_not_part_of_the_first_column(tmp_path, name):
+    text = "id,input\nr1,a\n" if name.endswith("csv") else '{"id": "r1", "input": "a"}\n'
+    (tmp_path / name).write_bytes(b"\xef\xbb\xbf" + text.encode())
+    (row,) = load_dataset_rows(dataset(tmp_path / name), HASH)
+    assert (row.row_id, row.input) == ("r1", "a")
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows.jsonl", "rows.parquet"])
+def test_an_empty_file_is_named_as_empty(tmp_path, name):
+    (tmp_path / name).write_text(" \n", encoding="utf-8")
+    assert problems_of(dataset(tmp_path / name)) == ["the file is empty"]
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows"])
+def test_a_directory_is_named_as_a_directory_whatever_its_suffix(tmp_path, name):
+    (tmp_path / name).mkdir()
+    assert problems_of(dataset(tmp_path / name)) == ["is a directory, not a file"]
+
+
+def test_errors_name_the_dataset_file_and_the_field_that_points_to_it(tmp_path):
+    with pytest.raises(BenchmarkConfigError) as caught:
+        load_dataset_rows(dataset(tmp_path / "missing.csv"), HASH)
+    assert (
+        str(caught.value)
+        == f"{tmp_path / 'missing.csv'}: invalid dataset (dataset.path)\n  - file not found"
+    )
