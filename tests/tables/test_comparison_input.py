@@ -1,0 +1,51 @@
+"""Stored runs of a version, grouped by dataset row for the version comparison."""
+
+from n8n_deepeval_pipeline.tables.comparison_input import version_runs
+from n8n_deepeval_pipeline.tables.rows import ExpandedRun, MetricScore, RunAggregate
+
+HASH = "a" * 64
+
+
+def _run(row_id, index):
+    return ExpandedRun(
+        workflow_hash=HASH,
+        run_id=f"{HASH}:{row_id}:{index}",
+        case_id=f"{HASH}:{row_id}",
+        run_index=index,
+        row_id=row_id,
+        run_name="demo",
+    )
+
+
+def _aggregate(run, passed):
+    return RunAggregate(
+        workflow_hash=HASH, run_id=run.run_id, case_id=run.case_id, overall_score=None,
+        raw_mean_score=None, overall_success=passed, pass_rule="allPass", metrics_passed=0,
+        metrics_counted=1, metric_errors=0, judge_calls=0, tokens=0, cost_usd=None, metrics=[],
+    )  # fmt: skip
+
+
+def _score(run, success, error_kind=None):
+    return MetricScore(
+        workflow_hash=HASH, run_id=run.run_id, case_id=run.case_id, metric="exact",
+        metric_slug="exact_match", score=None if error_kind else float(success), threshold=0.5,
+        success=success, direction="higher_is_better", reason=None, error=None,
+        error_kind=error_kind, judge=None, dry_run=False, judge_calls=0, judge_retries=0,
+        cached_calls=0, prompt_tokens=0, completion_tokens=0, tokens=0, cost_usd=None,
+        latency_s=0.0,
+    )  # fmt: skip
+
+
+def test_runs_are_grouped_by_row_id_with_their_pass_and_metric_outcomes():
+    runs = [_run("refund", 0), _run("refund", 1), _run("greeting", 0)]
+    aggregates = [_aggregate(runs[0], True), _aggregate(runs[1], False), _aggregate(runs[2], True)]
+    scores = [_score(runs[0], True), _score(runs[1], False, "timeout"), _score(runs[2], True)]
+    grouped = version_runs(runs, aggregates, scores)
+    assert sorted(grouped) == ["greeting", "refund"]
+    assert [outcome.passed for outcome in grouped["refund"]] == [True, False]
+    (failed_metric,) = grouped["refund"][1].metrics
+    assert (failed_metric.metric, failed_metric.error_kind, failed_metric.score) == (
+        "exact",
+        "timeout",
+        None,
+    )
