@@ -177,6 +177,38 @@ class ConsistencyConfig(ConfigModel):
         return self
 
 
+class CompareConfig(ConfigModel):
+    """How a version is compared with its baseline (``n8n-deepeval compare``, the UI)."""
+
+    baseline: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{7,64}$",
+        description="The baseline version's hash or a prefix of it (default: the version "
+        "registered before the candidate).",
+    )
+    fail_on: Literal["regression", "likely_regression"] = Field(
+        default="regression",
+        description="The verdict that fails `compare` and the no_regression check: "
+        "regression (Fisher p < 0.05) or also likely_regression (p < 0.20).",
+    )
+    blocking: bool = Field(
+        default=True,
+        description="A failed no_regression check stops the assets after it (the report).",
+    )
+
+
+class ChecksConfig(ConfigModel):
+    """Limits of the asset checks."""
+
+    max_error_rate: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="Share of score rows without a judgement (judge or worker errors) "
+        "above which the error_rate check fails.",
+    )
+
+
 class JudgeOverride(ConfigModel):
     """A judge for this benchmark instead of the judge resource's default."""
 
@@ -216,6 +248,8 @@ class Benchmark(ConfigModel):
         "register it without a run, so starting the UI calls no judge).",
     )
     judge: JudgeOverride | None = None
+    compare: CompareConfig = CompareConfig()
+    checks: ChecksConfig = ChecksConfig()
 
     @model_validator(mode="before")
     @classmethod

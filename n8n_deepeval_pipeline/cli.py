@@ -27,6 +27,10 @@ EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4
+EXIT_RUN_REGRESSION = 5
+# …and of `compare`.
+EXIT_REGRESSION = 1
+EXIT_COMPARE_FAILED = 2
 
 
 class _Refused(click.ClickException):
@@ -162,7 +166,8 @@ def run(
     """Run benchmark FILE for the workflow's current version and print a summary.
 
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed.
+    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed,
+    5 a case regressed against the previous version (compare.failOn).
     """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
@@ -172,7 +177,8 @@ def run(
             runner = _runner(file, instance, judge_cache=not no_cache)
             partition = runner.register_current_version()
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
-            if not runner.materialise(partition):
+            materialised = runner.materialise(partition)
+            if not materialised.completed:
                 raise _Refused("the benchmark run failed; see the log above", EXIT_RUN_FAILED)
             summary = runner.summary(partition)
             if record is not None:
@@ -185,6 +191,10 @@ def run(
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
+    if "no_regression" in materialised.failed_checks:
+        gate = runner.benchmark.compare.fail_on
+        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
+        sys.exit(EXIT_RUN_REGRESSION)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
@@ -235,13 +245,44 @@ def backfill(file: Path, from_asset: str | None) -> None:
                 what = f"from {start}" if start else "every asset"
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
-                if not runner.materialise(partition, start):
+                if not runner.materialise(partition, start).completed:
                     failed.append(partition)
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:
         raise click.ClickException(f"{len(failed)} version(s) failed: {', '.join(failed)}")
     click.echo(f"backfilled {len(versions)} version(s)")
+
+
+@main.command()
+@click.argument("file", type=_FILE)
+@click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
+@click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
+def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
+    """Compare two versions of benchmark FILE, case by case.
+
+    Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
+    by default), 2 the comparison could not run (a version unknown or not run).
+    """
+    from n8n_deepeval_pipeline.comparison_summary import render_comparison
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, flagged_cases
+
+    try:
+        with local_instance() as instance:
+            runner = _runner(file, instance)
+            before, after = runner.versions_to_compare(baseline, candidate)
+            comparison = runner.stored_versions([before, after]).compare(before, after)
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
+    click.echo(render_comparison(comparison, before, after))
+    gate = runner.benchmark.compare.fail_on
+    flagged = flagged_cases(comparison, gate)
+    if flagged:
+        click.echo(
+            f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
+        )
+        sys.exit(EXIT_REGRESSION)
 
 
 @main.group()

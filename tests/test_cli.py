@@ -56,7 +56,7 @@ def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_
         file.write(json.dumps({"row_id": "ord-status-1", "run_index": 3, "output": "x"}) + "\n")
     message = (
         f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
-        "  - line 28: row_id 'ord-status-1' run_index 3: run_index must be below runsPerRow (3)\n"
+        "  - line 55: row_id 'ord-status-1' run_index 3: run_index must be below runsPerRow (3)\n"
         "  - to leave out the lines no run reads, set target.ignoreUnusedOutputs: true\n"
     )
     runner = CliRunner()
@@ -182,3 +182,38 @@ def test_run_of_an_invalid_benchmark_exits_2_not_1_like_a_low_pass_rate(
     result = CliRunner().invoke(main, ["run", str(example_copy)])
     assert result.exit_code == 2
     assert "runsPerRow: Input should be greater than or equal to 1" in result.output
+
+
+@pytest.mark.slow
+def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
+    example_copy, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
+    alone = runner.invoke(main, ["compare", str(example_copy)])
+    assert alone.exit_code == 2  # could not run: no earlier version
+    assert "no version before f7ee35b359b4 to compare with" in alone.output
+    workflow = example_copy.parent / "workflow.json"
+    workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
+    second = runner.invoke(main, ["run", str(example_copy)])
+    assert second.exit_code == 5  # the run completed and regressed against the first
+    assert "runs 27 · pass rate 18.5%" in second.stdout
+    assert "likely_regression against the previous version" in second.stderr
+    compared = runner.invoke(main, ["compare", str(example_copy)])
+    assert compared.exit_code == 1, compared.output
+    lines = compared.stdout.splitlines()
+    assert lines[0] == "candidate f7b1504dcb09 against baseline f7ee35b359b4"
+    assert lines[1].startswith("run pass rate 48.1% [30.7%, 66.0%] (13/27) → 18.5%")
+    assert "ord-missing          3/3        0/3  -100.0    0.050  likely_regression" in lines
+    assert "2 case(s) flagged likely_regression or worse: ord-missing, returns-policy" in (
+        compared.stderr
+    )
+    unknown = runner.invoke(main, ["compare", str(example_copy), "--baseline", "abcdef0"])
+    assert unknown.exit_code == 2 and "no known version starts with 'abcdef0'" in unknown.output
+    pinned = runner.invoke(
+        main, ["compare", str(example_copy), "--baseline", "f7b15", "--candidate", "f7ee3"]
+    )
+    assert pinned.exit_code == 0  # the other way round: an improvement, nothing flagged

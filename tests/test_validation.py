@@ -23,9 +23,9 @@ def test_recordings_of_unknown_rows_or_runs_beyond_runs_per_row_are_errors(examp
         f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})"
     )
     assert caught.value.problems == [
-        "line 28: row_id 'no-such-row' run_index 0: "
+        "line 55: row_id 'no-such-row' run_index 0: "
         "no such row in the dataset (after filters and maxRows)",
-        f"line 29: row_id {extra[1]['row_id']!r} run_index 3: "
+        f"line 56: row_id {extra[1]['row_id']!r} run_index 3: "
         "run_index must be below runsPerRow (3)",
         "to leave out the lines no run reads, set target.ignoreUnusedOutputs: true",
     ]

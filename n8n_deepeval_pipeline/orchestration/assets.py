@@ -17,6 +17,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.config_errors import pointed_to_by
+from n8n_deepeval_pipeline.evaluation import is_unjudged
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
@@ -28,11 +29,19 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.statistics.version_comparison import VersionComparison
 from n8n_deepeval_pipeline.tables import steps
+from n8n_deepeval_pipeline.tables.comparison import (
+    StoredVersions,
+    baseline_version,
+    flagged_cases,
+    verdict_rows,
+)
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
+    CaseVerdict,
     ConsistencyStats,
     DatasetRow,
     ExpandedRun,
@@ -49,6 +58,7 @@ ASSET_NAMES = (
     "metric_scores",
     "run_aggregates",
     "consistency_stats",
+    "version_comparison",
 )
 _PARTITION_METADATA = {"partition_expr": "workflow_hash"}
 
@@ -170,10 +180,7 @@ def build_benchmark_assets(
         name="metric_scores",
         description="One score per run and metric, computed in the worker pool.",
         ins=_ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs"),
-        check_specs=[
-            dg.AssetCheckSpec("every_run_scored", asset=_key(benchmark, "metric_scores")),
-            dg.AssetCheckSpec("no_metric_errors", asset=_key(benchmark, "metric_scores")),
-        ],
+        check_specs=_score_check_specs(benchmark),
         **common,
     )
     def metric_scores(
@@ -281,6 +288,7 @@ def build_benchmark_assets(
         metric_scores,
         run_aggregates,
         consistency_stats,
+        _version_comparison(benchmark, common, partitions),
     ]
     if benchmark.sink is not None:
         assets.append(_data_table_sink(benchmark, common))
@@ -327,16 +335,122 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
     return sink_asset
 
 
+def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
+    """Inputs holding every version's rows (the comparison reads two of them)."""
+    return {
+        name: dg.AssetIn(key=_key(benchmark, name), partition_mapping=dg.AllPartitionMapping())
+        for name in names
+    }
+
+
+def _version_comparison(
+    benchmark: Benchmark, common: dict[str, Any], partitions: dg.DynamicPartitionsDefinition
+) -> dg.AssetsDefinition:
+    """Each case of this version against the baseline version, with the verdicts."""
+    key = _key(benchmark, "version_comparison")
+    gate = benchmark.compare.fail_on
+
+    @dg.asset(
+        name="version_comparison",
+        description="Each case against the baseline version (the one registered before, or "
+        "compare.baseline): pass counts, Fisher's exact test, and a verdict.",
+        ins=_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
+        check_specs=[
+            dg.AssetCheckSpec(
+                "no_regression",
+                asset=key,
+                blocking=benchmark.compare.blocking,
+                description=f"No case has the verdict {gate!r} (or worse) against the "
+                "baseline version.",
+            )
+        ],
+        **common,
+    )
+    def version_comparison(
+        context: dg.AssetExecutionContext,
+        expanded_runs: pd.DataFrame,
+        run_aggregates: pd.DataFrame,
+        metric_scores: pd.DataFrame,
+    ) -> Any:
+        candidate = context.partition_key
+        stored = StoredVersions(
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(RunAggregate, run_aggregates),
+            from_frame(MetricScore, metric_scores),
+        )
+        known = list(context.instance.get_dynamic_partitions(partitions.name or ""))
+        baseline = baseline_version(stored.versions(known), candidate, benchmark.compare.baseline)
+        if baseline is None:
+            context.log.info("no earlier version to compare with")
+            yield dg.Output(to_frame(CaseVerdict, []), metadata={"baseline": "none"})
+            yield dg.AssetCheckResult(check_name="no_regression", passed=True, asset_key=key)
+            return
+        comparison = stored.compare(baseline, candidate)
+        flagged = flagged_cases(comparison, gate)
+        yield dg.Output(
+            to_frame(CaseVerdict, verdict_rows(comparison, baseline, candidate)),
+            metadata=_comparison_metadata(comparison, baseline),
+        )
+        yield dg.AssetCheckResult(
+            check_name="no_regression",
+            asset_key=key,
+            passed=not flagged,
+            metadata={"baseline": baseline[:12], "flagged_cases": ", ".join(flagged) or "none"},
+        )
+
+    comparison_asset: dg.AssetsDefinition = version_comparison
+    return comparison_asset
+
+
+def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
+    counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
+    return {
+        "baseline": baseline[:12],
+        "baseline_hash": baseline,
+        "run_pass_rate_delta": comparison.overall_delta or 0.0,
+        **counts,
+    }
+
+
 def _pool_metadata(worker_pool: WorkerPoolResource) -> dict[str, Any]:
     stats = worker_pool.pool.stats()
     return {f"pool/{key}": value for key, value in stats.items() if value is not None}
+
+
+def _score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
+    asset = _key(benchmark, "metric_scores")
+    limit = benchmark.checks.max_error_rate
+    return [
+        dg.AssetCheckSpec(
+            "every_run_scored", asset=asset, description="Every run has a row for every metric."
+        ),
+        dg.AssetCheckSpec(
+            "error_rate",
+            asset=asset,
+            description=f"At most {limit:.0%} of the scores have no judgement (judge or "
+            "worker errors; checks.maxErrorRate).",
+        ),
+        dg.AssetCheckSpec(
+            "no_metric_errors",
+            asset=asset,
+            description="No score row carries an error of any kind (missing input included).",
+        ),
+    ]
 
 
 def _score_checks(
     benchmark: Benchmark, scores: list[MetricScore], expected: int
 ) -> list[dg.AssetCheckResult]:
     errors = Counter(score.error_kind for score in scores if score.error_kind)
+    unjudged = sum(1 for score in scores if is_unjudged(score.error_kind))
+    rate = unjudged / len(scores) if scores else 0.0
     return [
+        dg.AssetCheckResult(
+            check_name="error_rate",
+            asset_key=_key(benchmark, "metric_scores"),
+            passed=rate <= benchmark.checks.max_error_rate,
+            metadata={"unjudged": unjudged, "unjudged_rate": rate},
+        ),
         dg.AssetCheckResult(
             check_name="every_run_scored",
             asset_key=_key(benchmark, "metric_scores"),

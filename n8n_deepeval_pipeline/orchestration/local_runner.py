@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import dagster as dg
 
@@ -16,6 +17,12 @@ from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_nam
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.tables.comparison import (
+    StoredVersions,
+    UnknownVersionError,
+    baseline_version,
+    resolve_version,
+)
 from n8n_deepeval_pipeline.tables.frames import Row, from_frame
 from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
 from n8n_deepeval_pipeline.tables.rows import (
@@ -51,6 +58,13 @@ def local_instance() -> Iterator[dg.DagsterInstance]:
         yield instance
 
 
+class Materialised(NamedTuple):
+    """How a materialisation ended."""
+
+    completed: bool  # every step ran (a failed blocking check stops only its own)
+    failed_checks: tuple[str, ...]
+
+
 class BenchmarkRunner:
     """Materialise a benchmark's assets for workflow versions, in this process."""
 
@@ -84,7 +98,7 @@ class BenchmarkRunner:
         """Every workflow hash the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
-    def materialise(self, partition: str, from_asset: str | None = None) -> bool:
+    def materialise(self, partition: str, from_asset: str | None = None) -> Materialised:
         """Run every asset (or ``from_asset`` and what is downstream of it) for one version."""
         job = self.defs.resolve_job_def(job_name(self.benchmark))
         selection = None
@@ -101,7 +115,18 @@ class BenchmarkRunner:
             if selection is not None
             else None,
         )
-        return result.success
+        failed_checks = tuple(
+            check.check_name for check in result.get_asset_check_evaluations() if not check.passed
+        )
+        failed_steps = {event.step_key for event in result.all_events if event.is_step_failure}
+        # A blocking regression check fails its step by design: the run itself is complete.
+        gated = failed_steps == {self._step("version_comparison")} and (
+            "no_regression" in failed_checks
+        )
+        return Materialised(result.success or gated, failed_checks)
+
+    def _step(self, asset: str) -> str:
+        return f"{self.benchmark.name}__{asset}"
 
     def _table(self, name: str, model: type[Row], partition: str) -> list[Row]:
         frame = self.defs.load_asset_value(
@@ -119,6 +144,39 @@ class BenchmarkRunner:
         with path.open("a", encoding="utf-8") as recorded:
             recorded.writelines(line + "\n" for line in lines)
         return len(lines)
+
+    def stored_versions(self, versions: list[str]) -> StoredVersions:
+        """The stored runs, aggregates and scores of these versions."""
+        runs: list[ExpandedRun] = []
+        aggregates: list[RunAggregate] = []
+        scores: list[MetricScore] = []
+        for version in versions:
+            runs += self._table("expanded_runs", ExpandedRun, version)
+            aggregates += self._table("run_aggregates", RunAggregate, version)
+            scores += self._table("metric_scores", MetricScore, version)
+        return StoredVersions(runs, aggregates, scores)
+
+    def versions_to_compare(self, baseline: str | None, candidate: str | None) -> tuple[str, str]:
+        """Baseline and candidate hashes from prefixes, or the defaults.
+
+        Candidate: the current version; baseline: the benchmark's ``compare.baseline``, else
+        the version registered before the candidate.
+        """
+        known = self.known_versions()
+        chosen = resolve_version(known, candidate) if candidate else self.current_version()
+        before = baseline_version(known, chosen, baseline or self.benchmark.compare.baseline)
+        if before is None:
+            raise UnknownVersionError(
+                f"no version before {chosen[:12]} to compare with: run another version first"
+            )
+        return before, chosen
+
+    def current_version(self) -> str:
+        """The workflow's current hash, which must have been run."""
+        key = current_hash(self.benchmark, self.n8n())
+        if key not in self.known_versions():
+            raise UnknownVersionError(f"the current version {key[:12]} has not been run yet")
+        return key
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

@@ -143,3 +143,18 @@ class ConsistencyStats(TableRow):
     majority_label: str | None
     consistency_basis: str
     overall_consistency: float | None
+
+
+class CaseVerdict(TableRow):
+    """One case of a version (the candidate) against its baseline version."""
+
+    baseline_hash: str
+    row_id: str
+    baseline_passed: int
+    baseline_runs: int
+    candidate_passed: int
+    candidate_runs: int
+    delta: float | None  # candidate pass rate − baseline pass rate
+    p_value_drop: float | None
+    p_value_rise: float | None
+    verdict: str

@@ -34,7 +34,9 @@ def edit_and_record_new_version(example_copy):
     benchmark.workflow.write_text(json.dumps(workflow))
     new = current_hash(benchmark, N8nResource())
     recorded = example_copy.parent / "outputs.jsonl"
+    # the first version's lines (the example's second version has its own, with their hash)
     lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+    lines = [line for line in lines if "workflow_hash" not in line]
     with recorded.open("a") as file:
         file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
     return new

@@ -22,6 +22,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "consistency_stats",
         "metric_scores",
         "run_aggregates",
+        "version_comparison",
     ]
     assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
     assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
@@ -30,7 +31,16 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     assert isinstance(partitions, dg.DynamicPartitionsDefinition)
     assert partitions.name == "support_agent__workflow_hash"
     checks = {key.name for key in graph.asset_check_keys}
-    assert checks == {"every_run_scored", "no_metric_errors"}
+    assert checks == {"every_run_scored", "error_rate", "no_metric_errors", "no_regression"}
+    descriptions = {
+        spec.key.name: spec.description
+        for asset in defs.assets
+        for spec in getattr(asset, "check_specs", [])
+    }
+    assert descriptions["error_rate"] == (
+        "At most 5% of the scores have no judgement (judge or worker errors; checks.maxErrorRate)."
+    )
+    assert all(descriptions.values()), descriptions  # none says "No description provided"
 
 
 def test_module_loads_the_bundled_example_by_default(monkeypatch, tmp_path):

@@ -35,11 +35,17 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
         result = materialise(defs, instance, key)
         materialise(defs, instance, key)
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    assert checks == {"every_run_scored": True, "no_metric_errors": False}
+    assert checks == {
+        "every_run_scored": True,
+        "error_rate": True,
+        "no_metric_errors": False,
+        "no_regression": True,
+    }
 
     counts = dict(
         (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
         for table in ASSET_NAMES
+        if table != "version_comparison"  # one version: nothing to compare, no table
     )
     assert counts == {
         "workflow_snapshot": 1,
@@ -123,6 +129,7 @@ def test_changed_workflow_needs_its_own_recordings_and_old_rows_stay(example_cop
         # the new version's recordings, as `run --record` writes them
         recorded = example_copy.parent / "outputs.jsonl"
         lines = [json.loads(line) for line in recorded.read_text().splitlines()]
+        lines = [line for line in lines if "workflow_hash" not in line]  # the first version's
         with recorded.open("a") as file:
             file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
         materialise(defs, instance, new)
@@ -344,7 +351,40 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     assert failure.event_specific_data.error.cause.message == (
         "n8n_deepeval_pipeline.config_errors.DataFileError: "
         f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
-        "  - line 28: row_id 'typo' run_index 0: no such row in the dataset "
+        "  - line 55: row_id 'typo' run_index 0: no such row in the dataset "
         "(after filters and maxRows)\n"
         "  - to leave out the lines no run reads, set target.ignoreUnusedOutputs: true\n"
     )
+
+
+def test_the_example_second_version_is_compared_and_its_regressions_fail_the_check(
+    example_copy, environment
+):
+    defs = build_definitions([example_copy])
+    job = defs.resolve_job_def("support_agent__benchmark")
+    first = current_hash(load_benchmark(example_copy), N8nResource())
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(PARTITIONS, [first])
+        alone = job.execute_in_process(partition_key=first, instance=instance)
+        first_checks = {e.check_name: e.passed for e in alone.get_asset_check_evaluations()}
+        assert first_checks["no_regression"] is True  # nothing before it to compare with
+        workflow = example_copy.parent / "workflow.json"
+        workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
+        second = current_hash(load_benchmark(example_copy), N8nResource())
+        instance.add_dynamic_partitions(PARTITIONS, [second])
+        result = job.execute_in_process(
+            partition_key=second, instance=instance, raise_on_error=False
+        )
+        checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    assert not checks["no_regression"].passed
+    flagged = checks["no_regression"].metadata["flagged_cases"].value
+    assert flagged == "ord-missing, returns-policy"
+    rows = query(
+        environment,
+        "select row_id, baseline_hash, baseline_passed, candidate_passed, verdict "
+        "from support_agent.version_comparison where verdict != 'stable' order by row_id",
+    )
+    assert rows == [
+        ("ord-missing", first, 3, 0, "likely_regression"),
+        ("returns-policy", first, 3, 0, "likely_regression"),
+    ]

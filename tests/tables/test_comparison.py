@@ -1,6 +1,16 @@
 """Stored runs of a version, grouped by dataset row for the version comparison."""
 
-from n8n_deepeval_pipeline.tables.comparison_input import version_runs
+import pytest
+
+from n8n_deepeval_pipeline.statistics.version_comparison import RunOutcome, compare_versions
+from n8n_deepeval_pipeline.tables.comparison import (
+    UnknownVersionError,
+    baseline_version,
+    flagged_cases,
+    resolve_version,
+    verdict_rows,
+    version_runs,
+)
 from n8n_deepeval_pipeline.tables.rows import ExpandedRun, MetricScore, RunAggregate
 
 HASH = "a" * 64
@@ -49,3 +59,36 @@ def test_runs_are_grouped_by_row_id_with_their_pass_and_metric_outcomes():
         "timeout",
         None,
     )
+
+
+def test_versions_are_named_by_prefix_and_the_baseline_is_the_one_before():
+    known = ["aaa1111" + "0" * 57, "bbb2222" + "0" * 57, "bbb3333" + "0" * 57]
+    assert resolve_version(known, "aaa1") == known[0]
+    with pytest.raises(UnknownVersionError, match="2 versions starts with 'bbb'"):
+        resolve_version(known, "bbb")
+    with pytest.raises(UnknownVersionError, match="no known version starts with 'ccc'"):
+        resolve_version(known, "ccc")
+    assert baseline_version(known, known[2], None) == known[1]
+    assert baseline_version(known, known[0], None) is None
+    assert baseline_version(known, known[2], "aaa") == known[0]  # pinned in the benchmark
+
+
+def test_a_gate_flags_its_verdict_and_surer_ones_only():
+    comparison = compare_versions(
+        {"a": [RunOutcome(passed=True)] * 3, "b": [RunOutcome(passed=True)] * 10},
+        {"a": [RunOutcome(passed=False)] * 3, "b": [RunOutcome(passed=False)] * 10},
+    )
+    assert {case.row_id: case.verdict for case in comparison.cases} == {
+        "a": "likely_regression",
+        "b": "regression",
+    }
+    assert flagged_cases(comparison, "regression") == ["b"]
+    assert flagged_cases(comparison, "likely_regression") == ["a", "b"]
+    (row_a, _) = verdict_rows(comparison, "base", "cand")
+    assert (row_a.workflow_hash, row_a.baseline_hash, row_a.row_id, row_a.verdict) == (
+        "cand",
+        "base",
+        "a",
+        "likely_regression",
+    )
+    assert (row_a.baseline_passed, row_a.candidate_passed, row_a.delta) == (3, 0, -1.0)

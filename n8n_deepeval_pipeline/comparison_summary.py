@@ -1,0 +1,69 @@
+"""The comparison of two versions as ``n8n-deepeval compare`` prints it."""
+
+from __future__ import annotations
+
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    CaseComparison,
+    OverallPassRate,
+    VersionComparison,
+)
+
+
+def _rate(side: OverallPassRate) -> str:
+    if side.rate is None:
+        return "-"
+    interval = f" [{side.interval.lower:.1%}, {side.interval.upper:.1%}]" if side.interval else ""
+    return f"{side.rate:.1%}{interval} ({side.passed}/{side.runs})"
+
+
+def _points(delta: float | None) -> str:
+    return "-" if delta is None else f"{delta * 100:+.1f}"
+
+
+def _p(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _case_line(case: CaseComparison, width: int) -> str:
+    baseline = f"{case.baseline.passed}/{case.baseline.runs}"
+    candidate = f"{case.candidate.passed}/{case.candidate.runs}"
+    return (
+        f"{case.row_id:<{width}}  {baseline:>8}  {candidate:>9}  {_points(case.delta):>6}  "
+        f"{_p(case.p_value_drop):>7}  {case.verdict}"
+    )
+
+
+def render_comparison(comparison: VersionComparison, baseline: str, candidate: str) -> str:
+    """Headline, the verdict of every case, metric deltas and notable failure drift."""
+    width = max([len("case")] + [len(case.row_id) for case in comparison.cases])
+    counts = " · ".join(f"{v} {n}" for v, n in comparison.verdict_counts.items() if n)
+    lines = [
+        f"candidate {candidate[:12]} against baseline {baseline[:12]}",
+        f"run pass rate {_rate(comparison.baseline_overall)} → "
+        f"{_rate(comparison.candidate_overall)}, {_points(comparison.overall_delta)} points",
+        f"verdicts: {counts or 'none'}",
+        "",
+        f"{'case':<{width}}  {'baseline':>8}  {'candidate':>9}  {'delta':>6}  {'p(drop)':>7}  "
+        "verdict",
+        *(_case_line(case, width) for case in comparison.cases),
+    ]
+    if comparison.metric_deltas:
+        lines += ["", "metric                 mean Δ   pass rate Δ (points)"]
+        lines += [
+            f"{delta.metric:<21} {_score_delta(delta.mean_score_delta):>7}   "
+            f"{_points(delta.pass_rate_delta):>6}"
+            for delta in comparison.metric_deltas
+        ]
+    notable = [drift for drift in comparison.failure_drift if drift.notable]
+    if notable:
+        lines += ["", "failure categories that moved:"]
+        lines += [
+            f"  {drift.category}: {drift.baseline_count} → {drift.candidate_count} runs "
+            f"({_points(drift.rate_delta)} points)"
+            for drift in notable
+        ]
+    return "\n".join(lines)
+
+
+def _score_delta(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"

@@ -1,0 +1,119 @@
+"""The comparison of two stored versions: their runs by row id, the baseline, the verdict rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    MetricRun,
+    RunOutcome,
+    VersionComparison,
+    VersionRuns,
+    compare_versions,
+)
+from n8n_deepeval_pipeline.tables.rows import CaseVerdict, ExpandedRun, MetricScore, RunAggregate
+
+
+class UnknownVersionError(ValueError):
+    """A version named by hash or prefix that is not (or not uniquely) a known version."""
+
+
+def resolve_version(known: list[str], prefix: str) -> str:
+    """The one known version whose hash starts with ``prefix``."""
+    matches = [version for version in known if version.startswith(prefix)]
+    if len(matches) != 1:
+        what = "no known version" if not matches else f"{len(matches)} versions"
+        listing = ", ".join(version[:12] for version in known) or "none"
+        raise UnknownVersionError(f"{what} starts with {prefix!r} (known: {listing})")
+    return matches[0]
+
+
+def baseline_version(known: list[str], candidate: str, pinned: str | None) -> str | None:
+    """The pinned version, else the one registered just before the candidate."""
+    if pinned is not None:
+        return resolve_version(known, pinned)
+    earlier = known[: known.index(candidate)] if candidate in known else known
+    return earlier[-1] if earlier else None
+
+
+def version_runs(
+    runs: list[ExpandedRun], aggregates: list[RunAggregate], scores: list[MetricScore]
+) -> VersionRuns:
+    """Each dataset row's runs (pass or fail under the pass rule, with their metrics).
+
+    Cases are matched across versions by row id: case and run ids carry the hash.
+    """
+    row_of = {run.run_id: run.row_id for run in runs}
+    metrics: dict[str, list[MetricRun]] = defaultdict(list)
+    for score in scores:
+        metrics[score.run_id].append(
+            MetricRun(
+                metric=score.metric,
+                score=score.score,
+                success=score.success,
+                error_kind=score.error_kind,
+            )
+        )
+    outcomes: dict[str, list[RunOutcome]] = defaultdict(list)
+    for aggregate in sorted(aggregates, key=lambda row: row.run_id):
+        outcome = RunOutcome(
+            passed=aggregate.overall_success, metrics=tuple(metrics[aggregate.run_id])
+        )
+        outcomes[row_of[aggregate.run_id]].append(outcome)
+    return dict(outcomes)
+
+
+def verdict_rows(comparison: VersionComparison, baseline: str, candidate: str) -> list[CaseVerdict]:
+    """One row per case, stored under the candidate version."""
+    return [
+        CaseVerdict(
+            workflow_hash=candidate,
+            baseline_hash=baseline,
+            row_id=case.row_id,
+            baseline_passed=case.baseline.passed,
+            baseline_runs=case.baseline.runs,
+            candidate_passed=case.candidate.passed,
+            candidate_runs=case.candidate.runs,
+            delta=case.delta,
+            p_value_drop=case.p_value_drop,
+            p_value_rise=case.p_value_rise,
+            verdict=case.verdict,
+        )
+        for case in comparison.cases
+    ]
+
+
+# Verdicts that fail a gate, by how sure the drop is.
+_SEVERITY = {"likely_regression": 1, "regression": 2}
+
+
+def flagged_cases(comparison: VersionComparison, fail_on: str) -> list[str]:
+    """Row ids whose verdict is ``fail_on`` or a surer regression."""
+    floor = _SEVERITY[fail_on]
+    return [case.row_id for case in comparison.cases if _SEVERITY.get(case.verdict, 0) >= floor]
+
+
+class StoredVersions:
+    """The stored rows of several versions, loaded together; any two can be compared."""
+
+    def __init__(
+        self, runs: list[ExpandedRun], aggregates: list[RunAggregate], scores: list[MetricScore]
+    ) -> None:
+        self.runs, self.aggregates, self.scores = runs, aggregates, scores
+
+    def versions(self, known: list[str]) -> list[str]:
+        """The known versions (in registration order) that have scored runs."""
+        scored = {row.workflow_hash for row in self.aggregates}
+        return [version for version in known if version in scored]
+
+    def runs_of(self, version: str) -> VersionRuns:
+        """One version's runs by row id."""
+        return version_runs(
+            [row for row in self.runs if row.workflow_hash == version],
+            [row for row in self.aggregates if row.workflow_hash == version],
+            [row for row in self.scores if row.workflow_hash == version],
+        )
+
+    def compare(self, baseline: str, candidate: str) -> VersionComparison:
+        """The candidate version against the baseline."""
+        return compare_versions(self.runs_of(baseline), self.runs_of(candidate))
