@@ -285,6 +285,33 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
         sys.exit(EXIT_REGRESSION)
 
 
+@main.command()
+@click.argument("file", type=_FILE)
+@click.option("--hash", "version", help="The version (hash or prefix); default: the current.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for report.html, eval-results.json and eval-pr-comment.md.",
+)
+def report(file: Path, version: str | None, out: Path) -> None:
+    """Write the report of a version of benchmark FILE, compared with its baseline."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.report import write_report
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
+
+    try:
+        with local_instance() as instance:
+            runner = _runner(file, instance)
+            known = runner.known_versions()
+            chosen = resolve_version(known, version) if version else runner.current_version()
+            written = write_report(runner.report(chosen), out)
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
+    for path in written.values():
+        click.echo(str(path))
+
+
 @main.group()
 def cache() -> None:
     """The judge-call cache (answers reused by re-runs and resumed runs)."""

@@ -34,6 +34,11 @@ def database_path() -> Path:
     return Path(configured).resolve() if configured else home() / "results.duckdb"
 
 
+def reports_dir() -> Path:
+    """Where each version's report is written (``<benchmark>/<hash prefix>/``)."""
+    return home() / "reports"
+
+
 def judge_state_dir() -> Path:
     """Where the judge cache, rate window, circuit breaker and slot locks live."""
     return home() / "judge"

@@ -217,3 +217,15 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
         main, ["compare", str(example_copy), "--baseline", "f7b15", "--candidate", "f7ee3"]
     )
     assert pinned.exit_code == 0  # the other way round: an improvement, nothing flagged
+
+    out = tmp_path / "report"
+    written = runner.invoke(main, ["report", str(example_copy), "--out", str(out)])
+    assert written.exit_code == 0, written.output
+    results = json.loads((out / "eval-results.json").read_text())
+    assert results["workflow_hash"].startswith("f7b1504dcb09")
+    assert results["comparison"]["baseline_hash"].startswith("f7ee35b359b4")
+    verdicts = {c["row_id"]: c["verdict"] for c in results["comparison"]["result"]["cases"]}
+    assert verdicts["ord-missing"] == verdicts["returns-policy"] == "likely_regression"
+    assert results["comparison"]["result"]["verdict_counts"]["likely_regression"] == 2
+    assert "| ord-missing | 3/3 | 0/3 |" in (out / "eval-pr-comment.md").read_text()
+    assert "18.5%" in (out / "report.html").read_text()

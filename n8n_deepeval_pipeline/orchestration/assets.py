@@ -15,6 +15,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.config_errors import pointed_to_by
 from n8n_deepeval_pipeline.evaluation import is_unjudged
@@ -28,6 +29,13 @@ from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.report import (
+    Report,
+    StoredTables,
+    pr_comment,
+    version_report,
+    write_report,
+)
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import VersionComparison
 from n8n_deepeval_pipeline.tables import steps
@@ -59,6 +67,7 @@ ASSET_NAMES = (
     "run_aggregates",
     "consistency_stats",
     "version_comparison",
+    "benchmark_report",
 )
 _PARTITION_METADATA = {"partition_expr": "workflow_hash"}
 
@@ -89,7 +98,9 @@ def _summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
     """Figures the UI charts across materialisations."""
     metadata: dict[str, Any] = {
         "rows": dg.MetadataValue.int(len(scores)),
-        "pass_rate": dg.MetadataValue.float(fmean(s.success for s in scores) if scores else 0.0),
+        "score_pass_rate": dg.MetadataValue.float(
+            fmean(s.success for s in scores) if scores else 0.0
+        ),
         "errors": dg.MetadataValue.int(sum(1 for s in scores if s.error_kind)),
         "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
         "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
@@ -244,7 +255,7 @@ def build_benchmark_assets(
         )
         passed = [row.overall_success for row in rows]
         context.add_output_metadata(
-            {"runs": len(rows), "pass_rate": fmean(passed) if passed else 0.0}
+            {"runs": len(rows), "run_pass_rate": fmean(passed) if passed else 0.0}
         )
         return to_frame(RunAggregate, rows)
 
@@ -289,6 +300,7 @@ def build_benchmark_assets(
         run_aggregates,
         consistency_stats,
         _version_comparison(benchmark, common, partitions),
+        _benchmark_report(benchmark, common, partitions),
     ]
     if benchmark.sink is not None:
         assets.append(_data_table_sink(benchmark, common))
@@ -402,6 +414,64 @@ def _version_comparison(
     return comparison_asset
 
 
+def _benchmark_report(
+    benchmark: Benchmark, common: dict[str, Any], partitions: dg.DynamicPartitionsDefinition
+) -> dg.AssetsDefinition:
+    """The version's HTML report, eval-results.json and PR comment, with its comparison."""
+
+    @dg.asset(
+        name="benchmark_report",
+        description="This version's report (report.html, eval-results.json, "
+        "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case.",
+        ins={
+            **_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
+            **_ins(benchmark, "agent_outputs", "consistency_stats", "dataset_rows"),
+        },
+        **{**common, "metadata": {}},
+    )
+    def benchmark_report(
+        context: dg.AssetExecutionContext,
+        expanded_runs: pd.DataFrame,
+        run_aggregates: pd.DataFrame,
+        metric_scores: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+        consistency_stats: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+    ) -> dg.MaterializeResult:
+        tables = StoredTables(
+            runs=from_frame(ExpandedRun, expanded_runs),
+            aggregates=from_frame(RunAggregate, run_aggregates),
+            scores=from_frame(MetricScore, metric_scores),
+            outputs=from_frame(AgentOutput, agent_outputs),
+            consistency=from_frame(ConsistencyStats, consistency_stats),
+            dataset=from_frame(DatasetRow, dataset_rows),
+        )
+        known = list(context.instance.get_dynamic_partitions(partitions.name or ""))
+        report = version_report(benchmark, context.partition_key, known, tables)
+        folder = settings.reports_dir() / benchmark.name / context.partition_key[:12]
+        written = write_report(report, folder)
+        context.log.info(f"report written to {written['report.html']}")
+        return dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
+
+    report_asset: dg.AssetsDefinition = benchmark_report
+    return report_asset
+
+
+def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
+    """Where the report is, its PR comment, and the figures charted across versions."""
+    headline = report.headline
+    metadata: dict[str, Any] = {
+        "report": dg.MetadataValue.path(str(html)),
+        "report_url": dg.MetadataValue.url(html.as_uri()),
+        "summary": dg.MetadataValue.md(pr_comment(report)),
+        "run_pass_rate": dg.MetadataValue.float(headline.pass_rate.rate or 0.0),
+        "cost_usd": dg.MetadataValue.float(headline.cost_usd or 0.0),
+    }
+    if headline.mean_overall_score is not None:
+        metadata["mean_overall_score"] = dg.MetadataValue.float(headline.mean_overall_score)
+    return metadata
+
+
 def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
     counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
     return {
@@ -473,5 +543,5 @@ def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
         "mean_cv": mean_of_present([row.cv for row in rows]) or 0.0,
         "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows])
         or 0.0,
-        "mean_pass_rate": mean_of_present([row.pass_rate for row in rows]) or 0.0,
+        "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]) or 0.0,
     }

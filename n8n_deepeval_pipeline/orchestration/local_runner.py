@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_f
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.report import Report, StoredTables, version_report
 from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -28,6 +29,7 @@ from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
+    DatasetRow,
     ExpandedRun,
     MetricScore,
     RunAggregate,
@@ -177,6 +179,21 @@ class BenchmarkRunner:
         if key not in self.known_versions():
             raise UnknownVersionError(f"the current version {key[:12]} has not been run yet")
         return key
+
+    def report(self, partition: str) -> Report:
+        """The version's report, compared with its baseline when it has one."""
+        known = self.known_versions()
+        versions = [partition] + [v for v in known if v != partition]
+        tables = self.stored_versions(versions)
+        own = StoredTables(
+            runs=tables.runs,
+            aggregates=tables.aggregates,
+            scores=tables.scores,
+            outputs=self._table("agent_outputs", AgentOutput, partition),
+            consistency=self._table("consistency_stats", ConsistencyStats, partition),
+            dataset=self._table("dataset_rows", DatasetRow, partition),
+        )
+        return version_report(self.benchmark, partition, known, own)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

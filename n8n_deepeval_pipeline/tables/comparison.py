@@ -36,6 +36,20 @@ def baseline_version(known: list[str], candidate: str, pinned: str | None) -> st
     return earlier[-1] if earlier else None
 
 
+def run_outcome(aggregate: RunAggregate, scores: list[MetricScore]) -> RunOutcome:
+    """A run as the version comparison sees it: passed under the pass rule, its metrics."""
+    metrics = tuple(
+        MetricRun(
+            metric=score.metric,
+            score=score.score,
+            success=score.success,
+            error_kind=score.error_kind,
+        )
+        for score in scores
+    )
+    return RunOutcome(passed=aggregate.overall_success, metrics=metrics)
+
+
 def version_runs(
     runs: list[ExpandedRun], aggregates: list[RunAggregate], scores: list[MetricScore]
 ) -> VersionRuns:
@@ -44,21 +58,12 @@ def version_runs(
     Cases are matched across versions by row id: case and run ids carry the hash.
     """
     row_of = {run.run_id: run.row_id for run in runs}
-    metrics: dict[str, list[MetricRun]] = defaultdict(list)
+    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
     for score in scores:
-        metrics[score.run_id].append(
-            MetricRun(
-                metric=score.metric,
-                score=score.score,
-                success=score.success,
-                error_kind=score.error_kind,
-            )
-        )
+        scores_of[score.run_id].append(score)
     outcomes: dict[str, list[RunOutcome]] = defaultdict(list)
     for aggregate in sorted(aggregates, key=lambda row: row.run_id):
-        outcome = RunOutcome(
-            passed=aggregate.overall_success, metrics=tuple(metrics[aggregate.run_id])
-        )
+        outcome = run_outcome(aggregate, scores_of[aggregate.run_id])
         outcomes[row_of[aggregate.run_id]].append(outcome)
     return dict(outcomes)
 

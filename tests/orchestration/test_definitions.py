@@ -19,6 +19,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     ]
     rescore = defs.resolve_job_def("support_agent__rescore")
     assert sorted(key.path[1] for key in rescore.asset_layer.executable_asset_keys) == [
+        "benchmark_report",
         "consistency_stats",
         "metric_scores",
         "run_aggregates",

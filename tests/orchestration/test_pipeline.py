@@ -45,7 +45,8 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     counts = dict(
         (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
         for table in ASSET_NAMES
-        if table != "version_comparison"  # one version: nothing to compare, no table
+        # one version: nothing to compare, so no table; the report is files, not a table
+        if table not in ("version_comparison", "benchmark_report")
     )
     assert counts == {
         "workflow_snapshot": 1,
@@ -361,9 +362,9 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    job = defs.resolve_job_def("support_agent__benchmark")
     first = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
+        job = defs.resolve_job_def("support_agent__benchmark")  # inside: it binds the instance
         instance.add_dynamic_partitions(PARTITIONS, [first])
         alone = job.execute_in_process(partition_key=first, instance=instance)
         first_checks = {e.check_name: e.passed for e in alone.get_asset_check_evaluations()}
@@ -376,6 +377,7 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
             partition_key=second, instance=instance, raise_on_error=False
         )
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+        (report,) = result.asset_materializations_for_node("support_agent__benchmark_report")
     assert not checks["no_regression"].passed
     flagged = checks["no_regression"].metadata["flagged_cases"].value
     assert flagged == "ord-missing, returns-policy"
@@ -388,3 +390,8 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         ("ord-missing", first, 3, 0, "likely_regression"),
         ("returns-policy", first, 3, 0, "likely_regression"),
     ]
+    # the report is made even though the version regressed (that is when it is read)
+    html = report.metadata["report"].value
+    assert html.endswith(f"reports/support_agent/{second[:12]}/report.html")
+    assert report.metadata["run_pass_rate"].value == pytest.approx(5 / 27)
+    assert "| returns-policy | 3/3 | 0/3 |" in report.metadata["summary"].value

@@ -1,0 +1,122 @@
+"""The report of one workflow version, from its stored tables and its comparison."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from n8n_deepeval_pipeline.report.cases import case_details
+from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    RunOutcome,
+    VersionComparison,
+    overall_pass_rate,
+)
+from n8n_deepeval_pipeline.summary import BenchmarkSummary, MetricSummary
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+)
+
+SCORE_BINS = 10
+
+
+def _headline(
+    summary: BenchmarkSummary, outcomes: Sequence[RunOutcome], outputs: Sequence[AgentOutput]
+) -> Headline:
+    consistency, errors = summary.consistency, summary.errors
+    return Headline(
+        pass_rate=overall_pass_rate(outcomes),
+        pass_rule=summary.pass_rule,
+        mean_overall_score=summary.mean_overall_score,
+        cases=consistency.cases,
+        pass_at_k=consistency.mean_pass_at_k,
+        pass_hat_k=consistency.mean_pass_hat_k,
+        mean_consistency=consistency.mean_overall_consistency,
+        mean_cv=consistency.mean_cv,
+        label_agreement=consistency.mean_label_agreement,
+        judge_label=summary.judge_label,
+        dry_run_judge=summary.dry_run_judge,
+        judge_calls=summary.judge_calls,
+        cached_calls=summary.cached_calls,
+        judge_retries=summary.judge_retries,
+        tokens=summary.tokens,
+        cost_usd=summary.cost_usd,
+        scores=errors.scores,
+        score_errors=sum(errors.by_kind.values()),
+        errors_by_kind=errors.by_kind,
+        unjudged_scores=errors.unjudged,
+        output_errors=sum(1 for output in outputs if output.error_kind),
+    )
+
+
+def score_bins(scores: Sequence[float]) -> tuple[int, ...]:
+    """How many scores fall in each tenth of [0, 1]; 1.0 is in the last tenth."""
+    counts = [0] * SCORE_BINS
+    for score in scores:
+        # Metric scores lie in [0, 1]; clamping keeps a stray value visible at the edge.
+        counts[min(max(int(score * SCORE_BINS), 0), SCORE_BINS - 1)] += 1
+    return tuple(counts)
+
+
+def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricRow:
+    present = [score.score for score in scores if score.score is not None]
+    return MetricRow(
+        metric=metric.metric,
+        direction=scores[0].direction,
+        threshold=scores[0].threshold,
+        mean_score=metric.mean_score,
+        pass_rate=metric.pass_rate,
+        errors=metric.errors,
+        dry_run=metric.dry_run,
+        score_bins=score_bins(present),
+        unscored=len(scores) - len(present),
+    )
+
+
+def _metric_rows(summary: BenchmarkSummary, scores: Sequence[MetricScore]) -> tuple[MetricRow, ...]:
+    by_metric: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        by_metric[score.metric].append(score)
+    return tuple(_metric_row(metric, by_metric[metric.metric]) for metric in summary.metrics)
+
+
+def build_report(
+    summary: BenchmarkSummary,
+    runs: Sequence[ExpandedRun],
+    outputs: Sequence[AgentOutput],
+    scores: Sequence[MetricScore],
+    aggregates: Sequence[RunAggregate],
+    *,
+    comparison: VersionComparison | None = None,
+    baseline_hash: str | None = None,
+    dataset: Sequence[DatasetRow] = (),
+) -> Report:
+    """The report of the version ``summary`` describes, from that version's rows.
+
+    ``comparison`` is this version (the candidate) against the baseline ``baseline_hash``;
+    ``dataset`` adds each case's input and expected output to the drill-down.
+    """
+    outcomes = [RunOutcome(passed=aggregate.overall_success) for aggregate in aggregates]
+    verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
+    return Report(
+        benchmark=summary.benchmark,
+        workflow_hash=summary.workflow_hash,
+        headline=_headline(summary, outcomes, outputs),
+        metrics=_metric_rows(summary, scores),
+        comparison=ComparisonReport(baseline_hash=baseline_hash, result=comparison)
+        if comparison
+        else None,
+        cases=case_details(
+            runs,
+            outputs,
+            scores,
+            aggregates,
+            dataset,
+            verdicts,
+            [metric.metric for metric in summary.metrics],
+        ),
+    )

@@ -1,0 +1,115 @@
+"""The per-case drill-down: every run's output, why it failed and each metric's result."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from n8n_deepeval_pipeline.report.model import CaseDetail, Excerpt, MetricResult, RunDetail
+from n8n_deepeval_pipeline.report.verdicts import attention_rank
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict, run_failure_categories
+from n8n_deepeval_pipeline.tables.comparison import run_outcome
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+)
+
+# Enough of an answer to judge it in the page; eval-results.json stays small enough to diff.
+OUTPUT_LIMIT = 1500
+FIELD_LIMIT = 600  # inputs, expected outputs, reasons and errors
+
+
+def _excerpt(text: str | None, limit: int = FIELD_LIMIT) -> Excerpt | None:
+    return None if text is None else Excerpt.of(text, limit)
+
+
+def _metric_result(score: MetricScore) -> MetricResult:
+    return MetricResult(
+        metric=score.metric,
+        score=score.score,
+        threshold=score.threshold,
+        direction=score.direction,
+        success=score.success,
+        reason=_excerpt(score.reason),
+        error=_excerpt(score.error),
+        error_kind=score.error_kind,
+        dry_run=score.dry_run,
+    )
+
+
+def _run_detail(
+    run: ExpandedRun,
+    aggregate: RunAggregate,
+    output: AgentOutput | None,
+    scores: Sequence[MetricScore],
+    metric_rank: Mapping[str, int],
+) -> RunDetail:
+    ordered = sorted(scores, key=lambda score: metric_rank.get(score.metric, len(metric_rank)))
+    categories = run_failure_categories(run_outcome(aggregate, list(ordered)))
+    return RunDetail(
+        run_id=run.run_id,
+        run_index=run.run_index,
+        passed=aggregate.overall_success,
+        overall_score=aggregate.overall_score,
+        output=_excerpt(output.actual_output, OUTPUT_LIMIT) if output else None,
+        output_error=_excerpt(output.error) if output else None,
+        latency_s=output.latency_s if output else None,
+        failure_categories=tuple(sorted(categories)),
+        metrics=tuple(_metric_result(score) for score in ordered),
+    )
+
+
+def _case(
+    row_id: str, details: list[RunDetail], row: DatasetRow | None, verdict: Verdict | None
+) -> CaseDetail:
+    return CaseDetail(
+        row_id=row_id,
+        input=_excerpt(row.input) if row else None,
+        expected_output=_excerpt(row.expected_output) if row else None,
+        verdict=verdict,
+        passed=sum(detail.passed for detail in details),
+        runs=tuple(sorted(details, key=lambda detail: detail.run_index)),
+    )
+
+
+def _attention_order(case: CaseDetail) -> tuple[int, float, str]:
+    """Flagged verdicts first, then the cases that pass least often."""
+    return attention_rank(case.verdict), case.passed / len(case.runs), case.row_id
+
+
+def case_details(
+    runs: Sequence[ExpandedRun],
+    outputs: Sequence[AgentOutput],
+    scores: Sequence[MetricScore],
+    aggregates: Sequence[RunAggregate],
+    dataset: Sequence[DatasetRow],
+    verdicts: Mapping[str, Verdict],
+    metric_order: Sequence[str],
+) -> tuple[CaseDetail, ...]:
+    """Every scored run of the version, by dataset row, the rows that need attention first.
+
+    Metrics appear in ``metric_order`` (the benchmark file's), any others after them.
+    """
+    metric_rank = {metric: rank for rank, metric in enumerate(metric_order)}
+    run_of = {run.run_id: run for run in runs}
+    output_of = {output.run_id: output for output in outputs}
+    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        scores_of[score.run_id].append(score)
+    by_row: dict[str, list[RunDetail]] = defaultdict(list)
+    for aggregate in aggregates:
+        run = run_of[aggregate.run_id]
+        by_row[run.row_id].append(
+            _run_detail(
+                run, aggregate, output_of.get(run.run_id), scores_of[run.run_id], metric_rank
+            )
+        )
+    row_of = {row.row_id: row for row in dataset}
+    cases = [
+        _case(row_id, details, row_of.get(row_id), verdicts.get(row_id))
+        for row_id, details in by_row.items()
+    ]
+    return tuple(sorted(cases, key=_attention_order))

@@ -1,0 +1,202 @@
+"""The report as a pull-request comment (``eval-pr-comment.md``): short, the flags first."""
+
+from __future__ import annotations
+
+import re
+
+from n8n_deepeval_pipeline.report.formatting import (
+    MISSING,
+    figure,
+    fraction,
+    interval,
+    money,
+    p_value,
+    percent,
+    points,
+    short_hash,
+    signed_figure,
+    thousands,
+)
+from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
+from n8n_deepeval_pipeline.report.verdicts import directional_p_value
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
+
+_MARKER: dict[Verdict, str] = {
+    "regression": "🔴",
+    "likely_regression": "🟠",
+    "unreliable_baseline": "🟣",
+    "improvement": "🟢",
+    "worth_watching": "🟡",
+    "stable": "⚪",
+    "insufficient_data": "⚪",
+}
+# Characters that would start markup (or a raw HTML tag) inside a comment.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#!])")
+
+
+def _text(value: str) -> str:
+    """Benchmark text (ids, labels) shown literally on one line of a table."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(value.split()))
+
+
+def _row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _verdict(verdict: Verdict) -> str:
+    return f"{_MARKER[verdict]} {verdict}"
+
+
+def _status(comparison: ComparisonReport | None) -> str:
+    if comparison is None:
+        return "No baseline to compare with: this is the version's own summary."
+    counts = comparison.result.verdict_counts
+    baseline = f"baseline `{short_hash(comparison.baseline_hash)}`"
+    if comparison.result.has_regression:
+        regressed = [
+            case.row_id for case in comparison.flagged_cases if case.verdict == "regression"
+        ]
+        names = ", ".join(_text(row_id) for row_id in regressed)
+        return f"> [!CAUTION]\n> **Regression** against {baseline}: {names}."
+    if counts["likely_regression"]:
+        return (
+            f"> [!WARNING]\n> No regression against {baseline}; "
+            f"{counts['likely_regression']} likely regression(s)."
+        )
+    return f"No regression against {baseline}."
+
+
+def _headline(h: Headline) -> list[str]:
+    k = h.largest_k
+    consistency = f"consistency {figure(h.mean_consistency)}"
+    if k is not None:
+        consistency += f" · pass@{k} {figure(h.pass_at_k[k])} · pass^{k} {figure(h.pass_hat_k[k])}"
+    lines = [
+        f"**Pass rate {percent(h.pass_rate.rate)}** ({h.pass_rate.passed}/{h.pass_rate.runs} runs, "
+        f"95% CI {interval(h.pass_rate.interval)}, {h.pass_rule}) · "
+        f"mean overall score {figure(h.mean_overall_score)}  ",
+        consistency + "  ",
+        f"judge {_text(h.judge_label or MISSING)} · {thousands(h.judge_calls)} calls · "
+        f"{thousands(h.tokens)} tokens · cost {money(h.cost_usd)} · "
+        f"{thousands(h.score_errors)} errors",
+    ]
+    if h.dry_run_judge:
+        lines += ["", "> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders."]
+    if h.unjudged_scores:
+        lines += [
+            "",
+            f"> [!WARNING]\n> No judgement for {h.unjudged_scores} of {h.scores} scores.",
+        ]
+    return lines
+
+
+def _comparison(comparison: ComparisonReport) -> list[str]:
+    result = comparison.result
+    lines = [
+        "",
+        _row("version", "pass rate", "95% CI", "runs"),
+        _row("---", "---:", "---:", "---:"),
+    ]
+    for name, overall in (
+        ("baseline", result.baseline_overall),
+        ("candidate", result.candidate_overall),
+    ):
+        lines.append(
+            _row(name, percent(overall.rate), interval(overall.interval), fraction(overall))
+        )
+    lines += ["", "#### Flagged cases", "", *_flagged(comparison)]
+    counts = " · ".join(f"{n} {verdict}" for verdict, n in result.verdict_counts.items() if n)
+    lines += ["", f"Verdicts: {counts}."]
+    lines += _drift(comparison)
+    return lines
+
+
+def _flagged(comparison: ComparisonReport) -> list[str]:
+    if not comparison.flagged_cases:
+        return ["None."]
+    lines = [
+        _row("case", "baseline", "candidate", "change", "p", "verdict"),
+        _row("---", "---:", "---:", "---:", "---:", "---"),
+    ]
+    lines += [
+        _row(
+            _text(case.row_id),
+            fraction(case.baseline),
+            fraction(case.candidate),
+            points(case.delta),
+            p_value(directional_p_value(case)),
+            _verdict(case.verdict),
+        )
+        for case in comparison.flagged_cases
+    ]
+    return lines
+
+
+def _drift(comparison: ComparisonReport) -> list[str]:
+    if not comparison.notable_drift:
+        return []
+    lines = ["", "#### Failure categories that moved", ""]
+    lines += [
+        _row("category", "baseline", "candidate", "change"),
+        _row("---", "---:", "---:", "---:"),
+    ]
+    lines += [
+        _row(
+            drift.category,
+            f"{drift.baseline_count} ({percent(drift.baseline_rate)})",
+            f"{drift.candidate_count} ({percent(drift.candidate_rate)})",
+            points(drift.rate_delta),
+        )
+        for drift in comparison.notable_drift
+    ]
+    return lines
+
+
+def _metric_deltas(comparison: ComparisonReport) -> list[str]:
+    lines = [
+        _row("metric", "mean", "change", "pass rate", "change"),
+        _row("---", "---:", "---:", "---:", "---:"),
+    ]
+    lines += [
+        _row(
+            _text(delta.metric),
+            figure(delta.candidate.mean_score),
+            signed_figure(delta.mean_score_delta),
+            percent(delta.candidate.pass_rate),
+            points(delta.pass_rate_delta),
+        )
+        for delta in comparison.result.metric_deltas
+    ]
+    return lines
+
+
+def _metrics(metrics: tuple[MetricRow, ...]) -> list[str]:
+    lines = [_row("metric", "mean", "pass rate", "errors"), _row("---", "---:", "---:", "---:")]
+    lines += [
+        _row(
+            _text(metric.metric),
+            figure(metric.mean_score),
+            percent(metric.pass_rate),
+            str(metric.errors),
+        )
+        for metric in metrics
+    ]
+    return lines
+
+
+def pr_comment(report: Report) -> str:
+    """The markdown comment: status, headline, flagged cases and metric changes."""
+    lines = [
+        f"### Benchmark {_text(report.benchmark)} · `{short_hash(report.workflow_hash)}`",
+        "",
+        _status(report.comparison),
+        "",
+        *_headline(report.headline),
+    ]
+    if report.comparison:
+        lines += _comparison(report.comparison)
+        lines += ["", "#### Metrics (candidate, change from baseline)", ""]
+        lines += _metric_deltas(report.comparison)
+    else:
+        lines += ["", "#### Metrics", "", *_metrics(report.metrics)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,274 @@
+"""The report of a version against its baseline: the figures, verdicts and text a reader sees.
+
+The sample (tests/report/sample.py) has six cases of four runs; the candidate passes 15 of
+its 24 runs and ``refund`` falls from 4/4 to 0/4.
+"""
+
+import json
+import math
+
+import pytest
+
+from n8n_deepeval_pipeline.report import (
+    build_report,
+    pr_comment,
+    render_html,
+    results_json,
+    write_report,
+)
+from n8n_deepeval_pipeline.report.build import score_bins
+from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT
+from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
+from n8n_deepeval_pipeline.report.model import Excerpt
+from n8n_deepeval_pipeline.summary import summarise
+from tests.report.sample import BAD_ANSWERS, BASELINE, CANDIDATE, sample_report
+
+Z_95 = 1.959964
+
+
+def wilson_by_hand(passed, runs):
+    p = passed / runs
+    denominator = 1 + Z_95**2 / runs
+    center = (p + Z_95**2 / (2 * runs)) / denominator
+    half = Z_95 * math.sqrt(p * (1 - p) / runs + Z_95**2 / (4 * runs**2)) / denominator
+    return center - half, center + half
+
+
+@pytest.fixture(scope="module")
+def report():
+    return sample_report()
+
+
+@pytest.fixture(scope="module")
+def html(report):
+    return render_html(report)
+
+
+# --- eval-results.json ---------------------------------------------------------------------
+
+
+def test_results_json_headline(report):
+    headline = results_json(report)["headline"]
+    rate = headline["pass_rate"]
+    assert (rate["passed"], rate["runs"], rate["rate"]) == (15, 24, 0.625)
+    lower, upper = wilson_by_hand(15, 24)
+    assert rate["interval"] == {
+        "lower": pytest.approx(lower, abs=1e-5),
+        "upper": pytest.approx(upper, abs=1e-5),
+    }
+    # Passes per case 0, 1, 4, 3, 4, 3 of 4: five cases pass at least once, two every time.
+    assert headline["pass_at_k"]["4"] == pytest.approx(5 / 6)
+    assert headline["pass_hat_k"]["4"] == pytest.approx(2 / 6)
+    # Two judged metrics × 24 runs × 2 calls, less the 3 results that errored before judging.
+    assert headline["judge_calls"] == 90
+    assert headline["tokens"] == 90 * 460
+    assert headline["cost_usd"] == pytest.approx(90 * 0.00021)
+    assert headline["judge_label"] == "openai:gpt-4.1-mini"
+    assert headline["dry_run_judge"] is False
+    assert headline["errors_by_kind"] == {"no_output": 3, "timeout": 1}
+    assert (headline["score_errors"], headline["unjudged_scores"]) == (4, 1)
+    assert headline["output_errors"] == 1
+
+
+def test_results_json_has_the_regression_row_and_counts(report):
+    comparison = results_json(report)["comparison"]
+    assert comparison["baseline_hash"] == BASELINE
+    result = comparison["result"]
+    refund = next(case for case in result["cases"] if case["row_id"] == "refund")
+    assert refund["baseline"] == {"passed": 4, "runs": 4, "rate": 1.0}
+    assert refund["candidate"] == {"passed": 0, "runs": 4, "rate": 0.0}
+    assert refund["delta"] == -1.0
+    assert refund["p_value_drop"] == pytest.approx(1 / math.comb(8, 4))
+    assert refund["verdict"] == "regression"
+    assert result["has_regression"] is True
+    assert {verdict: n for verdict, n in result["verdict_counts"].items() if n} == {
+        "regression": 1,
+        "likely_regression": 1,
+        "improvement": 1,
+        "worth_watching": 1,
+        "stable": 2,
+    }
+
+
+def test_results_json_is_plain_json_and_null_without_baseline():
+    alone = results_json(sample_report(with_baseline=False))
+    assert json.loads(json.dumps(alone)) == alone
+    assert alone["comparison"] is None
+    assert alone["workflow_hash"] == CANDIDATE
+    assert all(case["verdict"] is None for case in alone["cases"])
+
+
+# --- per-metric table and drill-down ------------------------------------------------------
+
+
+def test_metric_rows_in_benchmark_order_with_pass_rate_errors_and_direction(report):
+    rows = {row.metric: row for row in report.metrics}
+    assert list(rows) == ["exact_answer", "helpfulness", "bias"]
+    helpfulness = rows["helpfulness"]
+    # Fails: billing 3 (low score), shipping 1 (timeout), address 1 (no output).
+    assert helpfulness.pass_rate == pytest.approx(19 / 24)
+    assert (helpfulness.errors, helpfulness.unscored, sum(helpfulness.score_bins)) == (2, 2, 22)
+    assert (helpfulness.direction, helpfulness.threshold) == ("higher_is_better", 0.7)
+    assert rows["bias"].direction == "lower_is_better"
+
+
+def test_scores_fall_in_tenths_with_one_in_the_last():
+    assert score_bins([0.0, 0.05, 0.5, 0.99, 1.0]) == (2, 0, 0, 0, 0, 1, 0, 0, 0, 2)
+
+
+def test_cases_needing_attention_come_first(report):
+    order = [case.row_id for case in report.cases]
+    # Flagged by seriousness, then the stable ones, the one passing less often first.
+    assert order == ["refund", "billing", "order_status", "address", "shipping", "greeting"]
+    refund = report.cases[0]
+    assert (refund.verdict, refund.passed, len(refund.runs)) == ("regression", 0, 4)
+    assert refund.input.text == "I was charged twice for order 1182. Can I get my money back?"
+
+
+def test_each_failed_run_says_why(report):
+    cases = {case.row_id: case for case in report.cases}
+    refund_run = cases["refund"].runs[0]
+    assert refund_run.failure_categories == ("below_threshold",)
+    exact = next(metric for metric in refund_run.metrics if metric.metric == "exact_answer")
+    assert (exact.score, exact.success, exact.reason.text) == (
+        0.0,
+        False,
+        "exact_answer scored 0.00 against 0.5.",
+    )
+    no_output = cases["address"].runs[3]
+    assert no_output.failure_categories == ("target_error",)
+    assert no_output.output is None
+    assert no_output.output_error.text == "webhook answered HTTP 502 Bad Gateway"
+    timed_out = cases["shipping"].runs[3]
+    assert timed_out.failure_categories == ("timeout",)
+    assert cases["greeting"].runs[0].failure_categories == ()
+
+
+def test_a_long_output_is_cut_on_a_word_and_keeps_its_length(report, html):
+    billing = next(case for case in report.cases if case.row_id == "billing")
+    output = billing.runs[1].output
+    whole = BAD_ANSWERS["billing"]
+    assert output.truncated
+    assert output.chars == len(whole)
+    assert len(output.text) <= OUTPUT_LIMIT
+    assert whole.startswith(output.text)
+    assert whole[len(output.text)] == " "  # it ends where a word ends
+    assert f"({len(whole):,} characters in all)" in html
+
+
+def test_an_excerpt_of_a_short_text_is_the_text():
+    assert Excerpt.of("short answer", 100) == Excerpt(
+        text="short answer", chars=12, truncated=False
+    )
+    assert Excerpt.of("x" * 30, 10).text == "x" * 10  # no space to cut at: cut at the limit
+
+
+# --- eval-pr-comment.md ------------------------------------------------------------------
+
+
+def test_pr_comment_headline(report):
+    comment = pr_comment(report)
+    assert comment.startswith(f"### Benchmark support\\_agent · `{CANDIDATE[:12]}`\n")
+    assert f"**Regression** against baseline `{BASELINE[:12]}`: refund." in comment
+    assert (
+        "**Pass rate 62.5%** (15/24 runs, 95% CI 42.7–78.8%, allPass) · "
+        "mean overall score 0.850" in comment
+    )
+    assert "pass@4 0.833 · pass^4 0.333" in comment
+    assert "90 calls · 41,400 tokens · cost $0.0189 · 4 errors" in comment
+
+
+def test_pr_comment_lists_only_flagged_cases_the_most_serious_first(report):
+    comment = pr_comment(report)
+    flagged = comment.split("#### Flagged cases")[1].split("Verdicts:")[0]
+    rows = [line for line in flagged.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows == [
+        "| case | baseline | candidate | change | p | verdict |",
+        "| refund | 4/4 | 0/4 | −100.0 pts | 0.014 | 🔴 regression |",
+        "| billing | 4/4 | 1/4 | −75.0 pts | 0.071 | 🟠 likely_regression |",
+        "| order\\_status | 0/4 | 4/4 | +100.0 pts | 0.014 | 🟢 improvement |",
+        "| address | 1/4 | 3/4 | +50.0 pts | 0.243 | 🟡 worth_watching |",
+    ]
+    assert "Verdicts: 1 regression · 1 likely_regression · 1 improvement" in comment
+
+
+def test_pr_comment_metric_deltas(report):
+    comment = pr_comment(report)
+    # helpfulness: 23/24 passes in the baseline (one timeout), 19/24 in the candidate.
+    assert "| helpfulness | 0.765 | −0.054 | 79.2% | −16.7 pts |" in comment
+    assert "| baseline | 66.7% | 46.7–82.0% | 16/24 |" in comment
+    assert "| candidate | 62.5% | 42.7–78.8% | 15/24 |" in comment
+
+
+def test_pr_comment_without_baseline_shows_the_metric_table():
+    comment = pr_comment(sample_report(with_baseline=False))
+    assert "No baseline to compare with" in comment
+    assert "Flagged cases" not in comment
+    assert "| helpfulness | 0.765 | 79.2% | 2 |" in comment
+
+
+def test_numbers_are_written_with_a_real_minus_and_no_sign_on_zero():
+    assert points(-1.0) == "−100.0 pts"
+    assert points(0.0) == "0.0 pts"
+    assert signed_figure(0.12) == "+0.120"
+    assert p_value(0.0004) == "<0.001"
+
+
+# --- report.html -------------------------------------------------------------------------
+
+
+def test_html_headline_numbers_as_shown(html):
+    assert '<div class="value">62.5%</div>' in html
+    assert "95% CI 42.7–78.8% · 15 of 24 runs pass (allPass)" in html
+    assert '<div class="value">0.850</div>' in html  # mean overall score
+    assert '<div class="label">pass@4</div>\n    <div class="value">0.833</div>' in html
+    assert '<div class="value">$0.0189</div>' in html
+    assert "41,400 tokens · 90 judge calls" in html
+    assert "Regression: refund passes significantly less often than in the baseline." in html
+
+
+def test_html_verdict_badges_and_charts(html):
+    for verdict, text in [
+        ("regression", "regression"),
+        ("likely_regression", "likely regression"),
+        ("improvement", "improvement"),
+        ("worth_watching", "worth watching"),
+        ("stable", "stable"),
+    ]:
+        assert f'<span class="badge {verdict}">{text}</span>' in html
+    assert html.count("<svg ") == 3 + 3  # intervals, metric pairs, metric pass rates; histograms
+    assert 'aria-label="Pass rate per metric"' in html
+
+
+def test_html_is_self_contained(html):
+    for forbidden in ("http://", "https://", "<script", "<link", "<img", "@import", "url("):
+        assert forbidden not in html
+
+
+def test_html_escapes_user_text(report, html):
+    assert "Standard shipping takes &lt;b&gt;2 days&lt;/b&gt; within the country." in html
+    assert "<b>2 days</b>" not in html
+    hostile = report.model_copy(update={"benchmark": "<script>alert(1)</script>"})
+    assert "<script" not in render_html(hostile)
+    assert "\\<script\\>alert(1)\\</script\\>" in pr_comment(hostile)
+
+
+def test_write_report_writes_the_three_files(report, tmp_path):
+    paths = write_report(report, tmp_path / "out")
+    assert sorted(paths) == ["eval-pr-comment.md", "eval-results.json", "report.html"]
+    assert json.loads(paths["eval-results.json"].read_text("utf-8")) == results_json(report)
+    assert paths["eval-pr-comment.md"].read_text("utf-8") == pr_comment(report)
+    assert paths["report.html"].read_text("utf-8") == render_html(report)
+
+
+def test_a_version_without_scored_runs_still_gets_a_report():
+    summary = summarise("empty", CANDIDATE, [], [], [], [])
+    report = build_report(summary, [], [], [], [])
+    assert results_json(report)["headline"]["pass_rate"] == {
+        "passed": 0,
+        "runs": 0,
+        "rate": None,
+        "interval": None,
+    }
+    assert '<div class="value">—</div>' in render_html(report)
+    assert "(0/0 runs, 95% CI —" in pr_comment(report)

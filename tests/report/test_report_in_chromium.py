@@ -1,0 +1,68 @@
+"""The report page in a real browser: headless Chromium renders it and shows the headline.
+
+Skipped without /usr/bin/chromium unless N8N_DEEPEVAL_REQUIRE_CHROMIUM=1 (CI sets it and
+installs Chromium with scripts/install_chromium.sh).
+"""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from n8n_deepeval_pipeline.report import write_report
+from tests.report.png import distinct_colours, read_png
+from tests.report.sample import sample_report
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+WIDTH, HEIGHT = 1280, 2000
+
+if not CHROMIUM.exists() and os.environ.get("N8N_DEEPEVAL_REQUIRE_CHROMIUM") != "1":
+    pytest.skip(
+        "Chromium not installed (scripts/install_chromium.sh installs it)", allow_module_level=True
+    )
+
+
+def chromium(profile: Path, *arguments: str) -> str:
+    """Run headless Chromium with its own profile and no network; its stdout."""
+    assert CHROMIUM.exists(), "N8N_DEEPEVAL_REQUIRE_CHROMIUM=1: run scripts/install_chromium.sh"
+    command = [
+        str(CHROMIUM),
+        "--headless",
+        "--no-sandbox",  # CI runs as root, where the sandbox cannot start
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--hide-scrollbars",
+        f"--user-data-dir={profile}",
+        f"--window-size={WIDTH},{HEIGHT}",
+        *arguments,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("report")
+    return write_report(sample_report(), folder)["report.html"]
+
+
+def test_chromium_renders_the_headline_and_the_verdict(page, tmp_path):
+    dom = chromium(tmp_path / "profile", "--dump-dom", page.as_uri())
+    assert '<div class="value">62.5%</div>' in dom
+    assert "95% CI 42.7–78.8% · 15 of 24 runs pass (allPass)" in dom
+    assert "Regression: refund passes significantly less often than in the baseline." in dom
+    assert '<span class="badge regression">regression</span>' in dom
+
+
+def test_the_screenshot_is_a_full_size_picture_of_the_page(page, tmp_path):
+    shot = tmp_path / "report.png"
+    chromium(tmp_path / "profile", f"--screenshot={shot}", page.as_uri())
+    png = read_png(shot)
+    assert (png.width, png.height) == (WIDTH, HEIGHT)
+    # A blank or failed page has one or two colours; text, badges and charts have hundreds.
+    assert distinct_colours(png) > 100
