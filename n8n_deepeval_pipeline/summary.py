@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from statistics import fmean
 
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, is_unjudged
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
+from n8n_deepeval_pipeline.tables.comparison import run_outcome
+from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, MetricScore, RunAggregate
 
 
@@ -50,6 +53,15 @@ class ErrorSummary(BaseModel):
         return self.unjudged / self.scores if self.scores else 0.0
 
 
+class FailingCase(BaseModel):
+    """A case with failed runs, and why they failed."""
+
+    row_id: str
+    failed_runs: int
+    runs: int
+    categories: dict[str, int]  # failure category → runs
+
+
 class BenchmarkSummary(BaseModel):
     """The headline figures of one workflow version."""
 
@@ -69,6 +81,7 @@ class BenchmarkSummary(BaseModel):
     dry_run_judge: bool
     metrics: list[MetricSummary]
     consistency: ConsistencySummary
+    failing_cases: list[FailingCase]
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -95,6 +108,34 @@ def _errors(scores: list[MetricScore]) -> ErrorSummary:
         judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
         runs_with_unjudged=len({score.run_id for score in unjudged}),
     )
+
+
+def _failing_cases(scores: list[MetricScore], aggregates: list[RunAggregate]) -> list[FailingCase]:
+    """Cases with failed runs, the most failed first, with each run's failure categories."""
+    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        scores_of[score.run_id].append(score)
+    runs: dict[str, list[RunAggregate]] = defaultdict(list)
+    for aggregate in aggregates:
+        runs[aggregate.case_id].append(aggregate)
+    cases = []
+    for case, rows in runs.items():
+        failed = [row for row in rows if not row.overall_success]
+        if failed:
+            categories = Counter(
+                category
+                for row in failed
+                for category in run_failure_categories(run_outcome(row, scores_of[row.run_id]))
+            )
+            cases.append(
+                FailingCase(
+                    row_id=row_of_case(case),
+                    failed_runs=len(failed),
+                    runs=len(rows),
+                    categories=dict(sorted(categories.items())),
+                )
+            )
+    return sorted(cases, key=lambda case: (-case.failed_runs / case.runs, case.row_id))
 
 
 def summarise(
@@ -132,6 +173,7 @@ def summarise(
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
         mean_overall_score=mean_of_present([row.overall_score for row in aggregates]),
         errors=_errors(scores),
+        failing_cases=_failing_cases(scores, aggregates),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
         judge_label=next((score.judge for score in scores if score.judge), None),
         judge_calls=sum(score.judge_calls for score in scores),
@@ -183,8 +225,22 @@ def render_summary(summary: BenchmarkSummary) -> str:
             f"{metric.metric:<{width}}  {_figure(metric.mean_score):>6}  "
             f"{metric.pass_rate:>6.1%}  {metric.errors:>6}  {metric.direction}{flag}"
         )
+    lines += _failing_lines(summary.failing_cases)
     lines += _consistency_lines(summary.consistency)
     return "\n".join(lines)
+
+
+def _failing_lines(cases: list[FailingCase], shown: int = 10) -> list[str]:
+    if not cases:
+        return []
+    width = max(len(case.row_id) for case in cases[:shown])
+    lines = ["", f"failing cases: {len(cases)} (failed runs, why)"]
+    for case in cases[:shown]:
+        why = ", ".join(f"{category} {n}" for category, n in case.categories.items())
+        lines.append(f"  {case.row_id:<{width}}  {case.failed_runs}/{case.runs}  {why}")
+    if len(cases) > shown:
+        lines.append(f"  … and {len(cases) - shown} more (n8n-deepeval report shows every case)")
+    return lines
 
 
 def _left_out(errors: ErrorSummary) -> str:

@@ -110,10 +110,20 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
     assert 0 < summary["pass_rate"] < 1
     assert summary["consistency"]["mean_cv"] > 0
     assert set(summary["consistency"]["mean_pass_at_k"]) == {"1", "2", "3"}
+    failing = {case["row_id"]: case for case in summary["failing_cases"]}
+    assert list(failing)[:3] == ["calc-discount", "ord-status-2", "ord-total"]  # 3/3 first
+    assert failing["refund"] == {
+        "row_id": "refund",
+        "failed_runs": 2,
+        "runs": 3,
+        "categories": {"below_threshold": 2},
+    }
 
     text = runner.invoke(main, ["run", str(example_copy), "--fail-under", "0.99"])
     assert text.exit_code == 1
     assert "DRY-RUN JUDGE" in text.stdout and "consistency over 9 cases" in text.stdout
+    assert "failing cases: 6 (failed runs, why)" in text.stdout
+    assert "  refund         2/3  below_threshold 2" in text.stdout.splitlines()
     assert "is below 99.0%" in text.output
 
     backfill = runner.invoke(main, ["backfill", str(example_copy), "--from", "metric_scores"])

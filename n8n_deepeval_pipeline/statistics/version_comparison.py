@@ -115,6 +115,7 @@ class MetricRun(_Frozen):
     score: float | None
     success: bool
     error_kind: str | None = None
+    counted: bool = True  # decides the run under the pass rule (aggregate.metrics)
 
 
 class RunOutcome(_Frozen):
@@ -342,12 +343,17 @@ def _metric_failure(result: MetricRun) -> FailureCategory:
 def run_failure_categories(run: RunOutcome) -> frozenset[FailureCategory]:
     """Why a run failed, one category per failing metric's reason.
 
-    A run that passed under its pass rule has none, even if some metric failed: the
-    categories explain failed runs, as the seed's per-trial failure category does.
+    A run that passed under its pass rule has none, even if some metric failed, and only
+    the metrics that decide the run count: the categories explain failed runs, as the
+    seed's per-trial failure category does.
     """
     if run.passed:
         return frozenset()
-    failing = [result for result in run.metrics if not result.success or result.error_kind]
+    failing = [
+        result
+        for result in run.metrics
+        if result.counted and (not result.success or result.error_kind)
+    ]
     return frozenset(_metric_failure(result) for result in failing)
 
 

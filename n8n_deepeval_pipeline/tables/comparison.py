@@ -38,12 +38,14 @@ def baseline_version(known: list[str], candidate: str, pinned: str | None) -> st
 
 def run_outcome(aggregate: RunAggregate, scores: list[MetricScore]) -> RunOutcome:
     """A run as the version comparison sees it: passed under the pass rule, its metrics."""
+    counted = {str(outcome["metric"]) for outcome in aggregate.metrics}
     metrics = tuple(
         MetricRun(
             metric=score.metric,
             score=score.score,
             success=score.success,
             error_kind=score.error_kind,
+            counted=score.metric in counted,
         )
         for score in scores
     )

@@ -11,3 +11,8 @@ def case_id(workflow_hash: str, row_id: str) -> str:
 def run_id(case: str, run_index: int) -> str:
     """``${caseId}:${runIndex}`` with a 0-based run index."""
     return f"{case}:{run_index}"
+
+
+def row_of_case(case: str) -> str:
+    """The row id of a ``caseId`` (the hash is hexadecimal, so the first colon ends it)."""
+    return case.split(":", 1)[1]

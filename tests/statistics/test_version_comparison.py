@@ -392,3 +392,16 @@ def test_compare_versions_without_regressions_or_runs():
     empty = compare_versions({}, {})
     assert empty.cases == () and empty.failure_drift == () and empty.metric_deltas == ()
     assert empty.baseline_overall.interval is None and empty.overall_delta is None
+
+
+def test_only_the_metrics_that_decide_a_run_explain_its_failure():
+    run = RunOutcome(
+        passed=False,
+        metrics=(
+            MetricRun(metric="helpfulness", score=0.2, success=False),
+            MetricRun(
+                metric="loops", score=None, success=False, error_kind="missing_input", counted=False
+            ),
+        ),
+    )
+    assert run_failure_categories(run) == frozenset({"below_threshold"})
