@@ -262,7 +262,7 @@ def _incomplete_lines(errors: ErrorSummary) -> list[str]:
         f"  first error: {first}",
     ]
     if errors.judge_outage:
-        lines.append("  the judge was unreachable: fix it and run again (answers are cached)")
+        lines.append("  the judge was unreachable: fix it and run again (cached answers stay)")
     return lines
 
 
