@@ -79,7 +79,7 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
         """Create the table, or migrate it and insert the rows by name."""
         schema, table = table_slice.schema, table_slice.table
         if obj.empty:
-            context.log.warning(f"no rows for {schema}.{table} in this partition")
+            context.log.info(f"no rows for {schema}.{table} in this partition")
         elif stored_columns(connection, schema, table):
             added = migrate(connection, schema, table, obj)
             if added:
