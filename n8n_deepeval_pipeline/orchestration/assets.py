@@ -4,6 +4,8 @@ Each asset reads as "load rows → step → store rows": the upstream tables of 
 partition arrive as DataFrames and become row models (``tables.frames``), one step of
 ``tables.steps`` makes the asset's rows, and the DuckDB IO manager stores them as
 ``<benchmark>.<asset>``, replacing the partition's rows on every materialisation.
+``version_comparison`` and ``benchmark_report`` read every version's rows (a partition is
+compared with an earlier one); the report is files, not a table.
 """
 
 # No postponed annotations: Dagster inspects the annotations of asset functions.
@@ -119,7 +121,7 @@ def _summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
 def build_benchmark_assets(
     benchmark: Benchmark, source: Path
 ) -> tuple[list[dg.AssetsDefinition], dg.DynamicPartitionsDefinition]:
-    """The seven assets of a benchmark and their partitions definition."""
+    """The assets of a benchmark (the sink's too, if it has one) and their partitions."""
     partitions = partitions_for(benchmark)
     common: dict[str, Any] = {
         "key_prefix": [benchmark.name],
