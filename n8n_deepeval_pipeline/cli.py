@@ -266,7 +266,8 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
     """
     from n8n_deepeval_pipeline.comparison_summary import render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
-    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, flagged_cases
+    from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     try:
         with local_instance() as instance:
@@ -277,7 +278,7 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
     click.echo(render_comparison(comparison, before, after))
     gate = runner.benchmark.compare.fail_on
-    flagged = flagged_cases(comparison, gate)
+    flagged = cases_failing_gate(comparison, gate)
     if flagged:
         click.echo(
             f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
@@ -298,14 +299,12 @@ def report(file: Path, version: str | None, out: Path) -> None:
     """Write the report of a version of benchmark FILE, compared with its baseline."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.report import write_report
-    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     try:
         with local_instance() as instance:
             runner = _runner(file, instance)
-            known = runner.known_versions()
-            chosen = resolve_version(known, version) if version else runner.current_version()
-            written = write_report(runner.report(chosen), out)
+            written = write_report(runner.report(runner.candidate_version(version)), out)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
     for path in written.values():

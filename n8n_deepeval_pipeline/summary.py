@@ -12,7 +12,12 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
-from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, MetricScore, RunAggregate
+from n8n_deepeval_pipeline.tables.rows import (
+    ConsistencyStats,
+    MetricScore,
+    RunAggregate,
+    scores_by_run,
+)
 
 
 class MetricSummary(BaseModel):
@@ -112,9 +117,7 @@ def _errors(scores: list[MetricScore]) -> ErrorSummary:
 
 def _failing_cases(scores: list[MetricScore], aggregates: list[RunAggregate]) -> list[FailingCase]:
     """Cases with failed runs, the most failed first, with each run's failure categories."""
-    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
-    for score in scores:
-        scores_of[score.run_id].append(score)
+    scores_of = scores_by_run(scores)
     runs: dict[str, list[RunAggregate]] = defaultdict(list)
     for aggregate in aggregates:
         runs[aggregate.case_id].append(aggregate)

@@ -33,18 +33,20 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJou
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.report import (
     Report,
-    StoredTables,
+    ReportOnlyTables,
     pr_comment,
     version_report,
     write_report,
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
-from n8n_deepeval_pipeline.statistics.version_comparison import VersionComparison
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    VersionComparison,
+    cases_failing_gate,
+)
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     baseline_version,
-    flagged_cases,
     verdict_rows,
 )
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
@@ -301,8 +303,8 @@ def build_benchmark_assets(
         metric_scores,
         run_aggregates,
         consistency_stats,
-        _version_comparison(benchmark, common, partitions),
-        _benchmark_report(benchmark, common, partitions),
+        _version_comparison(benchmark, common),
+        _benchmark_report(benchmark, common),
     ]
     if benchmark.sink is not None:
         assets.append(_data_table_sink(benchmark, common))
@@ -357,9 +359,7 @@ def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
     }
 
 
-def _version_comparison(
-    benchmark: Benchmark, common: dict[str, Any], partitions: dg.DynamicPartitionsDefinition
-) -> dg.AssetsDefinition:
+def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """Each case of this version against the baseline version, with the verdicts."""
     key = _key(benchmark, "version_comparison")
     gate = benchmark.compare.fail_on
@@ -387,20 +387,15 @@ def _version_comparison(
         metric_scores: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
-        stored = StoredVersions(
-            from_frame(ExpandedRun, expanded_runs),
-            from_frame(RunAggregate, run_aggregates),
-            from_frame(MetricScore, metric_scores),
-        )
-        known = list(context.instance.get_dynamic_partitions(partitions.name or ""))
-        baseline = baseline_version(stored.versions(known), candidate, benchmark.compare.baseline)
+        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        baseline = _baseline(context, benchmark)
         if baseline is None:
             context.log.info("no earlier version to compare with")
             yield dg.Output(to_frame(CaseVerdict, []), metadata={"baseline": "none"})
             yield dg.AssetCheckResult(check_name="no_regression", passed=True, asset_key=key)
             return
         comparison = stored.compare(baseline, candidate)
-        flagged = flagged_cases(comparison, gate)
+        flagged = cases_failing_gate(comparison, gate)
         yield dg.Output(
             to_frame(CaseVerdict, verdict_rows(comparison, baseline, candidate)),
             metadata=_comparison_metadata(comparison, baseline),
@@ -416,9 +411,7 @@ def _version_comparison(
     return comparison_asset
 
 
-def _benchmark_report(
-    benchmark: Benchmark, common: dict[str, Any], partitions: dg.DynamicPartitionsDefinition
-) -> dg.AssetsDefinition:
+def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """The version's HTML report, eval-results.json and PR comment, with its comparison."""
 
     @dg.asset(
@@ -440,16 +433,14 @@ def _benchmark_report(
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> dg.MaterializeResult:
-        tables = StoredTables(
-            runs=from_frame(ExpandedRun, expanded_runs),
-            aggregates=from_frame(RunAggregate, run_aggregates),
-            scores=from_frame(MetricScore, metric_scores),
+        own = ReportOnlyTables(
             outputs=from_frame(AgentOutput, agent_outputs),
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
         )
-        known = list(context.instance.get_dynamic_partitions(partitions.name or ""))
-        report = version_report(benchmark, context.partition_key, known, tables)
+        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        baseline = _baseline(context, benchmark)
+        report = version_report(benchmark, context.partition_key, baseline, stored, own)
         folder = settings.reports_dir() / benchmark.name / context.partition_key[:12]
         written = write_report(report, folder)
         context.log.info(f"report written to {written['report.html']}")
@@ -457,6 +448,28 @@ def _benchmark_report(
 
     report_asset: dg.AssetsDefinition = benchmark_report
     return report_asset
+
+
+def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:
+    """The registered versions (oldest first) whose runs have been scored and aggregated."""
+    known = instance.get_dynamic_partitions(partitions_for(benchmark).name or "")
+    scored = instance.get_materialized_partitions(_key(benchmark, "run_aggregates"))
+    return [version for version in known if version in scored]
+
+
+def _baseline(context: dg.AssetExecutionContext, benchmark: Benchmark) -> str | None:
+    versions = scored_versions(context.instance, benchmark)
+    return baseline_version(versions, context.partition_key, benchmark.compare.baseline)
+
+
+def _stored_versions(
+    expanded_runs: pd.DataFrame, run_aggregates: pd.DataFrame, metric_scores: pd.DataFrame
+) -> StoredVersions:
+    return StoredVersions(
+        from_frame(ExpandedRun, expanded_runs),
+        from_frame(RunAggregate, run_aggregates),
+        from_frame(MetricScore, metric_scores),
+    )
 
 
 def _report_metadata(report: Report, html: Path) -> dict[str, Any]:

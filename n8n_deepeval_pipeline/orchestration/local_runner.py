@@ -12,11 +12,11 @@ import dagster as dg
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
-from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
-from n8n_deepeval_pipeline.report import Report, StoredTables, version_report
+from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -24,7 +24,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     baseline_version,
     resolve_version,
 )
-from n8n_deepeval_pipeline.tables.frames import Row, from_frame
+from n8n_deepeval_pipeline.tables.frames import from_frame
 from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -32,6 +32,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    Row,
     RunAggregate,
 )
 
@@ -158,42 +159,41 @@ class BenchmarkRunner:
             scores += self._table("metric_scores", MetricScore, version)
         return StoredVersions(runs, aggregates, scores)
 
-    def versions_to_compare(self, baseline: str | None, candidate: str | None) -> tuple[str, str]:
-        """Baseline and candidate hashes from prefixes, or the defaults.
+    def candidate_version(self, prefix: str | None) -> str:
+        """A scored version by hash or prefix; by default the workflow's current one."""
+        scored = scored_versions(self.instance, self.benchmark)
+        if prefix:
+            return resolve_version(scored, prefix)
+        key = current_hash(self.benchmark, self.n8n())
+        if key not in scored:
+            raise UnknownVersionError(f"the current version {key[:12]} has not been run yet")
+        return key
 
-        Candidate: the current version; baseline: the benchmark's ``compare.baseline``, else
-        the version registered before the candidate.
-        """
-        known = self.known_versions()
-        chosen = resolve_version(known, candidate) if candidate else self.current_version()
-        before = baseline_version(known, chosen, baseline or self.benchmark.compare.baseline)
+    def baseline_of(self, candidate: str, pinned: str | None = None) -> str | None:
+        """``pinned`` (a prefix), else ``compare.baseline``, else the scored version before."""
+        scored = scored_versions(self.instance, self.benchmark)
+        return baseline_version(scored, candidate, pinned or self.benchmark.compare.baseline)
+
+    def versions_to_compare(self, baseline: str | None, candidate: str | None) -> tuple[str, str]:
+        """Baseline and candidate hashes from prefixes, or their defaults."""
+        chosen = self.candidate_version(candidate)
+        before = self.baseline_of(chosen, baseline)
         if before is None:
             raise UnknownVersionError(
                 f"no version before {chosen[:12]} to compare with: run another version first"
             )
         return before, chosen
 
-    def current_version(self) -> str:
-        """The workflow's current hash, which must have been run."""
-        key = current_hash(self.benchmark, self.n8n())
-        if key not in self.known_versions():
-            raise UnknownVersionError(f"the current version {key[:12]} has not been run yet")
-        return key
-
     def report(self, partition: str) -> Report:
         """The version's report, compared with its baseline when it has one."""
-        known = self.known_versions()
-        versions = [partition] + [v for v in known if v != partition]
-        tables = self.stored_versions(versions)
-        own = StoredTables(
-            runs=tables.runs,
-            aggregates=tables.aggregates,
-            scores=tables.scores,
+        baseline = self.baseline_of(partition)
+        stored = self.stored_versions([partition] + ([baseline] if baseline else []))
+        own = ReportOnlyTables(
             outputs=self._table("agent_outputs", AgentOutput, partition),
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
         )
-        return version_report(self.benchmark, partition, known, own)
+        return version_report(self.benchmark, partition, baseline, stored, own)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

@@ -9,11 +9,11 @@ from n8n_deepeval_pipeline.report.files import results_json, write_report
 from n8n_deepeval_pipeline.report.html import render_html
 from n8n_deepeval_pipeline.report.markdown import pr_comment
 from n8n_deepeval_pipeline.report.model import Report
-from n8n_deepeval_pipeline.report.version_report import StoredTables, version_report
+from n8n_deepeval_pipeline.report.version_report import ReportOnlyTables, version_report
 
 __all__ = [
     "Report",
-    "StoredTables",
+    "ReportOnlyTables",
     "build_report",
     "pr_comment",
     "render_html",

@@ -15,6 +15,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    scores_by_run,
 )
 
 # Enough of an answer to judge it in the page; eval-results.json stays small enough to diff.
@@ -96,9 +97,7 @@ def case_details(
     metric_rank = {metric: rank for rank, metric in enumerate(metric_order)}
     run_of = {run.run_id: run for run in runs}
     output_of = {output.run_id: output for output in outputs}
-    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
-    for score in scores:
-        scores_of[score.run_id].append(score)
+    scores_of = scores_by_run(scores)
     by_row: dict[str, list[RunDetail]] = defaultdict(list)
     for aggregate in aggregates:
         run = run_of[aggregate.run_id]

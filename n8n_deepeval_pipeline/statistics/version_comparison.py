@@ -427,3 +427,15 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
         verdict_counts={name: counts[name] for name in VERDICTS},
         has_regression=counts["regression"] > 0,
     )
+
+
+# Verdicts that fail a gate (`compare`, the no_regression check), by how sure the drop is.
+_GATE_SEVERITY = {"likely_regression": 1, "regression": 2}
+
+
+def cases_failing_gate(comparison: VersionComparison, fail_on: str) -> list[str]:
+    """Row ids whose verdict is ``fail_on`` or a surer regression."""
+    floor = _GATE_SEVERITY[fail_on]
+    return [
+        case.row_id for case in comparison.cases if _GATE_SEVERITY.get(case.verdict, 0) >= floor
+    ]

@@ -11,7 +11,14 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionRuns,
     compare_versions,
 )
-from n8n_deepeval_pipeline.tables.rows import CaseVerdict, ExpandedRun, MetricScore, RunAggregate
+from n8n_deepeval_pipeline.tables.rows import (
+    CaseVerdict,
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+    of_version,
+    scores_by_run,
+)
 
 
 class UnknownVersionError(ValueError):
@@ -60,9 +67,7 @@ def version_runs(
     Cases are matched across versions by row id: case and run ids carry the hash.
     """
     row_of = {run.run_id: run.row_id for run in runs}
-    scores_of: dict[str, list[MetricScore]] = defaultdict(list)
-    for score in scores:
-        scores_of[score.run_id].append(score)
+    scores_of = scores_by_run(scores)
     outcomes: dict[str, list[RunOutcome]] = defaultdict(list)
     for aggregate in sorted(aggregates, key=lambda row: row.run_id):
         outcome = run_outcome(aggregate, scores_of[aggregate.run_id])
@@ -90,16 +95,6 @@ def verdict_rows(comparison: VersionComparison, baseline: str, candidate: str) -
     ]
 
 
-# Verdicts that fail a gate, by how sure the drop is.
-_SEVERITY = {"likely_regression": 1, "regression": 2}
-
-
-def flagged_cases(comparison: VersionComparison, fail_on: str) -> list[str]:
-    """Row ids whose verdict is ``fail_on`` or a surer regression."""
-    floor = _SEVERITY[fail_on]
-    return [case.row_id for case in comparison.cases if _SEVERITY.get(case.verdict, 0) >= floor]
-
-
 class StoredVersions:
     """The stored rows of several versions, loaded together; any two can be compared."""
 
@@ -108,17 +103,12 @@ class StoredVersions:
     ) -> None:
         self.runs, self.aggregates, self.scores = runs, aggregates, scores
 
-    def versions(self, known: list[str]) -> list[str]:
-        """The known versions (in registration order) that have scored runs."""
-        scored = {row.workflow_hash for row in self.aggregates}
-        return [version for version in known if version in scored]
-
     def runs_of(self, version: str) -> VersionRuns:
         """One version's runs by row id."""
         return version_runs(
-            [row for row in self.runs if row.workflow_hash == version],
-            [row for row in self.aggregates if row.workflow_hash == version],
-            [row for row in self.scores if row.workflow_hash == version],
+            of_version(self.runs, version),
+            of_version(self.aggregates, version),
+            of_version(self.scores, version),
         )
 
     def compare(self, baseline: str, candidate: str) -> VersionComparison:

@@ -11,11 +11,11 @@ import json
 import math
 import types
 from datetime import datetime
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, Union, get_args, get_origin
 
 import pandas as pd
 
-from n8n_deepeval_pipeline.tables.rows import TableRow
+from n8n_deepeval_pipeline.tables.rows import Row, TableRow
 
 _DTYPES: dict[Any, str] = {
     str: "string",
@@ -25,7 +25,6 @@ _DTYPES: dict[Any, str] = {
     datetime: "datetime64[us, UTC]",
 }
 JSON_TEXT = "json"  # a column of JSON text (stored as a string)
-Row = TypeVar("Row", bound=TableRow)
 
 
 def _column_kind(annotation: Any) -> str:

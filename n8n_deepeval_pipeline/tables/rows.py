@@ -6,8 +6,10 @@ are stored as JSON text by ``tables.frames``.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -100,6 +102,22 @@ class MetricScore(TableRow):
     tokens: int
     cost_usd: float | None
     latency_s: float
+
+
+Row = TypeVar("Row", bound=TableRow)
+
+
+def of_version(rows: Iterable[Row], version: str) -> list[Row]:
+    """The rows of one workflow version (tables loaded with several)."""
+    return [row for row in rows if row.workflow_hash == version]
+
+
+def scores_by_run(scores: Iterable[MetricScore]) -> dict[str, list[MetricScore]]:
+    """Each run's score rows, by run id (a run without scores reads as an empty list)."""
+    by_run: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in scores:
+        by_run[score.run_id].append(score)
+    return by_run
 
 
 class RunAggregate(TableRow):

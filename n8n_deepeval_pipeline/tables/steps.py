@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     MetricScore,
     RunAggregate,
     WorkflowSnapshot,
+    scores_by_run,
 )
 from n8n_deepeval_pipeline.workflow.hashing import (
     canonical_workflow_json,
@@ -105,9 +106,7 @@ def run_aggregates(
 ) -> list[RunAggregate]:
     """One aggregate per run over the metrics that count (aggregate.metrics, default all)."""
     counted = set(benchmark.aggregate.metrics or benchmark.metric_labels)
-    by_run: dict[str, list[MetricScore]] = defaultdict(list)
-    for score in scores:
-        by_run[score.run_id].append(score)
+    by_run = scores_by_run(scores)
     rows = []
     for run in runs:
         outcomes = [
@@ -157,9 +156,7 @@ def consistency_stats(
     aggregate_by_run = {row.run_id: row for row in aggregates}
     output_by_run = {output.run_id: output for output in outputs}
     record_by_row = {record.row_id: record for record in dataset}
-    scores_by_run: dict[str, list[MetricScore]] = defaultdict(list)
-    for score in scores:
-        scores_by_run[score.run_id].append(score)
+    scores_of = scores_by_run(scores)
     groups: dict[str, list[RunResult]] = defaultdict(list)
     for run in runs:
         aggregate = aggregate_by_run[run.run_id]
@@ -168,8 +165,8 @@ def consistency_stats(
             RunResult(
                 overall_score=aggregate.overall_score,
                 overall_success=aggregate.overall_success,
-                metric_scores={s.metric: s.score for s in scores_by_run[run.run_id]},
-                metric_success={s.metric: s.success for s in scores_by_run[run.run_id]},
+                metric_scores={s.metric: s.score for s in scores_of[run.run_id]},
+                metric_success={s.metric: s.success for s in scores_of[run.run_id]},
                 label=run_label(
                     config.label_field, output_by_run.get(run.run_id), record_by_row[run.row_id]
                 ),

@@ -369,6 +369,8 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         alone = job.execute_in_process(partition_key=first, instance=instance)
         first_checks = {e.check_name: e.passed for e in alone.get_asset_check_evaluations()}
         assert first_checks["no_regression"] is True  # nothing before it to compare with
+        # a version registered but never scored is no baseline: the one before it is
+        instance.add_dynamic_partitions(PARTITIONS, ["0" * 64])
         workflow = example_copy.parent / "workflow.json"
         workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
         second = current_hash(load_benchmark(example_copy), N8nResource())

@@ -2,11 +2,14 @@
 
 import pytest
 
-from n8n_deepeval_pipeline.statistics.version_comparison import RunOutcome, compare_versions
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    RunOutcome,
+    cases_failing_gate,
+    compare_versions,
+)
 from n8n_deepeval_pipeline.tables.comparison import (
     UnknownVersionError,
     baseline_version,
-    flagged_cases,
     resolve_version,
     verdict_rows,
     version_runs,
@@ -82,8 +85,8 @@ def test_a_gate_flags_its_verdict_and_surer_ones_only():
         "a": "likely_regression",
         "b": "regression",
     }
-    assert flagged_cases(comparison, "regression") == ["b"]
-    assert flagged_cases(comparison, "likely_regression") == ["a", "b"]
+    assert cases_failing_gate(comparison, "regression") == ["b"]
+    assert cases_failing_gate(comparison, "likely_regression") == ["a", "b"]
     (row_a, _) = verdict_rows(comparison, "base", "cand")
     assert (row_a.workflow_hash, row_a.baseline_hash, row_a.row_id, row_a.verdict) == (
         "cand",
