@@ -11,6 +11,16 @@ from tests.conftest import EXAMPLE
 from tests.orchestration.conftest import edit_and_record_new_version
 
 
+@pytest.fixture
+def cli_home(tmp_path, monkeypatch):
+    """A private project home and Dagster instance for commands that run benchmarks."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(home / "dagster"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    return home
+
+
 def test_hash_of_a_file_and_of_stdin_agree_with_the_library():
     text = (EXAMPLE / "workflow.json").read_text()
     expected = workflow_hash(json.loads(text))
@@ -48,9 +58,7 @@ def test_validate_checks_the_files_the_benchmark_points_to(example_copy):
     assert "dataset.idColumn: column 'id' is not in the file (columns: input, key)" in result.output
 
 
-def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_path, monkeypatch):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_path, cli_home):
     outputs = example_copy.parent / "outputs.jsonl"
     with outputs.open("a") as file:
         file.write(json.dumps({"row_id": "ord-status-1", "run_index": 3, "output": "x"}) + "\n")
@@ -87,10 +95,7 @@ def test_metrics_json_lists_the_catalog_with_config_schemas():
 
 
 @pytest.mark.slow
-def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_path, monkeypatch):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_path, cli_home):
     runner = CliRunner()
     result = runner.invoke(main, ["run", str(example_copy), "--json"])
     assert result.exit_code == 0, result.output
@@ -137,11 +142,8 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
 
 @pytest.mark.slow
 def test_backfill_runs_the_current_version_and_rescores_older_ones(
-    example_copy, tmp_path, monkeypatch
+    example_copy, tmp_path, cli_home
 ):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
     runner = CliRunner()
     assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
     new = edit_and_record_new_version(example_copy)
@@ -182,10 +184,8 @@ def test_cache_clear_forgets_every_cached_answer(tmp_path, monkeypatch):
 
 
 def test_run_of_an_invalid_benchmark_exits_2_not_1_like_a_low_pass_rate(
-    example_copy, tmp_path, monkeypatch
+    example_copy, tmp_path, cli_home
 ):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
     document = yaml.safe_load(example_copy.read_text())
     document["runsPerRow"] = 0
     example_copy.write_text(yaml.safe_dump(document))
@@ -196,11 +196,8 @@ def test_run_of_an_invalid_benchmark_exits_2_not_1_like_a_low_pass_rate(
 
 @pytest.mark.slow
 def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
-    example_copy, tmp_path, monkeypatch
+    example_copy, tmp_path, cli_home
 ):
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
-    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
     runner = CliRunner()
     assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
     alone = runner.invoke(main, ["compare", str(example_copy)])

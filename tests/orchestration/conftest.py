@@ -40,3 +40,12 @@ def edit_and_record_new_version(example_copy):
     with recorded.open("a") as file:
         file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
     return new
+
+
+def run_job(defs, instance, key, job="support_agent__benchmark"):
+    """Register the version (if it is new) and run a job of the example for it."""
+    if not instance.has_dynamic_partition(PARTITIONS, key):
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+    return defs.resolve_job_def(job).execute_in_process(
+        partition_key=key, instance=instance, raise_on_error=False
+    )

@@ -12,15 +12,13 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import worker_processes
-from tests.orchestration.conftest import PARTITIONS, edit_and_record_new_version, query
+from tests.orchestration.conftest import PARTITIONS, edit_and_record_new_version, query, run_job
 
 pytestmark = pytest.mark.slow
 
 
 def materialise(defs, instance, key):
-    result = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
-        partition_key=key, instance=instance
-    )
+    result = run_job(defs, instance, key)
     assert result.success
     return result
 
@@ -31,7 +29,6 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     defs = build_definitions([example_copy])
     key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PARTITIONS, [key])
         result = materialise(defs, instance, key)
         materialise(defs, instance, key)
         checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
@@ -148,10 +145,8 @@ def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised
     defs = build_definitions([example_copy])
     old = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PARTITIONS, [old])
         materialise(defs, instance, old)
         new = edit_and_record_new_version(example_copy)
-        instance.add_dynamic_partitions(PARTITIONS, [new])
         materialise(defs, instance, new)
         rescore = defs.resolve_job_def("support_agent__rescore")
         for key in (old, new):  # what a backfill of the re-score job runs
@@ -364,9 +359,7 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     defs = build_definitions([example_copy])
     first = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        job = defs.resolve_job_def("support_agent__benchmark")  # inside: it binds the instance
-        instance.add_dynamic_partitions(PARTITIONS, [first])
-        alone = job.execute_in_process(partition_key=first, instance=instance)
+        alone = materialise(defs, instance, first)
         first_checks = {e.check_name: e.passed for e in alone.get_asset_check_evaluations()}
         assert first_checks["no_regression"] is True  # nothing before it to compare with
         # a version registered but never scored is no baseline: the one before it is
@@ -374,10 +367,7 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         workflow = example_copy.parent / "workflow.json"
         workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
         second = current_hash(load_benchmark(example_copy), N8nResource())
-        instance.add_dynamic_partitions(PARTITIONS, [second])
-        result = job.execute_in_process(
-            partition_key=second, instance=instance, raise_on_error=False
-        )
+        result = run_job(defs, instance, second)
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
         (report,) = result.asset_materializations_for_node("support_agent__benchmark_report")
     assert not checks["no_regression"].passed

@@ -8,7 +8,7 @@ from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
-from tests.orchestration.conftest import PARTITIONS, query
+from tests.orchestration.conftest import query, run_job
 
 pytestmark = pytest.mark.slow
 
@@ -18,18 +18,11 @@ def _alter(database, sql):
         connection.execute(sql)
 
 
-def _run(defs, instance, key, job="support_agent__benchmark"):
-    return defs.resolve_job_def(job).execute_in_process(
-        partition_key=key, instance=instance, raise_on_error=False
-    )
-
-
 def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy, environment):
     defs = build_definitions([example_copy])
     key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PARTITIONS, [key])
-        assert _run(defs, instance, key).success
+        assert run_job(defs, instance, key).success
         # as an earlier version of the project wrote it: no error_kind column, and a
         # partition of another version that must survive the migration
         _alter(environment, "alter table support_agent.agent_outputs drop column error_kind")
@@ -38,8 +31,8 @@ def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy
             "insert into support_agent.agent_outputs by name select * replace "
             "('old' as workflow_hash) from support_agent.agent_outputs limit 2",
         )
-        assert _run(defs, instance, key, "support_agent__rescore").success  # reads the old table
-        assert _run(defs, instance, key).success  # writes into it
+        assert run_job(defs, instance, key, "support_agent__rescore").success  # reads the old table
+        assert run_job(defs, instance, key).success  # writes into it
     assert query(
         environment,
         "select workflow_hash = 'old', count(*), count(error_kind) "
@@ -51,10 +44,9 @@ def test_a_column_whose_type_changed_stops_with_what_to_do(example_copy, environ
     defs = build_definitions([example_copy])
     key = current_hash(load_benchmark(example_copy), N8nResource())
     with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions(PARTITIONS, [key])
-        assert _run(defs, instance, key).success
+        assert run_job(defs, instance, key).success
         _alter(environment, "alter table support_agent.expanded_runs alter run_index type varchar")
-        result = _run(defs, instance, key)
+        result = run_job(defs, instance, key)
     (failure,) = [event for event in result.all_events if event.is_step_failure]
     message = str(failure.event_specific_data)
     assert "table support_agent.expanded_runs in DuckDB database 'results'" in message
