@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     MetricRun,
@@ -95,13 +96,13 @@ def verdict_rows(comparison: VersionComparison, baseline: str, candidate: str) -
     ]
 
 
+@dataclass(frozen=True)
 class StoredVersions:
     """The stored rows of several versions, loaded together; any two can be compared."""
 
-    def __init__(
-        self, runs: list[ExpandedRun], aggregates: list[RunAggregate], scores: list[MetricScore]
-    ) -> None:
-        self.runs, self.aggregates, self.scores = runs, aggregates, scores
+    runs: list[ExpandedRun]
+    aggregates: list[RunAggregate]
+    scores: list[MetricScore]
 
     def runs_of(self, version: str) -> VersionRuns:
         """One version's runs by row id."""
