@@ -9,6 +9,10 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
+# Error type of a metric slug the catalog lacks; it is raised before the union picks a
+# member, so its location carries no slug tag.
+UNKNOWN_METRIC = "unknown_metric"
+
 
 class BenchmarkConfigError(ValueError):
     """A benchmark file (or a file it points to) is invalid; the message names file and field."""
@@ -73,7 +77,9 @@ def describe_validation_error(error: ValidationError) -> list[str]:
         message = detail["msg"]
         if detail["type"] == "extra_forbidden":
             message = "unknown field (check the spelling; fields are camelCase)"
-        problems.append(f"{_render_location(tuple(detail['loc']))}: {message}")
+        location = tuple(detail["loc"])
+        where = field_path(location) if detail["type"] == UNKNOWN_METRIC else None
+        problems.append(f"{where or _render_location(location)}: {message}")
     return problems
 
 

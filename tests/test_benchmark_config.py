@@ -48,10 +48,15 @@ def test_defaults_follow_the_seed_and_paths_are_relative_to_the_file(tmp_path):
     assert benchmark.metrics[0].threshold == 1.0
 
 
-def test_unknown_metric_slug_lists_the_valid_ones(tmp_path):
+def test_unknown_metric_slug_suggests_the_closest_one(tmp_path):
     (problem,) = problems(tmp_path, with_changes(metrics=[{"metric": "g_evall"}]))
-    assert problem.startswith("metrics[0]:")
-    assert "'g_eval'" in problem and "'tool_permission'" in problem
+    assert problem == (
+        "metrics[0].metric: unknown metric 'g_evall'; did you mean 'g_eval'? "
+        "(n8n-deepeval metrics lists all)"
+    )
+    (problem,) = problems(tmp_path, with_changes(metrics=[{"metric": "qqq"}]))
+    assert problem.startswith("metrics[0].metric: unknown metric 'qqq'; expected one of: ")
+    assert "g_eval" in problem and "tool_permission" in problem
 
 
 def test_metric_option_errors_name_metric_index_slug_and_option(tmp_path):

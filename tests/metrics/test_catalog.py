@@ -33,6 +33,13 @@ SEED_METRICS = {
     "community": ["citation_faithfulness", "agent_loop_detection", "tool_permission"],
 }
 EXTRA = {
+    "rag": [
+        "answer_relevancy",
+        "faithfulness",
+        "contextual_precision",
+        "contextual_recall",
+        "contextual_relevancy",
+    ],
     "others": ["exact_match", "pattern_match", "json_correctness"],
     "n8n": ["correctness", "helpfulness", "string_similarity", "categorization", "tools_used"],
 }
@@ -44,7 +51,7 @@ def test_every_seed_metric_and_the_extras_are_in_their_category():
     for category, slugs in [*SEED_METRICS.items(), *EXTRA.items()]:
         for slug in slugs:
             assert CATALOG[slug].category == category, slug
-    assert len(CATALOG) == 33 + 8
+    assert len(CATALOG) == 33 + 8 + 5
 
 
 def test_directions_and_threshold_defaults_follow_the_seed():
