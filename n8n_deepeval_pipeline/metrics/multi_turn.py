@@ -65,11 +65,22 @@ class TopicAdherenceConfig(ReasonedMetricConfig):
 
 
 class TurnFaithfulnessConfig(WindowedMetricConfig):
-    """Turn Faithfulness: assistant claims are grounded in each turn's retrieval context."""
+    """Turn Faithfulness: assistant claims are grounded in each turn's retrieval context.
+
+    As in the seed, the retrieval context may be set in the config: it goes on the
+    assistant turns that carry none of their own (a memory message's own context wins),
+    in place of the row's ``retrievalContext``.
+    """
 
     metric: Literal["turn_faithfulness"] = "turn_faithfulness"
     truths_extraction_limit: int | None = Field(default=None, ge=1)
     penalize_ambiguous_claims: bool = False
+    retrieval_context: list[str] | None = Field(
+        default=None,
+        min_length=1,
+        description="Retrieval context for assistant turns without their own (default: the "
+        "row's retrievalContext).",
+    )
 
 
 class _ExpectedOutcomeConfig(WindowedMetricConfig):

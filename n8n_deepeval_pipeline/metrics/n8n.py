@@ -7,7 +7,10 @@ Scored as n8n's Evaluation node scores them:
 - tools used: share of expected tools called at least once; names compare without case
   after n8n's node-name → tool-name rule (see ``n8n_data.agent_steps.tool_name``);
 - the correctness and helpfulness presets: an LLM judge answers 1–5, normalised as n8n
-  normalises it (score / 5), or pass/fail for ``outputType: boolean``.
+  normalises it (score / 5), or pass/fail for ``outputType: boolean``. Their
+  ``actualAnswer``, ``expectedAnswer`` and ``userQuery`` are n8n expressions over the
+  run's item (``={{ $json.output }}``, see ``n8n_data.expressions``), evaluated when the
+  tasks are planned (``tables.run_items``).
 
 Runners run in the workers; they take the judge as an argument and import no DeepEval.
 """
@@ -16,16 +19,33 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from rapidfuzz.distance import Levenshtein
 
 from n8n_deepeval_pipeline.evaluation import EvaluationItem
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry, Runner, Scored
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.n8n_data.agent_steps import called_tool_names, tool_name
+from n8n_deepeval_pipeline.n8n_data.expressions import (
+    Expression,
+    ExpressionError,
+    parse_expression,
+)
+
+_EXPRESSION_HELP = (
+    "An n8n expression over the run's item ($json paths, 'text' and +), e.g. "
+    "'={{ $json.output }}'; text without '=' is used as it is."
+)
 
 
-class _JudgePresetConfig(MetricConfig):
+def _expression_field(default_source: str) -> Any:
+    return Field(default=None, description=f"{_EXPRESSION_HELP} Default: {default_source}.")
+
+
+class JudgePresetConfig(MetricConfig):
+    """Options the correctness and helpfulness presets share."""
+
+    actual_answer: str | None = _expression_field("the run's output")
     prompt: str | None = Field(default=None, min_length=1, description="Replaces the judge prompt.")
     input_prompt: str | None = Field(
         default=None, min_length=1, description="Template of the judged text (placeholders)."
@@ -41,8 +61,32 @@ class _JudgePresetConfig(MetricConfig):
         """The placeholders ``inputPrompt`` must contain."""
         raise NotImplementedError
 
+    def expression_options(self) -> dict[str, str]:
+        """Each expression option (snake_case) → the item field it fills."""
+        return {"actual_answer": "actual_output"}
+
+    def item_expressions(self) -> dict[str, tuple[str, Expression]]:
+        """Item field → (option's name in the file, parsed expression), for the options set."""
+        fields = type(self).model_fields
+        expressions = {}
+        for option, item_field in self.expression_options().items():
+            text = getattr(self, option)
+            if text is not None:
+                expressions[item_field] = (str(fields[option].alias), parse_expression(text))
+        return expressions
+
+    @field_validator("actual_answer", "expected_answer", "user_query", check_fields=False)
+    @classmethod
+    def _supported_expression(cls, text: str | None) -> str | None:
+        if text is not None:
+            try:
+                parse_expression(text)
+            except ExpressionError as error:
+                raise ValueError(str(error)) from None
+        return text
+
     @model_validator(mode="after")
-    def _placeholders_present(self) -> _JudgePresetConfig:
+    def _placeholders_present(self) -> JudgePresetConfig:
         if self.input_prompt is not None:
             missing = [p for p in self.placeholders() if f"{{{p}}}" not in self.input_prompt]
             if missing:
@@ -51,22 +95,30 @@ class _JudgePresetConfig(MetricConfig):
         return self
 
 
-class CorrectnessConfig(_JudgePresetConfig):
+class CorrectnessConfig(JudgePresetConfig):
     """Correctness (n8n preset): the answer states the facts of the expected answer."""
 
     metric: Literal["correctness"] = "correctness"
+    expected_answer: str | None = _expression_field("the row's expectedOutput")
 
     def placeholders(self) -> tuple[str, ...]:
         return ("actual_answer", "expected_answer")
 
+    def expression_options(self) -> dict[str, str]:
+        return {**super().expression_options(), "expected_answer": "expected_output"}
 
-class HelpfulnessConfig(_JudgePresetConfig):
+
+class HelpfulnessConfig(JudgePresetConfig):
     """Helpfulness (n8n preset): the answer meets the user's request."""
 
     metric: Literal["helpfulness"] = "helpfulness"
+    user_query: str | None = _expression_field("the row's input")
 
     def placeholders(self) -> tuple[str, ...]:
         return ("user_query", "actual_answer")
+
+    def expression_options(self) -> dict[str, str]:
+        return {**super().expression_options(), "user_query": "input"}
 
 
 class StringSimilarityConfig(MetricConfig):

@@ -36,7 +36,7 @@ FIELD_SOURCES: dict[ItemField, str] = {
     "turns": "'turns' (the chat memory: recorded turns or dataset.columnMapping.turns; "
     "without them, the run's 'input' and 'output')",
     "turn_retrieval_context": "'retrievalContext' on assistant turns (in memory messages, "
-    "or dataset.columnMapping.retrievalContext)",
+    "the metric's retrievalContext, or dataset.columnMapping.retrievalContext)",
     "chatbot_role": "'chatbotRole' (metric config or dataset.columnMapping.chatbotRole)",
     "expected_outcome": "'expectedOutcome' (metric config or "
     "dataset.columnMapping.expectedOutcome)",
@@ -72,8 +72,10 @@ class _Prepared:
             tool_calls(self.steps) if self.steps is not None else None
         )
         turns = parse_conversation(item.turns) or _run_exchange(item)
+        # A retrieval context in the metric's config (Turn Faithfulness) replaces the row's.
+        turn_context = getattr(config, "retrieval_context", None) or item.retrieval_context
         self.turns: list[TurnData] | None = (
-            enrich_turns(turns, self.calls, item.retrieval_context) if turns else None
+            enrich_turns(turns, self.calls, turn_context) if turns else None
         )
         self.chatbot_role = getattr(config, "chatbot_role", None) or item.chatbot_role
         self.expected_outcome = getattr(config, "expected_outcome", None) or item.expected_outcome
