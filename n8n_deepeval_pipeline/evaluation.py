@@ -6,9 +6,10 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 
 ErrorKind = Literal[
     "missing_input",
@@ -52,7 +53,7 @@ class EvaluationItem(BaseModel):
 
 
 class EvaluationTask(BaseModel):
-    """One metric on one run."""
+    """One metric on one run (by one judge, or by each judge of a panel in turn)."""
 
     task_id: int
     run_id: str
@@ -62,6 +63,19 @@ class EvaluationTask(BaseModel):
     judge: JudgeSpec
     timeout_s: float
     clean_session: bool = False
+    panel: list[JudgeSpec] = Field(
+        default_factory=list, description="A judge panel: the metric is scored by each judge."
+    )
+
+    @property
+    def judges(self) -> list[JudgeSpec]:
+        """The judges that score this task: the panel's, or the one judge."""
+        return self.panel or [self.judge]
+
+    @property
+    def secrets(self) -> list[str]:
+        """What no message of this task may show: every judge's key and URL credentials."""
+        return [secret for judge in self.judges for secret in judge.secrets]
 
     def fingerprint(self) -> str:
         """Identity of the work (run, metric config, item, judge), not of this attempt."""
@@ -72,12 +86,33 @@ class EvaluationTask(BaseModel):
             "item": self.item.model_dump(mode="json"),
             "judge": self.judge.label,
         }
+        if self.panel:
+            identity["panel"] = [judge.label for judge in self.panel]
         text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+class JudgeVote(BaseModel):
+    """What one judge of a panel answered (or why it gave no score)."""
+
+    judge: str  # provider:model
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    error_kind: ErrorKind | None = None
+    judge_calls: int = 0
+    judge_retries: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class EvaluationResult(BaseModel):
-    """A score, or the reason there is none."""
+    """A score, or the reason there is none.
+
+    For a panel, ``votes`` holds each judge's answer in the panel's order and the
+    counters are their totals; ``score`` is left to the plan, which combines the votes.
+    """
 
     task_id: int
     score: float | None = None
@@ -91,8 +126,40 @@ class EvaluationResult(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
     worker_pid: int | None = None
+    votes: list[JudgeVote] | None = None
 
     @classmethod
     def failed(cls, task_id: int, kind: ErrorKind, message: str, **extra: Any) -> EvaluationResult:
         """A result that carries only an error."""
         return cls(task_id=task_id, error=message, error_kind=kind, **extra)
+
+    @classmethod
+    def of_panel(cls, task_id: int, votes: list[JudgeVote]) -> EvaluationResult:
+        """A panel's result: its votes and their totals; an error if too few judges answered.
+
+        A panel without its quorum (more than half of its judges answering) has no
+        judgement: the error is the first failed judge's kind, and names every failure.
+        """
+        totals = {
+            name: sum(getattr(vote, name) for vote in votes)
+            for name in (
+                "judge_calls",
+                "judge_retries",
+                "cached_calls",
+                "prompt_tokens",
+                "completion_tokens",
+            )
+        }
+        failed = [vote for vote in votes if vote.score is None]
+        answered = len(votes) - len(failed)
+        if answered >= quorum(len(votes)):
+            return cls(task_id=task_id, votes=votes, **totals)
+        why = "; ".join(f"{vote.judge}: {vote.error_kind}: {vote.error}" for vote in failed)
+        return cls(
+            task_id=task_id,
+            votes=votes,
+            error=f"{answered} of {len(votes)} judges answered, a panel needs "
+            f"{quorum(len(votes))}. {why}",
+            error_kind=failed[0].error_kind or "metric_error",
+            **totals,
+        )

@@ -5,6 +5,8 @@ the circuit breaker is open, waits for a requests-per-minute slot and an in-flig
 shared by all workers, calls the provider with retries (exponential backoff with jitter,
 honouring Retry-After, bounded in attempts and total time), validates the answer
 against the metric's schema and asks once more if it does not fit, then stores it.
+Breaker, rate window and slots belong to one judge (``JudgeSpec.identity``): each judge
+of a panel, or of a metric with a judge of its own, has its own.
 
 Sync and async are adapted once: all of it is async and runs on one event loop thread
 per worker, so the provider's HTTP client lives on a single loop; ``generate`` waits
@@ -100,7 +102,9 @@ class PipelineJudge(DeepEvalBaseLLM):
         state_dir = Path(spec.state_dir) if spec.state_dir else None
         self._state = SharedState.in_folder(state_dir) if state_dir else None
         self._limit = (
-            InFlightLimit(state_dir / "in-flight", spec.max_in_flight) if state_dir else None
+            InFlightLimit(state_dir / "in-flight" / spec.identity, spec.max_in_flight)
+            if state_dir
+            else None
         )
         super().__init__(model=spec.model)
 
@@ -151,7 +155,12 @@ class PipelineJudge(DeepEvalBaseLLM):
     def _key(self, prompt: str, json_schema: dict[str, Any] | None) -> str | None:
         if not self.spec.cache or self.spec.is_dry_run:
             return None
-        settings = {"temperature": self.spec.temperature, "max_tokens": self.spec.max_tokens}
+        settings: dict[str, Any] = {
+            "temperature": self.spec.temperature,
+            "max_tokens": self.spec.max_tokens,
+        }
+        if self.spec.endpoint:  # the same model name on two servers: two judges
+            settings["endpoint"] = self.spec.endpoint
         provider, model = self.spec.provider, self.spec.model
         return cache_key(provider, model, settings, prompt, json_schema, self.namespace)
 
@@ -209,7 +218,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 await asyncio.sleep(delay)
                 continue
             if self._state is not None:
-                self._state.record_success()
+                self._state.record_success(self.spec.identity)
             return completion
 
     async def _call_once(self, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
@@ -228,13 +237,13 @@ class PipelineJudge(DeepEvalBaseLLM):
         limit = self.spec.requests_per_minute
         if limit is None or self._state is None:
             return
-        while (wait := self._state.take_rpm_slot(limit)) > 0:
+        while (wait := self._state.take_rpm_slot(self.spec.identity, limit)) > 0:
             await asyncio.sleep(wait)
 
     def _fail_fast_if_open(self) -> None:
         if self._state is None:
             return
-        is_open, last_error = self._state.breaker_open()
+        is_open, last_error = self._state.breaker_open(self.spec.identity)
         if is_open:
             raise JudgeUnavailable(
                 f"judge unavailable: {self.spec.breaker_threshold} calls in a row failed, "
@@ -245,7 +254,10 @@ class PipelineJudge(DeepEvalBaseLLM):
     def _record_failure(self, error: str) -> None:
         if self._state is not None:
             self._state.record_failure(
-                error, self.spec.breaker_threshold, self.spec.breaker_cool_down_s
+                self.spec.identity,
+                error,
+                self.spec.breaker_threshold,
+                self.spec.breaker_cool_down_s,
             )
 
 

@@ -292,7 +292,11 @@ class LocalProvider:
 
 
 class DryRunProvider:
-    """Deterministic schema-valid JSON without a model, to check wiring offline."""
+    """Deterministic schema-valid JSON without a model, to check wiring offline.
+
+    A dry-run judge given a model name of its own (``{provider: dry-run, model: b}``)
+    draws other answers than the plain one, so a dry-run judge panel can disagree.
+    """
 
     def __init__(self, spec: JudgeSpec) -> None:
         self.spec = spec
@@ -300,7 +304,8 @@ class DryRunProvider:
     async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
         if schema is None:
             return Completion("[dry-run] placeholder reason")
-        seed = hashlib.sha256(prompt.encode("utf-8")).digest()
+        salt = "" if self.spec.model == "dry-run" else f"{self.spec.model}\n"
+        seed = hashlib.sha256((salt + prompt).encode("utf-8")).digest()
         return Completion(json.dumps(fill_schema(schema, seed, prompt)))
 
 

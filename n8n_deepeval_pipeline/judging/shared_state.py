@@ -5,8 +5,12 @@
   stays);
 - who is asking which question now, so that identical questions asked at once by many
   evaluations make one call and all get the same answer (single flight);
-- a requests-per-minute window;
-- the circuit breaker: consecutive failed calls, and until when calls fail fast.
+- a requests-per-minute window per judge;
+- a circuit breaker per judge: consecutive failed calls, and until when calls fail fast.
+
+A judge is named by its ``JudgeSpec.identity`` (provider, model, endpoint): the judges
+of a metric panel, or of metrics with judges of their own, are limited and broken
+separately; the cache keeps their answers apart by provider, model and endpoint.
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ create table if not exists cache (
     completion_tokens integer not null, created real not null);
 create table if not exists asking (
     key text primary key, pid integer not null, until real not null);
-create table if not exists rpm (at real not null);
-create table if not exists breaker (
-    id integer primary key check (id = 1), failures integer not null,
-    open_until real not null, last_error text);
-insert or ignore into breaker values (1, 0, 0, null);
+create table if not exists rate_window (judge text not null, at real not null);
+create index if not exists rate_window_by_judge on rate_window (judge, at);
+create table if not exists breakers (
+    judge text primary key, failures integer not null, open_until real not null,
+    last_error text);
+drop table if exists rpm;
+drop table if exists breaker;
 """
 
 
@@ -133,15 +139,17 @@ class SharedState:
 
     # requests per minute
 
-    def take_rpm_slot(self, limit: int) -> float:
-        """Record a call if the last minute has room; else seconds to wait."""
+    def take_rpm_slot(self, judge: str, limit: int) -> float:
+        """Record a call of ``judge`` if its last minute has room; else seconds to wait."""
         now = time.time()
         self._db.execute("begin immediate")
         try:
-            self._db.execute("delete from rpm where at < ?", (now - 60,))
-            count, oldest = self._db.execute("select count(*), min(at) from rpm").fetchone()
+            self._db.execute("delete from rate_window where at < ?", (now - 60,))
+            count, oldest = self._db.execute(
+                "select count(*), min(at) from rate_window where judge = ?", (judge,)
+            ).fetchone()
             if count < limit:
-                self._db.execute("insert into rpm values (?)", (now,))
+                self._db.execute("insert into rate_window values (?, ?)", (judge, now))
                 return 0.0
             return max(float(oldest) + 60 - now, 0.01)
         finally:
@@ -149,37 +157,43 @@ class SharedState:
 
     # circuit breaker
 
-    def breaker_open(self) -> tuple[bool, str | None]:
-        """Whether calls should fail fast now, and the failure that opened it."""
-        open_until, last_error = self._db.execute(
-            "select open_until, last_error from breaker where id = 1"
+    def breaker_open(self, judge: str) -> tuple[bool, str | None]:
+        """Whether calls to ``judge`` should fail fast now, and the failure that opened it."""
+        row = self._db.execute(
+            "select open_until, last_error from breakers where judge = ?", (judge,)
         ).fetchone()
-        return time.time() < open_until, last_error
+        if row is None:
+            return False, None
+        return time.time() < row[0], row[1]
 
-    def record_failure(self, error: str, threshold: int, cool_down_s: float) -> int:
-        """Count a failed call; open the breaker at ``threshold`` in a row."""
+    def record_failure(self, judge: str, error: str, threshold: int, cool_down_s: float) -> int:
+        """Count a failed call of ``judge``; open its breaker at ``threshold`` in a row."""
         self._db.execute("begin immediate")
         try:
             failures = self._db.execute(
-                "update breaker set failures = failures + 1, last_error = ? where id = 1 "
+                "insert into breakers values (?, 1, 0, ?) on conflict (judge) do update "
+                "set failures = failures + 1, last_error = excluded.last_error "
                 "returning failures",
-                (error,),
+                (judge, error),
             ).fetchone()[0]
             if failures >= threshold:
                 self._db.execute(
-                    "update breaker set open_until = ? where id = 1", (time.time() + cool_down_s,)
+                    "update breakers set open_until = ? where judge = ?",
+                    (time.time() + cool_down_s, judge),
                 )
             return int(failures)
         finally:
             self._db.execute("commit")
 
-    def record_success(self) -> None:
-        """A call worked: the run of failures is over."""
-        self._db.execute("update breaker set failures = 0, open_until = 0 where id = 1")
+    def record_success(self, judge: str) -> None:
+        """A call of ``judge`` worked: its run of failures is over."""
+        self._db.execute(
+            "update breakers set failures = 0, open_until = 0 where judge = ?", (judge,)
+        )
 
     def reset_breaker(self) -> None:
-        """Close the breaker (at the start of a scoring step)."""
-        self.record_success()
+        """Close every judge's breaker (at the start of a scoring step)."""
+        self._db.execute("update breakers set failures = 0, open_until = 0")
 
 
 def _alive(pid: int) -> bool:

@@ -2,8 +2,9 @@
 
 Each metric's config model carries its slug as the literal ``metric`` field, so a
 benchmark's metric list is one tagged union and an unknown slug is answered with the
-list of valid ones. Runtime options of this project (``cleanSession``, ``label``,
-``timeoutS``) are not passed to DeepEval.
+closest valid one (``catalog.suggest_slug``). Runtime options of this project
+(``cleanSession``, ``label``, ``timeoutS``, and the metric's judge: ``judge``, ``model``,
+``judges``, ``panel``) are not passed to DeepEval.
 """
 
 from __future__ import annotations
@@ -13,10 +14,15 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from n8n_deepeval_pipeline.judging.spec import JudgeChoice
+from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule
+
+# The metric's own judge or judge panel: the plan resolves them into judge specs.
+JUDGE_OPTIONS = frozenset({"judge", "model", "judges", "panel"})
 # Options that belong to the runner, never to the DeepEval constructor.
-RUNTIME_OPTIONS = frozenset({"metric", "label", "clean_session", "timeout_s"})
+RUNTIME_OPTIONS = frozenset({"metric", "label", "clean_session", "timeout_s"} | JUDGE_OPTIONS)
 # Options that fill test-case fields (config wins over the item), not constructor arguments.
-TEST_CASE_OPTIONS = frozenset({"chatbot_role", "expected_outcome"})
+TEST_CASE_OPTIONS = frozenset({"chatbot_role", "expected_outcome", "retrieval_context"})
 
 SingleTurnParam = Literal[
     "INPUT",
@@ -74,6 +80,50 @@ class MetricConfig(BaseModel):
     timeout_s: float | None = Field(
         default=None, gt=0, description="Per-evaluation timeout; default is the worker pool's."
     )
+    judge: JudgeChoice | None = Field(
+        default=None,
+        description="This metric's own judge; fields left out come from the benchmark's "
+        "judge, then the default judge.",
+    )
+    model: str | None = Field(
+        default=None,
+        description="Shorthand for judge: {model: …} (the config-eval playbook's per-metric "
+        "model): the benchmark's judge with this model.",
+    )
+    judges: list[JudgeChoice] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=9,
+        description="A judge panel: the metric is scored once per judge and the scores are "
+        "combined by 'panel'.",
+    )
+    panel: PanelRule | None = Field(
+        default=None,
+        description="How a panel's scores combine: majority (default: the verdict most "
+        "judges reach, scored by their mean) or mean (the mean score against the threshold).",
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_judge(self) -> MetricConfig:
+        named = [name for name in ("judge", "model", "judges") if getattr(self, name) is not None]
+        if len(named) > 1:
+            raise ValueError(f"give one of 'judge', 'model' or 'judges', not {' and '.join(named)}")
+        if self.panel is not None and self.judges is None:
+            raise ValueError("'panel' combines a judge panel: list the judges in 'judges'")
+        return self
+
+    def judge_choices(self) -> list[JudgeChoice | None]:
+        """The judges this metric names: a panel's, its own, or [None] (the benchmark's)."""
+        if self.judges is not None:
+            return list(self.judges)
+        if self.model is not None:
+            return [JudgeChoice(model=self.model)]
+        return [self.judge]
+
+    @property
+    def panel_rule(self) -> PanelRule | None:
+        """How this metric's judges combine, or None when one judge scores it."""
+        return (self.panel or "majority") if self.judges is not None else None
 
     def result_label(self) -> str:
         """The name of this metric's rows in metric_scores."""

@@ -2,22 +2,49 @@
 
 The worker pool sits between the two halves, so this step is a plan rather than one
 function: ``EvaluationPlan`` lists the tasks to send and the rows known up front (runs
-without an output), and turns each finished result into its ``MetricScore`` row.
+without an output, preset expressions that find nothing in the run's item), and turns
+each finished result into its ``MetricScore`` row.
+
+Each metric is scored by its own judge if it names one (``judge`` or ``model``), else by
+the benchmark's. A metric with a judge panel (``judges``) is still one task: the worker
+scores it once per judge, in turn, and the row combines their votes
+(``statistics.judge_panel``); the task's timeout is the per-evaluation timeout times the
+number of judges. Cost is priced per judge, by that judge's model.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
-from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.evaluation import (
+    EvaluationItem,
+    EvaluationResult,
+    EvaluationTask,
+    JudgeVote,
+)
 from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.judging.spec import (
+    JudgeChoice,
+    JudgeConfigError,
+    JudgeResolver,
+    JudgeSpec,
+    choose_judge,
+    judge_settings,
+)
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
-from n8n_deepeval_pipeline.metrics.options import MetricConfig
+from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.options import JUDGE_OPTIONS, MetricConfig
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
+from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule, combine_panel
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
+from n8n_deepeval_pipeline.tables.run_items import (
+    ExpressionFoundNothingError,
+    run_item,
+    with_expressions,
+)
 
 
 def _history_messages(turns: Any) -> Any:
@@ -67,7 +94,12 @@ def evaluation_item(row: DatasetRow, output: AgentOutput) -> EvaluationItem:
 
 
 class EvaluationPlan:
-    """Every (run, metric) pair of a partition: tasks to send, and errors known up front."""
+    """Every (run, metric) pair of a partition: tasks to send, and errors known up front.
+
+    ``judge`` resolves a judge named in the file (None: the benchmark's own) into a spec,
+    as the judge resource's ``spec_for`` does; a plain spec stands for the benchmark's
+    judge, and a metric's judge is layered on it (variables it names are not read).
+    """
 
     def __init__(
         self,
@@ -75,14 +107,20 @@ class EvaluationPlan:
         runs: list[ExpandedRun],
         rows: list[DatasetRow],
         outputs: list[AgentOutput],
-        judge: JudgeSpec,
+        judge: JudgeSpec | JudgeResolver,
         default_timeout_s: float,
         prices: PriceTable | None = None,
     ) -> None:
-        self.judge = judge
+        resolve = _resolver(benchmark, judge)
+        self.judge = resolve(None)  # the benchmark's judge
         self.prices = prices or PriceTable()
+        self.judges_of = {
+            config.result_label(): _judges(config, resolve) for config in benchmark.metrics
+        }
         self.tasks: list[EvaluationTask] = []
         self.without_output: list[tuple[ExpandedRun, MetricConfig, AgentOutput | None]] = []
+        # (run, metric, why): a preset expression (actualAnswer, …) that found nothing.
+        self.unresolved: list[tuple[ExpandedRun, MetricConfig, str]] = []
         self._keys: dict[int, tuple[ExpandedRun, MetricConfig]] = {}
         rows_by_id = {row.row_id: row for row in rows}
         outputs_by_run = {output.run_id: output for output in outputs}
@@ -92,23 +130,43 @@ class EvaluationPlan:
                 if output is None or output.error is not None:
                     self.without_output.append((run, config, output))
                     continue
-                item = evaluation_item(rows_by_id[run.row_id], output)
+                row = rows_by_id[run.row_id]
+                try:
+                    item = with_expressions(
+                        config,
+                        evaluation_item(row, output),
+                        partial(run_item, run, row, output, None, benchmark.dataset.data_table),
+                    )
+                except ExpressionFoundNothingError as error:
+                    self.unresolved.append((run, config, str(error)))
+                    continue
                 self._add_task(run, config, item, config.timeout_s or default_timeout_s)
+
+    @property
+    def judges(self) -> list[JudgeSpec]:
+        """Every judge the plan's metrics use, each once, in file order."""
+        found = {self.judge.model_dump_json(): self.judge}
+        for specs in self.judges_of.values():
+            found.update((spec.model_dump_json(), spec) for spec in specs)
+        return list(found.values())
 
     def _add_task(
         self, run: ExpandedRun, config: MetricConfig, item: EvaluationItem, timeout_s: float
     ) -> None:
         task_id = len(self.tasks)
         self._keys[task_id] = (run, config)
+        judges = self.judges_of[config.result_label()]
+        panel = judges if config.panel_rule else []
         self.tasks.append(
             EvaluationTask(
                 task_id=task_id,
                 run_id=run.run_id,
                 metric_label=config.result_label(),
-                config=config.model_dump(),
+                config=config.model_dump(exclude=set(JUDGE_OPTIONS)),
                 item=item,
-                judge=self.judge,
-                timeout_s=timeout_s,
+                judge=judges[0],
+                panel=panel,
+                timeout_s=timeout_s * max(len(panel), 1),
                 clean_session=config.clean_session,
             )
         )
@@ -116,17 +174,37 @@ class EvaluationPlan:
     @property
     def total(self) -> int:
         """Score rows this plan produces."""
-        return len(self.tasks) + len(self.without_output)
+        return len(self.tasks) + len(self.without_output) + len(self.unresolved)
 
     def row_for(self, result: EvaluationResult) -> MetricScore:
         """The stored row of a finished task."""
         run, config = self._keys[result.task_id]
-        return metric_score(run, config, result, self.judge, self.prices)
+        return metric_score(run, config, result, self.judges_of[config.result_label()], self.prices)
 
     def rows_without_output(self) -> list[MetricScore]:
-        """Error rows for runs whose workflow produced nothing."""
-        return [
-            metric_score(run, config, _no_output(output), self.judge, self.prices)
+        """Error rows known up front.
+
+        Runs whose workflow produced nothing, and metrics whose expression option
+        (``actualAnswer``, …) found nothing in the run's item (``missing_input``).
+        """
+        unresolved = [
+            metric_score(
+                run,
+                config,
+                EvaluationResult.failed(-1, "missing_input", message),
+                self.judges_of[config.result_label()],
+                self.prices,
+            )
+            for run, config, message in self.unresolved
+        ]
+        return unresolved + [
+            metric_score(
+                run,
+                config,
+                _no_output(output),
+                self.judges_of[config.result_label()],
+                self.prices,
+            )
             for run, config, output in self.without_output
         ]
 
@@ -144,6 +222,35 @@ class EvaluationPlan:
         return rows, to_run
 
 
+def _resolver(benchmark: Benchmark, judge: JudgeSpec | JudgeResolver) -> JudgeResolver:
+    """Judge choice → spec: a metric's judge over the benchmark's, then the default."""
+    if isinstance(judge, JudgeSpec):
+        settings = judge_settings(judge)  # already the benchmark's judge
+        return lambda choice: choose_judge(settings, choice, {})
+
+    def resolve(choice: JudgeChoice | None) -> JudgeSpec:
+        layered = choice.over(benchmark.judge) if choice is not None else benchmark.judge
+        return judge(layered)
+
+    return resolve
+
+
+def _judges(config: MetricConfig, resolve: JudgeResolver) -> list[JudgeSpec]:
+    """The judges of one metric: its panel, its own judge, or the benchmark's."""
+    try:
+        judges = [resolve(choice) for choice in config.judge_choices()]
+    except JudgeConfigError as error:
+        raise JudgeConfigError(f"metric {config.result_label()!r}: {error}") from None
+    identities = [judge.identity for judge in judges]
+    repeated = sorted({j.label for j in judges if identities.count(j.identity) > 1})
+    if repeated:  # the same judge twice would only repeat its cached answer
+        raise JudgeConfigError(
+            f"metric {config.result_label()!r}: its panel names {', '.join(repeated)} more "
+            "than once; give each judge another model or provider"
+        )
+    return judges
+
+
 def _no_output(output: AgentOutput | None) -> EvaluationResult:
     """Why a run has no score: the target failed, or nothing was stored for it."""
     if output is None:
@@ -151,45 +258,139 @@ def _no_output(output: AgentOutput | None) -> EvaluationResult:
     return EvaluationResult.failed(-1, output.error_kind or "no_output", output.error or "")
 
 
+def _marked(judge: JudgeSpec, reason: str | None) -> str | None:
+    """A reason, prefixed by the judge's marker if its judgements are not real ones."""
+    return f"{judge.marker} {reason}" if judge.marker and reason is not None else reason
+
+
+def _uses_judge(entry: MetricEntry, result: EvaluationResult) -> bool:
+    calls = result.judge_calls + result.cached_calls
+    return entry.needs_judge or (entry.accepts_judge and calls > 0)
+
+
 def metric_score(
     run: ExpandedRun,
     config: MetricConfig,
     result: EvaluationResult,
-    judge: JudgeSpec,
+    judges: list[JudgeSpec],
     prices: PriceTable,
 ) -> MetricScore:
-    """Score, pass/fail under the metric's direction, and what the evaluation cost."""
+    """Score, pass/fail under the metric's direction, and what the evaluation cost.
+
+    ``judges``: the metric's judge, or its panel's judges (in the panel's order).
+    """
     entry = entry_for(config)
     threshold = effective_threshold(config.threshold, config.strict_mode, entry.direction)
-    uses_judge = entry.needs_judge or (
-        entry.accepts_judge and result.judge_calls + result.cached_calls > 0
+    uses_judge = _uses_judge(entry, result)
+    row = {
+        "workflow_hash": run.workflow_hash,
+        "run_id": run.run_id,
+        "case_id": run.case_id,
+        "metric": config.result_label(),
+        "metric_slug": config.metric,
+        "threshold": threshold,
+        "direction": entry.direction,
+        "error": result.error,
+        "error_kind": result.error_kind,
+        "judge_calls": result.judge_calls,
+        "judge_retries": result.judge_retries,
+        "cached_calls": result.cached_calls,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "tokens": result.prompt_tokens + result.completion_tokens,
+        "latency_s": result.latency_s,
+    }
+    rule = config.panel_rule
+    if rule is not None:
+        return MetricScore.model_validate(
+            {**row, **_panel_fields(result, judges, rule, threshold, entry, prices, uses_judge)}
+        )
+    judge = judges[0]
+    return MetricScore.model_validate(
+        {
+            **row,
+            "score": result.score,
+            "success": result.error_kind is None
+            and passes(result.score, threshold, entry.direction),
+            "reason": _marked(judge, result.reason) if uses_judge else result.reason,
+            "judge": judge.label if uses_judge else None,
+            "dry_run": uses_judge and judge.is_dry_run,
+            "cost_usd": prices.cost(judge.model, result.prompt_tokens, result.completion_tokens)
+            if uses_judge
+            else None,
+        }
     )
-    reason = result.reason
-    if uses_judge and judge.marker and reason is not None:
-        reason = f"{judge.marker} {reason}"
-    return MetricScore(
-        workflow_hash=run.workflow_hash,
-        run_id=run.run_id,
-        case_id=run.case_id,
-        metric=config.result_label(),
-        metric_slug=config.metric,
-        score=result.score,
-        threshold=threshold,
-        success=result.error_kind is None and passes(result.score, threshold, entry.direction),
-        direction=entry.direction,
-        reason=reason,
-        error=result.error,
-        error_kind=result.error_kind,
-        judge=judge.label if uses_judge else None,
-        dry_run=uses_judge and judge.is_dry_run,
-        judge_calls=result.judge_calls,
-        judge_retries=result.judge_retries,
-        cached_calls=result.cached_calls,
-        prompt_tokens=result.prompt_tokens,
-        completion_tokens=result.completion_tokens,
-        tokens=result.prompt_tokens + result.completion_tokens,
-        cost_usd=prices.cost(judge.model, result.prompt_tokens, result.completion_tokens)
-        if uses_judge
+
+
+def _panel_fields(
+    result: EvaluationResult,
+    judges: list[JudgeSpec],
+    rule: PanelRule,
+    threshold: float,
+    entry: MetricEntry,
+    prices: PriceTable,
+    uses_judge: bool,
+) -> dict[str, Any]:
+    """A panel row's score, verdict, agreement, reason and cost, from its judges' votes."""
+    votes = result.votes or []
+    scored = [
+        _vote_entry(vote, judge, threshold, entry, prices)
+        for vote, judge in zip(votes, judges, strict=False)
+    ]
+    costs = [vote["cost_usd"] for vote in scored if vote["cost_usd"] is not None]
+    fields: dict[str, Any] = {
+        "score": None,
+        "success": False,
+        "reason": None,
+        "judge": ", ".join(judge.label for judge in judges) if uses_judge else None,
+        "dry_run": uses_judge and any(judge.is_dry_run for judge in judges),
+        "cost_usd": sum(costs) if costs else None,
+        "panel": rule,
+        "judge_agreement": None,
+        "judge_scores": scored or None,
+    }
+    verdict = combine_panel([vote.score for vote in votes], threshold, entry.direction, rule)
+    if result.error_kind is not None or verdict is None:
+        return fields
+    agreeing = round(verdict.agreement * verdict.answered)
+    markers = list(dict.fromkeys(judge.marker for judge in judges if judge.marker))
+    heading = f"[{rule} of {len(judges)} judges: {agreeing} of {verdict.answered} agree]"
+    opinions = " | ".join(_opinion(vote) for vote in scored)
+    return {
+        **fields,
+        "score": verdict.score,
+        "success": verdict.success,
+        "reason": " ".join([*markers, heading, opinions]),
+        "judge_agreement": verdict.agreement,
+    }
+
+
+def _opinion(vote: dict[str, Any]) -> str:
+    """One judge's part of a panel row's reason."""
+    if vote["score"] is None:
+        return f"{vote['judge']} no score ({vote['error_kind']})"
+    verdict = "pass" if vote["success"] else "fail"
+    return f"{vote['judge']} {vote['score']:.3f} {verdict}: {vote['reason'] or ''}".rstrip(": ")
+
+
+def _vote_entry(
+    vote: JudgeVote, judge: JudgeSpec, threshold: float, entry: MetricEntry, prices: PriceTable
+) -> dict[str, Any]:
+    """One judge's part of a panel row (``judge_scores``)."""
+    calls = vote.judge_calls + vote.cached_calls
+    used = entry.needs_judge or (entry.accepts_judge and calls > 0)
+    return {
+        "judge": vote.judge,
+        "score": vote.score,
+        "success": None if vote.score is None else passes(vote.score, threshold, entry.direction),
+        "reason": _marked(judge, vote.reason),
+        "error": vote.error,
+        "error_kind": vote.error_kind,
+        "judge_calls": vote.judge_calls,
+        "cached_calls": vote.cached_calls,
+        "judge_retries": vote.judge_retries,
+        "tokens": vote.prompt_tokens + vote.completion_tokens,
+        "cost_usd": prices.cost(judge.model, vote.prompt_tokens, vote.completion_tokens)
+        if used
         else None,
-        latency_s=result.latency_s,
-    )
+    }

@@ -8,7 +8,9 @@ the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); ``ok`` answers normally, and so does every request after the plan runs out
-(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401).
+(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401). ``fixed``
+pins fields of every structured answer (``{"score": 5}``): judges of a panel that
+answer differently.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -35,8 +37,8 @@ _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Req
             500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
 
 
-def answer_for(body: dict[str, Any]) -> str:
-    """The assistant text for a chat completion request."""
+def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
+    """The assistant text for a chat completion request (``fixed`` fields pinned)."""
     seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
@@ -45,7 +47,14 @@ def answer_for(body: dict[str, Any]) -> str:
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-    return json.dumps(fill_schema(schema, seed, prompt))
+    return json.dumps(_pinned(fill_schema(schema, seed, prompt), fixed))
+
+
+def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
+    """The answer with the fixed fields it has replaced by their pinned values."""
+    if not fixed or not isinstance(answer, dict):
+        return answer
+    return {**answer, **{key: value for key, value in fixed.items() if key in answer}}
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
@@ -83,6 +92,7 @@ class LoopbackJudge:
         slow_s: float = 5.0,
         fail_always: bool = False,
         reject_key: bool = False,
+        fixed: dict[str, Any] | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.port = port
@@ -90,6 +100,7 @@ class LoopbackJudge:
         self.slow_s = slow_s
         self.fail_always = fail_always
         self.reject_key = reject_key
+        self.fixed = fixed
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -162,7 +173,7 @@ class LoopbackJudge:
             extra = {"retry-after": retry_after} if retry_after else {}
             _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
             return True
-        text = answer_for(request)
+        text = answer_for(request, self.fixed)
         if fault == "invalid_json":
             text = text[: len(text) // 2]
         elif fault == "schema_violation":
@@ -181,7 +192,7 @@ class LoopbackJudge:
         seed = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).digest()
         content: list[dict[str, Any]] = [{"type": "text", "text": "loopback answer"}]
         if tools:
-            answer = fill_schema(tools[0]["input_schema"], seed, prompt)
+            answer = _pinned(fill_schema(tools[0]["input_schema"], seed, prompt), self.fixed)
             content = [{"type": "tool_use", "id": "t1", "name": tools[0]["name"], "input": answer}]
         usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
         _write(

@@ -8,7 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.evaluation import (
+    FINAL_ERROR_KINDS,
+    EvaluationResult,
+    EvaluationTask,
+    JudgeVote,
+)
 from n8n_deepeval_pipeline.judging.judge import (
     JudgeCallError,
     JudgeOutputError,
@@ -44,13 +49,14 @@ class Evaluator:
 
     def __init__(self) -> None:
         self._usage = UsageCounter()
-        self._judges: dict[str, Any] = {}
+        self._judges: dict[tuple[str, str | None], Any] = {}
         warm_up()
         self._snapshot = ModuleSnapshot()
         self.repairs = 0
 
     def _judge(self, spec: JudgeSpec, run_id: str) -> PipelineJudge:
-        key = spec.model_dump_json()
+        # The dump shows a key as asterisks: two judges differing only in their key differ.
+        key = (spec.model_dump_json(), spec.api_key.get_secret_value() if spec.api_key else None)
         if key not in self._judges:
             self._judges[key] = PipelineJudge(spec, self._usage)
         judge: PipelineJudge = self._judges[key]
@@ -61,19 +67,35 @@ class Evaluator:
     def evaluate(self, task: EvaluationTask) -> EvaluationResult:
         """Score one task; any failure becomes an error result, never an exception.
 
-        The error is redacted here, whatever raised it: it is stored, logged and shown.
+        A panel's task is scored once per judge, one after the other, each with a fresh
+        metric and DeepEval's globals reset in between. The error is redacted here,
+        whatever raised it: it is stored, logged and shown.
         """
+        if not task.panel:
+            return self._evaluate_with(task, task.judge)
+        started = time.perf_counter()
+        votes = []
+        for judge in task.panel:
+            result = self._evaluate_with(task, judge)
+            if result.error_kind in FINAL_ERROR_KINDS:
+                return result  # the config or the item: every judge would say the same
+            votes.append(JudgeVote.model_validate({**result.model_dump(), "judge": judge.label}))
+        panel = EvaluationResult.of_panel(task.task_id, votes)
+        return panel.model_copy(update={"latency_s": round(time.perf_counter() - started, 4)})
+
+    def _evaluate_with(self, task: EvaluationTask, judge: JudgeSpec) -> EvaluationResult:
+        """Score one task with one judge."""
         self._usage.reset()
         started = time.perf_counter()
         try:
             # A fresh context: context variables set by tracing cannot leak into the next task.
-            result = contextvars.Context().run(self._score, task)
+            result = contextvars.Context().run(self._score, task, judge)
         finally:
             reset_trace_manager()
             self.repairs += self._snapshot.restore()
         return result.model_copy(
             update={
-                "error": redact(result.error, task.judge.secrets) if result.error else None,
+                "error": redact(result.error, task.secrets) if result.error else None,
                 "latency_s": round(time.perf_counter() - started, 4),
                 "judge_calls": self._usage.calls,
                 "judge_retries": self._usage.retries,
@@ -87,7 +109,7 @@ class Evaluator:
         """Whether nothing of the last evaluation is left in DeepEval's globals."""
         return trace_manager_is_clean()
 
-    def _score(self, task: EvaluationTask) -> EvaluationResult:
+    def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
         entry = CATALOG[task.config["metric"]]
         try:
             config = entry.config_model.model_validate(task.config)
@@ -95,7 +117,7 @@ class Evaluator:
             return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
         try:
             needs_judge = entry.needs_judge or entry.accepts_judge
-            judge = self._judge(task.judge, task.run_id) if needs_judge else None
+            judge = self._judge(judge_spec, task.run_id) if needs_judge else None
             score, reason = _run(entry, config, task, judge)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))

@@ -255,7 +255,7 @@ class WorkerPool:
         total = 0
         for task in tasks:
             pending.put(task)
-            secrets.update(task.judge.secrets)
+            secrets.update(task.secrets)
             total += 1
         if self._exposes(secrets):
             self.close()  # started before these keys were known: start again without them

@@ -200,9 +200,10 @@ def test_a_judge_that_echoes_the_key_gets_it_stored_nowhere(pool, tmp_path):
 
 def test_an_error_stored_unredacted_is_redacted_when_shown(pool, tmp_path):
     # a state file written before redaction: the breaker open on a message with the key
-    state = SharedState.in_folder(tmp_path / "judge")
-    state.record_failure(f"Invalid key {KEY}", threshold=1, cool_down_s=60)
     unused = LoopbackJudge()  # an open breaker calls no judge
-    (result,) = run(pool, correctness(spec(unused, tmp_path, api_key=SecretStr(KEY))))
+    judge = spec(unused, tmp_path, api_key=SecretStr(KEY))
+    state = SharedState.in_folder(tmp_path / "judge")
+    state.record_failure(judge.identity, f"Invalid key {KEY}", threshold=1, cool_down_s=60)
+    (result,) = run(pool, correctness(judge))
     assert result.error_kind == "judge_unavailable"
     assert result.error.endswith("Last error: Invalid key [redacted]")

@@ -72,14 +72,20 @@ def test_shared_state_cache_rate_window_and_breaker(tmp_path):
     state.store("k", CachedAnswer(answer="{}", prompt_tokens=3, completion_tokens=2))
     assert other.cached("k") == CachedAnswer(answer="{}", prompt_tokens=3, completion_tokens=2)
     assert other.cached("missing") is None
-    assert [state.take_rpm_slot(3) for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert 59 < other.take_rpm_slot(3) <= 60
-    assert state.record_failure("HTTP 500", threshold=2, cool_down_s=30) == 1
-    assert other.breaker_open() == (False, "HTTP 500")
-    assert other.record_failure("HTTP 503", threshold=2, cool_down_s=30) == 2
-    assert state.breaker_open() == (True, "HTTP 503")
-    state.record_success()
-    assert other.breaker_open()[0] is False
+    assert [state.take_rpm_slot("a", 3) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert 59 < other.take_rpm_slot("a", 3) <= 60
+    assert other.take_rpm_slot("b", 3) == 0.0  # another judge has its own window
+    assert state.record_failure("a", "HTTP 500", threshold=2, cool_down_s=30) == 1
+    assert other.breaker_open("a") == (False, "HTTP 500")
+    assert other.record_failure("a", "HTTP 503", threshold=2, cool_down_s=30) == 2
+    assert state.breaker_open("a") == (True, "HTTP 503")
+    assert state.breaker_open("b") == (False, None)  # and its own breaker
+    state.record_success("a")
+    assert other.breaker_open("a")[0] is False
+    other.record_failure("a", "HTTP 500", threshold=1, cool_down_s=30)
+    other.record_failure("b", "HTTP 500", threshold=1, cool_down_s=30)
+    state.reset_breaker()  # a new scoring step closes every judge's breaker
+    assert (state.breaker_open("a")[0], state.breaker_open("b")[0]) == (False, False)
     assert state.clear_cache() == 1
 
 

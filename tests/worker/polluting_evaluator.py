@@ -13,6 +13,7 @@ import deepeval
 from deepeval.tracing.tracing import trace_manager
 
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.worker.evaluate import Evaluator
 
 MARKER = contextvars.ContextVar("pollution_marker", default=None)
@@ -20,7 +21,7 @@ ORIGINAL_LOGIN = deepeval.login
 
 
 class PollutingEvaluator(Evaluator):
-    def _score(self, task: EvaluationTask) -> EvaluationResult:
+    def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
         seen = {
             "trace_spans": len(trace_manager.active_spans),
             "traces": len(trace_manager.traces),

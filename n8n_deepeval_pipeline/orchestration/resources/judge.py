@@ -1,9 +1,9 @@
 """The judge resource: which model DeepEval metrics are given as ``model=``, and how calls behave.
 
-The resource holds the default; a benchmark file may name another provider. Keys are
-read here only (from environment variables, through ``EnvVar`` in the definitions or
-a benchmark's ``apiKeyEnv``) and travel to the workers inside the judge spec; they are
-never logged or stored (tables record ``provider:model`` only).
+The resource holds the default; a benchmark file, or one metric in it, may name another
+judge. Keys are read here only (from environment variables, through ``EnvVar`` in the
+definitions or a benchmark's or metric's ``apiKeyEnv``) and travel to the workers inside
+the judge spec; they are never logged or stored (tables record ``provider:model`` only).
 """
 
 from __future__ import annotations
@@ -12,19 +12,20 @@ import os
 from pathlib import Path
 
 import dagster as dg
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field
 
-from n8n_deepeval_pipeline.benchmark_config import JudgeOverride
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
-from n8n_deepeval_pipeline.judging.spec import JUDGE_PROVIDERS, JudgeSpec
+from n8n_deepeval_pipeline.judging.spec import (
+    JUDGE_PROVIDERS,
+    JudgeChoice,
+    JudgeConfigError,
+    JudgeSpec,
+    choose_judge,
+)
 
-_NEEDS_URL = {"openai-compatible": "base_url", "azure-openai": "base_url (the Azure endpoint)"}
-
-
-class JudgeConfigError(ValueError):
-    """The judge cannot be built from the configuration given."""
+__all__ = ["JudgeConfigError", "JudgeResource"]
 
 
 class JudgeResource(dg.ConfigurableResource):
@@ -51,23 +52,18 @@ class JudgeResource(dg.ConfigurableResource):
     state_dir: str = Field(description="Cache, rate window, breaker and slot locks live here.")
     prices_file: str | None = Field(default=None, description="YAML/JSON price additions.")
 
-    def spec_for(self, override: JudgeOverride | None) -> JudgeSpec:
-        """The judge of one benchmark: its own override, else this resource's default."""
-        provider = override.provider if override else self.provider
-        model = (override.model if override else None) or (
-            "dry-run" if provider == "dry-run" else self.model
-        )
-        key = (
-            os.environ.get(override.api_key_env)
-            if override is not None and override.api_key_env
-            else self.api_key
-        )
-        settings = {
-            "provider": provider,
-            "model": model,
-            "base_url": (override.base_url if override else None) or self.base_url,
-            "api_key": SecretStr(key) if key else None,
-            "api_version": (override.api_version if override else None) or self.api_version,
+    def spec_for(self, choice: JudgeChoice | None) -> JudgeSpec:
+        """The judge a benchmark (or a metric) names, else this resource's default.
+
+        ``choice`` is already layered (a metric's judge over its benchmark's); what it
+        leaves out comes from here, and the variables it names are read here.
+        """
+        default = {
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key": self.api_key,
+            "api_version": self.api_version,
             "timeout_s": self.timeout_s,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -81,17 +77,7 @@ class JudgeResource(dg.ConfigurableResource):
             "cache_scope": self.cache_scope,
             "state_dir": self.state_dir,
         }
-        try:
-            spec = JudgeSpec.model_validate(settings)
-        except ValidationError as error:
-            problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
-            raise JudgeConfigError(f"judge configuration: {problems}") from None
-        needed = _NEEDS_URL.get(spec.provider)
-        if needed and not spec.base_url:
-            raise JudgeConfigError(f"the {spec.provider} judge needs {needed}")
-        if spec.provider == "azure-openai" and not spec.api_version:
-            raise JudgeConfigError("the azure-openai judge needs api_version")
-        return spec
+        return choose_judge(default, choice, os.environ)
 
     def prices(self) -> PriceTable:
         """The price table: built in, extended by ``prices_file``."""
