@@ -20,17 +20,25 @@ _FIELD_NAME = (
     r"(?:x-)?api[-_]?key|(?:access|auth|refresh)[-_]?token|client[-_]?secret|secret|passw(?:or)?d"
 )
 _QUERY_NAME = rf"{_FIELD_NAME}|key|token|sig|signature"
-_VALUE = r"(?!bearer\s)[^\s\"'&,;#\[\]{}]+"  # never "[redacted]" nor a "Bearer …" scheme
+# never "[redacted]" nor a "Bearer …" scheme
+_VALUE = r"(?P<value>(?!bearer\s)[^\s\"'&,;#\[\]{}]+)"
+# (shape, replacement, whether the shape marks a credential outside prose too)
 _PATTERNS = (
-    (re.compile(rf"(?i)\b(bearer\s+){_VALUE}"), rf"\1{REDACTED}"),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/@]+@"), rf"\1{REDACTED}@"),
-    (re.compile(rf"(?i)(?<![\w-])({_QUERY_NAME})(=){_VALUE}"), rf"\1\2{REDACTED}"),
-    (re.compile(rf"(?i)([\"'](?:{_QUERY_NAME})[\"']\s*:\s*[\"']){_VALUE}"), rf"\1{REDACTED}"),
+    (re.compile(rf"(?i)\b(bearer\s+){_VALUE}"), rf"\1{REDACTED}", True),
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?P<value>[^\s/@]+)@"), rf"\1{REDACTED}@", True),
+    (re.compile(rf"(?i)(?<![\w-])({_QUERY_NAME})(=){_VALUE}"), rf"\1\2{REDACTED}", True),
+    (
+        re.compile(rf"(?i)([\"'](?:{_QUERY_NAME})[\"']\s*:\s*[\"']){_VALUE}"),
+        rf"\1{REDACTED}",
+        True,
+    ),
+    # "password: …" unquoted: in code or a template the value is as often a variable
     (
         re.compile(rf"(?i)(?<![\w-])({_FIELD_NAME})([\"']?\s*:\s*[\"']?){_VALUE}"),
         rf"\1\2{REDACTED}",
+        False,
     ),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), REDACTED),
+    (re.compile(r"\b(?P<value>sk-[A-Za-z0-9_-]{8,})"), REDACTED, True),
 )
 
 
@@ -38,9 +46,35 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` without the given secrets and without anything shaped like a credential."""
     for secret in sorted(set(filter(None, secrets)), key=len, reverse=True):
         text = text.replace(secret, REDACTED)
-    for pattern, replacement in _PATTERNS:
+    for pattern, replacement, _ in _PATTERNS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def credential_values(text: str, prose: bool = True) -> list[str]:
+    """The credential-shaped values in ``text``: what ``redact`` would hide by shape.
+
+    ``prose=False`` leaves out the shape only prose gives away (``password: …`` unquoted):
+    in code or a template its value is as often a variable as a secret.
+    """
+    return [
+        match.group("value")
+        for pattern, _, outside_prose in _PATTERNS
+        if prose or outside_prose
+        for match in pattern.finditer(text)
+    ]
+
+
+def is_credential_name(name: str) -> bool:
+    """Whether a field, header or parameter of this name holds a credential.
+
+    ``apiKey``, ``x-api-key``, ``client_secret``, ``password``, ``token``, ``key``, …:
+    a credential word anywhere in the name, or one of the short words as the whole name.
+    """
+    return bool(
+        re.search(_FIELD_NAME, name, re.IGNORECASE)
+        or re.fullmatch(_QUERY_NAME, name, re.IGNORECASE)
+    )
 
 
 def url_secrets(url: str | None) -> list[str]:

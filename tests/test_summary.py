@@ -1,0 +1,67 @@
+"""The run summary's lines for a version's workflow checks."""
+
+from n8n_deepeval_pipeline.summary import (
+    render_workflow_checks,
+    workflow_check_counts,
+    workflow_checks_markdown,
+)
+from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
+
+
+def check(check_id, category, status, message, nodes=()):
+    return WorkflowCheck(
+        workflow_hash="ab" * 32,
+        check_id=check_id,
+        category=category,
+        status=status,
+        message=message,
+        nodes=list(nodes),
+    )
+
+
+CHECKS = [
+    check("has_trigger", "structure", "pass", "started by Webhook", ["Webhook"]),
+    check(
+        "no_unreachable_nodes",
+        "connection_topology",
+        "fail",
+        "not reachable from any trigger",
+        ["Orphan", "Other | odd"],
+    ),
+    check("memory_properly_connected", "ai_nodes", "not_applicable", "no memory node"),
+    check(
+        "inbound_triggers_authenticated",
+        "security",
+        "fail",
+        "webhook without inbound authentication",
+        ["Webhook"],
+    ),
+]
+
+
+def test_counts_name_every_status():
+    assert workflow_check_counts(CHECKS) == {"pass": 1, "fail": 2, "not_applicable": 1}
+    assert workflow_check_counts([]) == {"pass": 0, "fail": 0, "not_applicable": 0}
+
+
+def test_the_summary_gives_the_counts_then_one_line_per_failure_with_its_nodes():
+    assert render_workflow_checks(CHECKS).splitlines() == [
+        "workflow checks: 1 pass · 2 fail · 1 n/a",
+        "  ✗ connection_topology/no_unreachable_nodes: not reachable from any trigger "
+        "[Orphan, Other | odd]",
+        "  ✗ security/inbound_triggers_authenticated: webhook without inbound authentication "
+        "[Webhook]",
+    ]
+    assert render_workflow_checks(CHECKS[:1]) == "workflow checks: 1 pass · 0 fail · 0 n/a"
+    assert render_workflow_checks([]) == "workflow checks: none stored for this version"
+
+
+def test_the_markdown_table_has_a_row_per_check_and_escapes_pipes():
+    lines = workflow_checks_markdown(CHECKS).splitlines()
+    assert lines[0] == "| check | category | status | message | nodes |"
+    assert len(lines) == 2 + len(CHECKS)
+    assert lines[3] == (
+        "| no_unreachable_nodes | connection_topology | ❌ fail | not reachable from any "
+        "trigger | Orphan, Other \\| odd |"
+    )
+    assert "⚪ n/a" in lines[4]
