@@ -13,17 +13,19 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_snake
 
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
 from n8n_deepeval_pipeline.config_model import ConfigModel
-from n8n_deepeval_pipeline.judging.spec import JudgeProvider
-from n8n_deepeval_pipeline.metrics.catalog import MetricSpec
+from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
+from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_config import (
     DataTableSink,
     N8nWorkflowRef,
     WebhookTarget,
     WorkflowTarget,
 )
+from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 
@@ -150,25 +152,94 @@ class RecordedTarget(ConfigModel):
         return self
 
 
+def _column_name(seed_name: str, what: str) -> Any:
+    return Field(
+        default=seed_name,
+        min_length=1,
+        description=f"Data Table column of {what} (the seed's option; needs the sink's table).",
+    )
+
+
 class AggregateConfig(ConfigModel):
-    """How one run's metric results become the run's overall success."""
+    """How one run's metric results become the run's overall success (the seed's Aggregate).
+
+    The ``…Column`` options name the columns of the n8n Data Table the run aggregates are
+    written to (``sink.runAggregates``); DuckDB keeps its own column names.
+    """
 
     pass_rule: PassRule = "allPass"
-    metrics: list[str] | None = Field(
-        default=None, description="Metric labels that count (default: all)."
+    metrics: list[str] | Literal["allConnected"] | None = Field(
+        default=None,
+        description="Metric labels that count under the pass rule; allConnected (or unset): all.",
     )
+    run_id_column: str = _column_name("runId", "the run id")
+    score_column: str = _column_name("overallScore", "the overall score")
+    success_column: str = _column_name("overallSuccess", "the overall success")
+    metrics_column: str = _column_name("metrics", "the counted metrics' outcomes (JSON)")
+
+    @field_validator("metrics")
+    @classmethod
+    def _all_connected_or_some(
+        cls, metrics: list[str] | Literal["allConnected"] | None
+    ) -> list[str] | None:
+        if metrics == "allConnected":
+            return None  # the seed's "every metric connected to the node"
+        if metrics is not None and not metrics:
+            raise ValueError("name at least one metric label, or allConnected for all")
+        return metrics
+
+
+# The seed's evalContext fields, as its Trigger writes them.
+EvalContextField = Literal[
+    "caseId",
+    "rowId",
+    "runId",
+    "runIndex",
+    "runName",
+    "workflowHash",
+    "sourceTableId",
+    "isEvalRun",
+]
 
 
 class ConsistencyConfig(ConfigModel):
-    """How repeated runs of a case are compared."""
+    """How repeated runs are grouped and compared (the seed's Consistency)."""
 
-    group_by_field: Literal["caseId", "rowId"] = "caseId"
+    group_by_field: EvalContextField = Field(
+        default="caseId",
+        description="evalContext field whose value groups runs (one consistency row each).",
+    )
     label_field: str | None = Field(
         default=None,
-        pattern=r"^(label|output|actualOutput|row\.[^.]+)$",
-        description="label (recorded), output, or row.<dataset column>.",
+        description="Path into the run's item for categorical labels: label, output, "
+        "row.<column>, evalContext.<field>, a field of the answer (result.category), "
+        "success, metrics[0].score …",
     )
     consistency_basis: Basis = "cv"
+    case_id_column: str = _column_name("caseId", "the group (case) id")
+    mean_score_column: str = _column_name("meanScore", "the mean score")
+    consistency_column: str = _column_name("overallConsistency", "the overall consistency")
+    stats_column: str = _column_name("metricStats", "the per-metric statistics (JSON)")
+
+    @field_validator("group_by_field", mode="before")
+    @classmethod
+    def _without_prefix(cls, field: Any) -> Any:
+        return field.removeprefix("evalContext.") if isinstance(field, str) else field
+
+    @field_validator("label_field")
+    @classmethod
+    def _a_path(cls, label_field: str | None) -> str | None:
+        if label_field is not None:
+            try:
+                parse_path(label_field)
+            except ExpressionError as error:
+                raise ValueError(str(error)) from None
+        return label_field
+
+    @property
+    def label_path(self) -> Segments | None:
+        """``labelField`` as path segments."""
+        return None if self.label_field is None else parse_path(self.label_field)
 
     @model_validator(mode="after")
     def _label_for_label_bases(self) -> ConsistencyConfig:
@@ -209,16 +280,14 @@ class ChecksConfig(ConfigModel):
     )
 
 
-class JudgeOverride(ConfigModel):
-    """A judge for this benchmark instead of the judge resource's default."""
+class JudgeOverride(JudgeChoice):
+    """A judge for this benchmark instead of the judge resource's default.
+
+    Metrics may name their own (``judge``, or a panel in ``judges``); what they leave
+    out comes from here.
+    """
 
     provider: JudgeProvider
-    model: str | None = None
-    base_url: str | None = None
-    api_version: str | None = None
-    api_key_env: str | None = Field(
-        default=None, description="Name of the environment variable that holds the key."
-    )
 
 
 class Benchmark(ConfigModel):
@@ -259,6 +328,26 @@ class Benchmark(ConfigModel):
             data = {**data, "target": {**target, "type": "recorded"}}
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_column_names_into_the_sink(cls, data: Any) -> Any:
+        # aggregate.scoreColumn etc. rename the sink's columns, as sink.….columns does.
+        if not isinstance(data, dict):
+            return data
+        for (section, table), options in _SEED_COLUMNS.items():
+            config = data.get(section)
+            if not isinstance(config, dict):
+                continue
+            renames = {
+                column: config[_key(config, option)]
+                for option, column in options.items()
+                if isinstance(config.get(_key(config, option)), str)
+                and config[_key(config, option)] != column
+            }
+            if renames:
+                data = _renamed_in_sink(data, section, table, renames)
+        return data
+
     @field_validator("name")
     @classmethod
     def _identifier(cls, name: str) -> str:
@@ -294,6 +383,27 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _group_field_present(self) -> Benchmark:
+        if self.consistency.group_by_field == "sourceTableId" and self.dataset.data_table is None:
+            raise ValueError(
+                "consistency.groupByField 'sourceTableId': runs of a dataset file have no "
+                "evalContext.sourceTableId (it is the dataset's n8n Data Table)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _judges_only_where_judged(self) -> Benchmark:
+        for metric in self.metrics:
+            entry = entry_for(metric)
+            names_judge = metric.judge_choices() != [None]
+            if names_judge and not (entry.needs_judge or entry.accepts_judge):
+                raise ValueError(
+                    f"metric {metric.result_label()!r} ({entry.name}) calls no judge: "
+                    "remove its 'judge', 'model' or 'judges'"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _executions_need_a_workflow_in_n8n(self) -> Benchmark:
         # A webhook's executions are found through its workflow in n8n.
         steps = isinstance(self.target, WebhookTarget) and self.target.steps_from_execution
@@ -304,10 +414,70 @@ class Benchmark(ConfigModel):
             )
         return self
 
+    def for_trial(self) -> Benchmark:
+        """The benchmark for a trial of a few of its rows.
+
+        A trial writes nothing to n8n (no sink), and the recordings of the rows it
+        leaves out are not an error.
+        """
+        target = self.target
+        if isinstance(target, RecordedTarget):
+            target = target.model_copy(update={"ignore_unused_outputs": True})
+        return self.model_copy(update={"sink": None, "target": target})
+
     @property
     def metric_labels(self) -> list[str]:
         """Labels of the metrics, in file order."""
         return [metric.result_label() for metric in self.metrics]
+
+
+# The seed's column options of Aggregate and Consistency, each with the sink column it
+# renames (the seed's default name), per (section, sink table).
+_SEED_COLUMNS: dict[tuple[str, str], dict[str, str]] = {
+    ("aggregate", "runAggregates"): {
+        "runIdColumn": "runId",
+        "scoreColumn": "overallScore",
+        "successColumn": "overallSuccess",
+        "metricsColumn": "metrics",
+    },
+    ("consistency", "consistencyStats"): {
+        "caseIdColumn": "caseId",
+        "meanScoreColumn": "meanScore",
+        "consistencyColumn": "overallConsistency",
+        "statsColumn": "metricStats",
+    },
+}
+
+
+def _key(mapping: Mapping[str, Any], camel: str) -> str:
+    """The key ``mapping`` uses for a field: its camelCase name, or its snake_case one."""
+    snake = to_snake(camel)
+    return snake if snake in mapping and camel not in mapping else camel
+
+
+def _renamed_in_sink(
+    data: dict[str, Any], section: str, table: str, renames: dict[str, str]
+) -> dict[str, Any]:
+    """``data`` with ``renames`` added to the sink table's ``columns``."""
+    options = {column: option for option, column in _SEED_COLUMNS[(section, table)].items()}
+    named = ", ".join(f"{section}.{options[column]}" for column in renames)
+    sink = data.get("sink")
+    output = sink.get(_key(sink, table)) if isinstance(sink, dict) else None
+    if not isinstance(sink, dict) or not isinstance(output, dict):
+        raise ValueError(
+            f"{named} name columns of the n8n Data Table in sink.{table}, which is not set"
+        )
+    columns = output.get("columns") or {}
+    if not isinstance(columns, dict):
+        return data  # validation names the field
+    for column, name in renames.items():
+        if columns.get(column, name) != name:
+            raise ValueError(
+                f"{section}.{options[column]} ({name!r}) and sink.{table}.columns.{column} "
+                f"({columns[column]!r}) rename the same column: keep one"
+            )
+    output = {**output, "columns": {**columns, **renames}}
+    return {**data, "sink": {**sink, _key(sink, table): output}}
 
 
 def benchmark_json_schema() -> dict[str, Any]:

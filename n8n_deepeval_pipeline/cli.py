@@ -129,11 +129,25 @@ def _check(path: Path) -> Any:
         return check_benchmark(path, client)
 
 
-def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
+def _runner(path: Path, instance: Any, judge_cache: bool = True, selection: Any = None) -> Any:
     from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
 
     benchmark, _ = _check(path)
-    return BenchmarkRunner(benchmark, path, instance, judge_cache)
+    return BenchmarkRunner(benchmark, path, instance, judge_cache, selection)
+
+
+def _instance_for(path: Path, selection: Any) -> Any:
+    """The shared local instance, or a throwaway one for a trial of a few rows."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance, trial_instance
+
+    if selection is None:
+        return local_instance()
+    benchmark, report = _check(path)
+    try:
+        selection.check(report.row_ids)
+    except ValueError as error:
+        raise _Refused(f"{path}: {error}", EXIT_INVALID_CONFIG) from None
+    return trial_instance(benchmark.name)
 
 
 @main.command()
@@ -155,6 +169,20 @@ def _runner(path: Path, instance: Any, judge_cache: bool = True) -> Any:
     help="Append this version's outputs to a recorded outputs file (JSONL), for offline "
     "re-scoring with a recorded target.",
 )
+@click.option(
+    "--filter",
+    "include",
+    multiple=True,
+    metavar="TEXT",
+    help="Run only the rows whose id contains TEXT (repeatable: any of them). A trial: "
+    "its results are kept apart and the version's stored results stay whole.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="TEXT",
+    help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
+)
 def run(
     file: Path,
     fail_under: float | None,
@@ -162,6 +190,8 @@ def run(
     as_json: bool,
     no_cache: bool,
     record: Path | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
 ) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary.
 
@@ -169,18 +199,22 @@ def run(
     (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed,
     5 a case regressed against the previous version (compare.failOn).
     """
-    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.summary import render_summary
+    from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
+    selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
-        with local_instance() as instance:
-            runner = _runner(file, instance, judge_cache=not no_cache)
+        with _instance_for(file, selection) as instance:
+            runner = _runner(file, instance, not no_cache, selection)
             partition = runner.register_current_version()
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
             if not materialised.completed:
                 raise _Refused("the benchmark run failed; see the log above", EXIT_RUN_FAILED)
             summary = runner.summary(partition)
+            if selection is not None:
+                trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
+                summary = summary.model_copy(update={"trial": trial})
             if record is not None:
                 written = runner.record(partition, record)
                 click.echo(f"recorded {written} outputs of {partition[:12]} in {record}", err=True)

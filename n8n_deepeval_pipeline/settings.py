@@ -13,6 +13,7 @@ from pathlib import Path
 HOME_ENV = "N8N_DEEPEVAL_HOME"
 DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
+JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
 _REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml", "*.benchmark.yml")
 
@@ -41,7 +42,13 @@ def reports_dir() -> Path:
 
 def judge_state_dir() -> Path:
     """Where the judge cache, rate window, circuit breaker and slot locks live."""
-    return home() / "judge"
+    configured = os.environ.get(JUDGE_STATE_ENV)
+    return Path(configured).resolve() if configured else home() / "judge"
+
+
+def trial_dir(benchmark: str) -> Path:
+    """Where a trial of a few rows (``run --filter``) keeps its own instance and results."""
+    return home() / "trials" / benchmark
 
 
 def benchmark_folders() -> list[Path]:

@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ConsistencyStats,
     MetricScore,
     RunAggregate,
+    WorkflowCheck,
     scores_by_run,
 )
 
@@ -29,6 +30,19 @@ class MetricSummary(BaseModel):
     pass_rate: float
     errors: int
     dry_run: bool
+    panel: str | None = None  # a judge panel's rule (majority, mean), if a panel scored it
+    agreement: float | None = None  # mean share of a panel's judges agreeing with its verdict
+
+
+class JudgeUsage(BaseModel):
+    """What one judge did over the partition (a panel's judges each count on their own)."""
+
+    judge: str
+    scores: int  # scores it gave or was asked for
+    judge_calls: int
+    cached_calls: int
+    tokens: int
+    cost_usd: float | None
 
 
 class ConsistencySummary(BaseModel):
@@ -84,9 +98,14 @@ class BenchmarkSummary(BaseModel):
     tokens: int
     cost_usd: float | None
     dry_run_judge: bool
+    judges: list[JudgeUsage] = []
     metrics: list[MetricSummary]
     consistency: ConsistencySummary
     failing_cases: list[FailingCase]
+    workflow_checks: list[WorkflowCheck] = []
+    """The version's workflow checks (structure, AI wiring, security); they gate nothing."""
+    trial: str | None = None
+    """A trial of a few rows (``run --filter``): which ones; its results are kept apart."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -113,6 +132,38 @@ def _errors(scores: list[MetricScore]) -> ErrorSummary:
         judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
         runs_with_unjudged=len({score.run_id for score in unjudged}),
     )
+
+
+def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
+    """Calls, tokens and cost per judge: a panel row counts once for each of its judges."""
+    usage: dict[str, JudgeUsage] = {}
+    for score in scores:
+        if score.judge_scores is not None:
+            parts = score.judge_scores
+        elif score.judge is not None and score.panel is None:
+            parts = [{**score.model_dump(), "judge": score.judge}]
+        else:
+            continue  # no judge, or a panel that never reached its judges
+        for part in parts:
+            seen = usage.get(part["judge"]) or JudgeUsage(
+                judge=part["judge"],
+                scores=0,
+                judge_calls=0,
+                cached_calls=0,
+                tokens=0,
+                cost_usd=None,
+            )
+            cost = part.get("cost_usd")
+            usage[part["judge"]] = seen.model_copy(
+                update={
+                    "scores": seen.scores + 1,
+                    "judge_calls": seen.judge_calls + part["judge_calls"],
+                    "cached_calls": seen.cached_calls + part["cached_calls"],
+                    "tokens": seen.tokens + part["tokens"],
+                    "cost_usd": _total([seen.cost_usd, cost]),
+                }
+            )
+    return list(usage.values())
 
 
 def _failing_cases(scores: list[MetricScore], aggregates: list[RunAggregate]) -> list[FailingCase]:
@@ -165,6 +216,8 @@ def summarise(
                 pass_rate=fmean(row.success for row in rows),
                 errors=sum(1 for row in rows if row.error_kind),
                 dry_run=any(row.dry_run for row in rows),
+                panel=next((row.panel for row in rows if row.panel), None),
+                agreement=mean_of_present([row.judge_agreement for row in rows]),
             )
         )
     pass_at = [row.pass_at_k for row in consistency]
@@ -185,6 +238,7 @@ def summarise(
         tokens=sum(score.tokens for score in scores),
         cost_usd=_total([score.cost_usd for score in scores]),
         dry_run_judge=any(score.dry_run for score in scores),
+        judges=judge_usage(scores),
         metrics=metrics,
         consistency=ConsistencySummary(
             cases=len(consistency),
@@ -210,27 +264,60 @@ def render_summary(summary: BenchmarkSummary) -> str:
         f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
         f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary.errors),
-        f"judge {summary.judge_label or '-'} · calls {summary.judge_calls} "
+        f"{_judges_heading(summary)} · calls {summary.judge_calls} "
         f"(+{summary.cached_calls} cached, {summary.judge_retries} retries) · "
         f"tokens {summary.tokens} · cost "
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _incomplete_lines(summary.errors)
+    if summary.trial:
+        lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
     if summary.dry_run_judge:
         lines.append(
             "DRY-RUN JUDGE: judge-backed scores are placeholders, not judgements "
             "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
         )
-    lines += ["", f"{'metric':<{width}}  {'mean':>6}  {'pass':>6}  {'errors':>6}  direction"]
+    panels = any(metric.panel for metric in summary.metrics)
+    agree = f"  {'agree':>6}" if panels else ""
+    lines += [
+        "",
+        f"{'metric':<{width}}  {'mean':>6}  {'pass':>6}  {'errors':>6}{agree}  direction",
+    ]
     for metric in summary.metrics:
         flag = "  (dry-run)" if metric.dry_run else ""
+        flag += f"  (panel: {metric.panel})" if metric.panel else ""
+        agreement = f"  {_figure(metric.agreement):>6}" if panels else ""
         lines.append(
             f"{metric.metric:<{width}}  {_figure(metric.mean_score):>6}  "
-            f"{metric.pass_rate:>6.1%}  {metric.errors:>6}  {metric.direction}{flag}"
+            f"{metric.pass_rate:>6.1%}  {metric.errors:>6}{agreement}  {metric.direction}{flag}"
         )
+    lines += _judge_lines(summary.judges)
     lines += _failing_lines(summary.failing_cases)
     lines += _consistency_lines(summary.consistency)
+    if summary.workflow_checks:
+        lines += ["", render_workflow_checks(summary.workflow_checks)]
     return "\n".join(lines)
+
+
+def _judges_heading(summary: BenchmarkSummary) -> str:
+    if len(summary.judges) > 1:
+        return f"judges {len(summary.judges)} (each below)"
+    return f"judge {summary.judge_label or '-'}"
+
+
+def _judge_lines(judges: list[JudgeUsage]) -> list[str]:
+    """Each judge's calls and cost, when the metrics had more than one."""
+    if len(judges) < 2:
+        return []
+    width = max(len(judge.judge) for judge in judges)
+    lines = ["", f"judges: {len(judges)}"]
+    for judge in judges:
+        cost = "-" if judge.cost_usd is None else f"${judge.cost_usd:.4f}"
+        lines.append(
+            f"  {judge.judge:<{width}}  scores {judge.scores} · calls {judge.judge_calls} "
+            f"(+{judge.cached_calls} cached) · tokens {judge.tokens} · cost {cost}"
+        )
+    return lines
 
 
 def _failing_lines(cases: list[FailingCase], shown: int = 10) -> list[str]:
@@ -281,3 +368,43 @@ def _consistency_lines(consistency: ConsistencySummary) -> list[str]:
     if consistency.mean_label_agreement is not None:
         lines.append(f"label agreement {consistency.mean_label_agreement:.3f}")
     return lines
+
+
+_CHECK_STATUSES = {"pass": "pass", "fail": "fail", "not_applicable": "n/a"}
+_CHECK_ICONS = {"pass": "✅", "fail": "❌", "not_applicable": "⚪"}
+
+
+def workflow_check_counts(checks: list[WorkflowCheck]) -> dict[str, int]:
+    """How many checks passed, failed and did not apply (every status, zero or not)."""
+    counts: Counter[str] = Counter(check.status for check in checks)
+    return {status: counts[status] for status in _CHECK_STATUSES}
+
+
+def render_workflow_checks(checks: list[WorkflowCheck]) -> str:
+    """A version's workflow checks in a few lines: the counts, then one line per failure."""
+    if not checks:
+        return "workflow checks: none stored for this version"
+    counts = workflow_check_counts(checks)
+    figures = " · ".join(f"{n} {_CHECK_STATUSES[status]}" for status, n in counts.items())
+    lines = [f"workflow checks: {figures}"]
+    for check in checks:
+        if check.status == "fail":
+            nodes = f" [{', '.join(check.nodes)}]" if check.nodes else ""
+            lines.append(f"  ✗ {check.category}/{check.check_id}: {check.message}{nodes}")
+    return "\n".join(lines)
+
+
+def workflow_checks_markdown(checks: list[WorkflowCheck]) -> str:
+    """The checks as a markdown table (the UI shows it in the asset's metadata)."""
+
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| check | category | status | message | nodes |", "| --- | --- | --- | --- | --- |"]
+    lines += [
+        f"| {check.check_id} | {check.category} | "
+        f"{_CHECK_ICONS[check.status]} {_CHECK_STATUSES[check.status]} | "
+        f"{cell(check.message)} | {cell(', '.join(check.nodes))} |"
+        for check in checks
+    ]
+    return "\n".join(lines)

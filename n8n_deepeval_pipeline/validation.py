@@ -32,6 +32,7 @@ class CheckReport(BaseModel):
     rows: int
     runs: int
     metrics: list[str]
+    row_ids: list[str]
 
 
 def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark, CheckReport]:
@@ -58,6 +59,7 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         rows=len(rows),
         runs=len(rows) * benchmark.runs_per_row,
         metrics=benchmark.metric_labels,
+        row_ids=[row.row_id for row in rows],
     )
     return benchmark, report
 

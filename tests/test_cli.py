@@ -77,10 +77,12 @@ def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
     catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
-    assert len(catalog) == 41
+    assert len(catalog) == 46
     assert {"g_eval", "tool_use", "citation_faithfulness", "correctness", "tools_used"} <= set(
         catalog
     )
+    assert catalog["faithfulness"]["category"] == "rag"
+    assert "penalizeAmbiguousClaims" in catalog["faithfulness"]["config"]["properties"]
     assert catalog["bias"]["direction"] == "lower_is_better"
     assert catalog["tool_use"]["needs"] == {"judge": True, "trace": False, "turns": True}
     assert catalog["tool_use"]["config"]["required"] == ["availableTools"]
@@ -157,6 +159,48 @@ def test_backfill_runs_the_current_version_and_rescores_older_ones(
             "select count(distinct workflow_hash), count(*) from support_agent.metric_scores"
         ).fetchone()
     assert counts == (2, 2 * 189)
+
+
+@pytest.mark.slow
+def test_filtered_run_is_a_trial_that_leaves_the_versions_results_whole(
+    example_copy, tmp_path, cli_home
+):
+    runner = CliRunner()
+    assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
+    trial = runner.invoke(
+        main,
+        ["run", str(example_copy), "--json", "--filter", "ord", "--exclude", "total"],
+    )
+    assert trial.exit_code == 0, trial.output
+    summary = json.loads(trial.stdout)
+    folder = cli_home / "trials" / "support_agent"
+    assert summary["runs"] == 9  # ord-status-1, ord-status-2, ord-missing × 3 runs
+    assert summary["trial"] == (
+        f"9 runs of row ids containing 'ord' but not 'total', kept in {folder}"
+    )
+    assert {case["row_id"] for case in summary["failing_cases"]} <= {
+        "ord-status-1",
+        "ord-status-2",
+        "ord-missing",
+    }
+    with duckdb.connect(str(cli_home / "results.duckdb"), read_only=True) as connection:
+        stored = connection.execute("select count(*) from support_agent.run_aggregates")
+        assert stored.fetchone() == (27,)  # the version keeps every case
+    with duckdb.connect(str(folder / "results.duckdb"), read_only=True) as connection:
+        rows = connection.execute(
+            "select distinct split_part(run_id, ':', 2) from support_agent.run_aggregates"
+        ).fetchall()
+    assert sorted(rows) == [("ord-missing",), ("ord-status-1",), ("ord-status-2",)]
+    assert list((folder / "reports" / "support_agent").glob("*/report.html"))
+    assert not (cli_home / "trials" / "support_agent" / "dagster").exists()  # no instance kept
+    full = json.loads(runner.invoke(main, ["run", str(example_copy), "--json"]).stdout)
+    assert (full["runs"], full["trial"]) == (27, None)
+
+    nothing = runner.invoke(main, ["run", str(example_copy), "--filter", "no-such-case"])
+    assert nothing.exit_code == 2
+    assert "row ids containing 'no-such-case' select no row; row ids: ord-status-1," in (
+        nothing.output
+    )
 
 
 def test_published_json_schema_matches_the_models():

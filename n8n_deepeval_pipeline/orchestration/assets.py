@@ -31,6 +31,7 @@ from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.report import (
     Report,
     ReportOnlyTables,
@@ -43,6 +44,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     cases_failing_gate,
 )
+from n8n_deepeval_pipeline.summary import judge_usage
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -51,6 +53,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
 )
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     CaseVerdict,
@@ -61,9 +64,11 @@ from n8n_deepeval_pipeline.tables.rows import (
     RunAggregate,
     WorkflowSnapshot,
 )
+from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
 
 ASSET_NAMES = (
     "workflow_snapshot",
+    "workflow_checks",
     "dataset_rows",
     "expanded_runs",
     "agent_outputs",
@@ -73,7 +78,8 @@ ASSET_NAMES = (
     "version_comparison",
     "benchmark_report",
 )
-_PARTITION_METADATA = {"partition_expr": "workflow_hash"}
+# Tables keep the full hash; a partition's rows are those whose hash starts with its key.
+_PARTITION_METADATA = {"partition_expr": f"left(workflow_hash, {VERSION_KEY_LENGTH})"}
 
 
 class MetricScoresConfig(dg.Config):
@@ -86,7 +92,7 @@ class MetricScoresConfig(dg.Config):
 
 
 def partitions_for(benchmark: Benchmark) -> dg.DynamicPartitionsDefinition:
-    """One partition per workflow version (its workflowHash)."""
+    """One partition per workflow version, keyed by its version key (12 hex of the hash)."""
     return dg.DynamicPartitionsDefinition(name=f"{benchmark.name}__workflow_hash")
 
 
@@ -117,13 +123,22 @@ def _summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
         values = [s.score for s in scores if s.metric == metric and s.score is not None]
         if values:
             metadata[f"mean_score/{metric}"] = dg.MetadataValue.float(fmean(values))
+        agreement = mean_of_present([s.judge_agreement for s in scores if s.metric == metric])
+        if agreement is not None:  # a judge panel scored it
+            metadata[f"judge_agreement/{metric}"] = dg.MetadataValue.float(agreement)
+    judges = judge_usage(scores)
+    for usage in judges if len(judges) > 1 else []:
+        metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd or 0.0)
     return metadata
 
 
 def build_benchmark_assets(
-    benchmark: Benchmark, source: Path
+    benchmark: Benchmark, source: Path, selection: RowSelection | None = None
 ) -> tuple[list[dg.AssetsDefinition], dg.DynamicPartitionsDefinition]:
-    """The assets of a benchmark (the sink's too, if it has one) and their partitions."""
+    """The assets of a benchmark (the sink's too, if it has one) and their partitions.
+
+    ``selection``: a trial of a few rows (``run --filter``), stored apart by the caller.
+    """
     partitions = partitions_for(benchmark)
     common: dict[str, Any] = {
         "key_prefix": [benchmark.name],
@@ -141,11 +156,22 @@ def build_benchmark_assets(
         context.add_output_metadata({"node_count": rows[0].node_count, "name": rows[0].name or ""})
         return to_frame(WorkflowSnapshot, rows)
 
-    @dg.asset(name="dataset_rows", description="Dataset rows after filters and cap.", **common)
-    def dataset_rows(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
+    @dg.asset(
+        name="dataset_rows",
+        description="Dataset rows after filters and cap.",
+        ins=_ins(benchmark, "workflow_snapshot"),  # for the version's full hash
+        **common,
+    )
+    def dataset_rows(
+        context: dg.AssetExecutionContext, n8n: N8nResource, workflow_snapshot: pd.DataFrame
+    ) -> pd.DataFrame:
+        (snapshot,) = from_frame(WorkflowSnapshot, workflow_snapshot)
         records = n8n.dataset_records(benchmark.dataset)
         with pointed_to_by(source):
-            rows = steps.dataset_rows(benchmark.dataset, context.partition_key, records)
+            rows = steps.dataset_rows(benchmark.dataset, snapshot.workflow_hash, records)
+        if selection is not None:
+            rows = selection.apply(rows)
+            context.log.info(f"trial of {len(rows)} rows: {selection.describe()}")
         context.add_output_metadata({"rows": len(rows), "source": benchmark.dataset.source})
         return to_frame(DatasetRow, rows)
 
@@ -162,7 +188,6 @@ def build_benchmark_assets(
             from_frame(DatasetRow, dataset_rows),
             benchmark.runs_per_row,
             benchmark.run_name or benchmark.name,
-            context.partition_key,
         )
         context.add_output_metadata({"runs": len(runs)})
         return to_frame(ExpandedRun, runs)
@@ -213,12 +238,12 @@ def build_benchmark_assets(
             from_frame(ExpandedRun, expanded_runs),
             from_frame(DatasetRow, dataset_rows),
             from_frame(AgentOutput, agent_outputs),
-            judge.spec_for(benchmark.judge),
+            judge.spec_for,  # each metric's judge, else the benchmark's, else the default
             config.timeout_s or worker_pool.timeout_s,
             judge.prices(),
         )
         judge.shared_state().reset_breaker()  # an earlier step's open circuit is history
-        if plan.judge.is_dry_run:
+        if any(spec.is_dry_run for spec in plan.judges):
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
         journal = score_journal.journal(benchmark.name, context.partition_key)
         scores, to_run = plan.resume(journal.completed())
@@ -297,6 +322,7 @@ def build_benchmark_assets(
 
     assets = [
         workflow_snapshot,
+        build_workflow_checks_asset(benchmark, common),
         dataset_rows,
         expanded_runs,
         agent_outputs,
@@ -396,8 +422,9 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
             return
         comparison = stored.compare(baseline, candidate)
         flagged = cases_failing_gate(comparison, gate)
+        verdicts = verdict_rows(comparison, stored.full_hash(baseline), stored.full_hash(candidate))
         yield dg.Output(
-            to_frame(CaseVerdict, verdict_rows(comparison, baseline, candidate)),
+            to_frame(CaseVerdict, verdicts),
             metadata=_comparison_metadata(comparison, baseline),
         )
         yield dg.AssetCheckResult(
@@ -441,7 +468,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
         baseline = _baseline(context, benchmark)
         report = version_report(benchmark, context.partition_key, baseline, stored, own)
-        folder = settings.reports_dir() / benchmark.name / context.partition_key[:12]
+        folder = settings.reports_dir() / benchmark.name / context.partition_key
         written = write_report(report, folder)
         context.log.info(f"report written to {written['report.html']}")
         return dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
@@ -453,7 +480,9 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
 def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:
     """The registered versions (oldest first) whose runs have been scored and aggregated."""
     known = instance.get_dynamic_partitions(partitions_for(benchmark).name or "")
-    scored = instance.get_materialized_partitions(_key(benchmark, "run_aggregates"))
+    materialised = instance.get_materialized_partitions(_key(benchmark, "run_aggregates"))
+    # Versions run before keys were shortened have their materialisations under full hashes.
+    scored = {version_key(partition) for partition in materialised}
     return [version for version in known if version in scored]
 
 

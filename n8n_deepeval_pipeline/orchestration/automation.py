@@ -14,7 +14,8 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
-from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
+from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
 # The cron a schedule gets when the benchmark sets none (it starts stopped).
 DEFAULT_CRON = "0 2 * * *"
@@ -45,7 +46,7 @@ def current_hash(benchmark: Benchmark, n8n: N8nResource) -> str:
 
 
 def _hash_or_skip(benchmark: Benchmark, n8n: N8nResource) -> str | dg.SkipReason:
-    """The current hash, or why a tick cannot read the workflow now."""
+    """The current full hash, or why a tick cannot read the workflow now."""
     try:
         return current_hash(benchmark, n8n)
     except _UNREADABLE as error:
@@ -74,9 +75,11 @@ def build_rescore_job(
     changed, so backfills over every version start here and keep what was stored.
     """
     scores = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, "metric_scores"]))
+    # The checks read only the stored snapshot, so old versions are graded (again) too.
+    checks = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, "workflow_checks"]))
     return dg.define_asset_job(
         name=rescore_job_name(benchmark),
-        selection=scores.downstream(),
+        selection=scores.downstream() | checks,
         partitions_def=partitions,
         description=f"Re-score the stored outputs of any {benchmark.name} version (after a "
         "metric, threshold or judge change); reads no workflow and calls no n8n. "
@@ -105,11 +108,10 @@ def build_schedule(
     def nightly(
         context: dg.ScheduleEvaluationContext, n8n: N8nResource
     ) -> dg.RunRequest | dg.SkipReason:
-        key = _hash_or_skip(benchmark, n8n)
-        if isinstance(key, dg.SkipReason):
-            return key
-        if not context.instance.has_dynamic_partition(partitions_name, key):
-            context.instance.add_dynamic_partitions(partitions_name, [key])
+        current = _hash_or_skip(benchmark, n8n)
+        if isinstance(current, dg.SkipReason):
+            return current
+        key = register_version(context.instance, partitions_name, current)
         return dg.RunRequest(partition_key=key, tags={"n8n_deepeval/trigger": "schedule"})
 
     return nightly
@@ -133,17 +135,19 @@ def build_sensor(
     def workflow_changed(
         context: dg.SensorEvaluationContext, n8n: N8nResource
     ) -> dg.SensorResult | dg.SkipReason:
-        key = _hash_or_skip(benchmark, n8n)
-        if isinstance(key, dg.SkipReason):
-            return key
+        current = _hash_or_skip(benchmark, n8n)
+        if isinstance(current, dg.SkipReason):
+            return current
+        shorten_old_keys(context.instance, partitions_name)
+        key = version_key(current)
         if context.instance.has_dynamic_partition(partitions_name, key):
-            return dg.SkipReason(f"workflow version {key[:12]} is already a partition")
+            return dg.SkipReason(f"workflow version {key} is already a partition")
         register = [dg.AddDynamicPartitionsRequest(partitions_name, [key])]
         first = not context.instance.get_dynamic_partitions(partitions_name)
         if first and not benchmark.run_first_version:
             return dg.SensorResult(
                 dynamic_partitions_requests=register,
-                skip_reason=f"first version {key[:12]} registered without a run "
+                skip_reason=f"first version {key} registered without a run "
                 "(launch it from the UI, or set runFirstVersion: true)",
                 cursor=key,
             )

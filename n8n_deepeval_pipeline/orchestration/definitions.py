@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import API_KEY_ENV, API_U
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import ResultsIOManager
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
 JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
 
@@ -81,8 +82,10 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
     }
 
 
-def build_definitions(benchmark_files: list[Path], judge_cache: bool = True) -> dg.Definitions:
-    """Definitions for the given benchmark files.
+def build_definitions(
+    benchmark_files: list[Path], judge_cache: bool = True, selection: RowSelection | None = None
+) -> dg.Definitions:
+    """Definitions for the given benchmark files (a trial of a few rows with ``selection``).
 
     Loading reads files only; it never calls n8n or a judge.
     """
@@ -98,7 +101,9 @@ def build_definitions(benchmark_files: list[Path], judge_cache: bool = True) -> 
                 f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
             )
         names[benchmark.name] = path
-        group, partitions = build_benchmark_assets(benchmark, path)
+        if selection is not None:
+            benchmark = benchmark.for_trial()
+        group, partitions = build_benchmark_assets(benchmark, path, selection)
         job = build_job(benchmark, partitions)
         assets += group
         jobs += [job, build_rescore_job(benchmark, partitions)]

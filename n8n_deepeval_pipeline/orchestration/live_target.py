@@ -21,7 +21,7 @@ from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget, Work
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
-from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
 
 class VersionChangedError(RuntimeError):
@@ -33,11 +33,11 @@ def workflow_at_version(
 ) -> dict[str, Any]:
     """The workflow as it is now; refuses one that is not the partition's version."""
     workflow, _ = n8n.workflow(benchmark)
-    current = workflow_hash(workflow)
+    current = version_key(workflow_hash(workflow))
     if current != partition:
         raise VersionChangedError(
-            f"{when} the calls the workflow hashes to {current[:12]}, not to this partition "
-            f"{partition[:12]}: its outputs would not belong to this version. Materialise the "
+            f"{when} the calls the workflow hashes to {current}, not to this partition "
+            f"{partition}: its outputs would not belong to this version. Materialise the "
             "current version's partition instead (the sensor adds it)."
         )
     return workflow
@@ -104,7 +104,7 @@ def _through_harness(
     problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
     if problems:
         raise ValueError("target: " + "; ".join(problems))
-    label = f"{benchmark_name} {context.partition_key[:12]}"
+    label = f"{benchmark_name} {context.partition_key}"
     with n8n.client() as client:
         for name in remove_stale_copies(client, benchmark_name):
             context.log.warning(f"removed a harness copy an earlier run left: {name}")

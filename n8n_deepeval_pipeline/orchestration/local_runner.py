@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_f
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
@@ -26,6 +28,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame
 from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
+from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
@@ -34,7 +37,10 @@ from n8n_deepeval_pipeline.tables.rows import (
     MetricScore,
     Row,
     RunAggregate,
+    WorkflowCheck,
+    full_hash,
 )
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 _INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 _QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
@@ -51,6 +57,33 @@ def prepare_dagster_home() -> Path:
     # Absolute, so that the UI's code servers find the same database whatever their cwd.
     os.environ[settings.HOME_ENV] = str(settings.home())
     return home
+
+
+@contextmanager
+def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
+    """A throwaway instance whose results go to the benchmark's trial folder.
+
+    The folder (report and DuckDB file) is replaced by each trial and kept afterwards to
+    be read; the judge's cache and limits stay the shared ones.
+    """
+    folder = settings.trial_dir(benchmark)
+    shutil.rmtree(folder, ignore_errors=True)
+    moved = {
+        settings.JUDGE_STATE_ENV: str(settings.judge_state_dir()),
+        settings.HOME_ENV: str(folder),
+        settings.DATABASE_ENV: str(folder / "results.duckdb"),
+    }
+    before = {name: os.environ.get(name) for name in moved}
+    os.environ.update(moved)
+    try:
+        with dg.DagsterInstance.ephemeral() as instance:
+            yield instance
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @contextmanager
@@ -77,11 +110,13 @@ class BenchmarkRunner:
         source: Path,
         instance: dg.DagsterInstance,
         judge_cache: bool = True,
+        selection: RowSelection | None = None,
     ) -> None:
         self.benchmark = benchmark
         self.instance = instance
-        self.defs = build_definitions([source], judge_cache)
+        self.defs = build_definitions([source], judge_cache, selection)
         self.partitions_name = partitions_for(benchmark).name or ""
+        shorten_old_keys(instance, self.partitions_name)
 
     def n8n(self) -> N8nResource:
         """The n8n resource of these definitions, its settings read from the environment."""
@@ -91,14 +126,13 @@ class BenchmarkRunner:
         return resolved
 
     def register_current_version(self) -> str:
-        """Add the workflow's current hash (its file, or n8n's) as a partition; return it."""
-        key = current_hash(self.benchmark, self.n8n())
-        if not self.instance.has_dynamic_partition(self.partitions_name, key):
-            self.instance.add_dynamic_partitions(self.partitions_name, [key])
-        return key
+        """Add the workflow's current version (its file, or n8n's) as a partition; its key."""
+        return register_version(
+            self.instance, self.partitions_name, current_hash(self.benchmark, self.n8n())
+        )
 
     def known_versions(self) -> list[str]:
-        """Every workflow hash the instance knows for this benchmark."""
+        """Every workflow version (its key) the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
     def materialise(self, partition: str, from_asset: str | None = None) -> Materialised:
@@ -164,9 +198,9 @@ class BenchmarkRunner:
         scored = scored_versions(self.instance, self.benchmark)
         if prefix:
             return resolve_version(scored, prefix)
-        key = current_hash(self.benchmark, self.n8n())
+        key = version_key(current_hash(self.benchmark, self.n8n()))
         if key not in scored:
-            raise UnknownVersionError(f"the current version {key[:12]} has not been run yet")
+            raise UnknownVersionError(f"the current version {key} has not been run yet")
         return key
 
     def baseline_of(self, candidate: str, pinned: str | None = None) -> str | None:
@@ -197,11 +231,14 @@ class BenchmarkRunner:
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""
-        return summarise(
+        scores = self._table("metric_scores", MetricScore, partition)
+        summary = summarise(
             self.benchmark.name,
-            partition,
-            self._table("metric_scores", MetricScore, partition),
+            full_hash(scores, partition),
+            scores,
             self._table("run_aggregates", RunAggregate, partition),
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
         )
+        checks = self._table("workflow_checks", WorkflowCheck, partition)
+        return summary.model_copy(update={"workflow_checks": checks})

@@ -33,7 +33,12 @@ def version_report(
     stored: StoredVersions,
     own: ReportOnlyTables,
 ) -> Report:
-    """The candidate's report; ``stored`` holds its runs and the baseline's, if any."""
+    """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
+
+    Versions may be named by key or hash; the report shows their full hashes.
+    """
+    candidate = stored.full_hash(candidate)
+    baseline = stored.full_hash(baseline) if baseline else None
     runs = of_version(stored.runs, candidate)
     aggregates = of_version(stored.aggregates, candidate)
     scores = of_version(stored.scores, candidate)

@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    full_hash,
     of_version,
     scores_by_run,
 )
@@ -111,6 +112,10 @@ class StoredVersions:
             of_version(self.aggregates, version),
             of_version(self.scores, version),
         )
+
+    def full_hash(self, version: str) -> str:
+        """The full workflow hash of a version named by its key."""
+        return full_hash(self.runs, version)
 
     def compare(self, baseline: str, candidate: str) -> VersionComparison:
         """The candidate version against the baseline."""

@@ -1,6 +1,7 @@
 """One row model per stored table: the domain code and the storage both use these.
 
-Every table carries the partition (``workflow_hash``). Fields holding lists or objects
+Every table carries the full ``workflow_hash``; the partition key is its version key
+(the first 12 hex, ``workflow.hashing.version_key``). Fields holding lists or objects
 are stored as JSON text by ``tables.frames``.
 """
 
@@ -14,10 +15,12 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
+from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
 class TableRow(BaseModel):
-    """A row of one of the pipeline's tables; every table carries the partition."""
+    """A row of one of the pipeline's tables; every table carries its version's hash."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -102,14 +105,27 @@ class MetricScore(TableRow):
     tokens: int
     cost_usd: float | None
     latency_s: float
+    # A judge panel (``judges`` on the metric); None when one judge scored the row.
+    panel: str | None = None  # how the judges' scores combined: majority or mean
+    judge_agreement: float | None = None  # share of answering judges with the panel's verdict
+    judge_scores: list[dict[str, Any]] | None = None  # each judge: score, success, error, cost
 
 
 Row = TypeVar("Row", bound=TableRow)
 
 
 def of_version(rows: Iterable[Row], version: str) -> list[Row]:
-    """The rows of one workflow version (tables loaded with several)."""
-    return [row for row in rows if row.workflow_hash == version]
+    """The rows of one workflow version, named by its hash or version key."""
+    key = version_key(version)
+    return [row for row in rows if version_key(row.workflow_hash) == key]
+
+
+def full_hash(rows: Iterable[TableRow], version: str) -> str:
+    """The full workflow hash of a version named by its key, as its rows store it."""
+    key = version_key(version)
+    return next(
+        (row.workflow_hash for row in rows if version_key(row.workflow_hash) == key), version
+    )
 
 
 def scores_by_run(scores: Iterable[MetricScore]) -> dict[str, list[MetricScore]]:
@@ -176,3 +192,13 @@ class CaseVerdict(TableRow):
     p_value_drop: float | None
     p_value_rise: float | None
     verdict: str
+
+
+class WorkflowCheck(TableRow):
+    """One deterministic check of a workflow version (``workflow.checks``)."""
+
+    check_id: str
+    category: CheckCategory
+    status: CheckStatus
+    message: str
+    nodes: list[str]  # the nodes the check concerns

@@ -7,6 +7,7 @@ is ``tables.evaluation_plan``, with the worker pool between its two halves.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
@@ -25,11 +26,15 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    WorkflowCheck,
     WorkflowSnapshot,
     scores_by_run,
 )
+from n8n_deepeval_pipeline.tables.run_groups import grouped_runs
+from n8n_deepeval_pipeline.workflow.checks import check_workflow
 from n8n_deepeval_pipeline.workflow.hashing import (
     canonical_workflow_json,
+    version_key,
     without_webhook_paths,
     workflow_hash,
 )
@@ -39,20 +44,26 @@ class PartitionMismatchError(ValueError):
     """The workflow file no longer hashes to the partition being materialised."""
 
 
+def version_hash(workflow: dict[str, Any], source: str, partition: str) -> str:
+    """The workflow's full hash, if it is the version of this partition (its key)."""
+    current = workflow_hash(workflow)
+    if version_key(current) != partition:
+        raise PartitionMismatchError(
+            f"{source} now hashes to {version_key(current)}, not to partition {partition}: "
+            "that version is no longer there. Re-score its stored outputs with the "
+            "benchmark's `…__rescore` job (backfill it in the UI) or `n8n-deepeval backfill FILE`."
+        )
+    return current
+
+
 def workflow_snapshot(
     workflow: dict[str, Any], source: str, partition: str
 ) -> list[WorkflowSnapshot]:
     """The workflow version of this partition; refuses a file that hashes differently."""
-    current = workflow_hash(workflow)
-    if current != partition:
-        raise PartitionMismatchError(
-            f"{source} now hashes to {current}, not to partition {partition}: that version "
-            "is no longer there. Re-score its stored outputs with the benchmark's "
-            "`…__rescore` job (backfill it in the UI) or `n8n-deepeval backfill FILE`."
-        )
+    current = version_hash(workflow, source, partition)
     nodes = workflow.get("nodes") or []
     snapshot = WorkflowSnapshot(
-        workflow_hash=partition,
+        workflow_hash=current,
         workflow_id=None if workflow.get("id") is None else str(workflow.get("id")),
         name=workflow.get("name"),
         node_count=len(nodes),
@@ -64,25 +75,27 @@ def workflow_snapshot(
 
 
 def dataset_rows(
-    config: DatasetConfig, partition: str, records: list[dict[str, Any]] | None = None
+    config: DatasetConfig, version: str, records: list[dict[str, Any]] | None = None
 ) -> list[DatasetRow]:
     """The dataset after filters and the row cap, mapped fields in snake_case columns.
 
-    ``records``: the rows of an n8n Data Table; without them the dataset file is read.
+    ``version``: the full workflow hash. ``records``: the rows of an n8n Data Table;
+    without them the dataset file is read.
     """
-    return load_dataset_rows(config, partition, records)
+    return load_dataset_rows(config, version, records)
 
 
-def expanded_runs(
-    rows: list[DatasetRow], runs_per_row: int, run_name: str, partition: str
-) -> list[ExpandedRun]:
-    """Rows × runsPerRow, row-major: all runs of the first row, then the next row."""
+def expanded_runs(rows: list[DatasetRow], runs_per_row: int, run_name: str) -> list[ExpandedRun]:
+    """Rows × runsPerRow, row-major: all runs of the first row, then the next row.
+
+    Case and run ids carry the full workflow hash, as the seed's do.
+    """
     runs: list[ExpandedRun] = []
     for row in rows:
-        case = case_id(partition, row.row_id)
+        case = case_id(row.workflow_hash, row.row_id)
         runs.extend(
             ExpandedRun(
-                workflow_hash=partition,
+                workflow_hash=row.workflow_hash,
                 run_id=run_id(case, index),
                 case_id=case,
                 run_index=index,
@@ -151,25 +164,27 @@ def consistency_stats(
     outputs: list[AgentOutput],
     dataset: list[DatasetRow],
 ) -> list[ConsistencyStats]:
-    """One row per case (or per row id, by consistency.groupByField)."""
+    """One row per case, or per value of another evalContext field (consistency.groupByField).
+
+    Groups and labels: ``tables.run_groups``.
+    """
     config = benchmark.consistency
     aggregate_by_run = {row.run_id: row for row in aggregates}
     output_by_run = {output.run_id: output for output in outputs}
     record_by_row = {record.row_id: record for record in dataset}
     scores_of = scores_by_run(scores)
     groups: dict[str, list[RunResult]] = defaultdict(list)
-    for run in runs:
+    for key, run, label in grouped_runs(
+        benchmark, runs, aggregate_by_run, output_by_run, record_by_row
+    ):
         aggregate = aggregate_by_run[run.run_id]
-        key = run.case_id if config.group_by_field == "caseId" else run.row_id
         groups[key].append(
             RunResult(
                 overall_score=aggregate.overall_score,
                 overall_success=aggregate.overall_success,
                 metric_scores={s.metric: s.score for s in scores_of[run.run_id]},
                 metric_success={s.metric: s.success for s in scores_of[run.run_id]},
-                label=run_label(
-                    config.label_field, output_by_run.get(run.run_id), record_by_row[run.row_id]
-                ),
+                label=label,
             )
         )
     partition = runs[0].workflow_hash if runs else ""
@@ -177,22 +192,6 @@ def consistency_stats(
         _consistency_row(partition, key, results, config.consistency_basis)
         for key, results in groups.items()
     ]
-
-
-def run_label(label_field: str | None, output: AgentOutput | None, row: DatasetRow) -> str | None:
-    """The run's categorical label.
-
-    ``label``: the recorded label, else the dataset's mapped label; ``output``: the
-    output text; ``row.<column>``: a dataset column.
-    """
-    if not label_field or output is None:
-        return None
-    if label_field == "label":
-        return output.label if output.label is not None else row.label
-    if label_field in ("output", "actualOutput"):
-        return output.actual_output
-    value = row.raw.get(label_field.removeprefix("row."))
-    return None if value is None else str(value)
 
 
 def _consistency_row(
@@ -223,3 +222,15 @@ def _consistency_row(
         consistency_basis=basis,
         overall_consistency=stats.overall_consistency,
     )
+
+
+def workflow_checks(snapshots: list[WorkflowSnapshot]) -> list[WorkflowCheck]:
+    """The deterministic checks of the partition's stored workflow (its canonical JSON).
+
+    Reads only the snapshot, so a re-score or backfill grades versions n8n no longer has.
+    """
+    return [
+        WorkflowCheck(workflow_hash=snapshot.workflow_hash, **result.model_dump())
+        for snapshot in snapshots
+        for result in check_workflow(json.loads(snapshot.canonical_json))
+    ]

@@ -14,6 +14,8 @@ from typing import Any
 from n8n_deepeval_pipeline.workflow.canonical_json import stringify
 
 _KEPT_NODE_FIELDS = ("name", "type", "typeVersion")
+VERSION_KEY_LENGTH = 12
+"""Hex digits of a version key: git-style, short enough for plots and lists, 48 bits."""
 
 
 class WorkflowShapeError(ValueError):
@@ -78,6 +80,11 @@ def workflow_hash(workflow: Mapping[str, Any]) -> str:
 
 
 REDACTED_PATH = "<webhook path hidden>"
+
+
+def version_key(workflow_hash: str) -> str:
+    """The short name of a workflow version (its partition key): the hash's first 12 hex."""
+    return workflow_hash[:VERSION_KEY_LENGTH]
 
 
 def without_webhook_paths(workflow: Mapping[str, Any]) -> dict[str, Any]:

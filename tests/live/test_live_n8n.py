@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.n8n_api.client import DataTableColumn, N8nClient
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.live.n8n_server import N8nServer, load_workflow
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -176,17 +177,17 @@ def test_an_edit_in_n8n_becomes_a_new_partition_whose_outputs_differ(
     assert isinstance(tick, dg.SensorResult)
     (request,) = tick.dynamic_partitions_requests
     (new,) = request.partition_keys
-    assert new != old["workflow_hash"]
+    assert new != version_key(old["workflow_hash"])
     assert [run.partition_key for run in tick.run_requests] == [new]
     resource = n8n_resource().process_config_and_initialize()
-    assert new == current_hash(load_benchmark(path), resource)
+    assert new == version_key(current_hash(load_benchmark(path), resource))
 
     after = CliRunner().invoke(main, ["run", str(path), "--json"], catch_exceptions=False)
     assert after.exit_code == 0, after.output
     latest = json.loads(after.stdout)
     print(f"old {old['workflow_hash']} pass rate {old['pass_rate']:.3f}; "
           f"new {latest['workflow_hash']} pass rate {latest['pass_rate']:.3f}")  # fmt: skip
-    assert latest["workflow_hash"] == new
+    assert version_key(latest["workflow_hash"]) == new
     assert (old["pass_rate"], latest["pass_rate"]) == (1.0, pytest.approx(4 / 6))
     outputs = query(
         environment,
@@ -194,7 +195,10 @@ def test_an_edit_in_n8n_becomes_a_new_partition_whose_outputs_differ(
         "where run_id like '%:hello:0'",
     )
     assert sorted(outputs) == sorted(
-        [(old["workflow_hash"], "Echo: Hello there"), (new, "Echo v2: Hello there")]
+        [
+            (old["workflow_hash"], "Echo: Hello there"),
+            (latest["workflow_hash"], "Echo v2: Hello there"),
+        ]
     )
 
 

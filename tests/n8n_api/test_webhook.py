@@ -31,7 +31,7 @@ def row(row_id, text, **raw):
 def call(fake, path, rows, runs_per_row=1, **options):
     target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": "x", **options})
     caller = WebhookCaller(target, f"{fake.base_url}/webhook/{path}", {"MY_TOKEN": TOKEN})
-    runs = expanded_runs(rows, runs_per_row, "live", HASH)
+    runs = expanded_runs(rows, runs_per_row, "live")
     progress = []
     try:
         outputs = caller.outputs(

@@ -9,6 +9,7 @@ import pytest
 from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 PARTITIONS = "support_agent__workflow_hash"
 
@@ -39,7 +40,7 @@ def edit_and_record_new_version(example_copy):
     lines = [line for line in lines if "workflow_hash" not in line]
     with recorded.open("a") as file:
         file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
-    return new
+    return version_key(new)
 
 
 def run_job(defs, instance, key, job="support_agent__benchmark"):

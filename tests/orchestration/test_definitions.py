@@ -24,6 +24,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "metric_scores",
         "run_aggregates",
         "version_comparison",
+        "workflow_checks",
     ]
     assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
     assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
@@ -32,7 +33,13 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     assert isinstance(partitions, dg.DynamicPartitionsDefinition)
     assert partitions.name == "support_agent__workflow_hash"
     checks = {key.name for key in graph.asset_check_keys}
-    assert checks == {"every_run_scored", "error_rate", "no_metric_errors", "no_regression"}
+    assert checks == {
+        "every_run_scored",
+        "error_rate",
+        "no_metric_errors",
+        "no_regression",
+        "workflow_checks_pass",
+    }
     descriptions = {
         spec.key.name: spec.description
         for asset in defs.assets

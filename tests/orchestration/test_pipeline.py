@@ -11,6 +11,7 @@ from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.conftest import worker_processes
 from tests.orchestration.conftest import PARTITIONS, edit_and_record_new_version, query, run_job
 
@@ -27,7 +28,9 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    full = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(full)
+    assert key == full[:12]  # the UI's partition key; the tables keep the full hash
     with dg.instance_for_test() as instance:
         result = materialise(defs, instance, key)
         materialise(defs, instance, key)
@@ -37,6 +40,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
         "error_rate": True,
         "no_metric_errors": False,
         "no_regression": True,
+        "workflow_checks_pass": False,  # the example's webhook has no authentication
     }
 
     counts = dict(
@@ -47,6 +51,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     )
     assert counts == {
         "workflow_snapshot": 1,
+        "workflow_checks": 9,
         "dataset_rows": 9,
         "expanded_runs": 27,
         "agent_outputs": 27,
@@ -55,7 +60,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
         "consistency_stats": 9,
     }
     assert query(environment, "select distinct workflow_hash from support_agent.metric_scores") == [
-        (key,)
+        (full,)
     ]
     run_ids = [
         r[0]
@@ -63,13 +68,13 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
             environment, "select run_id from support_agent.expanded_runs order by run_id"
         )
     ]
-    assert f"{key}:refund:2" in run_ids
+    assert f"{full}:refund:2" in run_ids
 
     # recorded values reach the table: the refund run 1 called a denied tool
     (permission,) = query(
         environment,
         "select score, success, error_kind from support_agent.metric_scores "
-        f"where metric = 'tool_permission' and run_id = '{key}:refund:1'",
+        f"where metric = 'tool_permission' and run_id = '{full}:refund:1'",
     )
     assert permission == (0.5, False, None)
     errors = query(
@@ -112,38 +117,41 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
 def test_changed_workflow_needs_its_own_recordings_and_old_rows_stay(example_copy, environment):
     defs = build_definitions([example_copy])
     benchmark = load_benchmark(example_copy)
-    old = current_hash(benchmark, N8nResource())
+    old = version_key(current_hash(benchmark, N8nResource()))
     workflow = json.loads(benchmark.workflow.read_text())
     workflow["nodes"][1]["parameters"]["options"]["maxIterations"] = 3
     benchmark.workflow.write_text(json.dumps(workflow))
-    new = current_hash(benchmark, N8nResource())
+    new_hash = current_hash(benchmark, N8nResource())
+    new = version_key(new_hash)
     assert new != old
     with dg.instance_for_test() as instance:
         job = defs.resolve_job_def("support_agent__benchmark")
         instance.add_dynamic_partitions(PARTITIONS, [new])
         refused = job.execute_in_process(partition_key=new, instance=instance, raise_on_error=False)
         (failure,) = [event for event in refused.all_events if event.is_step_failure]
-        assert f"no recorded outputs for version {new[:12]}" in str(failure.event_specific_data)
+        assert f"no recorded outputs for version {new}" in str(failure.event_specific_data)
         # the new version's recordings, as `run --record` writes them
         recorded = example_copy.parent / "outputs.jsonl"
         lines = [json.loads(line) for line in recorded.read_text().splitlines()]
         lines = [line for line in lines if "workflow_hash" not in line]  # the first version's
         with recorded.open("a") as file:
-            file.writelines(json.dumps({**line, "workflow_hash": new}) + "\n" for line in lines)
+            file.writelines(
+                json.dumps({**line, "workflow_hash": new_hash}) + "\n" for line in lines
+            )
         materialise(defs, instance, new)
         instance.add_dynamic_partitions(PARTITIONS, [old])
         failed = job.execute_in_process(partition_key=old, instance=instance, raise_on_error=False)
     assert not failed.success  # that version's workflow is no longer on disk
     assert query(
         environment, "select workflow_hash, count(*) from support_agent.run_aggregates group by 1"
-    ) == [(new, 27)]
+    ) == [(new_hash, 27)]
 
 
 def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised(
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    old = current_hash(load_benchmark(example_copy), N8nResource())
+    old = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     with dg.instance_for_test() as instance:
         materialise(defs, instance, old)
         new = edit_and_record_new_version(example_copy)
@@ -173,7 +181,8 @@ def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised
     assert "`…__rescore` job" in str(failure.event_specific_data)
     assert query(
         environment,
-        "select workflow_hash, count(*) from support_agent.metric_scores group by 1 order by 1",
+        "select left(workflow_hash, 12), count(*) from support_agent.metric_scores group by 1 "
+        "order by 1",
     ) == sorted([(old, 27 * 7), (new, 27 * 7)])
 
 
@@ -187,7 +196,7 @@ def test_sensor_registers_the_first_version_without_a_run_and_runs_later_ones(
     defs = build_definitions([example_copy])
     sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
     benchmark = load_benchmark(example_copy)
-    key = current_hash(benchmark, N8nResource())
+    key = version_key(current_hash(benchmark, N8nResource()))
     with dg.instance_for_test() as instance:
         first = _tick(sensor, instance)
         # opening the UI on a benchmark never run before spends no judge call
@@ -201,7 +210,7 @@ def test_sensor_registers_the_first_version_without_a_run_and_runs_later_ones(
         workflow["connections"].pop("calculator")
         benchmark.workflow.write_text(json.dumps(workflow))
         changed = _tick(sensor, instance)
-        new = current_hash(benchmark, N8nResource())
+        new = version_key(current_hash(benchmark, N8nResource()))
         assert new != key
         assert [r.partition_key for r in changed.run_requests] == [new]
         assert changed.dynamic_partitions_requests[0].partition_keys == [new]
@@ -212,7 +221,7 @@ def test_sensor_runs_the_first_version_when_the_benchmark_opts_in(example_copy, 
     example_copy.write_text(text + "runFirstVersion: true\n")
     defs = build_definitions([example_copy])
     sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     with dg.instance_for_test() as instance:
         first = _tick(sensor, instance)
     assert [r.partition_key for r in first.run_requests] == [key]
@@ -232,7 +241,7 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
     defs = build_definitions([example_copy])
     schedule = defs.resolve_schedule_def("support_agent__nightly")
     assert schedule.cron_schedule == "0 2 * * *"
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     with dg.instance_for_test() as instance:
         request = schedule(
             dg.build_schedule_context(instance=instance, resources={"n8n": N8nResource()})
@@ -250,7 +259,7 @@ def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp
 
     source = ROOT / "examples" / name / "benchmark.yaml"
     benchmark = load_benchmark(source)
-    key = current_hash(benchmark, N8nResource())
+    key = version_key(current_hash(benchmark, N8nResource()))
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(f"{name}__workflow_hash", [key])
         result = (
@@ -292,7 +301,7 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
 ):
     before = worker_processes()  # a shared pool of another test may be running
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     journal_dir = tmp_path / "journal"
     with dg.instance_for_test() as instance:
         # Resolved with a live instance: Dagster keeps the last instance's state storage.
@@ -332,8 +341,8 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     with outputs.open("a") as file:
         file.write(json.dumps({"row_id": "typo", "run_index": 0, "output": "x"}) + "\n")
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy), N8nResource())
-    steps = ["dataset_rows", "expanded_runs", "agent_outputs"]
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs"]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [key])
         refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
@@ -357,16 +366,17 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    first = current_hash(load_benchmark(example_copy), N8nResource())
+    first_hash = current_hash(load_benchmark(example_copy), N8nResource())
+    first = version_key(first_hash)
     with dg.instance_for_test() as instance:
         alone = materialise(defs, instance, first)
         first_checks = {e.check_name: e.passed for e in alone.get_asset_check_evaluations()}
         assert first_checks["no_regression"] is True  # nothing before it to compare with
         # a version registered but never scored is no baseline: the one before it is
-        instance.add_dynamic_partitions(PARTITIONS, ["0" * 64])
+        instance.add_dynamic_partitions(PARTITIONS, ["0" * 12])
         workflow = example_copy.parent / "workflow.json"
         workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
-        second = current_hash(load_benchmark(example_copy), N8nResource())
+        second = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
         result = run_job(defs, instance, second)
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
         (report,) = result.asset_materializations_for_node("support_agent__benchmark_report")
@@ -379,8 +389,8 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         "from support_agent.version_comparison where verdict != 'stable' order by row_id",
     )
     assert rows == [
-        ("ord-missing", first, 3, 0, "likely_regression"),
-        ("returns-policy", first, 3, 0, "likely_regression"),
+        ("ord-missing", first_hash, 3, 0, "likely_regression"),
+        ("returns-policy", first_hash, 3, 0, "likely_regression"),
     ]
     # the report is made even though the version regressed (that is when it is read)
     html = report.metadata["report"].value

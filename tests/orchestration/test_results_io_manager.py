@@ -8,6 +8,7 @@ from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.orchestration.conftest import query, run_job
 
 pytestmark = pytest.mark.slow
@@ -20,7 +21,7 @@ def _alter(database, sql):
 
 def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy, environment):
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
         # as an earlier version of the project wrote it: no error_kind column, and a
@@ -42,7 +43,7 @@ def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy
 
 def test_a_column_whose_type_changed_stops_with_what_to_do(example_copy, environment):
     defs = build_definitions([example_copy])
-    key = current_hash(load_benchmark(example_copy), N8nResource())
+    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
         _alter(environment, "alter table support_agent.expanded_runs alter run_index type varchar")

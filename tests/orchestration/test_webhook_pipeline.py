@@ -12,6 +12,7 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.n8n_api.fake_n8n import TOKEN, FakeN8nWebhooks
 from tests.orchestration.conftest import PARTITIONS, query
 
@@ -35,7 +36,7 @@ def test_live_outputs_are_scored_and_failed_calls_are_target_error_rows(
         url = f"{fake.base_url}/webhook/{path}?token={TOKEN}"
         benchmark_file = webhook_benchmark(example_copy, url)
         defs = build_definitions([benchmark_file])
-        key = current_hash(load_benchmark(benchmark_file), N8nResource())
+        key = version_key(current_hash(load_benchmark(benchmark_file), N8nResource()))
         (tmp_path / "dagster").mkdir()
         with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
             instance.add_dynamic_partitions(PARTITIONS, [key])
@@ -79,9 +80,9 @@ def test_record_keeps_a_live_run_for_offline_rescoring(example_copy, environment
         live = CliRunner().invoke(main, ["run", str(path), "--json", "--record", str(recording)])
     assert live.exit_code == 0, live.output
     lines = [json.loads(line) for line in recording.read_text().splitlines()]
-    key = current_hash(load_benchmark(path), N8nResource())
+    full = current_hash(load_benchmark(path), N8nResource())
     assert len(lines) == 27
-    assert {line["workflow_hash"] for line in lines} == {key}
+    assert {line["workflow_hash"] for line in lines} == {full}
     assert {line["output"][:6] for line in lines} == {"Echo: "}
     document = yaml.safe_load(path.read_text())
     document["target"] = {"type": "recorded", "outputs": str(recording)}

@@ -16,7 +16,7 @@ def rows(*ids, **raw):
 
 
 def expand_runs(rows, runs_per_row):
-    return expanded_runs(rows, runs_per_row, "test", HASH)
+    return expanded_runs(rows, runs_per_row, "test")
 
 
 def test_jsonl_outputs_by_row_and_run_and_a_missing_run_is_an_error_row(tmp_path):

@@ -25,7 +25,7 @@ def row(row_id: str, **fields) -> DatasetRow:
 
 
 def test_ids_are_the_seeds_and_runs_are_row_major():
-    runs = steps.expanded_runs([row("r1"), row("42")], 3, "nightly", HASH)
+    runs = steps.expanded_runs([row("r1"), row("42")], 3, "nightly")
     assert [run.run_id for run in runs] == [
         f"{HASH}:r1:0",
         f"{HASH}:r1:1",
@@ -44,7 +44,7 @@ def test_ids_are_the_seeds_and_runs_are_row_major():
 def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_path):
     workflow = json.loads((EXAMPLE / "workflow.json").read_text())
     digest = workflow_hash(workflow)
-    (snapshot,) = steps.workflow_snapshot(workflow, "workflow.json", digest)
+    (snapshot,) = steps.workflow_snapshot(workflow, "workflow.json", digest[:12])
     assert (snapshot.workflow_hash, snapshot.node_count) == (digest, len(workflow["nodes"]))
     assert json.loads(snapshot.canonical_json)["nodes"][0]["name"] == min(
         node["name"] for node in workflow["nodes"]
@@ -52,8 +52,8 @@ def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_pa
     webhook = next(node for node in workflow["nodes"] if "webhookId" in node)
     assert webhook["parameters"]["path"] not in snapshot.canonical_json  # may be a secret
     assert "<webhook path hidden>" in snapshot.canonical_json
-    with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest}"):
-        steps.workflow_snapshot(workflow, "workflow.json", HASH)
+    with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest[:12]}, not"):
+        steps.workflow_snapshot(workflow, "workflow.json", HASH[:12])
 
 
 def score(run_id: str, metric: str, value: float | None, success: bool, **extra) -> MetricScore:
@@ -91,7 +91,7 @@ def example_benchmark(**aggregate):
 
 
 def test_run_aggregates_normalise_lower_is_better_and_count_errors_as_failures():
-    runs = steps.expanded_runs([row("r1")], 2, "n", HASH)
+    runs = steps.expanded_runs([row("r1")], 2, "n")
     first, second = (run.run_id for run in runs)
     scores = [
         score(first, "helpfulness", 0.8, True, tokens=10, cost_usd=0.01, judge_calls=2),
@@ -114,7 +114,7 @@ def test_run_aggregates_normalise_lower_is_better_and_count_errors_as_failures()
 
 
 def test_consistency_groups_runs_of_a_case_with_pass_at_k():
-    runs = steps.expanded_runs([row("r1", label="refund")], 3, "n", HASH)
+    runs = steps.expanded_runs([row("r1", label="refund")], 3, "n")
     scores = [
         score(run.run_id, "helpfulness", value, value >= 0.5)
         for run, value in zip(runs, [1.0, 0.0, 1.0], strict=True)
@@ -133,7 +133,7 @@ def test_consistency_groups_runs_of_a_case_with_pass_at_k():
 
 def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
     benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
-    runs = steps.expanded_runs([row("r1", input="hi")], 2, "n", HASH)
+    runs = steps.expanded_runs([row("r1", input="hi")], 2, "n")
     outputs = [
         AgentOutput(workflow_hash=HASH, run_id=runs[0].run_id, actual_output="hello"),
         AgentOutput(workflow_hash=HASH, run_id=runs[1].run_id, error="target_error: 500"),
