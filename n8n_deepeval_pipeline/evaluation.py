@@ -92,10 +92,9 @@ class EvaluationTask(BaseModel):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class JudgeVote(BaseModel):
-    """What one judge of a panel answered (or why it gave no score)."""
+class Judgement(BaseModel):
+    """A score (or why there is none) and what the judge calls behind it cost."""
 
-    judge: str  # provider:model
     score: float | None = None
     reason: str | None = None
     error: str | None = None
@@ -107,7 +106,13 @@ class JudgeVote(BaseModel):
     completion_tokens: int = 0
 
 
-class EvaluationResult(BaseModel):
+class JudgeVote(Judgement):
+    """What one judge of a panel answered (or why it gave no score)."""
+
+    judge: str  # provider:model
+
+
+class EvaluationResult(Judgement):
     """A score, or the reason there is none.
 
     For a panel, ``votes`` holds each judge's answer in the panel's order and the
@@ -115,15 +120,6 @@ class EvaluationResult(BaseModel):
     """
 
     task_id: int
-    score: float | None = None
-    reason: str | None = None
-    error: str | None = None
-    error_kind: ErrorKind | None = None
-    judge_calls: int = 0
-    judge_retries: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
     latency_s: float = 0.0
     worker_pid: int | None = None
     votes: list[JudgeVote] | None = None

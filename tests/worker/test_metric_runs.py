@@ -1,15 +1,13 @@
 """Every catalog metric through its real DeepEval class (or n8n runner) in a worker,
 on a realistic n8n-shaped item, with the dry-run judge where a judge is needed."""
 
-import json
-
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG, EvaluationItem, JudgeSpec
-from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
 from tests.conftest import evaluate_all, make_task
 from tests.metrics.test_dag import NODES as BRANCHING_NODES
+from tests.worker.prompt_recording_judge import PromptRecordingJudge
 
 pytestmark = pytest.mark.slow
 
@@ -269,19 +267,6 @@ def test_a_run_without_history_is_judged_as_its_own_conversation(pool):
     for slug, result in zip(CONVERSATIONAL, results, strict=True):
         assert result.error is None, (slug, result.error)
         assert 0.0 <= result.score <= 1.0 and result.judge_calls > 0, slug
-
-
-class PromptRecordingJudge(LoopbackJudge):
-    """The loopback judge, keeping the text of every prompt it is sent."""
-
-    def __init__(self):
-        super().__init__(latency_s=0.0)
-        self.prompts = []
-
-    async def _respond(self, writer, target, headers, body):
-        messages = json.loads(body or b"{}").get("messages", [])
-        self.prompts.append("\n".join(str(m.get("content", "")) for m in messages))
-        return await super()._respond(writer, target, headers, body)
 
 
 def test_the_judge_sees_exactly_the_runs_input_and_output_as_two_turns(pool, tmp_path):

@@ -15,9 +15,9 @@ from n8n_deepeval_pipeline import (
     JudgeSpec,
 )
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
-from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
 from tests.conftest import evaluate_all, make_task
+from tests.worker.prompt_recording_judge import PromptRecordingJudge
 
 pytestmark = pytest.mark.slow
 
@@ -34,19 +34,6 @@ PRESETS = [
         "actualAnswer": "={{ $json.result.answer + ' (' + $json.result.confidence + ')' }}",
     },
 ]
-
-
-class PromptRecordingJudge(LoopbackJudge):
-    """The loopback judge, keeping the text of every prompt it is sent."""
-
-    def __init__(self):
-        super().__init__(latency_s=0.0)
-        self.prompts = []
-
-    async def _respond(self, writer, target, headers, body):
-        messages = json.loads(body or b"{}").get("messages", [])
-        self.prompts.append("\n".join(str(m.get("content", "")) for m in messages))
-        return await super()._respond(writer, target, headers, body)
 
 
 def recording_judge(tmp_path, server):
