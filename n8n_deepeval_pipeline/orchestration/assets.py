@@ -5,11 +5,11 @@ partition arrive as DataFrames and become row models (``tables.frames``), one st
 ``tables.steps`` makes the asset's rows, and the DuckDB IO manager stores them as
 ``<benchmark>.<asset>``, replacing the partition's rows on every materialisation.
 ``version_comparison`` and ``benchmark_report`` read every version's rows (a partition is
-compared with an earlier one); the report is files, not a table.
+compared with an earlier one); the report is files, not a table. ``metric_scores`` is a
+graph of steps, a step per chunk of evaluations (``chunked_scoring``).
 """
 
 # No postponed annotations: Dagster inspects the annotations of asset functions.
-from collections import Counter
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -20,17 +20,14 @@ import pandas as pd
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.config_errors import pointed_to_by
-from n8n_deepeval_pipeline.evaluation import is_unjudged
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
     write_rows,
 )
+from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
-from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
-from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
-from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.report import (
     Report,
@@ -44,14 +41,12 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     cases_failing_gate,
 )
-from n8n_deepeval_pipeline.summary import judge_usage
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     baseline_version,
     verdict_rows,
 )
-from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
@@ -82,15 +77,6 @@ ASSET_NAMES = (
 _PARTITION_METADATA = {"partition_expr": f"left(workflow_hash, {VERSION_KEY_LENGTH})"}
 
 
-class MetricScoresConfig(dg.Config):
-    """Launch-time knobs of the ``metric_scores`` step."""
-
-    timeout_s: float | None = None
-    """Per-evaluation timeout for metrics without their own (default: the pool's)."""
-    progress_every: int = 25
-    """Log progress after this many finished evaluations."""
-
-
 def partitions_for(benchmark: Benchmark) -> dg.DynamicPartitionsDefinition:
     """One partition per workflow version, keyed by its version key (12 hex of the hash)."""
     return dg.DynamicPartitionsDefinition(name=f"{benchmark.name}__workflow_hash")
@@ -102,34 +88,6 @@ def _key(benchmark: Benchmark, asset: str) -> dg.AssetKey:
 
 def _ins(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
     return {name: dg.AssetIn(key=_key(benchmark, name)) for name in names}
-
-
-def _summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
-    """Figures the UI charts across materialisations."""
-    metadata: dict[str, Any] = {
-        "rows": dg.MetadataValue.int(len(scores)),
-        "score_pass_rate": dg.MetadataValue.float(
-            fmean(s.success for s in scores) if scores else 0.0
-        ),
-        "errors": dg.MetadataValue.int(sum(1 for s in scores if s.error_kind)),
-        "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
-        "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
-        "cached_calls": dg.MetadataValue.int(sum(s.cached_calls for s in scores)),
-        "tokens": dg.MetadataValue.int(sum(s.tokens for s in scores)),
-        "cost_usd": dg.MetadataValue.float(sum(s.cost_usd or 0.0 for s in scores)),
-        "dry_run_judge": dg.MetadataValue.bool(any(s.dry_run for s in scores)),
-    }
-    for metric in sorted({s.metric for s in scores}):
-        values = [s.score for s in scores if s.metric == metric and s.score is not None]
-        if values:
-            metadata[f"mean_score/{metric}"] = dg.MetadataValue.float(fmean(values))
-        agreement = mean_of_present([s.judge_agreement for s in scores if s.metric == metric])
-        if agreement is not None:  # a judge panel scored it
-            metadata[f"judge_agreement/{metric}"] = dg.MetadataValue.float(agreement)
-    judges = judge_usage(scores)
-    for usage in judges if len(judges) > 1 else []:
-        metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd or 0.0)
-    return metadata
 
 
 def build_benchmark_assets(
@@ -217,58 +175,6 @@ def build_benchmark_assets(
         return to_frame(AgentOutput, outputs)
 
     @dg.asset(
-        name="metric_scores",
-        description="One score per run and metric, computed in the worker pool.",
-        ins=_ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs"),
-        check_specs=_score_check_specs(benchmark),
-        **common,
-    )
-    def metric_scores(
-        context: dg.AssetExecutionContext,
-        config: MetricScoresConfig,
-        worker_pool: WorkerPoolResource,
-        judge: JudgeResource,
-        score_journal: ScoreJournalResource,
-        expanded_runs: pd.DataFrame,
-        dataset_rows: pd.DataFrame,
-        agent_outputs: pd.DataFrame,
-    ) -> Any:
-        plan = EvaluationPlan(
-            benchmark,
-            from_frame(ExpandedRun, expanded_runs),
-            from_frame(DatasetRow, dataset_rows),
-            from_frame(AgentOutput, agent_outputs),
-            judge.spec_for,  # each metric's judge, else the benchmark's, else the default
-            config.timeout_s or worker_pool.timeout_s,
-            judge.prices(),
-        )
-        judge.shared_state().reset_breaker()  # an earlier step's open circuit is history
-        if any(spec.is_dry_run for spec in plan.judges):
-            context.log.warning("dry-run judge: judge-backed scores are placeholders")
-        journal = score_journal.journal(benchmark.name, context.partition_key)
-        scores, to_run = plan.resume(journal.completed())
-        resumed = len(scores)
-        if scores:
-            context.log.info(f"resuming: {len(scores)} rows kept from an interrupted attempt")
-        scores += plan.rows_without_output()
-        context.log.info(f"scoring {len(to_run)} evaluations on {worker_pool.size} workers")
-        tasks = {task.task_id: task for task in to_run}
-        for result in worker_pool.evaluate(to_run):
-            journal.record(tasks[result.task_id], result)
-            scores.append(plan.row_for(result))
-            if len(scores) % config.progress_every == 0 or len(scores) == plan.total:
-                context.log.info(f"scored {len(scores)}/{plan.total}")
-        metadata = {
-            **_summary_metadata(scores),
-            **_pool_metadata(worker_pool),
-            "evaluated": len(to_run),
-            "resumed": resumed,
-        }
-        yield dg.Output(to_frame(MetricScore, scores), metadata=metadata)
-        journal.clear()  # the rows are stored: nothing left to resume
-        yield from _score_checks(benchmark, scores, plan.total)
-
-    @dg.asset(
         name="run_aggregates",
         description="Overall score and success per run under the pass rule.",
         ins=_ins(benchmark, "expanded_runs", "metric_scores"),
@@ -326,7 +232,9 @@ def build_benchmark_assets(
         dataset_rows,
         expanded_runs,
         agent_outputs,
-        metric_scores,
+        build_metric_scores_asset(
+            benchmark, common, _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs")
+        ),
         run_aggregates,
         consistency_stats,
         _version_comparison(benchmark, common),
@@ -524,61 +432,6 @@ def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[s
         "run_pass_rate_delta": comparison.overall_delta or 0.0,
         **counts,
     }
-
-
-def _pool_metadata(worker_pool: WorkerPoolResource) -> dict[str, Any]:
-    stats = worker_pool.pool.stats()
-    return {f"pool/{key}": value for key, value in stats.items() if value is not None}
-
-
-def _score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
-    asset = _key(benchmark, "metric_scores")
-    limit = benchmark.checks.max_error_rate
-    return [
-        dg.AssetCheckSpec(
-            "every_run_scored", asset=asset, description="Every run has a row for every metric."
-        ),
-        dg.AssetCheckSpec(
-            "error_rate",
-            asset=asset,
-            description=f"At most {limit:.0%} of the scores have no judgement (judge or "
-            "worker errors; checks.maxErrorRate).",
-        ),
-        dg.AssetCheckSpec(
-            "no_metric_errors",
-            asset=asset,
-            description="No score row carries an error of any kind (missing input included).",
-        ),
-    ]
-
-
-def _score_checks(
-    benchmark: Benchmark, scores: list[MetricScore], expected: int
-) -> list[dg.AssetCheckResult]:
-    errors = Counter(score.error_kind for score in scores if score.error_kind)
-    unjudged = sum(1 for score in scores if is_unjudged(score.error_kind))
-    rate = unjudged / len(scores) if scores else 0.0
-    return [
-        dg.AssetCheckResult(
-            check_name="error_rate",
-            asset_key=_key(benchmark, "metric_scores"),
-            passed=rate <= benchmark.checks.max_error_rate,
-            metadata={"unjudged": unjudged, "unjudged_rate": rate},
-        ),
-        dg.AssetCheckResult(
-            check_name="every_run_scored",
-            asset_key=_key(benchmark, "metric_scores"),
-            passed=len(scores) == expected,
-            metadata={"rows": len(scores), "expected": expected},
-        ),
-        dg.AssetCheckResult(
-            check_name="no_metric_errors",
-            asset_key=_key(benchmark, "metric_scores"),
-            passed=not errors,
-            severity=dg.AssetCheckSeverity.WARN,
-            metadata={kind: count for kind, count in errors.items()},
-        ),
-    ]
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:

@@ -99,6 +99,10 @@ class EvaluationPlan:
     ``judge`` resolves a judge named in the file (None: the benchmark's own) into a spec,
     as the judge resource's ``spec_for`` does; a plain spec stands for the benchmark's
     judge, and a metric's judge is layered on it (variables it names are not read).
+
+    ``only``: build just these tasks (by task id: a chunk of the plan, see
+    ``tables.scoring_chunks``). Task ids, ``task_count`` and ``total`` stay those of the
+    whole plan, so a chunk's memory does not grow with the benchmark.
     """
 
     def __init__(
@@ -110,8 +114,11 @@ class EvaluationPlan:
         judge: JudgeSpec | JudgeResolver,
         default_timeout_s: float,
         prices: PriceTable | None = None,
+        only: range | None = None,
     ) -> None:
         resolve = _resolver(benchmark, judge)
+        self._only = only
+        self.task_count = 0  # tasks of the whole plan; ``tasks`` holds those of ``only``
         self.judge = resolve(None)  # the benchmark's judge
         self.prices = prices or PriceTable()
         self.judges_of = {
@@ -153,7 +160,10 @@ class EvaluationPlan:
     def _add_task(
         self, run: ExpandedRun, config: MetricConfig, item: EvaluationItem, timeout_s: float
     ) -> None:
-        task_id = len(self.tasks)
+        task_id = self.task_count
+        self.task_count += 1
+        if self._only is not None and task_id not in self._only:
+            return
         self._keys[task_id] = (run, config)
         judges = self.judges_of[config.result_label()]
         panel = judges if config.panel_rule else []
@@ -174,7 +184,7 @@ class EvaluationPlan:
     @property
     def total(self) -> int:
         """Score rows this plan produces."""
-        return len(self.tasks) + len(self.without_output) + len(self.unresolved)
+        return self.task_count + len(self.without_output) + len(self.unresolved)
 
     def row_for(self, result: EvaluationResult) -> MetricScore:
         """The stored row of a finished task."""

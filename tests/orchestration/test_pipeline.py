@@ -283,8 +283,8 @@ class FailingJournal(ScoreJournalResource):
 
     fail_after: int
 
-    def journal(self, benchmark, partition):
-        real = super().journal(benchmark, partition)
+    def journal(self, benchmark, partition, chunk="c01_of_01"):
+        real = super().journal(benchmark, partition, chunk)
         limit = self.fail_after
 
         class Journal(type(real)):
@@ -293,7 +293,7 @@ class FailingJournal(ScoreJournalResource):
                     raise OSError("disk full (test double)")
                 super().record(task, result)
 
-        return Journal(real.path)
+        return Journal(real.path, real.shared)
 
 
 def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
@@ -315,7 +315,8 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
         )
         assert not failed.success
         assert worker_processes() == before
-        kept = (journal_dir / "support_agent" / f"{key}.jsonl").read_text().splitlines()
+        # one chunk (189 evaluations at most 1000 a chunk): one journal file
+        kept = (journal_dir / "support_agent" / key / "c01_of_01.jsonl").read_text().splitlines()
         assert len(kept) == 40
         rerun = job.execute_in_process(
             partition_key=key,
@@ -329,7 +330,7 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     metadata = {k: v.value for k, v in materialisation.metadata.items()}
     # every journaled result is kept (none is a crash, timeout or judge error)
     assert (metadata["resumed"], metadata["evaluated"]) == (40, 27 * 7 - 40)
-    assert not (journal_dir / "support_agent" / f"{key}.jsonl").exists()
+    assert not (journal_dir / "support_agent" / key).exists()
     assert query(environment, "select count(*) from support_agent.metric_scores") == [(189,)]
     assert worker_processes() == before
 

@@ -9,6 +9,7 @@ scoring step that completes removes its journal. Everything that is not a judgem
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -19,24 +20,39 @@ from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, i
 
 
 class ScoreJournal:
-    """The journal of one benchmark partition."""
+    """The journal of one benchmark partition, or of one chunk of it.
 
-    def __init__(self, path: Path) -> None:
+    A chunk writes only its own file; it reads back every journal of its partition
+    (``shared``), so a chunk re-executed with other bounds (another chunk size) still
+    finds the evaluations an earlier attempt finished. Results are keyed by task
+    fingerprint, so reading a sibling's file cannot mix up tasks.
+    """
+
+    def __init__(self, path: Path, shared: Path | None = None) -> None:
         self.path = path
+        self.shared = shared
+        """The folder of the partition's chunk journals, also read on resume."""
+
+    def _files(self) -> list[Path]:
+        siblings = sorted(self.shared.glob("*.jsonl")) if self.shared is not None else []
+        return [self.path, *(path for path in siblings if path != self.path)]
 
     def completed(self) -> dict[str, EvaluationResult]:
         """Results worth keeping, by task fingerprint (a torn last line is ignored)."""
-        if not self.path.exists():
-            return {}
         results: dict[str, EvaluationResult] = {}
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for path in self._files():
             try:
-                entry = json.loads(line)
-                result = EvaluationResult.model_validate(entry["result"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:  # none yet, or a sibling cleared meanwhile
                 continue
-            if not is_unjudged(result.error_kind):
-                results[entry["fingerprint"]] = result
+            for line in text.splitlines():
+                try:
+                    entry = json.loads(line)
+                    result = EvaluationResult.model_validate(entry["result"])
+                except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                    continue
+                if not is_unjudged(result.error_kind):
+                    results.setdefault(entry["fingerprint"], result)
         return results
 
     def record(self, task: EvaluationTask, result: EvaluationResult) -> None:
@@ -48,15 +64,28 @@ class ScoreJournal:
             journal.flush()
 
     def clear(self) -> None:
-        """Forget the partition's results (its scoring step completed)."""
+        """Forget this journal's results (its rows are stored)."""
         self.path.unlink(missing_ok=True)
 
 
 class ScoreJournalResource(dg.ConfigurableResource):
-    """Where scoring journals live (one file per benchmark partition)."""
+    """Where scoring journals live: ``<benchmark>/<partition>/<chunk>.jsonl``.
+
+    The folder is this machine's (``$N8N_DEEPEVAL_HOME/journal``): a chunk re-executed on
+    another machine starts again (through that machine's judge cache).
+    """
 
     directory: str
 
-    def journal(self, benchmark: str, partition: str) -> ScoreJournal:
-        """The journal of one benchmark partition."""
-        return ScoreJournal(Path(self.directory) / benchmark / f"{partition}.jsonl")
+    def journal(self, benchmark: str, partition: str, chunk: str = "c01_of_01") -> ScoreJournal:
+        """The journal of one chunk of a benchmark partition."""
+        folder = Path(self.directory) / benchmark / partition
+        return ScoreJournal(folder / f"{chunk}.jsonl", shared=folder)
+
+    def clear_partition(self, benchmark: str, partition: str) -> None:
+        """Forget every chunk journal of a partition (its table is stored)."""
+        folder = Path(self.directory) / benchmark / partition
+        for path in folder.glob("*.jsonl"):
+            path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: a chunk is writing again
+            folder.rmdir()

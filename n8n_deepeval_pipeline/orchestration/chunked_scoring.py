@@ -1,0 +1,373 @@
+"""The ``metric_scores`` asset as a graph: plan → one step per chunk → collect.
+
+``plan`` turns the partition's runs into an ``EvaluationPlan`` and splits its tasks into
+chunks (``tables.scoring_chunks``: ``chunk_size`` evaluations at most, run config or
+``$N8N_DEEPEVAL_CHUNK_SIZE``); ``score`` is mapped over the chunks, each a step of its own
+with its own worker pool, so whatever executor runs the job (multiprocess on one machine,
+Celery on a fleet, a Kubernetes job per step) runs the chunks in parallel; ``collect``
+writes the table, its metadata and its checks, exactly as the single step did.
+
+Chunks pass through ``step_io_manager`` (files under ``$N8N_DEEPEVAL_HOME/steps``, or
+PostgreSQL when steps run on several machines), so re-executing a run from failure runs
+again only the chunks that failed and reads the others' rows from the failed run. Each
+chunk rebuilds only its own tasks from the stored upstream tables, so its memory does not
+grow with the benchmark, and journals what it finishes (``score_journal``) until its rows
+are stored.
+"""
+
+# No postponed annotations: Dagster inspects the annotations of op functions.
+import os
+import resource
+import statistics
+from collections import Counter
+from collections.abc import Iterator
+from statistics import fmean
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.evaluation import is_unjudged
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.summary import judge_usage
+from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
+from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
+from n8n_deepeval_pipeline.tables.scoring_chunks import (
+    DEFAULT_CHUNK_SIZE,
+    ChunkScores,
+    KnownScores,
+    ScoreChunk,
+    plan_chunks,
+)
+
+CHUNK_SIZE_ENV = "N8N_DEEPEVAL_CHUNK_SIZE"
+STEP_IO_MANAGER = "step_io_manager"
+"""Resource key of the IO manager that keeps chunk specs and chunk rows between steps."""
+
+
+class MetricScoresConfig(dg.Config):
+    """Launch-time knobs of the ``metric_scores`` asset (all its steps)."""
+
+    timeout_s: float | None = None
+    """Per-evaluation timeout for metrics without their own (default: the pool's)."""
+    progress_every: int = 25
+    """Log progress after this many finished evaluations."""
+    chunk_size: int | None = None
+    """Evaluations per scoring step (default: $N8N_DEEPEVAL_CHUNK_SIZE, else 1000)."""
+
+
+class PlanConfig(dg.Config):
+    """The planning step's part of ``MetricScoresConfig``."""
+
+    chunk_size: int | None = None
+
+
+class ChunkConfig(dg.Config):
+    """A chunk step's part of ``MetricScoresConfig``."""
+
+    timeout_s: float | None = None
+    progress_every: int = 25
+
+
+def chunk_size(configured: int | None) -> int:
+    """The run's chunk size: its config, else ``$N8N_DEEPEVAL_CHUNK_SIZE``, else the default."""
+    if configured is not None:
+        return configured
+    value = os.environ.get(CHUNK_SIZE_ENV, "").strip()
+    try:
+        return int(value) if value else DEFAULT_CHUNK_SIZE
+    except ValueError:
+        raise ValueError(f"{CHUNK_SIZE_ENV}={value!r} is not a whole number") from None
+
+
+def _key(benchmark: Benchmark) -> dg.AssetKey:
+    return dg.AssetKey([benchmark.name, "metric_scores"])
+
+
+def build_metric_scores_asset(
+    benchmark: Benchmark, common: dict[str, Any], ins: dict[str, dg.AssetIn]
+) -> dg.AssetsDefinition:
+    """The graph-backed ``metric_scores`` asset of a benchmark (same key, table and checks)."""
+    specs = score_check_specs(benchmark)
+    # Op names are global in a code location: one set per benchmark.
+    prefix = f"{benchmark.name}__"
+
+    def build_plan(
+        judge: JudgeResource,
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+        timeout_s: float,
+        only: range | None,
+    ) -> EvaluationPlan:
+        expanded_runs, dataset_rows, agent_outputs = frames
+        return EvaluationPlan(
+            benchmark,
+            from_frame(ExpandedRun, expanded_runs),
+            from_frame(DatasetRow, dataset_rows),
+            from_frame(AgentOutput, agent_outputs),
+            judge.spec_for,  # each metric's judge, else the benchmark's, else the default
+            timeout_s,
+            judge.prices(),
+            only=only,
+        )
+
+    @dg.op(
+        name=f"{prefix}plan",
+        description="List the evaluations and split them into chunks of chunk_size.",
+        out={
+            "known": dg.Out(io_manager_key=STEP_IO_MANAGER),
+            "chunks": dg.DynamicOut(io_manager_key=STEP_IO_MANAGER),
+        },
+    )
+    def plan(
+        context: dg.OpExecutionContext,
+        config: PlanConfig,
+        judge: JudgeResource,
+        expanded_runs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+    ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
+        frames = (expanded_runs, dataset_rows, agent_outputs)
+        planned = build_plan(judge, frames, 1.0, range(0))  # counts only: no task is kept
+        judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
+        if any(spec.is_dry_run for spec in planned.judges):
+            context.log.warning("dry-run judge: judge-backed scores are placeholders")
+        chunks = plan_chunks(planned.task_count, chunk_size(config.chunk_size))
+        context.log.info(
+            f"{planned.task_count} evaluations in {len(chunks)} chunk(s) of at most "
+            f"{chunk_size(config.chunk_size)}; {planned.total - planned.task_count} rows "
+            "known without evaluating"
+        )
+        yield dg.Output(
+            KnownScores(planned.rows_without_output(), planned.total),
+            output_name="known",
+            metadata={"evaluations": planned.task_count, "chunks": len(chunks)},
+        )
+        for chunk in chunks:
+            yield dg.DynamicOutput(chunk, output_name="chunks", mapping_key=chunk.chunk_id)
+
+    @dg.op(
+        name=f"{prefix}score",
+        description="Score one chunk of the evaluations in this step's worker pool.",
+        out=dg.Out(io_manager_key=STEP_IO_MANAGER),
+    )
+    def score(
+        context: dg.OpExecutionContext,
+        config: ChunkConfig,
+        worker_pool: WorkerPoolResource,
+        judge: JudgeResource,
+        score_journal: ScoreJournalResource,
+        chunk: ScoreChunk,
+        expanded_runs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+    ) -> Iterator[dg.Output[ChunkScores]]:
+        frames = (expanded_runs, dataset_rows, agent_outputs)
+        timeout_s = config.timeout_s or worker_pool.timeout_s
+        planned = build_plan(judge, frames, timeout_s, range(chunk.start, chunk.stop))
+        if planned.task_count != chunk.plan_tasks:
+            raise dg.Failure(
+                f"chunk {chunk.chunk_id}: the partition now has {planned.task_count} "
+                f"evaluations, the plan had {chunk.plan_tasks} (its upstream tables were "
+                "re-materialised since): materialise metric_scores again"
+            )
+        journal = score_journal.journal(benchmark.name, context.partition_key, chunk.chunk_id)
+        scores, to_run = planned.resume(journal.completed())
+        resumed = len(scores)
+        if scores:
+            context.log.info(f"resuming: {resumed} rows kept from an interrupted attempt")
+        context.log.info(
+            f"chunk {chunk.chunk_id}: scoring {len(to_run)} evaluations on "
+            f"{worker_pool.size} workers"
+        )
+        tasks = {task.task_id: task for task in to_run}
+        for result in worker_pool.evaluate(to_run):
+            journal.record(tasks[result.task_id], result)
+            scores.append(planned.row_for(result))
+            if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
+                context.log.info(f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}")
+        pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
+        yield dg.Output(
+            ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool),
+            metadata={
+                "rows": len(scores),
+                "evaluated": len(to_run),
+                "resumed": resumed,
+                # this step's process (its workers: pool/peak_rss_mb_per_worker)
+                "step_peak_rss_mb": round(
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+                ),
+                **{f"pool/{key}": value for key, value in pool.items()},
+            },
+        )
+        journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
+
+    check_outs = {
+        spec.get_python_identifier(): dg.Out(dg.Nothing, is_required=False) for spec in specs
+    }
+
+    @dg.op(
+        name=f"{prefix}collect",
+        description="Store every chunk's rows as the metric_scores table, with its checks.",
+        out={"result": dg.Out(), **check_outs},
+    )
+    def collect(
+        context: dg.OpExecutionContext,
+        score_journal: ScoreJournalResource,
+        known: KnownScores,
+        chunks: list[ChunkScores],
+    ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
+        ordered = sorted(chunks, key=lambda chunk: chunk.chunk_id)
+        scores = [row for chunk in ordered for row in chunk.rows] + known.rows
+        metadata = {
+            **summary_metadata(scores),
+            **_pool_metadata(ordered),
+            "evaluated": sum(chunk.evaluated for chunk in ordered),
+            "resumed": sum(chunk.resumed for chunk in ordered),
+            "chunks": len(ordered),
+        }
+        yield dg.Output(to_frame(MetricScore, scores), output_name="result", metadata=metadata)
+        score_journal.clear_partition(benchmark.name, context.partition_key)
+        yield from score_checks(benchmark, scores, known.expected)
+
+    @dg.graph_asset(
+        name="metric_scores",
+        description="One score per run and metric, computed in the worker pool, a step per "
+        "chunk of evaluations.",
+        ins=ins,
+        check_specs=specs,
+        config=dg.ConfigMapping(
+            config_fn=_op_config, config_schema=MetricScoresConfig.to_config_schema()
+        ),
+        **common,
+    )
+    def metric_scores(
+        expanded_runs: pd.DataFrame, dataset_rows: pd.DataFrame, agent_outputs: pd.DataFrame
+    ) -> Any:
+        # Short node names: steps are <benchmark>__metric_scores.plan, .score[c01_of_02], …
+        known, chunks = plan.alias("plan")(expanded_runs, dataset_rows, agent_outputs)
+        scored = chunks.map(
+            lambda chunk: score.alias("score")(chunk, expanded_runs, dataset_rows, agent_outputs)
+        )
+        outputs = collect.alias("collect")(known, scored.collect())
+        return {"result": outputs.result, **{name: getattr(outputs, name) for name in check_outs}}
+
+    asset: dg.AssetsDefinition = metric_scores
+    return asset
+
+
+def _op_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``MetricScoresConfig`` (the asset's one config) → its ops' configs."""
+    return {
+        "plan": {"config": {"chunk_size": config.get("chunk_size")}},
+        "score": {
+            "config": {
+                "timeout_s": config.get("timeout_s"),
+                "progress_every": config.get("progress_every", 25),
+            }
+        },
+    }
+
+
+def _pool_metadata(chunks: list[ChunkScores]) -> dict[str, Any]:
+    """The chunks' pool figures: totals of sizes and memory, the worst of the rest."""
+    stats = [chunk.pool for chunk in chunks if chunk.pool]
+    if not stats:
+        return {}
+    summed = ("workers", "replacements", "rss_mb_total")
+    worst = ("warmup_s", "peak_rss_mb_per_worker")
+    merged: dict[str, Any] = {}
+    for key in {key for entry in stats for key in entry}:
+        values = [entry[key] for entry in stats if key in entry]
+        if key in summed:
+            merged[key] = round(sum(values), 3)
+        elif key in worst:
+            merged[key] = max(values)
+        else:
+            merged[key] = round(statistics.median(values), 3)
+    return {f"pool/{key}": merged[key] for key in sorted(merged)}
+
+
+def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
+    """Figures the UI charts across materialisations."""
+    metadata: dict[str, Any] = {
+        "rows": dg.MetadataValue.int(len(scores)),
+        "score_pass_rate": dg.MetadataValue.float(
+            fmean(s.success for s in scores) if scores else 0.0
+        ),
+        "errors": dg.MetadataValue.int(sum(1 for s in scores if s.error_kind)),
+        "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
+        "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
+        "cached_calls": dg.MetadataValue.int(sum(s.cached_calls for s in scores)),
+        "tokens": dg.MetadataValue.int(sum(s.tokens for s in scores)),
+        "cost_usd": dg.MetadataValue.float(sum(s.cost_usd or 0.0 for s in scores)),
+        "dry_run_judge": dg.MetadataValue.bool(any(s.dry_run for s in scores)),
+    }
+    for metric in sorted({s.metric for s in scores}):
+        values = [s.score for s in scores if s.metric == metric and s.score is not None]
+        if values:
+            metadata[f"mean_score/{metric}"] = dg.MetadataValue.float(fmean(values))
+        agreement = mean_of_present([s.judge_agreement for s in scores if s.metric == metric])
+        if agreement is not None:  # a judge panel scored it
+            metadata[f"judge_agreement/{metric}"] = dg.MetadataValue.float(agreement)
+    judges = judge_usage(scores)
+    for usage in judges if len(judges) > 1 else []:
+        metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd or 0.0)
+    return metadata
+
+
+def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
+    """The checks of ``metric_scores``, evaluated by its collecting step."""
+    asset = _key(benchmark)
+    limit = benchmark.checks.max_error_rate
+    return [
+        dg.AssetCheckSpec(
+            "every_run_scored", asset=asset, description="Every run has a row for every metric."
+        ),
+        dg.AssetCheckSpec(
+            "error_rate",
+            asset=asset,
+            description=f"At most {limit:.0%} of the scores have no judgement (judge or "
+            "worker errors; checks.maxErrorRate).",
+        ),
+        dg.AssetCheckSpec(
+            "no_metric_errors",
+            asset=asset,
+            description="No score row carries an error of any kind (missing input included).",
+        ),
+    ]
+
+
+def score_checks(
+    benchmark: Benchmark, scores: list[MetricScore], expected: int
+) -> list[dg.AssetCheckResult]:
+    """Results of the checks of ``metric_scores``."""
+    errors = Counter(score.error_kind for score in scores if score.error_kind)
+    unjudged = sum(1 for score in scores if is_unjudged(score.error_kind))
+    rate = unjudged / len(scores) if scores else 0.0
+    key = _key(benchmark)
+    return [
+        dg.AssetCheckResult(
+            check_name="error_rate",
+            asset_key=key,
+            passed=rate <= benchmark.checks.max_error_rate,
+            metadata={"unjudged": unjudged, "unjudged_rate": rate},
+        ),
+        dg.AssetCheckResult(
+            check_name="every_run_scored",
+            asset_key=key,
+            passed=len(scores) == expected,
+            metadata={"rows": len(scores), "expected": expected},
+        ),
+        dg.AssetCheckResult(
+            check_name="no_metric_errors",
+            asset_key=key,
+            passed=not errors,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata={kind: count for kind, count in errors.items()},
+        ),
+    ]
