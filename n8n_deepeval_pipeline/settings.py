@@ -14,6 +14,10 @@ HOME_ENV = "N8N_DEEPEVAL_HOME"
 DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
 JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
+PROFILE_ENV = "N8N_DEEPEVAL_PROFILE"
+POSTGRES_URL_ENV = "N8N_DEEPEVAL_POSTGRES_URL"
+REDIS_URL_ENV = "N8N_DEEPEVAL_REDIS_URL"
+PROFILES = ("local", "distributed", "kubernetes")
 _REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml", "*.benchmark.yml")
 
@@ -49,6 +53,19 @@ def judge_state_dir() -> Path:
 def trial_dir(benchmark: str) -> Path:
     """Where a trial of a few rows (``run --filter``) keeps its own instance and results."""
     return home() / "trials" / benchmark
+
+
+def profile() -> str:
+    """The deployment profile (``$N8N_DEEPEVAL_PROFILE``, default ``local``).
+
+    ``local``: a SQLite-backed Dagster instance and DuckDB results on this machine.
+    ``distributed``: the instance and the results in PostgreSQL, steps run by Celery workers.
+    ``kubernetes``: as ``distributed``, each step in its own Kubernetes job (Helm chart).
+    """
+    chosen = os.environ.get(PROFILE_ENV, "").strip().lower() or "local"
+    if chosen not in PROFILES:
+        raise ValueError(f"{PROFILE_ENV}={chosen!r}: choose one of {', '.join(PROFILES)}")
+    return chosen
 
 
 def benchmark_folders() -> list[Path]:

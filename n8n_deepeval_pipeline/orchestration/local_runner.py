@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
@@ -42,7 +43,6 @@ from n8n_deepeval_pipeline.tables.rows import (
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
-_INSTANCE_YAML = "telemetry:\n  enabled: false\n"
 _QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
@@ -51,8 +51,10 @@ def prepare_dagster_home() -> Path:
     home = settings.dagster_home()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(_INSTANCE_YAML, encoding="utf-8")
+    # The profile's instance (SQLite, or PostgreSQL from $N8N_DEEPEVAL_POSTGRES_URL); a
+    # dagster.yaml edited by hand is left as it is.
+    if not config.exists() or is_generated_instance_yaml(config.read_text(encoding="utf-8")):
+        config.write_text(instance_yaml(settings.profile()), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
     # Absolute, so that the UI's code servers find the same database whatever their cwd.
     os.environ[settings.HOME_ENV] = str(settings.home())
@@ -72,6 +74,7 @@ def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
         settings.JUDGE_STATE_ENV: str(settings.judge_state_dir()),
         settings.HOME_ENV: str(folder),
         settings.DATABASE_ENV: str(folder / "results.duckdb"),
+        settings.PROFILE_ENV: "local",  # a trial never writes the shared database
     }
     before = {name: os.environ.get(name) for name in moved}
     os.environ.update(moved)

@@ -2,7 +2,7 @@ import dagster as dg
 import pytest
 
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
-from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.definitions import PRELOADED_MODULES, build_definitions
 from tests.conftest import EXAMPLE
 
 
@@ -28,7 +28,18 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
     ]
     assert [s.name for s in defs.schedules] == ["support_agent__nightly"]
     assert [s.name for s in defs.sensors] == ["support_agent__workflow_changed"]
-    assert set(defs.resources) == {"worker_pool", "judge", "score_journal", "n8n", "io_manager"}
+    assert set(defs.resources) == {
+        "worker_pool",
+        "judge",
+        "score_journal",
+        "n8n",
+        "io_manager",
+        "step_io_manager",  # the scoring chunks' rows between steps
+    }
+    # local profile: steps forked from a server that preloaded the project
+    job = defs.resolve_job_def("support_agent__benchmark")
+    assert job.executor_def.name == "local_forkserver"
+    assert "n8n_deepeval_pipeline.orchestration.definitions" in PRELOADED_MODULES
     partitions = graph.get(dg.AssetKey(["support_agent", "metric_scores"])).partitions_def
     assert isinstance(partitions, dg.DynamicPartitionsDefinition)
     assert partitions.name == "support_agent__workflow_hash"

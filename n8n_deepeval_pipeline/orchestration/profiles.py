@@ -1,0 +1,66 @@
+"""Deployment profiles: what the Dagster instance and the jobs' executor are made of.
+
+``local`` (the default): a SQLite-backed instance under ``$DAGSTER_HOME`` and Dagster's
+default executor; results in DuckDB. ``distributed``: the instance's run, event-log and
+schedule storage in PostgreSQL (``dagster-postgres``), results in PostgreSQL, and every
+step sent to Celery workers through a Redis broker (``dagster-celery``). The files below
+name environment variables, never their values: a URL with a password is read where the
+process runs, and never written to ``dagster.yaml`` or to a run's config.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from n8n_deepeval_pipeline.settings import POSTGRES_URL_ENV, PROFILES, REDIS_URL_ENV
+
+_TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
+_POSTGRES_STORAGE = f"""storage:
+  postgres:
+    postgres_url:
+      env: {POSTGRES_URL_ENV}
+"""
+INSTANCE_YAML = {
+    "local": _TELEMETRY_OFF,
+    "distributed": _TELEMETRY_OFF + _POSTGRES_STORAGE,
+    # The Helm chart writes the instance of the kubernetes profile (deploy/helm/values.yaml).
+    "kubernetes": _TELEMETRY_OFF + _POSTGRES_STORAGE,
+}
+_EXTRA_HINT = "pip install 'n8n-deepeval-pipeline[distributed]'"
+
+
+def instance_yaml(profile: str) -> str:
+    """The ``dagster.yaml`` of a profile's instance (telemetry off)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
+    return INSTANCE_YAML[profile]
+
+
+def is_generated_instance_yaml(text: str) -> bool:
+    """Whether a ``dagster.yaml`` is one this project wrote (and may rewrite)."""
+    return text in INSTANCE_YAML.values()
+
+
+def k8s_job_executor() -> dg.ExecutorDefinition:
+    """Dagster's Kubernetes executor: each step in its own job (the ``kubernetes`` extra)."""
+    try:
+        from dagster_k8s import k8s_job_executor as executor
+    except ImportError as error:  # pragma: no cover - not installed here
+        raise ImportError(
+            "the kubernetes profile runs steps as Kubernetes jobs: "
+            "pip install 'n8n-deepeval-pipeline[kubernetes]'"
+        ) from error
+    return executor  # type: ignore[no-any-return]
+
+
+def celery_executor() -> dg.ExecutorDefinition:
+    """Dagster's Celery executor, its broker and result backend at ``$N8N_DEEPEVAL_REDIS_URL``."""
+    try:
+        from dagster_celery import celery_executor as executor
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError(f"the distributed profile runs steps on Celery: {_EXTRA_HINT}") from error
+    configured: dg.ExecutorDefinition = executor.configured(
+        {"broker": {"env": REDIS_URL_ENV}, "backend": {"env": REDIS_URL_ENV}},
+        name="celery_redis",
+    )
+    return configured
