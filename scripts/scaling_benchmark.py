@@ -131,6 +131,7 @@ def run_once(
         "N8N_DEEPEVAL_HOME": str(work / "home"),
         "N8N_DEEPEVAL_BENCHMARKS": str(work / "benchmarks"),
         "N8N_DEEPEVAL_CHUNK_SIZE": str(math.ceil(total / chunks)),
+        "N8N_DEEPEVAL_LOCAL_EXECUTOR": "multiprocess",  # chunks in parallel
         "N8N_DEEPEVAL_MAX_STEPS": str(max(chunks, 2)),
         "DEEPEVAL_POOL_SIZE": str(pool),
         "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",

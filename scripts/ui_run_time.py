@@ -6,7 +6,7 @@ Each measurement starts in a fresh working folder with a copy of the bundled exa
 (``examples/support_agent``), the dry-run judge and the default pool, and times:
 
 - ``cli``: ``n8n-deepeval run benchmark.yaml`` end to end (imports included; it executes
-  every step in its own process, one after the other);
+  every step in its one process, one after the other);
 - ``ui``: what Dagster's run launcher does for a run started from the UI: a fresh Python
   process loads the code location (``-m n8n_deepeval_pipeline.orchestration.definitions``)
   and executes the job for the partition on a persistent instance with the job's own

@@ -36,7 +36,7 @@ from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPool
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
 JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
-# What the local executor's forkserver imports once, so that steps start without importing.
+# What the multiprocess local executor's forkserver imports once, so steps start at once.
 PRELOADED_MODULES = (
     "dagster",
     "pandas",
@@ -119,14 +119,25 @@ def step_io_manager() -> dg.ConfigurableIOManager | dg.ConfigurableIOManagerFact
     return dg.FilesystemIOManager(base_dir=str(settings.home() / "steps"))
 
 
+LOCAL_EXECUTOR_ENV = "N8N_DEEPEVAL_LOCAL_EXECUTOR"
+
+
 def local_executor() -> dg.ExecutorDefinition:
-    """Steps in processes forked from a server that has imported the project once.
+    """The ``local`` profile's executor: in process, or forked steps for parallel chunks.
 
     Dagster's default starts every step as a fresh Python that imports Dagster, pandas,
-    DuckDB and the project again (5–7 s a step on 2 cores); a forkserver with those modules
-    preloaded starts a step in a fraction of a second, and scoring chunks still run in
-    parallel (up to ``$N8N_DEEPEVAL_MAX_STEPS`` at once, default the number of CPUs).
+    DuckDB and the project again (5–7 s a step on 2 cores). The steps of a run are a chain
+    but for the scoring chunks, so by default they run one after the other in the run's
+    own process (a UI run then takes about as long as ``n8n-deepeval run``); with
+    ``$N8N_DEEPEVAL_LOCAL_EXECUTOR=multiprocess`` they are forked from a server that has
+    imported the project once (well under a second a step) and chunks run in parallel, up
+    to ``$N8N_DEEPEVAL_MAX_STEPS`` at once (default the number of CPUs).
     """
+    chosen = os.environ.get(LOCAL_EXECUTOR_ENV, "in_process").strip() or "in_process"
+    if chosen == "in_process":
+        return dg.in_process_executor
+    if chosen != "multiprocess":
+        raise ValueError(f"{LOCAL_EXECUTOR_ENV}={chosen!r}: choose in_process or multiprocess")
     config: dict[str, object] = {
         "start_method": {"forkserver": {"preload_modules": list(PRELOADED_MODULES)}}
     }

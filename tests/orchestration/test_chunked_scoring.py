@@ -113,9 +113,10 @@ def test_a_failed_chunk_is_reexecuted_alone_and_the_table_is_whole(
     assert query(environment, "select count(*) from support_agent.run_aggregates") == [(27,)]
 
 
-def test_the_default_executor_scores_chunks_in_their_own_processes(
+def test_the_multiprocess_executor_scores_chunks_in_their_own_processes(
     example_copy, environment, tmp_path, monkeypatch
 ):
+    monkeypatch.setenv("N8N_DEEPEVAL_LOCAL_EXECUTOR", "multiprocess")
     monkeypatch.setenv("N8N_DEEPEVAL_CHUNK_SIZE", "100")
     monkeypatch.setenv("N8N_DEEPEVAL_BENCHMARKS", str(example_copy.parent))
     job = ReconstructableRepository.for_module(

@@ -36,10 +36,16 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "io_manager",
         "step_io_manager",  # the scoring chunks' rows between steps
     }
-    # local profile: steps forked from a server that preloaded the project
+    # local profile: steps in the run's process, or forked from a preloaded server
     job = defs.resolve_job_def("support_agent__benchmark")
-    assert job.executor_def.name == "local_forkserver"
+    assert job.executor_def.name == "in_process"
+    monkeypatch.setenv("N8N_DEEPEVAL_LOCAL_EXECUTOR", "multiprocess")
+    forked = build_definitions([EXAMPLE / "benchmark.yaml"]).resolve_job_def(job.name)
+    assert forked.executor_def.name == "local_forkserver"
     assert "n8n_deepeval_pipeline.orchestration.definitions" in PRELOADED_MODULES
+    monkeypatch.setenv("N8N_DEEPEVAL_LOCAL_EXECUTOR", "threads")
+    with pytest.raises(ValueError, match="choose in_process or multiprocess"):
+        build_definitions([EXAMPLE / "benchmark.yaml"])
     partitions = graph.get(dg.AssetKey(["support_agent", "metric_scores"])).partitions_def
     assert isinstance(partitions, dg.DynamicPartitionsDefinition)
     assert partitions.name == "support_agent__workflow_hash"
