@@ -9,10 +9,10 @@ process, the job's own executor, a persistent instance), every metric judged by 
 loopback OpenAI-compatible judge (``testing.loopback_judge``, 50 ms a call, judge cache
 off, so every evaluation calls it). First with 1, 2 and 4 chunks in parallel at the
 largest size, then with 4 chunks at 1/4 and 1/2 of it, and prints for each: wall time of
-the ``metric_scores`` steps, evaluations per second, CPU per evaluation (the run's processes
-as ``RUSAGE_CHILDREN`` counts them: workers the pool's zygote forks are under-counted; the
-judge's excluded), the largest chunk step's peak RSS and its
-workers' peak RSS. Each chunk has its own pool (``DEEPEVAL_POOL_SIZE``, default 4 here).
+the ``metric_scores`` steps, evaluations per second, CPU per evaluation (the machine's busy
+CPU during the run, from ``/proc/stat``, less the judge's: run it on a quiet machine), the
+largest chunk step's peak RSS and its workers' peak RSS. Each chunk has its own pool
+(``DEEPEVAL_POOL_SIZE``, default 4 here).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import csv
 import json
 import math
 import os
-import resource
 import shutil
 import socket
 import subprocess
@@ -121,8 +120,21 @@ def write_benchmark(folder: Path, evaluations: int) -> tuple[Path, int]:
     return folder / "benchmark.yaml", rows * RUNS_PER_ROW * len(METRICS)
 
 
+def _machine_busy_cpu_s() -> float:
+    """CPU seconds every process of the machine has spent, from ``/proc/stat``."""
+    ticks = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:9]]
+    idle = ticks[3] + ticks[4]  # idle and iowait
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of one process (user + system), from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_once(
-    work: Path, evaluations: int, chunks: int, judge_url: str, pool: int
+    work: Path, evaluations: int, chunks: int, judge_url: str, pool: int, judge_pid: int
 ) -> dict[str, Any]:
     """One materialisation of a fresh benchmark of this size in ``chunks`` chunks."""
     benchmark, total = write_benchmark(work / "benchmarks" / "bench_scale", evaluations)
@@ -140,19 +152,21 @@ def run_once(
         "N8N_DEEPEVAL_JUDGE_CACHE": "0",
         "N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT": "256",
     }
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # The run's processes include workers forked by each chunk's zygote, which no rusage of
+    # this process sees: count the machine's busy CPU, less the judge's.
+    before = _machine_busy_cpu_s() - _process_cpu_s(judge_pid)
     started = time.monotonic()
     command = [sys.executable, "-c", _RUN, str(benchmark), str(ROOT), JOB, STEP]
     done = subprocess.run(command, env=env, cwd=work, capture_output=True, text=True)
     wall = time.monotonic() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    after = _machine_busy_cpu_s() - _process_cpu_s(judge_pid)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode != 0 or not lines:
         raise RuntimeError(f"run failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     figures = json.loads(lines[-1][len("RESULT ") :])
     if not figures["success"]:
         raise RuntimeError(f"run did not succeed:\n{done.stderr[-4000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = after - before
     step_rss = [chunk.get("step_peak_rss_mb", 0.0) for chunk in figures["chunks"]]
     worker_rss = [chunk.get("pool/peak_rss_mb_per_worker", 0.0) for chunk in figures["chunks"]]
     return {
@@ -207,7 +221,7 @@ def main() -> None:
             work = Path(tempfile.mkdtemp(prefix="scaling-"))
             try:
                 url = f"http://127.0.0.1:{port}/v1"
-                _print(run_once(work, evaluations, chunks, url, args.pool))
+                _print(run_once(work, evaluations, chunks, url, args.pool, judge.pid))
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     finally:
