@@ -8,7 +8,9 @@ hallucination) with recorded outputs is materialised the way the UI runs it (a f
 process, the job's own executor, a persistent instance), every metric judged by the
 loopback OpenAI-compatible judge (``testing.loopback_judge``, 50 ms a call, judge cache
 off, so every evaluation calls it). First with 1, 2 and 4 chunks in parallel at the
-largest size, then with 4 chunks at 1/4 and 1/2 of it, and prints for each: wall time of
+largest size (``parallel``), then at 1/4, 1/2 and all of it in chunks of the default 1000
+evaluations, 4 steps at once (``growth``: a chunk's memory must not grow with the
+benchmark), and prints for each: wall time of
 the ``metric_scores`` steps, evaluations per second, CPU per evaluation (the machine's busy
 CPU during the run, from ``/proc/stat``, less the judge's: run it on a quiet machine), the
 largest chunk step's peak RSS and its workers' peak RSS. Each chunk has its own pool
@@ -30,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from n8n_deepeval_pipeline.tables.scoring_chunks import DEFAULT_CHUNK_SIZE
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["bias", "toxicity", "pii_leakage", "hallucination"]
@@ -134,17 +138,20 @@ def _process_cpu_s(pid: int) -> float:
 
 
 def run_once(
-    work: Path, evaluations: int, chunks: int, judge_url: str, pool: int, judge_pid: int
+    work: Path, evaluations: int, chunks: int | None, judge_url: str, pool: int, judge_pid: int
 ) -> dict[str, Any]:
-    """One materialisation of a fresh benchmark of this size in ``chunks`` chunks."""
+    """One materialisation of a fresh benchmark of this size in ``chunks`` chunks.
+
+    ``chunks`` None: chunks of the default size, 4 steps at once.
+    """
     benchmark, total = write_benchmark(work / "benchmarks" / "bench_scale", evaluations)
     env = {
         **{k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "N8N_DEEPEVAL_DUCKDB")},
         "N8N_DEEPEVAL_HOME": str(work / "home"),
         "N8N_DEEPEVAL_BENCHMARKS": str(work / "benchmarks"),
-        "N8N_DEEPEVAL_CHUNK_SIZE": str(math.ceil(total / chunks)),
+        "N8N_DEEPEVAL_CHUNK_SIZE": str(math.ceil(total / chunks) if chunks else DEFAULT_CHUNK_SIZE),
         "N8N_DEEPEVAL_LOCAL_EXECUTOR": "multiprocess",  # chunks in parallel
-        "N8N_DEEPEVAL_MAX_STEPS": str(max(chunks, 2)),
+        "N8N_DEEPEVAL_MAX_STEPS": str(max(chunks or 4, 2)),
         "DEEPEVAL_POOL_SIZE": str(pool),
         "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
         "N8N_DEEPEVAL_JUDGE_MODEL": "loopback",
@@ -199,6 +206,7 @@ def main() -> None:
     parser.add_argument("--evaluations", type=int, default=None)
     parser.add_argument("--pool", type=int, default=4, help="workers per chunk")
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--series", choices=["parallel", "growth", "both"], default="both")
     args = parser.parse_args()
     largest = args.evaluations or (1200 if args.quick else 20_000)
     port = _free_port()
@@ -210,7 +218,13 @@ def main() -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    plan = [(largest, 1), (largest, 2), (largest, 4), (largest // 4, 4), (largest // 2, 4)]
+    parallel: list[tuple[int, int | None]] = [(largest, 1), (largest, 2), (largest, 4)]
+    growth: list[tuple[int, int | None]] = [
+        (largest // 4, None),
+        (largest // 2, None),
+        (largest, None),
+    ]
+    plan = {"parallel": parallel, "growth": growth, "both": parallel + growth}[args.series]
     print(
         f"loopback judge at {args.latency_ms:g} ms; {args.pool} workers per chunk; "
         f"{os.cpu_count()} CPUs"
