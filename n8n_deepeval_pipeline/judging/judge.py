@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import random
 import threading
 import time
@@ -78,6 +79,12 @@ class _LoopThread:
 
 
 @functools.cache
+def _process_loop(pid: int) -> _LoopThread:
+    """The one judge loop of process ``pid``, shared by all its judges (a fork gets its own)."""
+    return _LoopThread()
+
+
+@functools.cache
 def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
     """A schema's JSON schema, built once per class (pydantic rebuilds it on every call)."""
     return schema.model_json_schema()
@@ -97,10 +104,10 @@ class PipelineJudge(DeepEvalBaseLLM):
         self.usage = usage
         self.namespace = "shared"
         self._rng = random.Random()
-        self._loop = _LoopThread()
+        self._loop = _process_loop(os.getpid())
         self._provider = self._loop.run(self._build_provider())
         state_dir = Path(spec.state_dir) if spec.state_dir else None
-        self._state = SharedState.in_folder(state_dir) if state_dir else None
+        self._state = SharedState.of_process(state_dir) if state_dir else None
         self._limit = (
             InFlightLimit(state_dir / "in-flight" / spec.identity, spec.max_in_flight)
             if state_dir

@@ -20,6 +20,8 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +75,22 @@ class SharedState:
         """The state kept in a judge state folder."""
         return cls(folder / cls.FILE_NAME)
 
+    @classmethod
+    def of_process(cls, folder: Path) -> SharedState:
+        """The one connection of this process to a folder's state, shared by all its judges.
+
+        Every judge of a worker (a panel's, a metric's own) runs on the worker's one judge
+        loop thread, so they take turns on it; a forked child opens its own.
+        """
+        key = (os.getpid(), folder)
+        if key not in _OF_PROCESS:
+            _OF_PROCESS[key] = cls.in_folder(folder)
+        return _OF_PROCESS[key]
+
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        # One connection per process; the judge uses it from its own event-loop thread.
+        # One connection per process (``of_process``), used from the judge loop thread.
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         self._set_up()
 
@@ -94,6 +108,15 @@ class SharedState:
                 if error.sqlite_errorcode != sqlite3.SQLITE_BUSY or attempt == attempts - 1:
                     raise
                 time.sleep(0.05 + 0.05 * attempt)
+
+    @contextmanager
+    def _immediate(self) -> Iterator[None]:
+        """A write transaction: other processes wait for it (``begin immediate``)."""
+        self._db.execute("begin immediate")
+        try:
+            yield
+        finally:
+            self._db.execute("commit")
 
     # cache
 
@@ -117,8 +140,7 @@ class SharedState:
     def claim(self, key: str, lease_s: float) -> bool:
         """Become the one asking this question, unless a live process already is."""
         now = time.time()
-        self._db.execute("begin immediate")
-        try:
+        with self._immediate():
             row = self._db.execute("select pid, until from asking where key = ?", (key,)).fetchone()
             if row is not None and row[1] > now and _alive(row[0]):
                 return False
@@ -126,8 +148,6 @@ class SharedState:
                 "insert or replace into asking values (?, ?, ?)", (key, os.getpid(), now + lease_s)
             )
             return True
-        finally:
-            self._db.execute("commit")
 
     def release(self, key: str) -> None:
         """Stop asking (answered or failed): waiting processes look again."""
@@ -142,8 +162,7 @@ class SharedState:
     def take_rpm_slot(self, judge: str, limit: int) -> float:
         """Record a call of ``judge`` if its last minute has room; else seconds to wait."""
         now = time.time()
-        self._db.execute("begin immediate")
-        try:
+        with self._immediate():
             self._db.execute("delete from rate_window where at < ?", (now - 60,))
             count, oldest = self._db.execute(
                 "select count(*), min(at) from rate_window where judge = ?", (judge,)
@@ -152,8 +171,6 @@ class SharedState:
                 self._db.execute("insert into rate_window values (?, ?)", (judge, now))
                 return 0.0
             return max(float(oldest) + 60 - now, 0.01)
-        finally:
-            self._db.execute("commit")
 
     # circuit breaker
 
@@ -168,8 +185,7 @@ class SharedState:
 
     def record_failure(self, judge: str, error: str, threshold: int, cool_down_s: float) -> int:
         """Count a failed call of ``judge``; open its breaker at ``threshold`` in a row."""
-        self._db.execute("begin immediate")
-        try:
+        with self._immediate():
             failures = self._db.execute(
                 "insert into breakers values (?, 1, 0, ?) on conflict (judge) do update "
                 "set failures = failures + 1, last_error = excluded.last_error "
@@ -182,8 +198,6 @@ class SharedState:
                     (time.time() + cool_down_s, judge),
                 )
             return int(failures)
-        finally:
-            self._db.execute("commit")
 
     def record_success(self, judge: str) -> None:
         """A call of ``judge`` worked: its run of failures is over."""
@@ -194,6 +208,9 @@ class SharedState:
     def reset_breaker(self) -> None:
         """Close every judge's breaker (at the start of a scoring step)."""
         self._db.execute("update breakers set failures = 0, open_until = 0")
+
+
+_OF_PROCESS: dict[tuple[int, Path], SharedState] = {}
 
 
 def _alive(pid: int) -> bool:

@@ -254,7 +254,7 @@ def _is_memory(node: Mapping[str, Any]) -> bool:
     return (
         _type(node).startswith(_LANGCHAIN)
         and short.startswith("memory")
-        and short != ("memoryManager")
+        and short != "memoryManager"
     )
 
 

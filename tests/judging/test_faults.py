@@ -5,10 +5,11 @@ import time
 import pytest
 from pydantic import SecretStr
 
-from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline import EvaluationItem, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.conftest import evaluate_all, make_task
 
 pytestmark = pytest.mark.slow
 
@@ -41,22 +42,11 @@ def spec(server, tmp_path, **options):
 def correctness(judge, count=1, start=0):
     # one judge call per evaluation: the n8n correctness preset
     return [
-        EvaluationTask(
-            task_id=start + i,
-            run_id=f"h:r{start + i}:0",
-            metric_label="correctness",
-            config={"metric": "correctness"},
-            item=ITEM,
-            judge=judge,
-            timeout_s=120,
+        make_task(
+            {"metric": "correctness"}, ITEM, task_id, judge, run_id=f"h:r{task_id}:0", timeout_s=120
         )
-        for i in range(count)
+        for task_id in range(start, start + count)
     ]
-
-
-def run(pool, tasks):
-    results = {r.task_id: r for r in pool.evaluate(tasks)}
-    return [results[t.task_id] for t in tasks]
 
 
 def test_transient_faults_are_retried_and_retry_after_is_honoured(pool, tmp_path):
@@ -65,7 +55,7 @@ def test_transient_faults_are_retried_and_retry_after_is_honoured(pool, tmp_path
     ).start()
     try:
         started = time.perf_counter()
-        results = run(pool, correctness(spec(server, tmp_path), count=3))
+        results = evaluate_all(pool, correctness(spec(server, tmp_path), count=3))
         elapsed = time.perf_counter() - started
     finally:
         server.stop()
@@ -84,7 +74,9 @@ def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_p
         latency_s=0.01, faults=["invalid_json", "ok", "invalid_json", "schema_violation"]
     ).start()
     try:
-        recovered, failed = run(pool, correctness(spec(server, tmp_path, cache=False), count=2))
+        recovered, failed = evaluate_all(
+            pool, correctness(spec(server, tmp_path, cache=False), count=2)
+        )
     finally:
         server.stop()
     assert recovered.error is None and recovered.judge_calls == 2
@@ -103,7 +95,7 @@ def test_a_dead_judge_opens_the_circuit_and_the_rest_fail_fast(pool, tmp_path):
     )
     try:
         started = time.perf_counter()
-        results = run(pool, correctness(judge, count=10))
+        results = evaluate_all(pool, correctness(judge, count=10))
         elapsed = time.perf_counter() - started
     finally:
         server.stop()
@@ -119,7 +111,7 @@ def test_a_shared_limit_caps_calls_in_flight_across_workers(tmp_path):
     server = LoopbackJudge(latency_s=0.2).start()
     pool = WorkerPool(size=4, timeout_s=60)
     try:
-        results = run(
+        results = evaluate_all(
             pool, correctness(spec(server, tmp_path, max_in_flight=2, cache=False), count=8)
         )
     finally:
@@ -153,7 +145,7 @@ def test_every_http_provider_speaks_its_api(pool, tmp_path, provider, options, p
         **options,
     )
     try:
-        (result,) = run(pool, correctness(judge))
+        (result,) = evaluate_all(pool, correctness(judge))
     finally:
         server.stop()
     assert result.error is None and result.judge_calls == 1 and result.prompt_tokens > 0
@@ -179,7 +171,7 @@ def test_a_judge_that_echoes_the_key_gets_it_stored_nowhere(pool, tmp_path):
         breaker_threshold=3,
     )
     try:
-        results = run(pool, correctness(judge, count=5))
+        results = evaluate_all(pool, correctness(judge, count=5))
     finally:
         server.stop()
     # the server really had both, and quoted them back
@@ -204,6 +196,6 @@ def test_an_error_stored_unredacted_is_redacted_when_shown(pool, tmp_path):
     judge = spec(unused, tmp_path, api_key=SecretStr(KEY))
     state = SharedState.in_folder(tmp_path / "judge")
     state.record_failure(judge.identity, f"Invalid key {KEY}", threshold=1, cool_down_s=60)
-    (result,) = run(pool, correctness(judge))
+    (result,) = evaluate_all(pool, correctness(judge))
     assert result.error_kind == "judge_unavailable"
     assert result.error.endswith("Last error: Invalid key [redacted]")

@@ -5,9 +5,10 @@ import sys
 
 import pytest
 
-from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline import EvaluationItem, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.conftest import make_task
 
 
 def test_one_process_asks_a_question_at_a_time_and_the_first_answer_stays(tmp_path):
@@ -47,15 +48,7 @@ def test_concurrent_identical_questions_across_workers_make_one_call(tmp_path):
     )
     item = EvaluationItem(input="What is 2+2?", actual_output="4", expected_output="4")
     tasks = [
-        EvaluationTask(
-            task_id=i,
-            run_id=f"h:r{i}:0",
-            metric_label="correctness",
-            config={"metric": "correctness"},
-            item=item,
-            judge=judge,
-            timeout_s=60,
-        )
+        make_task({"metric": "correctness"}, item, i, judge=judge, run_id=f"h:r{i}:0")
         for i in range(8)
     ]
     pool = WorkerPool(size=4, timeout_s=60)

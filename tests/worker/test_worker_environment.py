@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline import EvaluationItem, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import evaluate_all, worker_processes
+from tests.conftest import evaluate_all, make_task, worker_processes
 
 JUDGE_KEY = "judge-key-7f3a9c0d"
 URL_TOKEN = "url-token-5d21e8"
@@ -60,16 +60,9 @@ def test_the_zygote_and_workers_hold_no_secret_and_the_judge_still_gets_its_key(
         cache=False,  # both tasks ask the judge
         state_dir=str(tmp_path / "judge"),
     )
+    item = EvaluationItem(input="What is 2+2?", actual_output="4", expected_output="4")
     tasks = [
-        EvaluationTask(
-            task_id=index,
-            run_id=f"h:r{index}:0",
-            metric_label="correctness",
-            config={"metric": "correctness"},
-            item=EvaluationItem(input="What is 2+2?", actual_output="4", expected_output="4"),
-            judge=judge,
-            timeout_s=60,
-        )
+        make_task({"metric": "correctness"}, item, index, judge=judge, run_id=f"h:r{index}:0")
         for index in range(2)
     ]
     before = worker_processes()
