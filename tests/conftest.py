@@ -4,6 +4,7 @@ the processes a test started (never the whole machine's)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -23,6 +24,16 @@ from n8n_deepeval_pipeline import (
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent"
 DRY_RUN = JudgeSpec()
+Z_95 = 1.959964  # the two-sided 95% normal quantile
+
+
+def wilson_by_hand(passed: int, runs: int) -> tuple[float, float]:
+    """The 95% Wilson score interval of a pass rate, written out as its formula."""
+    p = passed / runs
+    denominator = 1 + Z_95**2 / runs
+    center = (p + Z_95**2 / (2 * runs)) / denominator
+    half = Z_95 * math.sqrt(p * (1 - p) / runs + Z_95**2 / (4 * runs**2)) / denominator
+    return center - half, center + half
 
 
 @pytest.fixture

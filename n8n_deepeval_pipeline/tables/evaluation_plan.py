@@ -42,6 +42,7 @@ from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold,
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 from n8n_deepeval_pipeline.tables.run_items import (
     ExpressionFoundNothingError,
+    item_expressions,
     run_item,
     with_expressions,
 )
@@ -131,16 +132,17 @@ class EvaluationPlan:
         self._keys: dict[int, tuple[ExpandedRun, MetricConfig]] = {}
         rows_by_id = {row.row_id: row for row in rows}
         outputs_by_run = {output.run_id: output for output in outputs}
+        metrics = [(config, item_expressions(config)) for config in benchmark.metrics]
         for run in runs:
             output = outputs_by_run.get(run.run_id)
-            for config in benchmark.metrics:
+            for config, expressions in metrics:
                 if output is None or output.error is not None:
                     self.without_output.append((run, config, output))
                     continue
                 row = rows_by_id[run.row_id]
                 try:
                     item = with_expressions(
-                        config,
+                        expressions,
                         evaluation_item(row, output),
                         partial(run_item, run, row, output, None, benchmark.dataset.data_table),
                     )

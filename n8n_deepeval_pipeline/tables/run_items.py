@@ -29,20 +29,8 @@ from typing import Any
 from n8n_deepeval_pipeline.evaluation import EvaluationItem
 from n8n_deepeval_pipeline.metrics.n8n import JudgePresetConfig
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
-from n8n_deepeval_pipeline.n8n_data.expressions import NothingFoundError, as_text
+from n8n_deepeval_pipeline.n8n_data.expressions import Expression, NothingFoundError, as_text
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, RunAggregate
-
-# The seed's evalContext fields (its Trigger's), plus nothing of this project's own.
-EVAL_CONTEXT_FIELDS = (
-    "workflowHash",
-    "caseId",
-    "runIndex",
-    "runId",
-    "runName",
-    "isEvalRun",
-    "rowId",
-    "sourceTableId",
-)
 
 
 def eval_context(run: ExpandedRun, source_table_id: str | None = None) -> dict[str, Any]:
@@ -126,18 +114,26 @@ class ExpressionFoundNothingError(ValueError):
     """A metric's expression option found no value in the run's item."""
 
 
+ItemExpressions = dict[str, tuple[str, Expression]]  # item field → (option, expression)
+
+
+def item_expressions(config: MetricConfig) -> ItemExpressions:
+    """The metric's expression options (``actualAnswer``, …), parsed; none for most metrics.
+
+    Parse once per metric and pass the result to ``with_expressions`` for each run.
+    """
+    return config.item_expressions() if isinstance(config, JudgePresetConfig) else {}
+
+
 def with_expressions(
-    config: MetricConfig, item: EvaluationItem, json_item: Callable[[], dict[str, Any]]
+    expressions: ItemExpressions, item: EvaluationItem, json_item: Callable[[], dict[str, Any]]
 ) -> EvaluationItem:
-    """``item`` with the fields the metric's expressions fill (``actualAnswer``, …).
+    """``item`` with the fields the metric's expressions (``item_expressions``) fill.
 
     ``json_item`` builds the run's item (only called when the metric has expressions).
     Values that are not text become their JSON text. Raises
     ``ExpressionFoundNothingError`` naming the option, its expression and the path.
     """
-    if not isinstance(config, JudgePresetConfig):
-        return item
-    expressions = config.item_expressions()
     if not expressions:
         return item
     values = json_item()

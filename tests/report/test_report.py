@@ -21,17 +21,8 @@ from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT
 from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
 from n8n_deepeval_pipeline.report.model import Excerpt
 from n8n_deepeval_pipeline.summary import summarise
+from tests.conftest import wilson_by_hand
 from tests.report.sample import BAD_ANSWERS, BASELINE, CANDIDATE, sample_report
-
-Z_95 = 1.959964
-
-
-def wilson_by_hand(passed, runs):
-    p = passed / runs
-    denominator = 1 + Z_95**2 / runs
-    center = (p + Z_95**2 / (2 * runs)) / denominator
-    half = Z_95 * math.sqrt(p * (1 - p) / runs + Z_95**2 / (4 * runs**2)) / denominator
-    return center - half, center + half
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     run_failure_categories,
     wilson_interval,
 )
-
-Z_95 = 1.959964
+from tests.conftest import Z_95, wilson_by_hand
 
 
 def flags(passed, runs):
@@ -42,14 +41,6 @@ def hypergeometric_left_tail(cand_passed, cand_runs, base_passed, base_runs):
         math.comb(passes, k) * math.comb(fails, cand_runs - k) / total
         for k in range(0, cand_passed + 1)
     )
-
-
-def wilson_by_hand(passed, runs):
-    p = passed / runs
-    denominator = 1 + Z_95**2 / runs
-    center = (p + Z_95**2 / (2 * runs)) / denominator
-    half = Z_95 * math.sqrt(p * (1 - p) / runs + Z_95**2 / (4 * runs**2)) / denominator
-    return center - half, center + half
 
 
 # --- Fisher's exact p-values -------------------------------------------------------------

@@ -19,6 +19,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import AGGREGATE_KEYS, write_
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.run_groups import ConsistencyFieldError
 from n8n_deepeval_pipeline.tables.run_items import run_item
+from tests.tables.factories import metric_score
 
 HASH = "b" * 64
 
@@ -52,30 +53,7 @@ def run(row_id: str, index: int, run_name: str = "nightly") -> ExpandedRun:
 
 
 def score(run_: ExpandedRun, metric: str, value: float | None, success: bool) -> MetricScore:
-    return MetricScore(
-        workflow_hash=HASH,
-        run_id=run_.run_id,
-        case_id=run_.case_id,
-        metric=metric,
-        metric_slug=metric,
-        score=value,
-        threshold=0.5,
-        success=success,
-        direction="higher_is_better",
-        reason=None,
-        error=None,
-        error_kind=None,
-        judge=None,
-        dry_run=False,
-        judge_calls=0,
-        judge_retries=0,
-        cached_calls=0,
-        prompt_tokens=0,
-        completion_tokens=0,
-        tokens=0,
-        cost_usd=None,
-        latency_s=0.0,
-    )
+    return metric_score(run_.run_id, metric, value, success, latency_s=0.0)
 
 
 def output(run_: ExpandedRun, text: str | None, **fields) -> AgentOutput:

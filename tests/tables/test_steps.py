@@ -9,13 +9,13 @@ from n8n_deepeval_pipeline import (
     DatasetRow,
     EvaluationResult,
     JudgeSpec,
-    MetricScore,
     load_benchmark,
     workflow_hash,
 )
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan, conversation
 from tests.conftest import EXAMPLE
+from tests.tables.factories import metric_score as score
 
 HASH = "a" * 64
 
@@ -54,34 +54,6 @@ def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_pa
     assert "<webhook path hidden>" in snapshot.canonical_json
     with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest[:12]}, not"):
         steps.workflow_snapshot(workflow, "workflow.json", HASH[:12])
-
-
-def score(run_id: str, metric: str, value: float | None, success: bool, **extra) -> MetricScore:
-    fields = {
-        "workflow_hash": HASH,
-        "run_id": run_id,
-        "case_id": run_id.rsplit(":", 1)[0],
-        "metric": metric,
-        "metric_slug": metric,
-        "score": value,
-        "threshold": 0.5,
-        "success": success,
-        "direction": "higher_is_better",
-        "reason": None,
-        "error": None,
-        "error_kind": None,
-        "judge": None,
-        "dry_run": False,
-        "judge_calls": 0,
-        "judge_retries": 0,
-        "cached_calls": 0,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "tokens": 0,
-        "cost_usd": None,
-        "latency_s": 0.1,
-    }
-    return MetricScore.model_validate({**fields, **extra})
 
 
 def example_benchmark(**aggregate):
