@@ -7,6 +7,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     OverallPassRate,
     VersionComparison,
 )
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
 def _rate(side: OverallPassRate) -> str:
@@ -38,7 +39,7 @@ def render_comparison(comparison: VersionComparison, baseline: str, candidate: s
     width = max([len("case")] + [len(case.row_id) for case in comparison.cases])
     counts = " · ".join(f"{v} {n}" for v, n in comparison.verdict_counts.items() if n)
     lines = [
-        f"candidate {candidate[:12]} against baseline {baseline[:12]}",
+        f"candidate {version_key(candidate)} against baseline {version_key(baseline)}",
         f"run pass rate {_rate(comparison.baseline_overall)} → "
         f"{_rate(comparison.candidate_overall)}, {_points(comparison.overall_delta)} points",
         f"verdicts: {counts or 'none'}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from n8n_deepeval_pipeline.statistics.version_comparison import Interval, PassCount
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 MISSING = "—"
 MINUS = "−"  # a real minus sign lines up with the plus sign in tables
@@ -66,4 +67,4 @@ def thousands(value: int) -> str:
 
 def short_hash(workflow_hash: str | None) -> str:
     """The first 12 hex digits of a workflow hash, as the CLI prints it."""
-    return MISSING if workflow_hash is None else workflow_hash[:12]
+    return MISSING if workflow_hash is None else version_key(workflow_hash)

@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     of_version,
     scores_by_run,
 )
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
 class UnknownVersionError(ValueError):
@@ -32,7 +33,7 @@ def resolve_version(known: list[str], prefix: str) -> str:
     matches = [version for version in known if version.startswith(prefix)]
     if len(matches) != 1:
         what = "no known version" if not matches else f"{len(matches)} versions"
-        listing = ", ".join(version[:12] for version in known) or "none"
+        listing = ", ".join(version_key(version) for version in known) or "none"
         raise UnknownVersionError(f"{what} starts with {prefix!r} (known: {listing})")
     return matches[0]
 

@@ -28,6 +28,7 @@ from n8n_deepeval_pipeline.tables.data_files import (
     utf8_text,
 )
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
 class RecordedLine(BaseModel):
@@ -63,7 +64,7 @@ class NoRecordingError(ValueError):
 
     def __init__(self, partition: str, source: str) -> None:
         super().__init__(
-            f"no recorded outputs for version {partition[:12]} in {source}: record them "
+            f"no recorded outputs for version {version_key(partition)} in {source}: record them "
             "(`n8n-deepeval run FILE --record PATH` with a live target) or use a live target"
         )
 
