@@ -129,25 +129,32 @@ def _check(path: Path) -> Any:
         return check_benchmark(path, client)
 
 
-def _runner(path: Path, instance: Any, judge_cache: bool = True, selection: Any = None) -> Any:
+def _runner(
+    path: Path,
+    instance: Any,
+    judge_cache: bool = True,
+    selection: Any = None,
+    benchmark: Any = None,
+) -> Any:
+    """A runner of benchmark FILE, validated here unless the caller passes it validated."""
     from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
 
-    benchmark, _ = _check(path)
+    if benchmark is None:
+        benchmark, _ = _check(path)
     return BenchmarkRunner(benchmark, path, instance, judge_cache, selection)
 
 
-def _instance_for(path: Path, selection: Any) -> Any:
+def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     """The shared local instance, or a throwaway one for a trial of a few rows."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance, trial_instance
 
     if selection is None:
         return local_instance()
-    benchmark, report = _check(path)
     try:
         selection.check(report.row_ids)
     except ValueError as error:
         raise _Refused(f"{path}: {error}", EXIT_INVALID_CONFIG) from None
-    return trial_instance(benchmark.name)
+    return trial_instance(report.benchmark)
 
 
 @main.command()
@@ -204,9 +211,10 @@ def run(
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
-        with _instance_for(file, selection) as instance:
-            runner = _runner(file, instance, not no_cache, selection)
-            partition = runner.register_current_version()
+        benchmark, checked = _check(file)  # read once: the run registers the hash it read
+        with _instance_for(file, checked, selection) as instance:
+            runner = _runner(file, instance, not no_cache, selection, benchmark)
+            partition = runner.register_current_version(checked.workflow_hash)
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
             if not materialised.completed:
@@ -267,9 +275,10 @@ def backfill(file: Path, from_asset: str | None) -> None:
 
     try:
         with local_instance() as instance:
-            runner = _runner(file, instance)
+            benchmark, checked = _check(file)
+            runner = _runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
-            current = None if from_asset else runner.register_current_version()
+            current = None if from_asset else runner.register_current_version(checked.workflow_hash)
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")

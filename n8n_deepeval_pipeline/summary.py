@@ -118,7 +118,8 @@ def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
     return {k: fmean(row[k] for row in rows if k in row) for k in ks}
 
 
-def _errors(scores: list[MetricScore]) -> ErrorSummary:
+def error_summary(scores: list[MetricScore]) -> ErrorSummary:
+    """The scores' errors by kind, and how many of them left a score without a judgement."""
     failed = [score for score in scores if score.error_kind]
     unjudged = [score for score in failed if is_unjudged(score.error_kind)]
     first: dict[str, str] = {}
@@ -228,7 +229,7 @@ def summarise(
         runs=len(aggregates),
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
         mean_overall_score=mean_of_present([row.overall_score for row in aggregates]),
-        errors=_errors(scores),
+        errors=error_summary(scores),
         failing_cases=_failing_cases(scores, aggregates),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
         judge_label=next((score.judge for score in scores if score.judge), None),

@@ -19,7 +19,6 @@ are stored.
 import os
 import resource
 import statistics
-from collections import Counter
 from collections.abc import Iterator
 from statistics import fmean
 from typing import Any
@@ -28,12 +27,11 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
-from n8n_deepeval_pipeline.evaluation import is_unjudged
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
-from n8n_deepeval_pipeline.summary import judge_usage
+from n8n_deepeval_pipeline.summary import error_summary, judge_usage
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
@@ -136,10 +134,11 @@ def build_metric_scores_asset(
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
         if any(spec.is_dry_run for spec in planned.judges):
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
-        chunks = plan_chunks(planned.task_count, chunk_size(config.chunk_size))
+        size = chunk_size(config.chunk_size)
+        chunks = plan_chunks(planned.task_count, size)
         context.log.info(
             f"{planned.task_count} evaluations in {len(chunks)} chunk(s) of at most "
-            f"{chunk_size(config.chunk_size)}; {planned.total - planned.task_count} rows "
+            f"{size}; {planned.total - planned.task_count} rows "
             "known without evaluating"
         )
         yield dg.Output(
@@ -346,16 +345,14 @@ def score_checks(
     benchmark: Benchmark, scores: list[MetricScore], expected: int
 ) -> list[dg.AssetCheckResult]:
     """Results of the checks of ``metric_scores``."""
-    errors = Counter(score.error_kind for score in scores if score.error_kind)
-    unjudged = sum(1 for score in scores if is_unjudged(score.error_kind))
-    rate = unjudged / len(scores) if scores else 0.0
+    errors = error_summary(scores)
     key = _key(benchmark)
     return [
         dg.AssetCheckResult(
             check_name="error_rate",
             asset_key=key,
-            passed=rate <= benchmark.checks.max_error_rate,
-            metadata={"unjudged": unjudged, "unjudged_rate": rate},
+            passed=errors.unjudged_rate <= benchmark.checks.max_error_rate,
+            metadata={"unjudged": errors.unjudged, "unjudged_rate": errors.unjudged_rate},
         ),
         dg.AssetCheckResult(
             check_name="every_run_scored",
@@ -366,8 +363,8 @@ def score_checks(
         dg.AssetCheckResult(
             check_name="no_metric_errors",
             asset_key=key,
-            passed=not errors,
+            passed=not errors.by_kind,
             severity=dg.AssetCheckSeverity.WARN,
-            metadata={kind: count for kind, count in errors.items()},
+            metadata=dict(errors.by_kind),
         ),
     ]

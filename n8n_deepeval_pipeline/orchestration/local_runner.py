@@ -128,11 +128,14 @@ class BenchmarkRunner:
         resolved: N8nResource = resource.process_config_and_initialize()
         return resolved
 
-    def register_current_version(self) -> str:
-        """Add the workflow's current version (its file, or n8n's) as a partition; its key."""
-        return register_version(
-            self.instance, self.partitions_name, current_hash(self.benchmark, self.n8n())
-        )
+    def register_current_version(self, workflow_hash: str | None = None) -> str:
+        """Add the workflow's current version (its file, or n8n's) as a partition; its key.
+
+        ``workflow_hash``: the current hash, when the caller has just read the workflow
+        (validating the benchmark does); otherwise the workflow is read here.
+        """
+        digest = workflow_hash or current_hash(self.benchmark, self.n8n())
+        return register_version(self.instance, self.partitions_name, digest)
 
     def known_versions(self) -> list[str]:
         """Every workflow version (its key) the instance knows for this benchmark."""

@@ -11,18 +11,14 @@ from collections.abc import Iterator
 import dagster as dg
 import pytest
 
-from n8n_deepeval_pipeline import load_benchmark
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
-from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
     PostgresResultsIOManager,
     libpq_url,
 )
-from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.live.services import Postgres, postgres_server
 from tests.live.test_distributed import _require_distributed
-from tests.orchestration.conftest import run_job
+from tests.orchestration.conftest import example_key, run_job, step_failure
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
 
@@ -62,7 +58,7 @@ def distributed(postgres, tmp_path, monkeypatch) -> Postgres:
 def _example(example_copy):
     defs = build_definitions([example_copy])
     assert isinstance(defs.resources["io_manager"], PostgresResultsIOManager)
-    return defs, version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    return defs, example_key(example_copy)
 
 
 def test_rematerialising_a_version_replaces_its_rows_only(example_copy, distributed):
@@ -111,7 +107,7 @@ def test_a_column_added_since_is_migrated_and_a_changed_type_stops(example_copy,
         ) == [(27, 0)]
         sql(distributed, "alter table support_agent.expanded_runs alter run_index type text")
         result = run_job(defs, instance, key)
-    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    failure = step_failure(result)
     message = str(failure.event_specific_data)
     assert "table support_agent.expanded_runs in PostgreSQL database 'n8n_deepeval'" in message
     assert "column run_index is text, now bigint" in message

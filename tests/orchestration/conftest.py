@@ -43,6 +43,17 @@ def edit_and_record_new_version(example_copy):
     return version_key(new)
 
 
+def example_key(benchmark_file) -> str:
+    """The version key of the benchmark's workflow as it is now (its file)."""
+    return version_key(current_hash(load_benchmark(benchmark_file), N8nResource()))
+
+
+def step_failure(result):
+    """The one step failure of a run."""
+    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    return failure
+
+
 def run_job(defs, instance, key, job="support_agent__benchmark"):
     """Register the version (if it is new) and run a job of the example for it."""
     if not instance.has_dynamic_partition(PARTITIONS, key):

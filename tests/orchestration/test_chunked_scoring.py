@@ -7,14 +7,10 @@ import dagster as dg
 import pytest
 from dagster._core.definitions.reconstruct import ReconstructableRepository
 
-from n8n_deepeval_pipeline import load_benchmark
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
-from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
-from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.conftest import ROOT
-from tests.orchestration.conftest import PARTITIONS, query
+from tests.orchestration.conftest import PARTITIONS, example_key, query
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +54,7 @@ def _started_steps(result) -> set[str]:
 
 
 def _register(instance: dg.DagsterInstance, example_copy: Path) -> str:
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     instance.add_dynamic_partitions(PARTITIONS, [key])
     return key
 

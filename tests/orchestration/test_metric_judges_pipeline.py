@@ -6,13 +6,9 @@ import dagster as dg
 import pytest
 import yaml
 
-from n8n_deepeval_pipeline import load_benchmark
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
-from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from n8n_deepeval_pipeline.workflow.hashing import version_key
-from tests.orchestration.conftest import query, run_job
+from tests.orchestration.conftest import example_key, query, run_job
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +43,7 @@ def test_a_metric_judge_and_a_dry_run_panel_are_stored_and_summarised(
     document["aggregate"] = {"passRule": "allPass"}
     example_copy.write_text(yaml.safe_dump(document))
     defs = build_definitions([example_copy])
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     try:
         with dg.instance_for_test() as instance:
             result = run_job(defs, instance, key)

@@ -13,7 +13,14 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.conftest import worker_processes
-from tests.orchestration.conftest import PARTITIONS, edit_and_record_new_version, query, run_job
+from tests.orchestration.conftest import (
+    PARTITIONS,
+    edit_and_record_new_version,
+    example_key,
+    query,
+    run_job,
+    step_failure,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -128,7 +135,7 @@ def test_changed_workflow_needs_its_own_recordings_and_old_rows_stay(example_cop
         job = defs.resolve_job_def("support_agent__benchmark")
         instance.add_dynamic_partitions(PARTITIONS, [new])
         refused = job.execute_in_process(partition_key=new, instance=instance, raise_on_error=False)
-        (failure,) = [event for event in refused.all_events if event.is_step_failure]
+        failure = step_failure(refused)
         assert f"no recorded outputs for version {new}" in str(failure.event_specific_data)
         # the new version's recordings, as `run --record` writes them
         recorded = example_copy.parent / "outputs.jsonl"
@@ -151,7 +158,7 @@ def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised
     example_copy, environment
 ):
     defs = build_definitions([example_copy])
-    old = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    old = example_key(example_copy)
     with dg.instance_for_test() as instance:
         materialise(defs, instance, old)
         new = edit_and_record_new_version(example_copy)
@@ -177,7 +184,7 @@ def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised
         refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
             partition_key=old, instance=instance, raise_on_error=False
         )
-    (failure,) = [event for event in refused.all_events if event.is_step_failure]
+    failure = step_failure(refused)
     assert "`…__rescore` job" in str(failure.event_specific_data)
     assert query(
         environment,
@@ -221,7 +228,7 @@ def test_sensor_runs_the_first_version_when_the_benchmark_opts_in(example_copy, 
     example_copy.write_text(text + "runFirstVersion: true\n")
     defs = build_definitions([example_copy])
     sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     with dg.instance_for_test() as instance:
         first = _tick(sensor, instance)
     assert [r.partition_key for r in first.run_requests] == [key]
@@ -241,7 +248,7 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
     defs = build_definitions([example_copy])
     schedule = defs.resolve_schedule_def("support_agent__nightly")
     assert schedule.cron_schedule == "0 2 * * *"
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     with dg.instance_for_test() as instance:
         request = schedule(
             dg.build_schedule_context(instance=instance, resources={"n8n": N8nResource()})
@@ -301,7 +308,7 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
 ):
     before = worker_processes()  # a shared pool of another test may be running
     defs = build_definitions([example_copy])
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     journal_dir = tmp_path / "journal"
     with dg.instance_for_test() as instance:
         # Resolved with a live instance: Dagster keeps the last instance's state storage.
@@ -342,7 +349,7 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     with outputs.open("a") as file:
         file.write(json.dumps({"row_id": "typo", "run_index": 0, "output": "x"}) + "\n")
     defs = build_definitions([example_copy])
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs"]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [key])
@@ -352,7 +359,7 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
             raise_on_error=False,
             asset_selection=[dg.AssetKey(["support_agent", name]) for name in steps],
         )
-    (failure,) = [event for event in refused.all_events if event.is_step_failure]
+    failure = step_failure(refused)
     assert failure.step_key == "support_agent__agent_outputs"
     assert failure.event_specific_data.error.cause.message == (
         "n8n_deepeval_pipeline.config_errors.DataFileError: "
@@ -377,7 +384,7 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         instance.add_dynamic_partitions(PARTITIONS, ["0" * 12])
         workflow = example_copy.parent / "workflow.json"
         workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
-        second = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+        second = example_key(example_copy)
         result = run_job(defs, instance, second)
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
         (report,) = result.asset_materializations_for_node("support_agent__benchmark_report")

@@ -4,12 +4,8 @@ import dagster as dg
 import duckdb
 import pytest
 
-from n8n_deepeval_pipeline import load_benchmark
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
-from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
-from n8n_deepeval_pipeline.workflow.hashing import version_key
-from tests.orchestration.conftest import query, run_job
+from tests.orchestration.conftest import example_key, query, run_job, step_failure
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +17,7 @@ def _alter(database, sql):
 
 def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy, environment):
     defs = build_definitions([example_copy])
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
         # as an earlier version of the project wrote it: no error_kind column, and a
@@ -43,12 +39,12 @@ def test_a_table_without_a_newer_column_gains_it_and_keeps_its_rows(example_copy
 
 def test_a_column_whose_type_changed_stops_with_what_to_do(example_copy, environment):
     defs = build_definitions([example_copy])
-    key = version_key(current_hash(load_benchmark(example_copy), N8nResource()))
+    key = example_key(example_copy)
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
         _alter(environment, "alter table support_agent.expanded_runs alter run_index type varchar")
         result = run_job(defs, instance, key)
-    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    failure = step_failure(result)
     message = str(failure.event_specific_data)
     assert "table support_agent.expanded_runs in DuckDB database 'results'" in message
     assert "written by an older version of n8n-deepeval-pipeline" in message

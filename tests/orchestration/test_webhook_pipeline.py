@@ -12,9 +12,8 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
-from n8n_deepeval_pipeline.workflow.hashing import version_key
 from tests.n8n_api.fake_n8n import TOKEN, FakeN8nWebhooks
-from tests.orchestration.conftest import PARTITIONS, query
+from tests.orchestration.conftest import PARTITIONS, example_key, query
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +35,7 @@ def test_live_outputs_are_scored_and_failed_calls_are_target_error_rows(
         url = f"{fake.base_url}/webhook/{path}?token={TOKEN}"
         benchmark_file = webhook_benchmark(example_copy, url)
         defs = build_definitions([benchmark_file])
-        key = version_key(current_hash(load_benchmark(benchmark_file), N8nResource()))
+        key = example_key(benchmark_file)
         (tmp_path / "dagster").mkdir()
         with dg.instance_for_test(temp_dir=str(tmp_path / "dagster")) as instance:
             instance.add_dynamic_partitions(PARTITIONS, [key])

@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 
 import dagster as dg
 import pandas as pd
-from dagster._core.definitions.metadata import TableMetadataSet
 from dagster._core.storage.db_io_manager import (
     DbClient,
     DbIOManager,
@@ -35,7 +34,10 @@ from dagster._core.storage.db_io_manager import (
 )
 from pydantic import Field
 
-from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OutdatedTableError
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
+    columns_to_add,
+    report_written,
+)
 
 # pandas dtype kind → PostgreSQL type, as information_schema.columns names it.
 _SQL_TYPES = {
@@ -93,9 +95,10 @@ def stored_columns(connection: Any, schema: str, table: str) -> dict[str, str]:
 
 
 def _database_name(connection: Any) -> str:
+    """The database the connection is to, as an outdated table's message names it."""
     with connection.cursor() as cursor:
         cursor.execute("select current_database()")
-        return str(cursor.fetchone()[0])
+        return f"PostgreSQL database {str(cursor.fetchone()[0])!r}"
 
 
 def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> list[str]:
@@ -108,20 +111,12 @@ def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> li
             columns = ", ".join(f"{_quote(name)} {kind}" for name, kind in wanted.items())
             cursor.execute(f"create table {qualified} ({columns})")
             return []
-        changed = {
-            name: (stored[name], kind)
-            for name, kind in wanted.items()
-            if name in stored and stored[name] != kind
-        }
-        if changed:
-            name, (old, new) = next(iter(changed.items()))
-            raise OutdatedTableError(
-                f"table {schema}.{table} in PostgreSQL database {_database_name(connection)!r} "
-                f"was written by an older version of n8n-deepeval-pipeline: column {name} is "
-                f"{old}, now {new}. Rename the table to keep its rows (alter table ... rename), "
-                "or drop it, and run again."
-            )
-        added = [name for name in wanted if name not in stored]
+        advice = (
+            "Rename the table to keep its rows (alter table ... rename), or drop it, and run again."
+        )
+        added = columns_to_add(
+            stored, wanted, f"{schema}.{table}", lambda: _database_name(connection), advice
+        )
         for name in added:
             cursor.execute(f"alter table {qualified} add column {_quote(name)} {wanted[name]}")
     return added
@@ -189,16 +184,9 @@ class PostgresPandasTypeHandler(DbTypeHandler[pd.DataFrame]):
         connection: Any,
     ) -> None:
         """Create or migrate the table, then insert the partition's rows."""
-        schema, table = table_slice.schema, table_slice.table
-        added = migrate(connection, schema, table, obj)
-        if added:
-            context.log.info(f"{schema}.{table}: added columns {', '.join(added)}")
-        if obj.empty:
-            context.log.info(f"no rows for {schema}.{table} in this partition")
-        insert_rows(connection, schema, table, obj)
-        context.add_output_metadata(
-            dict(TableMetadataSet(partition_row_count=len(obj), storage_kind="postgres"))
-        )
+        added = migrate(connection, table_slice.schema, table_slice.table, obj)
+        insert_rows(connection, table_slice.schema, table_slice.table, obj)
+        report_written(context, table_slice, obj, added, "postgres")
 
     def load_input(
         self, context: dg.InputContext, table_slice: TableSlice, connection: Any

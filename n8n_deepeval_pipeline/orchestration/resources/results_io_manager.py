@@ -9,7 +9,7 @@ transaction, so a write that fails keeps the rows it was to replace.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,30 +40,63 @@ def _frame_columns(connection: Any, frame: pd.DataFrame) -> dict[str, str]:
     return {name: kind for name, kind, *_ in described}
 
 
-def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> list[str]:
-    """Add the frame's new columns to a stored table; return their names."""
-    stored = stored_columns(connection, schema, table)
-    if not stored:
-        return []
+def columns_to_add(
+    stored: dict[str, str],
+    wanted: dict[str, str],
+    table: str,
+    database: Callable[[], str],
+    advice: str,
+) -> list[str]:
+    """The frame's columns a stored table lacks; a column whose type changed stops the step.
+
+    ``table`` is ``schema.table``; ``database`` names the database (asked only to say
+    where the outdated table is); ``advice`` says what to do about it.
+    """
+    for name, kind in wanted.items():
+        if name in stored and stored[name] != kind:
+            raise OutdatedTableError(
+                f"table {table} in {database()} was written by an older version of "
+                f"n8n-deepeval-pipeline: column {name} is {stored[name]}, now {kind}. {advice}"
+            )
+    return [name for name in wanted if name not in stored]
+
+
+def migrate(
+    connection: Any, schema: str, table: str, frame: pd.DataFrame, stored: dict[str, str]
+) -> list[str]:
+    """Add the frame's new columns to a stored table (its ``stored`` columns); their names."""
+
+    def database() -> str:
+        name = connection.execute("select current_database()").fetchone()[0]
+        return f"DuckDB database {name!r}"
+
     wanted = _frame_columns(connection, frame)
-    changed = {
-        name: (stored[name], kind)
-        for name, kind in wanted.items()
-        if name in stored and stored[name] != kind
-    }
-    if changed:
-        name, (old, new) = next(iter(changed.items()))
-        database = connection.execute("select current_database()").fetchone()[0]
-        raise OutdatedTableError(
-            f"table {schema}.{table} in DuckDB database {database!r} was written by an older "
-            f"version of n8n-deepeval-pipeline: column {name} is {old}, now {new}. Move the "
-            "database file aside to keep its rows (N8N_DEEPEVAL_DUCKDB picks another), or "
-            "drop the table, and run again."
-        )
-    added = [name for name in wanted if name not in stored]
+    advice = (
+        "Move the database file aside to keep its rows (N8N_DEEPEVAL_DUCKDB picks another), "
+        "or drop the table, and run again."
+    )
+    added = columns_to_add(stored, wanted, f"{schema}.{table}", database, advice)
     for name in added:
         connection.execute(f'alter table {schema}.{table} add column "{name}" {wanted[name]}')
     return added
+
+
+def report_written(
+    context: dg.OutputContext,
+    table_slice: TableSlice,
+    rows: pd.DataFrame,
+    added: list[str],
+    storage_kind: str,
+) -> None:
+    """Log the columns a write added (or that it had no rows); the partition's row count."""
+    schema, table = table_slice.schema, table_slice.table
+    if added:
+        context.log.info(f"{schema}.{table}: added columns {', '.join(added)}")
+    if rows.empty:
+        context.log.info(f"no rows for {schema}.{table} in this partition")
+    context.add_output_metadata(
+        dict(TableMetadataSet(partition_row_count=len(rows), storage_kind=storage_kind))
+    )
 
 
 class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
@@ -78,18 +111,14 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
     ) -> None:
         """Create the table, or migrate it and insert the rows by name."""
         schema, table = table_slice.schema, table_slice.table
-        if obj.empty:
-            context.log.info(f"no rows for {schema}.{table} in this partition")
-        elif stored_columns(connection, schema, table):
-            added = migrate(connection, schema, table, obj)
-            if added:
-                context.log.info(f"{schema}.{table}: added columns {', '.join(added)}")
+        added: list[str] = []
+        stored = {} if obj.empty else stored_columns(connection, schema, table)
+        if stored:
+            added = migrate(connection, schema, table, obj, stored)
             connection.execute(f"insert into {schema}.{table} by name select * from obj")
-        else:
+        elif not obj.empty:
             connection.execute(f"create table {schema}.{table} as select * from obj")
-        context.add_output_metadata(
-            dict(TableMetadataSet(partition_row_count=len(obj), storage_kind="duckdb"))
-        )
+        report_written(context, table_slice, obj, added, "duckdb")
 
 
 class AtomicDuckDbClient(DuckDbClient):
