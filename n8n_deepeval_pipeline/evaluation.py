@@ -104,6 +104,9 @@ class Judgement(BaseModel):
     cached_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # How DeepEval scored a metric that asks for log-probabilities (G-Eval):
+    # logprob_weighted, or schema_fallback when the judge has none; None for other metrics.
+    score_path: str | None = None
 
 
 class JudgeVote(Judgement):
@@ -146,10 +149,11 @@ class EvaluationResult(Judgement):
                 "completion_tokens",
             )
         }
+        path = ",".join(sorted({vote.score_path for vote in votes if vote.score_path})) or None
         failed = [vote for vote in votes if vote.score is None]
         answered = len(votes) - len(failed)
         if answered >= quorum(len(votes)):
-            return cls(task_id=task_id, votes=votes, **totals)
+            return cls(task_id=task_id, votes=votes, score_path=path, **totals)
         why = "; ".join(f"{vote.judge}: {vote.error_kind}: {vote.error}" for vote in failed)
         return cls(
             task_id=task_id,
@@ -157,5 +161,6 @@ class EvaluationResult(Judgement):
             error=f"{answered} of {len(votes)} judges answered, a panel needs "
             f"{quorum(len(votes))}. {why}",
             error_kind=failed[0].error_kind or "metric_error",
+            score_path=path,
             **totals,
         )

@@ -11,6 +11,12 @@ of a panel, or of a metric with a judge of its own, has its own.
 Sync and async are adapted once: all of it is async and runs on one event loop thread
 per worker, so the provider's HTTP client lives on a single loop; ``generate`` waits
 for that loop, ``a_generate`` awaits it.
+
+``generate_raw_response`` is DeepEval's way to ask for log-probabilities (G-Eval weights
+its score by them). Where DeepEval's own model would have none (its model data says the
+OpenAI model has none, an Anthropic judge, a judge set to ``logprobs: false``), it raises
+``AttributeError``, on which DeepEval takes its schema path, exactly as it does for its
+own models. The usage counter says which path scored the evaluation.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -29,9 +35,16 @@ from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
 from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
-from n8n_deepeval_pipeline.judging.providers import Completion, ProviderError, build_provider
+from n8n_deepeval_pipeline.judging.providers import (
+    Completion,
+    LogprobProvider,
+    Provider,
+    ProviderError,
+    build_provider,
+)
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.judging.wire_format import ModelCapabilities, plain_json_schema
 
 T = TypeVar("T")
 
@@ -48,6 +61,10 @@ class JudgeOutputError(RuntimeError):
     """The judge answered twice with JSON that does not fit the metric's schema."""
 
 
+class NoLogprobs(AttributeError):
+    """No log-probabilities from this judge: DeepEval falls back to its schema path."""
+
+
 class UsageCounter:
     """Judge calls, retries, cache hits and tokens of the evaluation in progress."""
 
@@ -61,6 +78,15 @@ class UsageCounter:
         self.cached = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.weighted = 0  # raw answers with log-probabilities (G-Eval's weighted score)
+        self.unweighted = 0  # asked for them and fell back to DeepEval's schema path
+
+    @property
+    def score_path(self) -> str | None:
+        """How DeepEval scored a metric that asks for log-probabilities (None: it did not)."""
+        if self.unweighted:
+            return "schema_fallback"
+        return "logprob_weighted" if self.weighted else None
 
 
 class _LoopThread:
@@ -84,10 +110,19 @@ def _process_loop(pid: int) -> _LoopThread:
     return _LoopThread()
 
 
-@functools.cache
-def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """A schema's JSON schema, built once per class (pydantic rebuilds it on every call)."""
-    return schema.model_json_schema()
+def model_capabilities(spec: JudgeSpec) -> ModelCapabilities:
+    """What DeepEval's own model class for this judge would do (its model data)."""
+    from deepeval.models.llms.constants import ANTHROPIC_MODELS_DATA, OPENAI_MODELS_DATA
+
+    if spec.provider == "anthropic":
+        data = ANTHROPIC_MODELS_DATA.get(spec.model)
+        structured = data.supports_structured_outputs is True
+        return ModelCapabilities(logprobs=False, structured=structured)
+    if spec.provider in ("openai", "azure-openai"):
+        data = OPENAI_MODELS_DATA.get(spec.model)
+        supported = bool(data.supports_log_probs) if spec.logprobs is None else spec.logprobs
+        return ModelCapabilities(logprobs=supported, max_logprobs=data.max_log_probs)
+    return ModelCapabilities(logprobs=spec.logprobs is not False)
 
 
 def _json_object(text: str) -> str:
@@ -105,7 +140,8 @@ class PipelineJudge(DeepEvalBaseLLM):
         self.namespace = "shared"
         self._rng = random.Random()
         self._loop = _process_loop(os.getpid())
-        self._provider = self._loop.run(self._build_provider())
+        self._capabilities = model_capabilities(spec)
+        self._provider: Provider = self._loop.run(self._build_provider())
         state_dir = Path(spec.state_dir) if spec.state_dir else None
         self._state = SharedState.of_process(state_dir) if state_dir else None
         self._limit = (
@@ -115,8 +151,8 @@ class PipelineJudge(DeepEvalBaseLLM):
         )
         super().__init__(model=spec.model)
 
-    async def _build_provider(self) -> Any:
-        return build_provider(self.spec)  # its HTTP client belongs to the judge loop
+    async def _build_provider(self) -> Provider:
+        return build_provider(self.spec, self._capabilities)  # its client lives on the loop
 
     def load_model(self) -> PipelineJudge:
         return self
@@ -130,21 +166,64 @@ class PipelineJudge(DeepEvalBaseLLM):
     async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
         return await self._loop.run_async(self._answer(prompt, schema))
 
-    async def _answer(self, prompt: str, schema: type[BaseModel] | None) -> Any:
-        json_schema = _json_schema(schema) if schema is not None else None
-        key = self._key(prompt, json_schema)
-        if self._state is None or key is None:
-            return (await self._ask_until_valid(prompt, schema, json_schema))[1]
-        cached = await self._cached_or_claimed(self._state, key)
-        if cached is None:
-            try:
-                answer, _ = await self._ask_until_valid(prompt, schema, json_schema)
-                cached = self._state.store(key, answer)
-            finally:
-                self._state.release(key)
+    def generate_raw_response(self, prompt: str, top_logprobs: int = 5) -> tuple[Any, float]:
+        return self._loop.run(self._raw(prompt, top_logprobs))
+
+    async def a_generate_raw_response(
+        self, prompt: str, top_logprobs: int = 5
+    ) -> tuple[Any, float]:
+        return await self._loop.run_async(self._raw(prompt, top_logprobs))
+
+    async def _raw(self, prompt: str, top_logprobs: int) -> tuple[Any, float]:
+        """An OpenAI ``ChatCompletion`` with log-probabilities, and its cost (priced later)."""
+        from openai.types.chat import ChatCompletion
+
+        provider = self._provider
+        if not self._capabilities.logprobs or not isinstance(provider, LogprobProvider):
+            self.usage.unweighted += 1
+            raise NoLogprobs(f"{self.spec.label} gives no log-probabilities")
+        cap = self._capabilities.max_logprobs
+        top = min(top_logprobs, cap) if cap is not None else top_logprobs
+        key = self._key(prompt, {"raw_response": {"top_logprobs": top}})
+
+        async def ask() -> CachedAnswer:
+            completion = await self._call(lambda: provider.complete_raw(prompt, top))
+            return _cached_answer(completion)
+
+        answer = await self._cached_or_asked(key, ask)
+        reply = ChatCompletion.model_validate_json(answer.answer)
+        if reply.choices and reply.choices[0].logprobs is not None:
+            self.usage.weighted += 1
         else:
+            self.usage.unweighted += 1
+        return reply, 0.0
+
+    async def _answer(self, prompt: str, schema: type[BaseModel] | None) -> Any:
+        shape = plain_json_schema(schema) if schema is not None else None
+        parsed: list[Any] = []
+
+        async def ask() -> CachedAnswer:
+            answer, value = await self._ask_until_valid(prompt, schema)
+            parsed.append(value)
+            return answer
+
+        answer = await self._cached_or_asked(self._key(prompt, shape), ask)
+        return parsed[0] if parsed else self._parse(answer.answer, schema)
+
+    async def _cached_or_asked(
+        self, key: str | None, ask: Callable[[], Awaitable[CachedAnswer]]
+    ) -> CachedAnswer:
+        """The cached answer for ``key``, else ``ask()``'s, stored (no cache: just asked)."""
+        if self._state is None or key is None:
+            return await ask()
+        cached = await self._cached_or_claimed(self._state, key)
+        if cached is not None:
             self.usage.cached += 1
-        return self._parse(cached.answer, schema)
+            return cached
+        try:
+            return self._state.store(key, await ask())
+        finally:
+            self._state.release(key)
 
     async def _cached_or_claimed(self, state: SharedState, key: str) -> CachedAnswer | None:
         """The cached answer, after waiting while another evaluation asks; None: ask it."""
@@ -159,23 +238,24 @@ class PipelineJudge(DeepEvalBaseLLM):
             await asyncio.sleep(0.05)
         return cached
 
-    def _key(self, prompt: str, json_schema: dict[str, Any] | None) -> str | None:
+    def _key(self, prompt: str, shape: dict[str, Any] | None) -> str | None:
         if not self.spec.cache or self.spec.is_dry_run:
             return None
         settings: dict[str, Any] = {
             "temperature": self.spec.temperature,
             "max_tokens": self.spec.max_tokens,
+            "wire": self._provider.wire,  # answers to other request forms are not mixed
         }
         if self.spec.endpoint:  # the same model name on two servers: two judges
             settings["endpoint"] = self.spec.endpoint
         provider, model = self.spec.provider, self.spec.model
-        return cache_key(provider, model, settings, prompt, json_schema, self.namespace)
+        return cache_key(provider, model, settings, prompt, shape, self.namespace)
 
     async def _ask_until_valid(
-        self, prompt: str, schema: type[BaseModel] | None, json_schema: dict[str, Any] | None
+        self, prompt: str, schema: type[BaseModel] | None
     ) -> tuple[CachedAnswer, Any]:
         """Ask; if the answer does not fit the schema, ask once more saying why."""
-        completion = await self._call(prompt, json_schema)
+        completion = await self._call(lambda: self._provider.complete(prompt, schema))
         try:
             parsed = self._parse(completion.text, schema)
         except (ValidationError, ValueError) as error:
@@ -183,7 +263,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
                 "Answer again with JSON only, exactly matching the schema."
             )
-            completion = await self._call(retry, json_schema)
+            completion = await self._call(lambda: self._provider.complete(retry, schema))
             try:
                 parsed = self._parse(completion.text, schema)
             except (ValidationError, ValueError) as again:
@@ -191,12 +271,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                     "the judge answered twice with JSON that does not fit "
                     f"{schema.__name__ if schema else 'the answer'}: {_short(again)}"
                 ) from None
-        answer = CachedAnswer(
-            answer=completion.text,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
-        )
-        return answer, parsed
+        return _cached_answer(completion), parsed
 
     @staticmethod
     def _parse(text: str, schema: type[BaseModel] | None) -> Any:
@@ -204,7 +279,7 @@ class PipelineJudge(DeepEvalBaseLLM):
             return text
         return schema.model_validate_json(_json_object(text))
 
-    async def _call(self, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+    async def _call(self, request: Callable[[], Awaitable[Completion]]) -> Completion:
         """One successful provider call, with the retries it took."""
         self._fail_fast_if_open()
         policy = self.spec.retry
@@ -214,7 +289,7 @@ class PipelineJudge(DeepEvalBaseLLM):
             attempt += 1
             await self._wait_for_rate()
             try:
-                completion = await self._call_once(prompt, json_schema)
+                completion = await self._call_once(request)
             except ProviderError as error:
                 delay = policy.delay(attempt, error.retry_after_s, self._rng)
                 out_of_time = time.monotonic() - started + delay > policy.max_total_s
@@ -228,13 +303,13 @@ class PipelineJudge(DeepEvalBaseLLM):
                 self._state.record_success(self.spec.identity)
             return completion
 
-    async def _call_once(self, prompt: str, json_schema: dict[str, Any] | None) -> Completion:
+    async def _call_once(self, request: Callable[[], Awaitable[Completion]]) -> Completion:
         completion: Completion
         if self._limit is None:
-            completion = await self._provider.complete(prompt, json_schema)
+            completion = await request()
         else:
             async with self._limit.slot():
-                completion = await self._provider.complete(prompt, json_schema)
+                completion = await request()
         self.usage.calls += 1
         self.usage.prompt_tokens += completion.prompt_tokens
         self.usage.completion_tokens += completion.completion_tokens
@@ -266,6 +341,14 @@ class PipelineJudge(DeepEvalBaseLLM):
                 self.spec.breaker_threshold,
                 self.spec.breaker_cool_down_s,
             )
+
+
+def _cached_answer(completion: Completion) -> CachedAnswer:
+    return CachedAnswer(
+        answer=completion.text,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+    )
 
 
 def _short(error: Exception) -> str:

@@ -1,10 +1,14 @@
 """Judge providers: one request in, the answer text and its token counts out.
 
-Every provider sends the metric's JSON schema itself, whatever the model's name
-(DeepEval's own OpenAI class decides from the name and sends nothing for unknown
-ones), holds one HTTP client with keep-alive, and never retries: the judge does that,
-once, for all of them. Errors name the provider and status, never a key or a URL's
-query string, and the server's own words are redacted (some echo the key they refused).
+Each provider asks for structured output as DeepEval's own model class for it does
+(``judging.wire_format``): OpenAI and Azure with the openai SDK's strict schema and the
+prompt as content parts, OpenAI-compatible servers by their ``structuredOutputs``
+setting, Anthropic with ``output_config`` where DeepEval's model data says the model
+takes it. The OpenAI family also answers raw completions with log-probabilities, which
+G-Eval weights its score by. Every provider holds one HTTP client with keep-alive and
+never retries: the judge does that, once, for all of them. Errors name the provider and
+status, never a key or a URL's query string, and the server's own words are redacted
+(some echo the key they refused).
 """
 
 from __future__ import annotations
@@ -14,19 +18,31 @@ import hashlib
 import importlib.util
 import json
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
+from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
 from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
-from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec, StructuredOutputs
+from n8n_deepeval_pipeline.judging.wire_format import (
+    ModelCapabilities,
+    anthropic_output_format,
+    openai_response_format,
+    plain_json_schema,
+    text_parts,
+)
 from n8n_deepeval_pipeline.redaction import redact
+
+# Words of an Anthropic 400 that is about the output schema (DeepEval's own test).
+_SCHEMA_REJECTION_MARKERS = ("output_config", "output_format", "schema")
 
 
 class Completion:
-    """An answer and what it cost in tokens."""
+    """An answer and what it cost in tokens (``text``: the whole reply, for a raw one)."""
 
     def __init__(self, text: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
         self.text = text
@@ -54,8 +70,20 @@ class ProviderError(Exception):
 class Provider(Protocol):
     """What the judge needs from a provider."""
 
-    async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
+    @property
+    def wire(self) -> str:
+        """How structured output is asked for now: part of the judge cache's key."""
+
+    async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
         """One call, no retries."""
+
+
+@runtime_checkable
+class LogprobProvider(Protocol):
+    """A provider that can answer raw chat completions with log-probabilities."""
+
+    async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
+        """One call without a schema, ``logprobs: true``; the text is the whole reply (JSON)."""
 
 
 def join_url(base: str, path: str, query: str = "") -> str:
@@ -124,8 +152,10 @@ def _error_detail(response: httpx2.Response, spec: JudgeSpec) -> str:
 class OpenAIChatProvider(_HttpProvider):
     """OpenAI, Azure OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp, LM Studio).
 
-    Structured output is asked for with a JSON schema; a server that rejects
-    ``json_schema`` is asked for JSON mode (with the schema in the prompt) from then on.
+    OpenAI and Azure get what DeepEval's models send: the prompt as content parts and the
+    ``structuredOutputs`` form (``strict`` by default). An OpenAI-compatible server gets
+    the prompt as a string, as DeepEval's local model sends it; one that rejects a JSON
+    schema (HTTP 400) is asked in JSON mode from then on, and the cache keys follow.
     """
 
     def __init__(self, spec: JudgeSpec) -> None:
@@ -138,81 +168,111 @@ class OpenAIChatProvider(_HttpProvider):
             url = join_url(spec.base_url or "https://api.openai.com/v1", "/chat/completions")
             headers = {"authorization": f"Bearer {key}"} if key else {}
         super().__init__(spec, url, headers)
-        self._json_schema = True
+        self._mode: StructuredOutputs = spec.structured_outputs
+        self._parts = spec.provider in ("openai", "azure-openai")
 
-    def _body(self, prompt: str, schema: dict[str, Any] | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"messages": [{"role": "user", "content": prompt}]}
-        if self.spec.provider != "azure-openai":
-            body["model"] = self.spec.model
+    @property
+    def wire(self) -> str:
+        return self._mode
+
+    def _body(self, prompt: str) -> dict[str, Any]:
+        content: Any = text_parts(prompt) if self._parts else prompt
+        body: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": [{"role": "user", "content": content}],
+        }
         if self.spec.temperature is not None:
             body["temperature"] = self.spec.temperature
         if self.spec.max_tokens is not None:
             body["max_tokens"] = self.spec.max_tokens
-        if schema is not None and self._json_schema:
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": str(schema.get("title", "answer")), "schema": schema},
-            }
-        elif schema is not None:
-            body["response_format"] = {"type": "json_object"}
-            body["messages"][0]["content"] = (
-                f"{prompt}\n\nAnswer with JSON only, matching this JSON schema:\n"
-                f"{json.dumps(schema)}"
-            )
         return body
 
-    async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
+    async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
+        body = self._body(prompt)
+        response_format = openai_response_format(schema, self._mode) if schema else None
+        if response_format is not None:
+            body["response_format"] = response_format
         try:
-            data = await self._post(self._body(prompt, schema))
+            data = await self._post(body)
         except ProviderError as error:
-            if schema is None or not self._json_schema or error.status != 400:
+            if not self._falls_back(error, response_format):
                 raise
-            self._json_schema = False  # this server has no JSON-schema output
-            data = await self._post(self._body(prompt, schema))
-        try:
-            message = data["choices"][0]["message"]
-            usage = data.get("usage") or {}
-        except (KeyError, IndexError, TypeError):
-            raise ProviderError("the judge's reply has no choices", retryable=True) from None
-        return Completion(
-            message.get("content") or "",
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-        )
+            self._mode = "json"  # this server has no JSON-schema output
+            data = await self._post({**body, "response_format": {"type": "json_object"}})
+        return _chat_completion(data, _message_text(data))
+
+    def _falls_back(self, error: ProviderError, response_format: dict[str, Any] | None) -> bool:
+        schema_asked = response_format is not None and response_format["type"] == "json_schema"
+        compatible = self.spec.provider == "openai-compatible"
+        return schema_asked and compatible and error.status == 400
+
+    async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
+        body = {**self._body(prompt), "logprobs": True, "top_logprobs": top_logprobs}
+        data = await self._post(body)
+        _message_text(data)  # a reply without choices is an error here too
+        return _chat_completion(data, json.dumps(data))
+
+
+def _message_text(data: dict[str, Any]) -> str:
+    try:
+        return str(data["choices"][0]["message"].get("content") or "")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ProviderError("the judge's reply has no choices", retryable=True) from None
+
+
+def _chat_completion(data: dict[str, Any], text: str) -> Completion:
+    usage = data.get("usage") or {}
+    return Completion(
+        text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+    )
 
 
 class AnthropicProvider(_HttpProvider):
-    """Anthropic's Messages API; structured output through one forced tool call."""
+    """Anthropic's Messages API, asked as DeepEval's Anthropic model asks.
 
-    def __init__(self, spec: JudgeSpec) -> None:
+    Structured output through ``output_config`` for models DeepEval knows to take it;
+    after a 400 about the schema, plain text for the rest of this judge's life (the JSON
+    is read from the text, as DeepEval does).
+    """
+
+    def __init__(self, spec: JudgeSpec, capabilities: ModelCapabilities) -> None:
         key = spec.api_key.get_secret_value() if spec.api_key else ""
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
         super().__init__(
             spec, join_url(spec.base_url or "https://api.anthropic.com", "/v1/messages"), headers
         )
+        self._structured = capabilities.structured
+        self._max_tokens = spec.max_tokens or capabilities.max_tokens or 8192
 
-    async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
+    @property
+    def wire(self) -> str:
+        return "output_config" if self._structured else "text"
+
+    def _body(self, prompt: str, schema: type[BaseModel] | None) -> dict[str, Any]:
         body: dict[str, Any] = {
+            "max_tokens": self._max_tokens,
+            "messages": [{"role": "user", "content": text_parts(prompt)}],
             "model": self.spec.model,
-            "max_tokens": self.spec.max_tokens or 2048,
-            "messages": [{"role": "user", "content": prompt}],
         }
         if self.spec.temperature is not None:
             body["temperature"] = self.spec.temperature
-        if schema is not None:
-            body["tools"] = [
-                {"name": "answer", "description": "Give the answer.", "input_schema": schema}
-            ]
-            body["tool_choice"] = {"type": "tool", "name": "answer"}
-        data = await self._post(body)
+        if schema is not None and self._structured:
+            body["output_config"] = {"format": anthropic_output_format(schema)}
+        return body
+
+    async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
+        body = self._body(prompt, schema)
+        try:
+            data = await self._post(body)
+        except ProviderError as error:
+            rejected = any(m in str(error).lower() for m in _SCHEMA_REJECTION_MARKERS)
+            if "output_config" not in body or error.status != 400 or not rejected:
+                raise
+            self._structured = False
+            data = await self._post(self._body(prompt, schema))
         usage = data.get("usage") or {}
         blocks = data.get("content") or []
-        tool = next((b for b in blocks if b.get("type") == "tool_use"), None)
-        text = (
-            json.dumps(tool.get("input"))
-            if tool is not None
-            else "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        )
+        text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         return Completion(
             text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
         )
@@ -255,6 +315,8 @@ class LocalProvider:
     judgements are marked as such; they are not worth trusting.
     """
 
+    wire = "json_object_schema"
+
     def __init__(self, spec: JudgeSpec) -> None:
         try:
             from llama_cpp import Llama
@@ -266,55 +328,75 @@ class LocalProvider:
             ) from None
         path = Path(spec.base_url) if spec.base_url else smollm2_model_path()
         self.spec = spec
-        self._model = Llama(model_path=str(path), n_ctx=8192, verbose=False, seed=0)
+        self._model = Llama(
+            model_path=str(path), n_ctx=8192, verbose=False, seed=0, logits_all=True
+        )
         self._lock = asyncio.Lock()
 
-    def _create(self, prompt: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    def _create(self, prompt: str, extra: dict[str, Any]) -> dict[str, Any]:
         options: dict[str, Any] = {
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": self.spec.max_tokens or 512,
             "temperature": self.spec.temperature if self.spec.temperature is not None else 0.0,
+            **extra,
         }
-        if schema is not None:
-            options["response_format"] = {"type": "json_object", "schema": _capped(schema)}
         # Without stream=True the answer is one completion dict, not an iterator.
         return cast(dict[str, Any], self._model.create_chat_completion(**options))
 
-    async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
+    async def _generate(self, prompt: str, extra: dict[str, Any]) -> dict[str, Any]:
         async with self._lock:  # one generation at a time per model
-            data = await asyncio.to_thread(self._create, prompt, schema)
-        usage = data.get("usage") or {}
-        return Completion(
-            data["choices"][0]["message"].get("content") or "",
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-        )
+            return await asyncio.to_thread(self._create, prompt, extra)
+
+    async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
+        extra: dict[str, Any] = {}
+        if schema is not None:
+            json_schema = _capped(plain_json_schema(schema))
+            extra["response_format"] = {"type": "json_object", "schema": json_schema}
+        data = await self._generate(prompt, extra)
+        return _chat_completion(data, _message_text(data))
+
+    async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
+        data = await self._generate(prompt, {"logprobs": True, "top_logprobs": top_logprobs})
+        _message_text(data)
+        return _chat_completion(data, json.dumps(data))
 
 
 class DryRunProvider:
     """Deterministic schema-valid JSON without a model, to check wiring offline.
 
     A dry-run judge given a model name of its own (``{provider: dry-run, model: b}``)
-    draws other answers than the plain one, so a dry-run judge panel can disagree.
+    draws other answers than the plain one, so a dry-run judge panel can disagree. Raw
+    answers carry log-probabilities, so G-Eval's weighted score is exercised too.
     """
+
+    wire = "dry-run"
 
     def __init__(self, spec: JudgeSpec) -> None:
         self.spec = spec
 
-    async def complete(self, prompt: str, schema: dict[str, Any] | None) -> Completion:
+    def _seed(self, prompt: str) -> bytes:
+        salt = "" if self.spec.model == "dry-run" else f"{self.spec.model}\n"
+        return hashlib.sha256((salt + prompt).encode("utf-8")).digest()
+
+    async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
         if schema is None:
             return Completion("[dry-run] placeholder reason")
-        salt = "" if self.spec.model == "dry-run" else f"{self.spec.model}\n"
-        seed = hashlib.sha256((salt + prompt).encode("utf-8")).digest()
-        return Completion(json.dumps(fill_schema(schema, seed, prompt)))
+        answer = fill_schema(plain_json_schema(schema), self._seed(prompt), prompt)
+        return Completion(json.dumps(answer))
+
+    async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
+        text, logprobs = rubric_answer(
+            self._seed(prompt), "[dry-run] placeholder reason", top_logprobs
+        )
+        return Completion(json.dumps(raw_completion(text, logprobs, self.spec.model)))
 
 
-def build_provider(spec: JudgeSpec) -> Provider:
+def build_provider(spec: JudgeSpec, capabilities: ModelCapabilities) -> Provider:
     """The provider for a judge spec (heavy ones are imported only when chosen)."""
     if spec.provider == "dry-run":
         return DryRunProvider(spec)
     if spec.provider == "anthropic":
-        return AnthropicProvider(spec)
+        return AnthropicProvider(spec, capabilities)
     if spec.provider == "local":
         return LocalProvider(spec)
     return OpenAIChatProvider(spec)

@@ -23,6 +23,11 @@ JudgeProvider = Literal[
     "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
 ]
 JUDGE_PROVIDERS: tuple[str, ...] = get_args(JudgeProvider)
+# How an OpenAI-family judge is asked for structured output: "strict" as DeepEval's own
+# OpenAI model asks (the openai SDK's strict schema, ``strict: true``), "schema" the plain
+# JSON schema, "json" JSON mode, "none" nothing (the JSON is read from the text).
+StructuredOutputs = Literal["strict", "schema", "json", "none"]
+STRUCTURED_OUTPUTS: tuple[str, ...] = get_args(StructuredOutputs)
 _NEEDS_URL = {"openai-compatible": "base_url", "azure-openai": "base_url (the Azure endpoint)"}
 
 
@@ -47,6 +52,10 @@ class JudgeSpec(BaseModel):
     timeout_s: float = 60.0
     temperature: float | None = 0.0
     max_tokens: int | None = None
+    structured_outputs: StructuredOutputs = "strict"
+    # Log-probabilities for G-Eval's weighted score; None: as DeepEval decides for the
+    # provider and model (OpenAI and Azure by DeepEval's model data, Anthropic never).
+    logprobs: bool | None = None
     retry: RetryPolicy = RetryPolicy()
     max_in_flight: int = 32  # judge calls in flight across all workers
     requests_per_minute: int | None = None
@@ -116,6 +125,13 @@ class JudgeChoice(ConfigModel):
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the key."
     )
+    structured_outputs: StructuredOutputs | None = Field(
+        default=None,
+        description="OpenAI-family judges: strict (DeepEval's form), schema, json or none.",
+    )
+    logprobs: bool | None = Field(
+        default=None, description="Ask for log-probabilities (G-Eval's weighted score)."
+    )
 
     def over(self, fallback: JudgeChoice | None) -> JudgeChoice:
         """The choice with the fields it leaves out taken from ``fallback``."""
@@ -166,6 +182,9 @@ def choose_judge(
             base_url=base_url or settings.get("base_url"),
             api_version=choice.api_version or settings.get("api_version"),
         )
+        for wire in ("structured_outputs", "logprobs"):
+            if getattr(choice, wire) is not None:
+                settings[wire] = getattr(choice, wire)
         if choice.api_key_env:
             settings["api_key"] = environ.get(choice.api_key_env)
     if not settings.get("api_key"):

@@ -54,6 +54,12 @@ def _env_int(name: str) -> int | None:
     return int(os.environ[name]) if os.environ.get(name) else None
 
 
+def _env_flag(name: str) -> bool | None:
+    """1/true or 0/false; unset: None (the default decides)."""
+    value = os.environ.get(name, "").strip().lower()
+    return None if not value else value in ("1", "true", "yes")
+
+
 def n8n_resource() -> N8nResource:
     """n8n's public API, from N8N_API_URL and N8N_API_KEY (unset: only files are read)."""
     return N8nResource(
@@ -80,6 +86,8 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             api_key=judge_key,
             api_version=os.environ.get("N8N_DEEPEVAL_JUDGE_API_VERSION"),
             timeout_s=float(os.environ.get("N8N_DEEPEVAL_JUDGE_TIMEOUT_S", "60")),
+            structured_outputs=_env_or("N8N_DEEPEVAL_JUDGE_STRUCTURED_OUTPUTS", "strict"),
+            logprobs=_env_flag("N8N_DEEPEVAL_JUDGE_LOGPROBS"),
             max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
             requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
             max_attempts=_env_int("N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS") or 6,

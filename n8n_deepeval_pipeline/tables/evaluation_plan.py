@@ -311,6 +311,7 @@ def metric_score(
         "completion_tokens": result.completion_tokens,
         "tokens": result.prompt_tokens + result.completion_tokens,
         "latency_s": result.latency_s,
+        "score_path": result.score_path,
     }
     rule = config.panel_rule
     if rule is not None:

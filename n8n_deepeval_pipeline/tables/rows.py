@@ -105,6 +105,9 @@ class MetricScore(TableRow):
     tokens: int
     cost_usd: float | None
     latency_s: float
+    # logprob_weighted (G-Eval's score weighted by the judge's log-probabilities) or
+    # schema_fallback (the judge has none: DeepEval's integer score); None: not asked.
+    score_path: str | None = None
     # A judge panel (``judges`` on the metric); None when one judge scored the row.
     panel: str | None = None  # how the judges' scores combined: majority or mean
     judge_agreement: float | None = None  # share of answering judges with the panel's verdict

@@ -1,8 +1,12 @@
 """A loopback OpenAI-compatible judge: a test and benchmark double, not a judge.
 
 It answers ``POST /v1/chat/completions`` after a fixed latency with JSON that fits the
-request's ``response_format`` JSON schema (values drawn from a hash of the request, so
-answers are deterministic) and reports token usage. A fault plan makes it misbehave
+request's ``response_format`` JSON schema (values drawn from a hash of the whole request,
+so answers are deterministic and two requests that differ in any field, the schema's
+form included, get different answers) and reports token usage. A request with
+``logprobs: true`` and no schema (G-Eval's raw call) gets ``{score, reason}`` with the
+log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
+fits ``output_config``'s schema). A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
 ``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
@@ -31,23 +35,38 @@ import time
 from collections import Counter
 from typing import Any
 
+from n8n_deepeval_pipeline.judging.logprob_answers import rubric_answer
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
 
 
+def _seed(body: dict[str, Any]) -> bytes:
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
+
+
+def prompt_text(messages: list[dict[str, Any]]) -> str:
+    """The text of a request's messages, whether each content is a string or a parts list."""
+
+    def text(content: Any) -> str:
+        if isinstance(content, list):
+            return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        return str(content or "")
+
+    return " ".join(text(message.get("content")) for message in messages)
+
+
 def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
     """The assistant text for a chat completion request (``fixed`` fields pinned)."""
-    seed = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
         "schema"
     )
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
-    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
-    return json.dumps(_pinned(fill_schema(schema, seed, prompt), fixed))
+    prompt = prompt_text(body.get("messages", []))
+    return json.dumps(_pinned(fill_schema(schema, _seed(body), prompt), fixed))
 
 
 def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
@@ -57,8 +76,10 @@ def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
     return {**answer, **{key: value for key, value in fixed.items() if key in answer}}
 
 
-def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
-    prompt_tokens = sum(len(str(m.get("content", ""))) // 4 for m in body.get("messages", []))
+def _completion(
+    body: dict[str, Any], text: str, logprobs: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    prompt_tokens = len(prompt_text(body.get("messages", []))) // 4
     completion_tokens = max(len(text) // 4, 1)
     return {
         "id": "chatcmpl-loopback",
@@ -70,7 +91,7 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": "stop",
-                "logprobs": None,
+                "logprobs": logprobs,
             }
         ],
         "usage": {
@@ -107,6 +128,7 @@ class LoopbackJudge:
         self.max_in_flight = 0
         self.headers_seen: list[dict[str, str]] = []
         self.urls_seen: list[str] = []
+        self.bodies: list[dict[str, Any]] = []  # every request body, in arrival order
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._lock = threading.Lock()
@@ -161,6 +183,7 @@ class LoopbackJudge:
                 _write(writer, 401, {"error": {"message": _refusal(headers, target)}})
                 return True
             request = json.loads(body or b"{}")
+            self.bodies.append(request)
             if path.endswith("/v1/messages"):
                 return self._answer_anthropic(writer, fault, request)
             return self._answer(writer, fault, request)
@@ -173,6 +196,11 @@ class LoopbackJudge:
             extra = {"retry-after": retry_after} if retry_after else {}
             _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
             return True
+        if request.get("logprobs") and not request.get("response_format"):
+            top = int(request.get("top_logprobs") or 0)
+            text, logprobs = rubric_answer(_seed(request), "loopback reason", top)
+            _write(writer, 200, _completion(request, text, logprobs))
+            return True
         text = answer_for(request, self.fixed)
         if fault == "invalid_json":
             text = text[: len(text) // 2]
@@ -184,22 +212,20 @@ class LoopbackJudge:
     def _answer_anthropic(
         self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]
     ) -> bool:
-        """Anthropic's Messages API: the answer as the input of the forced tool call."""
+        """Anthropic's Messages API: JSON text fitting ``output_config``'s schema, if any."""
         if fault != "ok":
             return self._answer(writer, fault, request)
-        tools = request.get("tools") or []
-        prompt = " ".join(str(m.get("content", "")) for m in request.get("messages", []))
-        seed = hashlib.sha256(json.dumps(request, sort_keys=True).encode()).digest()
-        content: list[dict[str, Any]] = [{"type": "text", "text": "loopback answer"}]
-        if tools:
-            answer = _pinned(fill_schema(tools[0]["input_schema"], seed, prompt), self.fixed)
-            content = [{"type": "tool_use", "id": "t1", "name": tools[0]["name"], "input": answer}]
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
-        _write(
-            writer,
-            200,
-            {"type": "message", "role": "assistant", "content": content, "usage": usage},
+        prompt = prompt_text(request.get("messages", []))
+        schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
+        text = (
+            json.dumps(_pinned(fill_schema(schema, _seed(request), prompt), self.fixed))
+            if schema
+            else answer_for({})
         )
+        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
+        content = [{"type": "text", "text": text}]
+        message = {"type": "message", "role": "assistant", "content": content, "usage": usage}
+        _write(writer, 200, message)
         return True
 
     async def _serve(self, ready: threading.Event) -> None:

@@ -102,6 +102,7 @@ class Evaluator:
                 "cached_calls": self._usage.cached,
                 "prompt_tokens": self._usage.prompt_tokens,
                 "completion_tokens": self._usage.completion_tokens,
+                "score_path": self._usage.score_path,
             }
         )
 

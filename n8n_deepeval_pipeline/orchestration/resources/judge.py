@@ -19,6 +19,7 @@ from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.judging.spec import (
     JUDGE_PROVIDERS,
+    STRUCTURED_OUTPUTS,
     JudgeChoice,
     JudgeConfigError,
     JudgeSpec,
@@ -42,6 +43,12 @@ class JudgeResource(dg.ConfigurableResource):
     timeout_s: float = 60.0
     temperature: float | None = 0.0
     max_tokens: int | None = None
+    structured_outputs: str = Field(
+        default="strict", description=f"OpenAI-family judges: {', '.join(STRUCTURED_OUTPUTS)}."
+    )
+    logprobs: bool | None = Field(
+        default=None, description="Log-probabilities for G-Eval (unset: as DeepEval decides)."
+    )
     max_attempts: int = 6
     max_retry_total_s: float = 300.0
     max_in_flight: int = Field(default=32, description="Judge calls in flight, all workers.")
@@ -67,6 +74,8 @@ class JudgeResource(dg.ConfigurableResource):
             "timeout_s": self.timeout_s,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
+            "structured_outputs": self.structured_outputs,
+            "logprobs": self.logprobs,
             "retry": RetryPolicy(
                 max_attempts=self.max_attempts, max_total_s=self.max_retry_total_s
             ),
