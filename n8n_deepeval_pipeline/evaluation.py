@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 
 ErrorKind = Literal[
@@ -46,6 +47,8 @@ class EvaluationItem(BaseModel):
     retrieval_context: list[str] | None = None
     expected_tools: list[str] | None = None
     intermediate_steps: list[Any] | None = None
+    # The tools connected to the workflow's agent (None: the workflow is not known).
+    available_tools: list[AgentTool] | None = None
     turns: list[Any] | None = None  # chat history in any n8n memory form
     chatbot_role: str | None = None
     expected_outcome: str | None = None

@@ -4,9 +4,12 @@ With *Return Intermediate Steps* on, the agent returns
 ``[{action: {tool, toolInput, log, toolCallId?, messageLog?}, observation}]``; the tool
 input is an object or a string. Other agents answer with ``actions: [{tool, input}]`` or
 OpenAI-style ``tool_calls: [{name, arguments}]``: those steps are read the same way.
-From them come ``tools_called`` and a synthetic trace (an agent span; an llm span per
-reasoning ``log``; a tool span per call), built as plain dicts here so that this module
-needs neither DeepEval nor Dagster.
+From them come ``tools_called`` and a synthetic trace, built as plain dicts here so that
+this module needs neither DeepEval nor Dagster, in the shape DeepEval's own LangChain
+integration records an agent: an agent span whose ``available_tools`` are every tool the
+agent has (the workflow's tool nodes, not only those called), an llm span whose input is
+the chat history, the user's message and the tool definitions, an llm span per further
+reasoning ``log``, and a tool span per call.
 """
 
 from __future__ import annotations
@@ -20,6 +23,15 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 
 _TOOL_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]+")
+
+
+class AgentTool(BaseModel):
+    """One tool an agent can call: its function name and description."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
 
 
 class AgentAction(BaseModel):
@@ -137,16 +149,42 @@ def _span(kind: str, name: str, span_input: Any, output: Any) -> dict[str, Any]:
     }
 
 
+def _tool_definition(tool: AgentTool) -> dict[str, str]:
+    # DeepEval's LangChain integration lists each tool definition as a "Tool Input" message.
+    definition = {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description},
+    }
+    return {"role": "Tool Input", "content": str(definition)}
+
+
 def synthetic_trace(
-    steps: list[IntermediateStep], user_input: Any, actual_output: Any
+    steps: list[IntermediateStep],
+    user_input: Any,
+    actual_output: Any,
+    tools: list[AgentTool] | None = None,
+    history: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    """The trace DeepEval's trace metrics read from ``test_case._trace_dict``."""
+    """The trace DeepEval's trace metrics read from ``test_case._trace_dict``.
+
+    ``tools``: what the agent had (None: only the tools it called are known);
+    ``history``: earlier messages of the session as ``{role: human|ai, content}``.
+    """
     calls = tool_calls(steps)
     root = _span("agent", "n8n_ai_agent", user_input, actual_output or "")
     root["tools_called"] = [call.name for call in calls]
-    root["available_tools"] = sorted({call.name for call in calls})
+    known = tools if tools is not None else [AgentTool(name=n) for n in {c.name for c in calls}]
+    root["available_tools"] = sorted(tool.name for tool in known)
+    messages = [
+        *(history or []),
+        {"role": "human", "content": "" if user_input is None else str(user_input)},
+        *(_tool_definition(tool) for tool in sorted(known, key=lambda t: t.name)),
+    ]
+    # The model's first turn: its reasoning before the first call, or its direct answer.
+    first_turn = (steps[0].action.log or None) if steps else actual_output
+    root["children"].append(_span("llm", "reasoning_1", messages, first_turn))
     for index, (step, call) in enumerate(zip(steps, calls, strict=True), start=1):
-        if step.action.log:
+        if index > 1 and step.action.log:
             root["children"].append(_span("llm", f"reasoning_{index}", user_input, step.action.log))
         root["children"].append(_span("tool", call.name, call.input_parameters, call.output))
     return root

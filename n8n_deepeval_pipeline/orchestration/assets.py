@@ -233,7 +233,9 @@ def build_benchmark_assets(
         expanded_runs,
         agent_outputs,
         build_metric_scores_asset(
-            benchmark, common, _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs")
+            benchmark,
+            common,
+            _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot"),
         ),
         run_aggregates,
         consistency_stats,

@@ -34,7 +34,13 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary import error_summary, judge_usage
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
-from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    WorkflowSnapshot,
+)
 from n8n_deepeval_pipeline.tables.scoring_chunks import (
     DEFAULT_CHUNK_SIZE,
     ChunkScores,
@@ -42,6 +48,7 @@ from n8n_deepeval_pipeline.tables.scoring_chunks import (
     ScoreChunk,
     plan_chunks,
 )
+from n8n_deepeval_pipeline.tables.steps import snapshot_tools
 
 CHUNK_SIZE_ENV = "N8N_DEEPEVAL_CHUNK_SIZE"
 STEP_IO_MANAGER = "step_io_manager"
@@ -97,11 +104,11 @@ def build_metric_scores_asset(
 
     def build_plan(
         judge: JudgeResource,
-        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame],
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
-        expanded_runs, dataset_rows, agent_outputs = frames
+        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
         return EvaluationPlan(
             benchmark,
             from_frame(ExpandedRun, expanded_runs),
@@ -111,6 +118,7 @@ def build_metric_scores_asset(
             timeout_s,
             judge.prices(),
             only=only,
+            tools=snapshot_tools(from_frame(WorkflowSnapshot, workflow_snapshot)),
         )
 
     @dg.op(
@@ -128,8 +136,9 @@ def build_metric_scores_asset(
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
         planned = build_plan(judge, frames, 1.0, range(0))  # counts only: no task is kept
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
         if any(spec.is_dry_run for spec in planned.judges):
@@ -164,8 +173,9 @@ def build_metric_scores_asset(
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
     ) -> Iterator[dg.Output[ChunkScores]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
         timeout_s = config.timeout_s or worker_pool.timeout_s
         planned = build_plan(judge, frames, timeout_s, range(chunk.start, chunk.stop))
         if planned.task_count != chunk.plan_tasks:
@@ -245,13 +255,15 @@ def build_metric_scores_asset(
         **common,
     )
     def metric_scores(
-        expanded_runs: pd.DataFrame, dataset_rows: pd.DataFrame, agent_outputs: pd.DataFrame
+        expanded_runs: pd.DataFrame,
+        dataset_rows: pd.DataFrame,
+        agent_outputs: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
     ) -> Any:
         # Short node names: steps are <benchmark>__metric_scores.plan, .score[c01_of_02], …
-        known, chunks = plan.alias("plan")(expanded_runs, dataset_rows, agent_outputs)
-        scored = chunks.map(
-            lambda chunk: score.alias("score")(chunk, expanded_runs, dataset_rows, agent_outputs)
-        )
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        known, chunks = plan.alias("plan")(*frames)
+        scored = chunks.map(lambda chunk: score.alias("score")(chunk, *frames))
         outputs = collect.alias("collect")(known, scored.collect())
         return {"result": outputs.result, **{name: getattr(outputs, name) for name in check_outs}}
 

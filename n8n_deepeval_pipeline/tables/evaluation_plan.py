@@ -36,6 +36,7 @@ from n8n_deepeval_pipeline.judging.spec import (
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import JUDGE_OPTIONS, MetricConfig
+from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule, combine_panel
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
@@ -77,8 +78,13 @@ def conversation(row: DatasetRow, output: AgentOutput) -> Any:
     ]
 
 
-def evaluation_item(row: DatasetRow, output: AgentOutput) -> EvaluationItem:
-    """What a metric reads about one run: its dataset row joined with its output."""
+def evaluation_item(
+    row: DatasetRow, output: AgentOutput, tools: list[AgentTool] | None = None
+) -> EvaluationItem:
+    """What a metric reads about one run: its dataset row joined with its output.
+
+    ``tools``: the tools connected to the version's agent (None: the workflow is unknown).
+    """
     return EvaluationItem(
         input=row.input,
         actual_output=output.actual_output,
@@ -87,6 +93,7 @@ def evaluation_item(row: DatasetRow, output: AgentOutput) -> EvaluationItem:
         retrieval_context=row.retrieval_context,
         expected_tools=row.expected_tools,
         intermediate_steps=output.intermediate_steps,
+        available_tools=tools,
         turns=conversation(row, output),
         chatbot_role=row.chatbot_role,
         expected_outcome=row.expected_outcome,
@@ -104,6 +111,9 @@ class EvaluationPlan:
     ``only``: build just these tasks (by task id: a chunk of the plan, see
     ``tables.scoring_chunks``). Task ids, ``task_count`` and ``total`` stay those of the
     whole plan, so a chunk's memory does not grow with the benchmark.
+
+    ``tools``: the tools connected to the version's agent (from its stored workflow), for
+    the traces of the trace metrics.
     """
 
     def __init__(
@@ -116,6 +126,7 @@ class EvaluationPlan:
         default_timeout_s: float,
         prices: PriceTable | None = None,
         only: range | None = None,
+        tools: list[AgentTool] | None = None,
     ) -> None:
         resolve = _resolver(benchmark, judge)
         self._only = only
@@ -143,7 +154,7 @@ class EvaluationPlan:
                 try:
                     item = with_expressions(
                         expressions,
-                        evaluation_item(row, output),
+                        evaluation_item(row, output, tools),
                         partial(run_item, run, row, output, None, benchmark.dataset.data_table),
                     )
                 except ExpressionFoundNothingError as error:

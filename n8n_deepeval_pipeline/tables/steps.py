@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig, RecordedTarget
+from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
 from n8n_deepeval_pipeline.statistics.consistency import Basis, RunResult, case_consistency
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised
@@ -31,6 +32,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     scores_by_run,
 )
 from n8n_deepeval_pipeline.tables.run_groups import grouped_runs
+from n8n_deepeval_pipeline.workflow.agent_tools import agent_tools
 from n8n_deepeval_pipeline.workflow.checks import check_workflow
 from n8n_deepeval_pipeline.workflow.hashing import (
     canonical_workflow_json,
@@ -234,3 +236,10 @@ def workflow_checks(snapshots: list[WorkflowSnapshot]) -> list[WorkflowCheck]:
         for snapshot in snapshots
         for result in check_workflow(json.loads(snapshot.canonical_json))
     ]
+
+
+def snapshot_tools(snapshots: list[WorkflowSnapshot]) -> list[AgentTool] | None:
+    """The tools connected to the agents of the partition's stored workflow (None: no snapshot)."""
+    if not snapshots:
+        return None
+    return agent_tools(json.loads(snapshots[0].canonical_json))

@@ -32,7 +32,8 @@ FIELD_SOURCES: dict[ItemField, str] = {
     "retrieval_context": "'retrievalContext' (dataset.columnMapping.retrievalContext)",
     "tools_called": "'intermediateSteps' (AI Agent with Return Intermediate Steps on)",
     "expected_tools": "'expectedTools' (dataset.columnMapping.expectedTools)",
-    "trace": "'intermediateSteps' (at least one step, for the synthetic trace)",
+    "trace": "'intermediateSteps' (AI Agent with Return Intermediate Steps on; an empty "
+    "list is a trace without tool calls)",
     "turns": "'turns' (the chat memory: recorded turns or dataset.columnMapping.turns; "
     "without them, the run's 'input' and 'output')",
     "turn_retrieval_context": "'retrievalContext' on assistant turns (in memory messages, "
@@ -91,7 +92,8 @@ class _Prepared:
             "retrieval_context": item.retrieval_context is not None,
             "tools_called": self.steps is not None,
             "expected_tools": item.expected_tools is not None,
-            "trace": bool(self.steps),
+            # An agent that called no tool (``[]``) is judged on a trace without tool spans.
+            "trace": self.steps is not None,
             "turns": bool(self.turns),
             "turn_retrieval_context": any(
                 turn.retrieval_context for turn in self.turns or [] if turn.role == "assistant"
@@ -126,9 +128,25 @@ def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
         if item.expected_tools is not None
         else None,
     )
-    if prepared.steps:
-        test_case._trace_dict = synthetic_trace(prepared.steps, item.input, item.actual_output)
+    if prepared.steps is not None:
+        test_case._trace_dict = synthetic_trace(
+            prepared.steps,
+            item.input,
+            item.actual_output,
+            item.available_tools,
+            _history(prepared.turns or [], item),
+        )
     return test_case
+
+
+def _history(turns: list[TurnData], item: EvaluationItem) -> list[dict[str, str]]:
+    """The session's messages before this run's exchange, as DeepEval's LangChain traces say."""
+    earlier = list(turns)
+    if earlier and earlier[-1].role == "assistant" and earlier[-1].content == item.actual_output:
+        earlier.pop()
+    if earlier and earlier[-1].role == "user" and earlier[-1].content == str(item.input):
+        earlier.pop()
+    return [{"role": "human" if t.role == "user" else "ai", "content": t.content} for t in earlier]
 
 
 def _conversational_test_case(prepared: _Prepared) -> ConversationalTestCase:

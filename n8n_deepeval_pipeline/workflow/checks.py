@@ -20,6 +20,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.redaction import credential_values, is_credential_name
+from n8n_deepeval_pipeline.workflow.graph import (
+    LANGCHAIN,
+    WorkflowGraph,
+    is_disabled,
+    is_tool,
+    node_type,
+    short_type,
+)
 from n8n_deepeval_pipeline.workflow.harness import is_trigger
 
 CheckStatus = Literal["pass", "fail", "not_applicable"]
@@ -31,11 +39,9 @@ CATEGORIES: tuple[CheckCategory, ...] = (
     "security",
 )
 
-_LANGCHAIN = "@n8n/n8n-nodes-langchain."
-STICKY_NOTE = "n8n-nodes-base.stickyNote"
 # Root nodes that cannot run without a language model sub-node.
 NEEDS_LANGUAGE_MODEL = frozenset(
-    _LANGCHAIN + name
+    LANGCHAIN + name
     for name in (
         "agent",
         "agentTool",
@@ -53,8 +59,8 @@ _INBOUND_TRIGGERS = frozenset(
     {
         "n8n-nodes-base.webhook",
         "n8n-nodes-base.formTrigger",
-        _LANGCHAIN + "chatTrigger",
-        _LANGCHAIN + "mcpTrigger",
+        LANGCHAIN + "chatTrigger",
+        LANGCHAIN + "mcpTrigger",
     }
 )
 _OPEN = ("", "none")
@@ -72,63 +78,6 @@ class CheckResult(BaseModel):
     status: CheckStatus
     message: str
     nodes: list[str]
-
-
-@dataclass(frozen=True)
-class _Link:
-    source: str
-    kind: str  # main, ai_languageModel, ai_tool, ai_memory, …
-    target: str
-
-
-class WorkflowGraph:
-    """The nodes (sticky notes left out) and connections of a workflow, read leniently."""
-
-    def __init__(self, workflow: Mapping[str, Any]) -> None:
-        raw = [node for node in workflow.get("nodes") or [] if isinstance(node, Mapping)]
-        self.all_names = {str(node.get("name", "")) for node in raw}
-        self.nodes: dict[str, dict[str, Any]] = {
-            str(node.get("name", "")): dict(node) for node in raw if node.get("type") != STICKY_NOTE
-        }
-        self.links = list(_links(workflow.get("connections") or {}))
-
-    def names(self, predicate: Callable[[dict[str, Any]], bool]) -> list[str]:
-        """The names of the nodes that satisfy ``predicate``, sorted."""
-        return sorted(name for name, node in self.nodes.items() if predicate(node))
-
-    def linked(self, kind: str, *, into: bool) -> set[str]:
-        """The targets (``into``) or the sources of ``kind`` links between existing nodes."""
-        return {
-            link.target if into else link.source
-            for link in self.links
-            if link.kind == kind and link.source in self.nodes and link.target in self.nodes
-        }
-
-
-def _links(connections: Any) -> Iterator[_Link]:
-    """Every link of n8n's ``{source: {kind: [[{node, type, index}]]}}``; odd shapes skipped."""
-    if not isinstance(connections, Mapping):
-        return
-    for source, outputs in connections.items():
-        if not isinstance(outputs, Mapping):
-            continue
-        for kind, branches in outputs.items():
-            for branch in branches if isinstance(branches, list) else []:
-                for link in branch if isinstance(branch, list) else []:
-                    if isinstance(link, Mapping) and "node" in link:
-                        yield _Link(str(source), str(kind), str(link["node"]))
-
-
-def _type(node: Mapping[str, Any]) -> str:
-    return str(node.get("type", ""))
-
-
-def _short_type(node: Mapping[str, Any]) -> str:
-    return _type(node).rsplit(".", 1)[-1]
-
-
-def _disabled(node: Mapping[str, Any]) -> bool:
-    return node.get("disabled") is True
 
 
 def _listed(names: list[str]) -> str:
@@ -170,7 +119,7 @@ def _unique_ids(checks: tuple[CheckSpec, ...]) -> tuple[CheckSpec, ...]:
 
 def _has_trigger(spec: CheckSpec, graph: WorkflowGraph) -> CheckResult:
     triggers = graph.names(is_trigger)
-    enabled = [name for name in triggers if not _disabled(graph.nodes[name])]
+    enabled = [name for name in triggers if not is_disabled(graph.nodes[name])]
     if enabled:
         return _result(spec, "pass", f"started by {_listed(enabled)}", enabled)
     if triggers:
@@ -179,7 +128,7 @@ def _has_trigger(spec: CheckSpec, graph: WorkflowGraph) -> CheckResult:
 
 
 def _no_disabled_nodes(spec: CheckSpec, graph: WorkflowGraph) -> CheckResult:
-    disabled = graph.names(_disabled)
+    disabled = graph.names(is_disabled)
     if disabled:
         return _result(spec, "fail", f"{len(disabled)} disabled node(s)", disabled)
     return _result(spec, "pass", "no node is disabled")
@@ -230,7 +179,7 @@ def _no_unreachable_nodes(spec: CheckSpec, graph: WorkflowGraph) -> CheckResult:
 
 
 def _agent_has_language_model(spec: CheckSpec, graph: WorkflowGraph) -> CheckResult:
-    roots = graph.names(lambda node: _type(node) in NEEDS_LANGUAGE_MODEL)
+    roots = graph.names(lambda node: node_type(node) in NEEDS_LANGUAGE_MODEL)
     if not roots:
         return _result(spec, "not_applicable", "no agent or chain node")
     with_model = graph.linked("ai_languageModel", into=True)
@@ -240,19 +189,11 @@ def _agent_has_language_model(spec: CheckSpec, graph: WorkflowGraph) -> CheckRes
     return _result(spec, "pass", "every agent and chain node has a language model", roots)
 
 
-def _is_tool(node: Mapping[str, Any]) -> bool:
-    """LangChain ``tool…`` nodes and any ``…Tool`` node (HTTP Request Tool, app tools)."""
-    short = _short_type(node)
-    return (_type(node).startswith(_LANGCHAIN) and short.startswith("tool")) or short.endswith(
-        "Tool"
-    )
-
-
 def _is_memory(node: Mapping[str, Any]) -> bool:
     """LangChain ``memory…`` nodes, but not the Chat Memory Manager (a main node)."""
-    short = _short_type(node)
+    short = short_type(node)
     return (
-        _type(node).startswith(_LANGCHAIN)
+        node_type(node).startswith(LANGCHAIN)
         and short.startswith("memory")
         and short != "memoryManager"
     )
@@ -340,9 +281,9 @@ def _no_hardcoded_credentials(spec: CheckSpec, graph: WorkflowGraph) -> CheckRes
 
 
 def _inbound(node: Mapping[str, Any]) -> bool:
-    if _type(node) not in _INBOUND_TRIGGERS or _disabled(node):
+    if node_type(node) not in _INBOUND_TRIGGERS or is_disabled(node):
         return False
-    if _type(node) == _LANGCHAIN + "chatTrigger":
+    if node_type(node) == LANGCHAIN + "chatTrigger":
         return (node.get("parameters") or {}).get("public") is True
     return True
 
@@ -375,7 +316,7 @@ CHECKS: tuple[CheckSpec, ...] = _unique_ids((
               _agent_has_language_model),
     CheckSpec("tools_connected", "ai_nodes",
               "Every tool node is connected to an agent (ai_tool).",
-              _sub_nodes_connected("ai_tool", "tool", _is_tool)),
+              _sub_nodes_connected("ai_tool", "tool", is_tool)),
     CheckSpec("memory_properly_connected", "ai_nodes",
               "Every memory node is connected to an agent or chain (ai_memory).",
               _sub_nodes_connected("ai_memory", "memory", _is_memory)),

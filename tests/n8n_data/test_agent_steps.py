@@ -3,6 +3,7 @@ import json
 import pytest
 
 from n8n_deepeval_pipeline.n8n_data.agent_steps import (
+    AgentTool,
     StepsShapeError,
     parse_intermediate_steps,
     synthetic_trace,
@@ -93,3 +94,40 @@ def test_actions_and_openai_tool_calls_are_read_as_steps():
         ("calculator", {"expression": "6*7"}),
         ("lookup", {"q": "x"}),
     ]
+
+
+TOOLS = [
+    AgentTool(name="calculator", description="Does sums."),
+    AgentTool(name="order_lookup", description="Finds an order by id."),
+    AgentTool(name="send_email", description="Sends an e-mail."),
+]
+
+
+def test_trace_lists_every_tool_the_agent_had_with_its_definition_and_the_history():
+    history = [{"role": "human", "content": "hi"}, {"role": "ai", "content": "hello"}]
+    trace = synthetic_trace(
+        parse_intermediate_steps([LOOKUP]), "where is A1?", "shipped", TOOLS, history
+    )
+    assert trace["available_tools"] == ["calculator", "order_lookup", "send_email"]
+    assert trace["tools_called"] == ["order_lookup"]
+    first = trace["children"][0]
+    assert first["type"] == "llm"
+    assert first["input"][:3] == [*history, {"role": "human", "content": "where is A1?"}]
+    definitions = first["input"][3:]
+    assert [m["role"] for m in definitions] == ["Tool Input"] * 3
+    assert definitions[2]["content"] == str(
+        {"type": "function", "function": {"name": "send_email", "description": "Sends an e-mail."}}
+    )
+    assert first["output"] == "Invoking: `order_lookup`"
+
+
+def test_an_agent_that_called_no_tool_has_a_trace_without_tool_spans():
+    trace = synthetic_trace(parse_intermediate_steps([]), "2+2?", "4", TOOLS)
+    assert trace["tools_called"] == []
+    assert trace["available_tools"] == ["calculator", "order_lookup", "send_email"]
+    assert [(s["type"], s["output"]) for s in trace["children"]] == [("llm", "4")]
+
+
+def test_without_the_workflow_only_the_called_tools_are_known():
+    trace = synthetic_trace(parse_intermediate_steps([CALC, LOOKUP, CALC]), "q", "a")
+    assert trace["available_tools"] == ["calculator", "order_lookup"]

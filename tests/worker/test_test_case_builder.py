@@ -4,6 +4,7 @@
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG
+from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.worker.test_case_builder import MissingInputError, build_test_case
 from tests.worker.test_metric_runs import ITEM, config_for
 
@@ -48,3 +49,24 @@ def test_an_empty_context_list_is_kept_and_an_absent_one_is_missing(slug, field)
     with pytest.raises(MissingInputError) as caught:
         build(slug, ITEM.model_copy(update={field: None}))
     assert caught.value.fields == [field]
+
+
+def test_an_agent_that_called_no_tool_is_judged_on_a_trace_and_absent_steps_are_missing():
+    tools = [AgentTool(name="order_lookup", description="Finds orders."), AgentTool(name="refund")]
+    no_calls = ITEM.model_copy(update={"intermediate_steps": [], "available_tools": tools})
+    case = build("task_completion", no_calls)
+    assert case._trace_dict["tools_called"] == []
+    assert case._trace_dict["available_tools"] == ["order_lookup", "refund"]
+    assert [span["type"] for span in case._trace_dict["children"]] == ["llm"]
+    with pytest.raises(MissingInputError) as caught:
+        build("task_completion", ITEM.model_copy(update={"intermediate_steps": None}))
+    assert caught.value.fields == ["trace"]
+
+
+def test_the_trace_carries_the_sessions_earlier_messages_before_this_run():
+    case = build("task_completion", ITEM)
+    messages = case._trace_dict["children"][0]["input"]
+    # The memory's last answer is this run's output: it is the run, not its history.
+    assert [m["role"] for m in messages] == ["human", "ai", "human", "human"] + ["Tool Input"] * 2
+    assert messages[0] == {"role": "human", "content": "Hi, I ordered sleeping bags, order A3301."}
+    assert messages[3] == {"role": "human", "content": ITEM.input}

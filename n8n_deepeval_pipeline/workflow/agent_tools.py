@@ -1,0 +1,48 @@
+"""The tools an agent of a workflow has: its tool sub-nodes, as the agent sees them.
+
+n8n hands an AI Agent one function per tool node connected to it (``ai_tool``), named
+after the node (unsafe characters replaced, as ``agent_steps.tool_name`` does) and
+described by the node's description parameter. A trace built from these lists every
+tool the agent could have used, not only those it called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool, tool_name
+from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, is_disabled, node_type
+
+_AGENTS = frozenset({LANGCHAIN + "agent", LANGCHAIN + "agentTool"})
+# Tools whose description is built in, not a parameter (LangChain's own wording).
+_BUILT_IN_DESCRIPTIONS = {
+    LANGCHAIN + "toolCalculator": "Useful for getting the result of a math expression. The "
+    "input to this tool should be a valid mathematical expression that could be executed "
+    "by a simple calculator.",
+}
+
+
+def _description(node: Mapping[str, Any]) -> str:
+    parameters = node.get("parameters") or {}
+    for key in ("toolDescription", "description"):
+        value = parameters.get(key) if isinstance(parameters, Mapping) else None
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return _BUILT_IN_DESCRIPTIONS.get(node_type(node), "")
+
+
+def agent_tools(workflow: Mapping[str, Any]) -> list[AgentTool]:
+    """The enabled tool nodes connected to the workflow's agents, in node-name order."""
+    graph = WorkflowGraph(workflow)
+    agents = {name for name, node in graph.nodes.items() if node_type(node) in _AGENTS}
+    names = {
+        link.source
+        for link in graph.links
+        if link.kind == "ai_tool" and link.target in agents and link.source in graph.nodes
+    }
+    return [
+        AgentTool(name=tool_name(name), description=_description(graph.nodes[name]))
+        for name in sorted(names)
+        if not is_disabled(graph.nodes[name])
+    ]
