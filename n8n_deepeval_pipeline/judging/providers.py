@@ -191,7 +191,8 @@ class OpenAIChatProvider(_HttpProvider):
         body = self._body(prompt)
         response_format = openai_response_format(schema, self._mode) if schema else None
         if response_format is not None:
-            body["response_format"] = response_format
+            # As the SDK's ``parse`` (DeepEval's structured call) sends it.
+            body.update(response_format=response_format, stream=False)
         try:
             data = await self._post(body)
         except ProviderError as error:

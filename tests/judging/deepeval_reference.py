@@ -1,0 +1,149 @@
+"""DeepEval's own path, for the parity suite: ``metric.measure()`` with DeepEval's OpenAI model.
+
+Run as ``python -m tests.judging.deepeval_reference SPEC OUT`` in a worker's environment
+(DeepEval reads its settings at import). SPEC names the judge (base URL, model) and the
+metrics (slug and config); every metric is measured on test cases written here by hand,
+as a DeepEval user would write them for the same n8n run: they do not come from the
+pipeline's test-case builder. OUT receives ``{label: score or error}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from deepeval.models import OpenAIModel
+from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+
+from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
+
+INPUT = "Order A3301 has 2 sleeping bags at 89.50 each. What is the total?"
+OUTPUT = "The two sleeping bags cost 179 dollars in total [1]."
+RETRIEVED = ["Order A3301: 2 sleeping bags at 89.50 each."]
+LOOKUP = ToolCall(
+    name="order_lookup",
+    input_parameters={"orderId": "A3301"},
+    output='[{"id":"A3301","items":[{"name":"sleeping bag","qty":2,"price":89.5}]}]',
+    reasoning="Invoking: `order_lookup` with `{'orderId': 'A3301'}`",
+)
+CALCULATOR = ToolCall(
+    name="calculator",
+    input_parameters={"input": "2 * 89.5"},
+    output="179",
+    reasoning="Invoking: `calculator`",
+)
+# The agent had three tools; it called two.
+TOOLS = {
+    "calculator": "Multiplies and adds.",
+    "order_lookup": "Finds an order by its id.",
+    "refund": "Creates a refund.",
+}
+HISTORY = [
+    ("human", "Hi, I ordered sleeping bags, order A3301."),
+    ("ai", "Thanks! How can I help with order A3301?"),
+    ("human", "What is the total for the two bags?"),
+]
+
+
+def _span(kind: str, name: str, span_input: Any, output: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "input": span_input,
+        "output": output,
+        "tools_called": [],
+        "available_tools": [],
+        "agent_handoffs": [],
+        "children": [],
+    }
+
+
+def _trace() -> dict[str, Any]:
+    """The agent's run as DeepEval's LangChain integration would have traced it."""
+    definitions = [
+        {
+            "role": "Tool Input",
+            "content": str(
+                {"type": "function", "function": {"name": name, "description": description}}
+            ),
+        }
+        for name, description in sorted(TOOLS.items())
+    ]
+    messages = [
+        *({"role": role, "content": content} for role, content in HISTORY),
+        {"role": "human", "content": INPUT},
+        *definitions,
+    ]
+    root = _span("agent", "n8n_ai_agent", INPUT, OUTPUT)
+    root["tools_called"] = ["order_lookup", "calculator"]
+    root["available_tools"] = sorted(TOOLS)
+    root["children"] = [
+        _span("llm", "reasoning_1", messages, LOOKUP.reasoning),
+        _span("tool", "order_lookup", LOOKUP.input_parameters, LOOKUP.output),
+        _span("llm", "reasoning_2", INPUT, CALCULATOR.reasoning),
+        _span("tool", "calculator", CALCULATOR.input_parameters, CALCULATOR.output),
+    ]
+    return root
+
+
+def single_turn_case() -> LLMTestCase:
+    """The run as one test case, its trace attached."""
+    case = LLMTestCase(
+        input=INPUT,
+        actual_output=OUTPUT,
+        expected_output="179",
+        context=["Order A3301 contains 2 sleeping bags priced 89.50 each."],
+        retrieval_context=RETRIEVED,
+        tools_called=[LOOKUP, CALCULATOR],
+        expected_tools=[ToolCall(name="order_lookup"), ToolCall(name="calculator")],
+    )
+    case._trace_dict = _trace()
+    return case
+
+
+def conversation_case() -> ConversationalTestCase:
+    """The chat session: the memory's four messages; the run's tools on the last answer."""
+    return ConversationalTestCase(
+        turns=[
+            Turn(role="user", content=HISTORY[0][1]),
+            Turn(role="assistant", content=HISTORY[1][1], retrieval_context=RETRIEVED),
+            Turn(role="user", content=HISTORY[2][1]),
+            Turn(
+                role="assistant",
+                content=OUTPUT,
+                retrieval_context=RETRIEVED,
+                tools_called=[LOOKUP, CALCULATOR],
+            ),
+        ],
+        chatbot_role="a polite support agent for Acme Outdoor",
+        expected_outcome="The customer learns the order total.",
+        scenario="A customer asks for an order total.",
+    )
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Each metric's score (or error) with DeepEval's own OpenAI model as the judge."""
+    model = OpenAIModel(
+        model=spec["model"], base_url=spec["base_url"], api_key="sk-parity", temperature=0
+    )
+    scores: dict[str, Any] = {}
+    for metric in spec["metrics"]:
+        entry = CATALOG[metric["config"]["metric"]]
+        config = entry.config_model.model_validate(metric["config"])
+        instance = construct_metric(entry, config, model)
+        case = conversation_case() if entry.needs_turns else single_turn_case()
+        try:
+            instance.measure(case)
+            scores[metric["label"]] = instance.score
+        except Exception as error:
+            scores[metric["label"]] = f"error: {type(error).__name__}: {error}"
+    return scores
+
+
+if __name__ == "__main__":
+    spec_file, out_file = sys.argv[1:3]
+    result = measure(json.loads(Path(spec_file).read_text(encoding="utf-8")))
+    Path(out_file).write_text(json.dumps(result), encoding="utf-8")
