@@ -416,6 +416,18 @@ class Benchmark(ConfigModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _no_judge_key_in_templates(self) -> Benchmark:
+        listed = set(getattr(self.target, "env", ()))
+        choices = [self.judge, *(c for metric in self.metrics for c in metric.judge_choices())]
+        keys = {choice.api_key_env for choice in choices if choice and choice.api_key_env}
+        shared = sorted(listed & keys)
+        if shared:
+            raise ValueError(
+                f"target.env lists {shared[0]}, a judge's key (apiKeyEnv): templates never see it"
+            )
+        return self
+
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 

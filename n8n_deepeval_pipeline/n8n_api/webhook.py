@@ -89,7 +89,8 @@ class WebhookCaller:
 
     def __init__(self, target: WebhookTarget, url: str, env: Mapping[str, str]) -> None:
         self.target = target
-        self.env = dict(env)  # copied once: templates see the environment as the run began
+        # Only the variables the benchmark lists, as they were when the run began.
+        self.env = {name: env[name] for name in target.env if name in env}
         self.identity = webhook_identity(url)
         self._url = url
         self._http = httpx2.Client(

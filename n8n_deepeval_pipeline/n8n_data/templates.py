@@ -2,6 +2,8 @@
 
 A string that is one expression (``"{{ expectedTools }}"``) keeps the value's type; any
 other string is rendered as text. An unknown name is an error that names it.
+``env_names`` tells which environment variables a template reads, so that a benchmark
+file can be held to the ones it lists.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jinja2 import StrictUndefined, TemplateError, Undefined
+from jinja2 import StrictUndefined, TemplateError, Undefined, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 _ONE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
@@ -38,3 +40,28 @@ def render(template: Any, context: dict[str, Any]) -> Any:
         return _SANDBOX.from_string(template).render(**context)
     except TemplateError as error:
         raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+
+
+def env_names(template: Any) -> set[str]:
+    """The names ``template`` reads as ``env.NAME`` or ``env['NAME']`` (objects recursively)."""
+    if isinstance(template, dict | list):
+        values = template.values() if isinstance(template, dict) else template
+        return set().union(*(env_names(value) for value in values))
+    if not isinstance(template, str) or "{" not in template:
+        return set()
+    try:
+        tree = _SANDBOX.parse(template)
+    except TemplateError as error:
+        raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+    names = set()
+    for node in tree.find_all(nodes.Getattr):
+        if _is_env(node.node):
+            names.add(node.attr)
+    for item in tree.find_all(nodes.Getitem):
+        if _is_env(item.node) and isinstance(item.arg, nodes.Const):
+            names.add(str(item.arg.value))
+    return names
+
+
+def _is_env(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "env"
