@@ -29,7 +29,7 @@ from n8n_deepeval_pipeline.n8n_data.responses import (
     normalise_response,
     parse_body,
 )
-from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render, render_url
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 
@@ -164,7 +164,7 @@ class WebhookCaller:
     def _call(self, context: dict[str, Any]) -> NormalisedResponse:
         target = self.target
         try:
-            url = render(self._url, context)
+            url = render_url(self._url, context)
             headers = {name: str(render(value, context)) for name, value in target.headers.items()}
             body = render(target.body, context) if target.body is not None else None
         except TemplateRenderError as error:
@@ -174,7 +174,7 @@ class WebhookCaller:
             body.setdefault(target.session_field, context["sessionId"])
         if target.session_header:
             headers[target.session_header] = context["sessionId"]
-        response = self._send(str(url), headers, body)
+        response = self._send(url, headers, body)
         try:
             answer = normalise_response(
                 parse_body(response.text), target.response_path, target.session_parser

@@ -88,6 +88,15 @@ def test_templates_see_only_the_variables_the_benchmark_lists(fake):
     assert [request["body"] for request in fake.requests] == [{"MY_TOKEN": TOKEN}, {"all": {}}]
 
 
+def test_a_row_id_in_the_url_cannot_change_its_path_query_or_fragment(fake):
+    rows = [row("../../rest/owner?evil=1#x", "hi"), row("..", "a b&c=d")]
+    call(fake, "probe/{{ evalContext.rowId }}?q={{ input }}#{{ input }}", rows)
+    assert sorted(request["target"] for request in fake.requests) == [
+        "/webhook/probe/%2E%2E?q=a%20b%26c%3Dd",
+        "/webhook/probe/..%2F..%2Frest%2Fowner%3Fevil%3D1%23x?q=hi",
+    ]
+
+
 def test_get_sends_the_body_as_query_parameters(fake):
     runs, (output,) = call(
         fake, "echo-get", [row("r1", "hi")], method="GET", body={"input": "{{ input }}"}
