@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_snake
 
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
-from n8n_deepeval_pipeline.config_model import ConfigModel
+from n8n_deepeval_pipeline.config_model import ConfigModel, FilePath
+from n8n_deepeval_pipeline.config_yaml import YamlProblem, load_yaml
+from n8n_deepeval_pipeline.cron import cron_problem
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_config import (
@@ -26,6 +27,7 @@ from n8n_deepeval_pipeline.n8n_config import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
+from n8n_deepeval_pipeline.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 
@@ -47,13 +49,12 @@ RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
 # The seed Trigger's default columnMapping.
 _SEED_MAPPING: dict[MappedField, str] = {"input": "input", "expectedOutput": "expectedOutput"}
 _NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_CRON_FIELD = re.compile(r"^[\d*/,\-A-Za-z?LW#]+$")
 
 
 class DatasetConfig(ConfigModel):
     """Where the rows come from (a file or an n8n Data Table) and how columns map to fields."""
 
-    path: Path | None = None
+    path: FilePath | None = None
     data_table: str | None = Field(
         default=None, description="An n8n Data Table's id or name (the seed Trigger's)."
     )
@@ -129,7 +130,7 @@ class RecordedTarget(ConfigModel):
     """
 
     type: Literal["recorded"] = "recorded"
-    outputs: Path | None = None
+    outputs: FilePath | None = None
     columns: dict[RecordedColumn, str] | None = None
     workflow_hash: str | None = Field(
         default=None,
@@ -295,7 +296,7 @@ class Benchmark(ConfigModel):
 
     name: str = Field(description="Asset key prefix and DuckDB schema: lower_snake_case.")
     description: str = ""
-    workflow: Path | N8nWorkflowRef = Field(
+    workflow: FilePath | N8nWorkflowRef = Field(
         description="An exported workflow file, or {id: …} for a workflow read from n8n."
     )
     dataset: DatasetConfig
@@ -356,16 +357,17 @@ class Benchmark(ConfigModel):
                 "must be lower_snake_case (a-z, 0-9, _; starting with a letter), "
                 "it becomes a DuckDB schema and an asset key prefix"
             )
+        problem = schema_name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
         return name
 
     @field_validator("schedule")
     @classmethod
     def _cron(cls, schedule: str | None) -> str | None:
-        if schedule is None:
-            return None
-        fields = schedule.split()
-        if len(fields) != 5 or not all(_CRON_FIELD.match(field) for field in fields):
-            raise ValueError("must be a 5-field cron expression such as '0 2 * * *'")
+        problem = None if schedule is None else cron_problem(schedule)
+        if problem is not None:
+            raise ValueError(problem)
         return schedule
 
     @model_validator(mode="after")
@@ -411,6 +413,18 @@ class Benchmark(ConfigModel):
             raise ValueError(
                 "target.stepsFromExecution reads the executions of the workflow in n8n: "
                 "name it with workflow: {id: …}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _no_judge_key_in_templates(self) -> Benchmark:
+        listed = set(getattr(self.target, "env", ()))
+        choices = [self.judge, *(c for metric in self.metrics for c in metric.judge_choices())]
+        keys = {choice.api_key_env for choice in choices if choice and choice.api_key_env}
+        shared = sorted(listed & keys)
+        if shared:
+            raise ValueError(
+                f"target.env lists {shared[0]}, a judge's key (apiKeyEnv): templates never see it"
             )
         return self
 
@@ -520,7 +534,7 @@ def load_benchmark(path: Path | str) -> Benchmark:
     except OSError as error:
         raise BenchmarkConfigError(source, [f"cannot read the file: {error.strerror}"]) from None
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
+        raw = load_yaml(text)
+    except YamlProblem as error:
         raise BenchmarkConfigError(source, [f"not valid YAML: {error}"]) from None
     return parse_benchmark(raw, source)

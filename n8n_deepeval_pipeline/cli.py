@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -110,11 +111,26 @@ def metrics(as_json: bool) -> None:
         ]
         click.echo(json.dumps(catalog, indent=2))
         return
-    for entry in CATALOG.values():
-        judge = "judge" if entry.needs_judge else "no judge"
-        click.echo(
-            f"{entry.slug:<22} {entry.name:<22} {entry.category:<10} {entry.direction:<17} {judge}"
+    rows = [("slug", "metric", "category", "direction", "judge")] + [
+        (
+            entry.slug,
+            entry.name,
+            entry.category,
+            entry.direction,
+            "yes" if entry.needs_judge else "no",
         )
+        for entry in CATALOG.values()
+    ]
+    click.echo("\n".join(_aligned(rows)))
+
+
+def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
+    """The rows as columns as wide as their widest cell, two spaces apart."""
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
 
 
 def _check(path: Path) -> Any:

@@ -9,9 +9,10 @@ from typing import NamedTuple
 
 from pydantic import ValidationError
 
-# Error type of a metric slug the catalog lacks; it is raised before the union picks a
-# member, so its location carries no slug tag.
+# Error types of a metric slug that is unknown or missing; they are raised before the union
+# picks a member, so their location carries no slug tag.
 UNKNOWN_METRIC = "unknown_metric"
+MISSING_METRIC = "missing_metric"
 
 
 class BenchmarkConfigError(ValueError):
@@ -78,7 +79,7 @@ def describe_validation_error(error: ValidationError) -> list[str]:
         if detail["type"] == "extra_forbidden":
             message = "unknown field (check the spelling; fields are camelCase)"
         location = tuple(detail["loc"])
-        where = field_path(location) if detail["type"] == UNKNOWN_METRIC else None
+        where = field_path(location) if detail["type"] in (UNKNOWN_METRIC, MISSING_METRIC) else None
         problems.append(f"{where or _render_location(location)}: {message}")
     return problems
 

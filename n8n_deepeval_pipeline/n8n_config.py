@@ -2,15 +2,60 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from n8n_deepeval_pipeline.config_model import ConfigModel
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, env_names
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH"]
 # Methods that may already have acted when they fail: never retried automatically.
 UNSAFE_TO_RETRY: frozenset[str] = frozenset({"POST", "PATCH"})
+# The project's own secrets (the judge's key, the results database's URL, n8n's API key):
+# a benchmark file is shared like code, so its templates can never send them anywhere.
+_OWN_PREFIX = "N8N_DEEPEVAL_"
+_OWN_NAMES = frozenset({"N8N_API_KEY"})
+
+
+def _not_the_projects_own(name: str) -> str:
+    if name.startswith(_OWN_PREFIX) or name in _OWN_NAMES:
+        raise ValueError(
+            f"{name} belongs to this project ({_OWN_PREFIX}*, N8N_API_KEY): templates never see it"
+        )
+    return name
+
+
+EnvName = Annotated[
+    str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"), AfterValidator(_not_the_projects_own)
+]
+
+
+def _env_field() -> Any:
+    return Field(
+        default_factory=list,
+        description="Environment variables the templates may read as env.NAME (only these; "
+        "never N8N_DEEPEVAL_* or N8N_API_KEY).",
+    )
+
+
+def refuse_unlisted_env(templates: dict[str, Any], listed: list[str]) -> None:
+    """Every ``env.NAME`` a template reads is in ``target.env``; the error names the field."""
+    for field, template in templates.items():
+        try:
+            unlisted = sorted(env_names(template) - set(listed))
+        except TemplateRenderError as error:
+            raise ValueError(f"{field}: {error}") from None
+        for name in unlisted:
+            try:
+                _not_the_projects_own(name)
+            except ValueError as error:
+                raise ValueError(f"{field} reads env.{name}: {error}") from None
+        if unlisted:
+            raise ValueError(
+                f"{field} reads env.{unlisted[0]}, which is not in target.env "
+                f"(list the variables templates may read: env: [{', '.join(unlisted)}])"
+            )
 
 
 class N8nWorkflowRef(ConfigModel):
@@ -24,7 +69,8 @@ class WebhookTarget(ConfigModel):
 
     Templates (Jinja2, sandboxed: no code) see the row's mapped fields (``input``,
     ``expectedOutput``, …), ``row`` (every column), ``evalContext`` (``caseId``,
-    ``runId``, ``runIndex``, ``workflowHash``), ``sessionId`` and ``env``.
+    ``runId``, ``runIndex``, ``workflowHash``), ``sessionId`` and ``env``: only the
+    variables listed in ``env``.
     """
 
     type: Literal["n8n_webhook"]
@@ -66,11 +112,18 @@ class WebhookTarget(ConfigModel):
         description="Read intermediateSteps from the run's execution through the n8n API "
         "when the answer has none (needs workflow: {id: …}).",
     )
+    env: list[EnvName] = _env_field()
 
     @model_validator(mode="after")
     def _one_url(self) -> WebhookTarget:
         if (self.url is None) == (self.url_env is None):
             raise ValueError("an n8n_webhook target needs exactly one of 'url' or 'urlEnv'")
+        return self
+
+    @model_validator(mode="after")
+    def _reads_only_listed_env(self) -> WebhookTarget:
+        headers = {f"headers.{name}": value for name, value in self.headers.items()}
+        refuse_unlisted_env({"url": self.url, **headers, "body": self.body}, self.env)
         return self
 
 
@@ -106,6 +159,12 @@ class WorkflowTarget(ConfigModel):
         description="Read intermediateSteps from the execution when the end node's output "
         "has none (an AI Agent with Return Intermediate Steps off, or a node after it).",
     )
+    env: list[EnvName] = _env_field()
+
+    @model_validator(mode="after")
+    def _reads_only_listed_env(self) -> WorkflowTarget:
+        refuse_unlisted_env({"input": self.input}, self.env)
+        return self
 
     def as_webhook(self, url: str) -> WebhookTarget:
         """The harness copy's webhook, called like any webhook target."""
@@ -118,6 +177,7 @@ class WorkflowTarget(ConfigModel):
             max_concurrency=self.max_concurrency,
             messages_column=self.messages_column,
             steps_from_execution=self.steps_from_execution,
+            env=self.env,
         )
 
 

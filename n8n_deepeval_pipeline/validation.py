@@ -75,7 +75,8 @@ def _client(path: Path, n8n: N8nClient | None, what: str) -> N8nClient:
 def _workflow(benchmark: Benchmark, path: Path, n8n: N8nClient | None) -> dict[str, Any]:
     if isinstance(benchmark.workflow, N8nWorkflowRef):
         return fetch_workflow(_client(path, n8n, "workflow"), benchmark.workflow)
-    return read_workflow(benchmark.workflow)
+    with pointed_to_by(path):
+        return read_workflow(benchmark.workflow)
 
 
 def _records(

@@ -10,7 +10,7 @@
 #   .complete                    stamp written last; while it is present nothing is redone
 #
 # Progress goes to stderr; the folder path is the only line written to stdout.
-# A cold install takes ~3-4 min and ~2.9 GB (sqlite3 compiles from its bundled source).
+# A cold install takes ~7 min and ~3.2 GB (sqlite3 compiles from its bundled source).
 set -euo pipefail
 
 N8N_VERSION="2.41.1"   # 2.41.3 cannot be installed: some of its dependencies are missing
@@ -52,7 +52,7 @@ if ! is_complete; then
   export PATH="$dir/node24/bin:$PATH"
   [ "$(node --version)" = "v$NODE_VERSION" ] || { say "node 24 is not first on PATH"; exit 1; }
 
-  say "n8n@$N8N_VERSION (~2,400 packages, ~2.9 GB unpacked)"
+  say "n8n@$N8N_VERSION (~2,400 packages, ~3.2 GB unpacked)"
   echo '{"name": "n8n-live-test-install", "private": true}' >"$dir/package.json"
   # --ignore-scripts: the install scripts of some dependencies try to download prebuilt
   # binaries from outside the package registry; only the native modules n8n needs are built.

@@ -74,6 +74,20 @@ def test_validate_and_run_refuse_recordings_that_no_run_reads(example_copy, tmp_
     assert (run.exit_code, run.output) == (2, f"Error: {message}")
 
 
+def test_metrics_lists_the_catalog_under_a_header_in_aligned_columns():
+    lines = CliRunner().invoke(main, ["metrics"]).output.splitlines()
+    assert lines[0].split() == ["slug", "metric", "category", "direction", "judge"]
+    assert lines[1] == (
+        "g_eval                     G-Eval                     custom      higher_is_better  yes"
+    )
+    longest = next(line for line in lines if line.startswith("turn_contextual_precision"))
+    assert longest == (
+        "turn_contextual_precision  Turn Contextual Precision  multi-turn  higher_is_better  yes"
+    )
+    starts = {line.index("higher_is_better") for line in lines if "higher_is_better" in line}
+    assert starts == {lines[0].index("direction")}
+
+
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
     catalog = {entry["slug"]: entry for entry in json.loads(result.output)}

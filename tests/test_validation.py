@@ -48,3 +48,33 @@ def test_dataset_errors_name_the_dataset_and_the_benchmark_that_points_to_it(exa
 def test_the_bundled_example_is_valid(example_copy):
     _, report = check_benchmark(example_copy)
     assert (report.rows, report.runs, report.workflow_hash[:12]) == (9, 27, "f7ee35b359b4")
+
+
+def test_an_empty_recordings_file_is_refused_at_validate(example_copy):
+    outputs = example_copy.parent / "outputs.jsonl"
+    outputs.write_text("\n\n")
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(example_copy)
+    assert str(caught.value) == (
+        f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
+        "  - the file is empty: no recorded outputs"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", "line 1: not valid JSON (Expecting property name enclosed in double quotes)"),
+        ('{"nodes": 3}', "no 'nodes' list: this is not an n8n workflow export"),
+    ],
+)
+def test_workflow_file_errors_name_the_benchmark_and_its_workflow_field(
+    example_copy, text, problem
+):
+    workflow = example_copy.parent / "workflow.json"
+    workflow.write_text(text)
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(example_copy)
+    assert str(caught.value) == (
+        f"{workflow}: invalid workflow (workflow of {example_copy})\n  - {problem}"
+    )

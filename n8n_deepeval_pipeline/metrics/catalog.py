@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from n8n_deepeval_pipeline.config_errors import UNKNOWN_METRIC
+from n8n_deepeval_pipeline.config_errors import MISSING_METRIC, UNKNOWN_METRIC
 from n8n_deepeval_pipeline.metrics import (
     agentic,
     community,
@@ -74,16 +74,26 @@ def _unknown_metric(slug: str) -> ValidationError:
     else:
         template = "unknown metric '{slug}'; expected one of: {slugs}"
         context = {"slug": slug, "slugs": ", ".join(sorted(CATALOG))}
-    error = PydanticCustomError(UNKNOWN_METRIC, template, context)
+    return _slug_error(PydanticCustomError(UNKNOWN_METRIC, template, context), slug)
+
+
+def _slug_error(error: PydanticCustomError, slug: object) -> ValidationError:
     # Raised as a ValidationError so the location ends at the field: metrics[2].metric.
     details = InitErrorDetails(type=error, loc=("metric",), input=slug)
     return ValidationError.from_exception_data("metric", [details])
 
 
+_NO_SLUG = PydanticCustomError(
+    MISSING_METRIC, "missing: each metric entry names its slug, e.g. 'metric: g_eval' " + _LISTS_ALL
+)
+
+
 def _known_slug(value: object) -> object:
-    """Reject an unknown slug before the union does: its error lists every tag, no hint."""
+    """Reject an unknown or missing slug before the union does: its errors give no hint."""
     if isinstance(value, Mapping):
         slug = value.get("metric")
+        if slug is None:
+            raise _slug_error(_NO_SLUG, None)
         if isinstance(slug, str) and slug not in CATALOG:
             raise _unknown_metric(slug)
     return value

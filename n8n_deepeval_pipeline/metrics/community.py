@@ -42,6 +42,9 @@ class ToolPermissionConfig(MetricConfig):
     def _needs_a_list(self) -> ToolPermissionConfig:
         if not self.allowed_tools and not self.denied_tools:
             raise ValueError("tool_permission needs 'allowedTools' or 'deniedTools' (or both)")
+        both = sorted(set(self.allowed_tools or ()) & set(self.denied_tools or ()))
+        if both:
+            raise ValueError(f"{both} in both 'allowedTools' and 'deniedTools': keep each in one")
         return self
 
 

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from n8n_deepeval_pipeline.config_model import STRICT_CONFIG, NonBlank
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule
 
@@ -60,12 +61,10 @@ MultiTurnParam = Literal[
 class MetricConfig(BaseModel):
     """Options every metric has."""
 
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
-    )
+    model_config = STRICT_CONFIG  # as every part of a benchmark file
 
     metric: str
-    label: str | None = Field(
+    label: NonBlank | None = Field(
         default=None, description="Name of this metric's column in results (default: the slug)."
     )
     threshold: float = Field(default=0.5, ge=0, le=1, description="Pass cutoff.")
@@ -170,9 +169,9 @@ class WindowedMetricConfig(ReasonedMetricConfig):
 class CriteriaMetricConfig(MetricConfig):
     """G-Eval style: natural-language criteria or fixed evaluation steps, not both."""
 
-    name: str = Field(min_length=1, description="Metric display name.")
-    criteria: str | None = None
-    evaluation_steps: list[str] | None = Field(default=None, min_length=1)
+    name: NonBlank = Field(description="Metric display name.")
+    criteria: NonBlank | None = None
+    evaluation_steps: list[NonBlank] | None = Field(default=None, min_length=1)
     rubric: list[RubricBand] | None = None
 
     @model_validator(mode="after")

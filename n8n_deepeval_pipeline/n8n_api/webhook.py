@@ -29,7 +29,7 @@ from n8n_deepeval_pipeline.n8n_data.responses import (
     normalise_response,
     parse_body,
 )
-from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render, render_url
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 
@@ -89,7 +89,8 @@ class WebhookCaller:
 
     def __init__(self, target: WebhookTarget, url: str, env: Mapping[str, str]) -> None:
         self.target = target
-        self.env = dict(env)  # copied once: templates see the environment as the run began
+        # Only the variables the benchmark lists, as they were when the run began.
+        self.env = {name: env[name] for name in target.env if name in env}
         self.identity = webhook_identity(url)
         self._url = url
         self._http = httpx2.Client(
@@ -163,7 +164,7 @@ class WebhookCaller:
     def _call(self, context: dict[str, Any]) -> NormalisedResponse:
         target = self.target
         try:
-            url = render(self._url, context)
+            url = render_url(self._url, context)
             headers = {name: str(render(value, context)) for name, value in target.headers.items()}
             body = render(target.body, context) if target.body is not None else None
         except TemplateRenderError as error:
@@ -173,7 +174,7 @@ class WebhookCaller:
             body.setdefault(target.session_field, context["sessionId"])
         if target.session_header:
             headers[target.session_header] = context["sessionId"]
-        response = self._send(str(url), headers, body)
+        response = self._send(url, headers, body)
         try:
             answer = normalise_response(
                 parse_body(response.text), target.response_path, target.session_parser

@@ -2,18 +2,34 @@
 
 A string that is one expression (``"{{ expectedTools }}"``) keeps the value's type; any
 other string is rendered as text. An unknown name is an error that names it.
+``env_names`` tells which environment variables a template reads, so that a benchmark
+file can be held to the ones it lists. ``render_url`` percent-encodes each value for the
+part of the URL it lands in, so that a row id cannot change the path, query or fragment.
 """
 
 from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import quote
 
-from jinja2 import StrictUndefined, TemplateError, Undefined
+from jinja2 import StrictUndefined, TemplateError, Undefined, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 _ONE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
 _SANDBOX = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+
+
+# Each value of a URL template is held as a marker until its part of the URL is known.
+_MARK = re.compile("\ue000([0-9]+)\ue001")
+_URL_TOKENS = re.compile("(\ue000[0-9]+\ue001|[/?#])")
+# Where the URL goes after a delimiter, from each part.
+_NEXT_PART = {
+    "authority": {"/": "path", "?": "query", "#": "fragment"},
+    "path": {"?": "query", "#": "fragment"},
+    "query": {"#": "fragment"},
+    "fragment": {},
+}
 
 
 class TemplateRenderError(ValueError):
@@ -38,3 +54,76 @@ def render(template: Any, context: dict[str, Any]) -> Any:
         return _SANDBOX.from_string(template).render(**context)
     except TemplateError as error:
         raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+
+
+def render_url(template: str, context: dict[str, Any]) -> str:
+    """The URL with each value percent-encoded for its part: host, path, query, fragment.
+
+    A value that starts the template is the URL's base (``{{ env.N8N_URL }}/webhook/x``)
+    and is inserted as it is.
+    """
+    if "{" not in template:
+        return template
+    values: list[str] = []
+
+    def hold(value: Any) -> str:
+        values.append(str(value))
+        return f"\ue000{len(values) - 1}\ue001"
+
+    try:
+        marked = _SANDBOX.overlay(finalize=hold).from_string(template).render(**context)
+    except TemplateError as error:
+        raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+    lead = _MARK.match(marked)
+    if lead is not None:
+        marked = values[int(lead[1])] + marked[lead.end() :]
+    return _encoded(marked, values)
+
+
+def _encoded(marked: str, values: list[str]) -> str:
+    scheme, separator, rest = marked.partition("://")
+    if not separator or _MARK.search(scheme):
+        scheme, separator, rest, part = "", "", marked, "path"
+    else:
+        part = "authority"
+    pieces = [scheme + separator]
+    for token in _URL_TOKENS.split(rest):
+        mark = _MARK.fullmatch(token)
+        if mark is not None:
+            pieces.append(_encode(values[int(mark[1])], part))
+        else:
+            part = _NEXT_PART[part].get(token, part)
+            pieces.append(token)
+    return "".join(pieces)
+
+
+def _encode(value: str, part: str) -> str:
+    # In the host a port may follow (':'); anywhere else every delimiter is encoded, and a
+    # value of only dots too, so it cannot become a '..' segment.
+    encoded = quote(value, safe=":" if part == "authority" else "")
+    return encoded.replace(".", "%2E") if part == "path" and set(value) == {"."} else encoded
+
+
+def env_names(template: Any) -> set[str]:
+    """The names ``template`` reads as ``env.NAME`` or ``env['NAME']`` (objects recursively)."""
+    if isinstance(template, dict | list):
+        values = template.values() if isinstance(template, dict) else template
+        return set().union(*(env_names(value) for value in values))
+    if not isinstance(template, str) or "{" not in template:
+        return set()
+    try:
+        tree = _SANDBOX.parse(template)
+    except TemplateError as error:
+        raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+    names = set()
+    for node in tree.find_all(nodes.Getattr):
+        if _is_env(node.node):
+            names.add(node.attr)
+    for item in tree.find_all(nodes.Getitem):
+        if _is_env(item.node) and isinstance(item.arg, nodes.Const):
+            names.add(str(item.arg.value))
+    return names
+
+
+def _is_env(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Name) and node.name == "env"

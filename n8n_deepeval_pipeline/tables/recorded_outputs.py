@@ -116,6 +116,8 @@ def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKe
         if key in lines:
             problems.append(f"line {number}: row_id {key[1]!r} run_index {key[2]} repeats")
         lines[key] = Recording(number, line)
+    if not lines and not problems:
+        problems.append("the file is empty: no recorded outputs")
     if problems:
         raise DataFileError(path, problems, _FILE)
     return lines

@@ -6,21 +6,22 @@ import json
 from pathlib import Path
 from typing import Any
 
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.config_errors import DataFileError, FileRole
 from n8n_deepeval_pipeline.workflow.hashing import WorkflowShapeError, extract_workflow
+
+_FILE = FileRole("workflow", "workflow")
 
 
 def read_workflow(path: Path) -> dict[str, Any]:
-    """The workflow object in the file; errors name the file."""
+    """The workflow object in the file; errors name the file (``pointed_to_by`` the benchmark)."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
-        raise BenchmarkConfigError(path, [f"cannot read the workflow: {error.strerror}"]) from None
+        raise DataFileError(path, [f"cannot read the workflow: {error.strerror}"], _FILE) from None
     except json.JSONDecodeError as error:
-        raise BenchmarkConfigError(
-            path, [f"line {error.lineno}: not valid JSON ({error.msg})"]
-        ) from None
+        problem = f"line {error.lineno}: not valid JSON ({error.msg})"
+        raise DataFileError(path, [problem], _FILE) from None
     try:
         return dict(extract_workflow(document))
     except WorkflowShapeError as error:
-        raise BenchmarkConfigError(path, [str(error)]) from None
+        raise DataFileError(path, [str(error)], _FILE) from None

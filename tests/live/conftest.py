@@ -16,7 +16,7 @@ LIVE = os.environ.get("N8N_DEEPEVAL_LIVE") == "1"
 def n8n(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N8nServer]:
     """n8n 2.41.1 on loopback with an owner and an API key; stopped by process group."""
     if not LIVE:
-        pytest.skip("live n8n tests: set N8N_DEEPEVAL_LIVE=1 (installs n8n, ~4 min cold)")
+        pytest.skip("live n8n tests: set N8N_DEEPEVAL_LIVE=1 (installs n8n, ~7 min cold)")
     install_dir = ensure_installed()
     with N8nServer.start(install_dir, tmp_path_factory.mktemp("n8n")) as server:
         yield server

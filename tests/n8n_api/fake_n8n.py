@@ -72,7 +72,9 @@ class FakeN8nWebhooks:
             def _respond(self, body: Any) -> None:
                 path = urlsplit(self.path).path
                 fake.calls[path] += 1
-                fake.requests.append({"path": path, "body": body, "headers": dict(self.headers)})
+                fake.requests.append(
+                    {"path": path, "target": self.path, "body": body, "headers": dict(self.headers)}
+                )
                 status, answer = fake.answer(path, body)
                 payload = json.dumps(answer).encode()
                 self.send_response(status)

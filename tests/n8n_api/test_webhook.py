@@ -28,9 +28,10 @@ def row(row_id, text, **raw):
     )
 
 
-def call(fake, path, rows, runs_per_row=1, **options):
+def call(fake, path, rows, runs_per_row=1, environ=None, **options):
     target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": "x", **options})
-    caller = WebhookCaller(target, f"{fake.base_url}/webhook/{path}", {"MY_TOKEN": TOKEN})
+    environ = {"MY_TOKEN": TOKEN} if environ is None else environ
+    caller = WebhookCaller(target, f"{fake.base_url}/webhook/{path}", environ)
     runs = expanded_runs(rows, runs_per_row, "live")
     progress = []
     try:
@@ -66,6 +67,7 @@ def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
         [row("r1", "hi", topic="billing")],
         headers={"Authorization": "Bearer {{ env.MY_TOKEN }}"},
         body={"q": "{{ input }} ({{ row.topic }})", "tools": "{{ expectedTools }}"},
+        env=["MY_TOKEN"],
         sessionParser="[0].json.sid",
     )
     (request,) = fake.requests
@@ -76,6 +78,23 @@ def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
     }
     assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
     assert (output.actual_output, output.session_id) == ("from an item list", "s-9")
+
+
+def test_templates_see_only_the_variables_the_benchmark_lists(fake):
+    environ = {"MY_TOKEN": TOKEN, "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-judge", "HOME": "/root"}
+    plain = {"environ": environ, "sessionField": None}
+    call(fake, "agent", [row("r1", "hi")], env=["MY_TOKEN"], body="{{ env }}", **plain)
+    call(fake, "agent", [row("r2", "hi")], body={"all": "{{ env }}"}, **plain)
+    assert [request["body"] for request in fake.requests] == [{"MY_TOKEN": TOKEN}, {"all": {}}]
+
+
+def test_a_row_id_in_the_url_cannot_change_its_path_query_or_fragment(fake):
+    rows = [row("../../rest/owner?evil=1#x", "hi"), row("..", "a b&c=d")]
+    call(fake, "probe/{{ evalContext.rowId }}?q={{ input }}#{{ input }}", rows)
+    assert sorted(request["target"] for request in fake.requests) == [
+        "/webhook/probe/%2E%2E?q=a%20b%26c%3Dd",
+        "/webhook/probe/..%2F..%2Frest%2Fowner%3Fevil%3D1%23x?q=hi",
+    ]
 
 
 def test_get_sends_the_body_as_query_parameters(fake):

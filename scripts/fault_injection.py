@@ -1,6 +1,6 @@
 """The support-agent benchmark against a judge that misbehaves, end to end.
 
-    .venv/bin/python benchmarks/fault_injection.py
+    .venv/bin/python scripts/fault_injection.py
 
 A loopback OpenAI-compatible judge answers the example benchmark's judge calls, with a
 fault in every third request for the first few hundred (429 with and without

@@ -1,6 +1,6 @@
 """Worker-pool throughput against the alternatives a user has, side by side in one run.
 
-    .venv/bin/python benchmarks/pool_throughput.py            # 240 evaluations, C=16, 50 and 300 ms
+    .venv/bin/python scripts/pool_throughput.py            # 240 evaluations, C=16, 50 and 300 ms
 
 The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
 judge that answers after a fixed latency, run by

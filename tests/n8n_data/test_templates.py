@@ -1,0 +1,45 @@
+"""URL templates: each value is percent-encoded for the part of the URL it lands in."""
+
+import pytest
+
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render_url
+
+CONTEXT = {
+    "evalContext": {"rowId": "../../rest/owner?evil=1#x", "runIndex": 2},
+    "env": {"N8N_URL": "https://n8n.example.com/base", "HOST": "127.0.0.1:5678"},
+    "input": "a b&c=d#e",
+}
+
+
+@pytest.mark.parametrize(
+    ("template", "url"),
+    [
+        (
+            "https://h/webhook/probe/{{ evalContext.rowId }}",
+            "https://h/webhook/probe/..%2F..%2Frest%2Fowner%3Fevil%3D1%23x",
+        ),
+        (
+            "https://h/w?q={{ input }}&run={{ evalContext.runIndex }}",
+            "https://h/w?q=a%20b%26c%3Dd%23e&run=2",
+        ),
+        (
+            "https://h/w#{{ evalContext.rowId }}",
+            "https://h/w#..%2F..%2Frest%2Fowner%3Fevil%3D1%23x",
+        ),
+        (
+            "{{ env.N8N_URL }}/webhook/{{ input }}",
+            "https://n8n.example.com/base/webhook/a%20b%26c%3Dd%23e",
+        ),
+        ("http://{{ env.HOST }}/webhook/x", "http://127.0.0.1:5678/webhook/x"),
+        ("http://{{ evalContext.rowId }}/x", "http://..%2F..%2Frest%2Fowner%3Fevil%3D1%23x/x"),
+        ("https://h/{{ '..' }}/x", "https://h/%2E%2E/x"),
+        ("https://h/webhook/plain", "https://h/webhook/plain"),
+    ],
+)
+def test_values_cannot_leave_the_part_they_land_in(template, url):
+    assert render_url(template, CONTEXT) == url
+
+
+def test_an_unknown_name_in_a_url_is_named():
+    with pytest.raises(TemplateRenderError, match="'nope' is undefined"):
+        render_url("https://h/{{ nope }}", CONTEXT)
