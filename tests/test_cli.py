@@ -125,7 +125,8 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
     assert metrics["tool_permission"]["mean_score"] == pytest.approx(26.5 / 27)
     assert metrics["tool_correctness"]["mean_score"] == pytest.approx(26 / 27)
     assert metrics["exact_answer"]["mean_score"] == pytest.approx(22 / 27)
-    assert metrics["agent_loop_detection"]["errors"] == 7
+    # Runs whose agent called no tool (intermediateSteps: []) are judged on their trace too.
+    assert metrics["agent_loop_detection"]["errors"] == 0
     assert metrics["bias"]["dry_run"] and not metrics["tool_permission"]["dry_run"]
     assert summary["dry_run_judge"] is True
     assert 0 < summary["pass_rate"] < 1
