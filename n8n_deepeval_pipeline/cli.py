@@ -6,19 +6,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
-from n8n_deepeval_pipeline.summary import ErrorSummary
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
     workflow_hash,
 )
+
+if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
+    from n8n_deepeval_pipeline.summary import ErrorSummary
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -119,13 +121,13 @@ def metrics(as_json: bool) -> None:
 
 def _check(path: Path) -> Any:
     """Validate a benchmark; what lives in n8n is read with the environment's API key."""
-    from n8n_deepeval_pipeline.orchestration.definitions import n8n_resource
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
     from n8n_deepeval_pipeline.validation import check_benchmark
 
-    n8n = n8n_resource().process_config_and_initialize()
-    if not n8n.configured:
+    client = client_from_environment()  # not the Dagster resource: validate starts fast
+    if client is None:
         return check_benchmark(path)
-    with n8n.client() as client:
+    with client:
         return check_benchmark(path, client)
 
 
