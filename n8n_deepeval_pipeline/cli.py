@@ -167,8 +167,9 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
 @click.option(
     "--max-error-rate",
     type=click.FloatRange(0, 1),
-    help="Exit 3 if more than RATE of the scores have no judgement (judge or worker "
-    "errors). Default: exit 3 on any judge outage.",
+    help="Exit 3 if more than RATE of the workflow calls failed or of the scores have no "
+    "judgement (judge or worker errors). Default: the benchmark's checks.maxErrorRate "
+    "(the error_rate check's), and exit 3 on any judge outage.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
@@ -205,8 +206,9 @@ def run(
     """Run benchmark FILE for the workflow's current version and print a summary.
 
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed,
-    5 a case regressed against the previous version (compare.failOn).
+    (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
+    4 the run itself failed, 5 a case regressed against the previous version
+    (compare.failOn).
     """
     from n8n_deepeval_pipeline.summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -231,7 +233,8 @@ def run(
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
-    incomplete = _incompleteness(summary.errors, max_error_rate)
+    checked_limit = runner.benchmark.checks.max_error_rate
+    incomplete = _incompleteness(summary.errors, max_error_rate, checked_limit)
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
@@ -244,18 +247,28 @@ def run(
         sys.exit(EXIT_BELOW_FAIL_UNDER)
 
 
-def _incompleteness(errors: ErrorSummary, max_error_rate: float | None) -> str | None:
-    """Why the run counts as incomplete, or None."""
+def _incompleteness(
+    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
+) -> str | None:
+    """Why the run counts as incomplete, or None.
+
+    The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
+    one, so that the CLI and the check give one answer.
+    """
+    from n8n_deepeval_pipeline.summary import judge_trouble, over_error_limit
+
     if max_error_rate is None and errors.judge_outage:
         return (
-            f"incomplete: the judge was unavailable for {errors.judge_outage} scores "
+            f"incomplete: {judge_trouble(errors)} for {errors.judge_outage} scores "
             "(--max-error-rate sets how many unjudged scores are acceptable)"
         )
-    if max_error_rate is not None and errors.unjudged_rate > max_error_rate:
-        return (
-            f"incomplete: {errors.unjudged_rate:.1%} of the scores have no judgement, "
-            f"above --max-error-rate {max_error_rate:.1%}"
-        )
+    if max_error_rate is None:
+        limit, named = max_error_rate_checked, "checks.maxErrorRate"
+    else:
+        limit, named = max_error_rate, "--max-error-rate"
+    over = over_error_limit(errors, limit)
+    if over:
+        return f"incomplete: {' and '.join(over)}, above {named} {limit:.1%}"
     return None
 
 
