@@ -64,6 +64,8 @@ def validate(files: tuple[Path, ...]) -> None:
             f"ok {path}: {report.benchmark} · workflow {report.workflow_hash[:12]} · "
             f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
         )
+        for warning in report.warnings:
+            click.echo(f"{path}: warning: {warning}", err=True)
     sys.exit(1 if failed else 0)
 
 
@@ -316,13 +318,14 @@ def backfill(file: Path, from_asset: str | None) -> None:
 @click.argument("file", type=_FILE)
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
-def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
     """Compare two versions of benchmark FILE, case by case.
 
     Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
     by default), 2 the comparison could not run (a version unknown or not run).
     """
-    from n8n_deepeval_pipeline.comparison_summary import render_comparison
+    from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
@@ -334,8 +337,11 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
             comparison = runner.stored_versions([before, after]).compare(before, after)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
-    click.echo(render_comparison(comparison, before, after))
     gate = runner.benchmark.compare.fail_on
+    if as_json:
+        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+    else:
+        click.echo(render_comparison(comparison, before, after))
     flagged = cases_failing_gate(comparison, gate)
     if flagged:
         click.echo(
