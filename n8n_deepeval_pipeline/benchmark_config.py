@@ -276,8 +276,8 @@ class ChecksConfig(ConfigModel):
         default=0.05,
         ge=0,
         le=1,
-        description="Share of score rows without a judgement (judge or worker errors) "
-        "above which the error_rate check fails.",
+        description="Share of failed workflow calls, and of score rows without a judgement "
+        "(judge or worker errors), above which the error_rate check fails and `run` exits 3.",
     )
 
 

@@ -7,19 +7,21 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
-from n8n_deepeval_pipeline.summary import ErrorSummary
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
     workflow_hash,
 )
+
+if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
+    from n8n_deepeval_pipeline.summary import ErrorSummary
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -63,6 +65,8 @@ def validate(files: tuple[Path, ...]) -> None:
             f"ok {path}: {report.benchmark} · workflow {report.workflow_hash[:12]} · "
             f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
         )
+        for warning in report.warnings:
+            click.echo(f"{path}: warning: {warning}", err=True)
     sys.exit(1 if failed else 0)
 
 
@@ -135,13 +139,13 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _check(path: Path) -> Any:
     """Validate a benchmark; what lives in n8n is read with the environment's API key."""
-    from n8n_deepeval_pipeline.orchestration.definitions import n8n_resource
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
     from n8n_deepeval_pipeline.validation import check_benchmark
 
-    n8n = n8n_resource().process_config_and_initialize()
-    if not n8n.configured:
+    client = client_from_environment()  # not the Dagster resource: validate starts fast
+    if client is None:
         return check_benchmark(path)
-    with n8n.client() as client:
+    with client:
         return check_benchmark(path, client)
 
 
@@ -181,8 +185,9 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
 @click.option(
     "--max-error-rate",
     type=click.FloatRange(0, 1),
-    help="Exit 3 if more than RATE of the scores have no judgement (judge or worker "
-    "errors). Default: exit 3 on any judge outage.",
+    help="Exit 3 if more than RATE of the workflow calls failed or of the scores have no "
+    "judgement (judge or worker errors). Default: the benchmark's checks.maxErrorRate "
+    "(the error_rate check's), and exit 3 on any judge outage.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
@@ -219,8 +224,9 @@ def run(
     """Run benchmark FILE for the workflow's current version and print a summary.
 
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed,
-    5 a case regressed against the previous version (compare.failOn).
+    (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
+    4 the run itself failed, 5 a case regressed against the previous version
+    (compare.failOn).
     """
     from n8n_deepeval_pipeline.summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -245,7 +251,8 @@ def run(
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
-    incomplete = _incompleteness(summary.errors, max_error_rate)
+    checked_limit = runner.benchmark.checks.max_error_rate
+    incomplete = _incompleteness(summary.errors, max_error_rate, checked_limit)
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
@@ -258,18 +265,28 @@ def run(
         sys.exit(EXIT_BELOW_FAIL_UNDER)
 
 
-def _incompleteness(errors: ErrorSummary, max_error_rate: float | None) -> str | None:
-    """Why the run counts as incomplete, or None."""
+def _incompleteness(
+    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
+) -> str | None:
+    """Why the run counts as incomplete, or None.
+
+    The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
+    one, so that the CLI and the check give one answer.
+    """
+    from n8n_deepeval_pipeline.summary import judge_trouble, over_error_limit
+
     if max_error_rate is None and errors.judge_outage:
         return (
-            f"incomplete: the judge was unavailable for {errors.judge_outage} scores "
+            f"incomplete: {judge_trouble(errors)} for {errors.judge_outage} scores "
             "(--max-error-rate sets how many unjudged scores are acceptable)"
         )
-    if max_error_rate is not None and errors.unjudged_rate > max_error_rate:
-        return (
-            f"incomplete: {errors.unjudged_rate:.1%} of the scores have no judgement, "
-            f"above --max-error-rate {max_error_rate:.1%}"
-        )
+    if max_error_rate is None:
+        limit, named = max_error_rate_checked, "checks.maxErrorRate"
+    else:
+        limit, named = max_error_rate, "--max-error-rate"
+    over = over_error_limit(errors, limit)
+    if over:
+        return f"incomplete: {' and '.join(over)}, above {named} {limit:.1%}"
     return None
 
 
@@ -317,13 +334,14 @@ def backfill(file: Path, from_asset: str | None) -> None:
 @click.argument("file", type=_FILE)
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
-def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
     """Compare two versions of benchmark FILE, case by case.
 
     Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
     by default), 2 the comparison could not run (a version unknown or not run).
     """
-    from n8n_deepeval_pipeline.comparison_summary import render_comparison
+    from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
@@ -335,8 +353,11 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
             comparison = runner.stored_versions([before, after]).compare(before, after)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
-    click.echo(render_comparison(comparison, before, after))
     gate = runner.benchmark.compare.fail_on
+    if as_json:
+        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+    else:
+        click.echo(render_comparison(comparison, before, after))
     flagged = cases_failing_gate(comparison, gate)
     if flagged:
         click.echo(

@@ -1,11 +1,16 @@
-"""The comparison of two versions as ``n8n-deepeval compare`` prints it."""
+"""The comparison of two versions as ``n8n-deepeval compare`` prints it, as text or JSON."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
+    GateVerdict,
     OverallPassRate,
     VersionComparison,
+    cases_failing_gate,
+    directional_p_value,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
@@ -30,7 +35,7 @@ def _case_line(case: CaseComparison, width: int) -> str:
     candidate = f"{case.candidate.passed}/{case.candidate.runs}"
     return (
         f"{case.row_id:<{width}}  {baseline:>8}  {candidate:>9}  {_points(case.delta):>6}  "
-        f"{_p(case.p_value_drop):>7}  {case.verdict}"
+        f"{_p(directional_p_value(case)):>5}  {case.verdict}"
     )
 
 
@@ -44,8 +49,7 @@ def render_comparison(comparison: VersionComparison, baseline: str, candidate: s
         f"{_rate(comparison.candidate_overall)}, {_points(comparison.overall_delta)} points",
         f"verdicts: {counts or 'none'}",
         "",
-        f"{'case':<{width}}  {'baseline':>8}  {'candidate':>9}  {'delta':>6}  {'p(drop)':>7}  "
-        "verdict",
+        f"{'case':<{width}}  {'baseline':>8}  {'candidate':>9}  {'delta':>6}  {'p':>5}  verdict",
         *(_case_line(case, width) for case in comparison.cases),
     ]
     if comparison.metric_deltas:
@@ -68,3 +72,25 @@ def render_comparison(comparison: VersionComparison, baseline: str, candidate: s
 
 def _score_delta(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
+
+
+def comparison_json(
+    comparison: VersionComparison, baseline: str, candidate: str, fail_on: GateVerdict
+) -> dict[str, Any]:
+    """What `compare --json` prints: the verdict table with intervals, deltas and drift.
+
+    Each case carries ``p_value``, the one-sided p in the direction it moved (the text's
+    and the report's), beside both one-sided p-values.
+    """
+    result = comparison.model_dump(mode="json")
+    result["cases"] = [
+        {**case.model_dump(mode="json"), "p_value": directional_p_value(case)}
+        for case in comparison.cases
+    ]
+    return {
+        "baseline": version_key(baseline),
+        "candidate": version_key(candidate),
+        "fail_on": fail_on,
+        "flagged_cases": cases_failing_gate(comparison, fail_on),
+        "result": result,
+    }

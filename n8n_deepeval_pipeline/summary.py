@@ -7,7 +7,8 @@ from statistics import fmean
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, is_unjudged
+from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, TARGET_ERROR_KINDS, is_unjudged
+from n8n_deepeval_pipeline.judging.providers import refused_key_status
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
@@ -57,19 +58,19 @@ class ConsistencySummary(BaseModel):
 
 
 class ErrorSummary(BaseModel):
-    """Score rows that carry an error, by kind, and the ones the judge still owes."""
+    """Score rows that carry an error, by kind, the ones the judge still owes, failed calls."""
 
     scores: int
     by_kind: dict[str, int]
     first_message: dict[str, str]
     unjudged: int  # judge or machinery errors: no judgement was made
+    unjudged_rate: float  # share of the score rows
     judge_outage: int  # the judge did not answer at all (its circuit was open)
     runs_with_unjudged: int
-
-    @property
-    def unjudged_rate(self) -> float:
-        """Share of score rows without a judgement."""
-        return self.unjudged / self.scores if self.scores else 0.0
+    runs: int = 0  # runs the scores cover
+    failed_target_calls: int = 0  # runs whose workflow call failed: nothing to score
+    failed_target_call_rate: float = 0.0  # share of the runs
+    judge_refused_key: int | None = None  # the HTTP status of a judge refusing its key
 
 
 class FailingCase(BaseModel):
@@ -89,6 +90,8 @@ class BenchmarkSummary(BaseModel):
     runs: int
     pass_rate: float
     mean_overall_score: float | None
+    unscored_runs: int = 0
+    """Errored runs with no overall score (a failed workflow call): left out of its mean."""
     errors: ErrorSummary
     pass_rule: str
     judge_label: str | None
@@ -119,20 +122,48 @@ def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
 
 
 def error_summary(scores: list[MetricScore]) -> ErrorSummary:
-    """The scores' errors by kind, and how many of them left a score without a judgement."""
+    """The scores' errors by kind, how many left a score without a judgement, failed calls."""
     failed = [score for score in scores if score.error_kind]
     unjudged = [score for score in failed if is_unjudged(score.error_kind)]
     first: dict[str, str] = {}
     for score in failed:
         first.setdefault(str(score.error_kind), (score.error or "").splitlines()[0][:300])
+    runs = len({score.run_id for score in scores})
+    failed_calls = len({s.run_id for s in failed if s.error_kind in TARGET_ERROR_KINDS})
     return ErrorSummary(
         scores=len(scores),
         by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
         first_message=first,
         unjudged=len(unjudged),
+        unjudged_rate=len(unjudged) / len(scores) if scores else 0.0,
         judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
         runs_with_unjudged=len({score.run_id for score in unjudged}),
+        runs=runs,
+        failed_target_calls=failed_calls,
+        failed_target_call_rate=failed_calls / runs if runs else 0.0,
+        judge_refused_key=next(
+            filter(None, (refused_key_status(s.error or "") for s in unjudged)), None
+        ),
     )
+
+
+def over_error_limit(errors: ErrorSummary, limit: float) -> list[str]:
+    """What goes beyond ``limit``, each named: failed workflow calls, unjudged scores.
+
+    One rule for the ``error_rate`` check and for ``run``'s exit code (checks.maxErrorRate).
+    """
+    over = []
+    if errors.failed_target_call_rate > limit:
+        over.append(
+            f"{errors.failed_target_call_rate:.1%} of the workflow calls failed "
+            f"({errors.failed_target_calls} of {errors.runs} runs)"
+        )
+    if errors.unjudged_rate > limit:
+        over.append(
+            f"{errors.unjudged_rate:.1%} of the scores have no judgement "
+            f"({errors.unjudged} of {errors.scores})"
+        )
+    return over
 
 
 def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
@@ -229,6 +260,7 @@ def summarise(
         runs=len(aggregates),
         pass_rate=fmean(row.overall_success for row in aggregates) if aggregates else 0.0,
         mean_overall_score=mean_of_present([row.overall_score for row in aggregates]),
+        unscored_runs=sum(1 for row in aggregates if row.overall_score is None),
         errors=error_summary(scores),
         failing_cases=_failing_cases(scores, aggregates),
         pass_rule=aggregates[0].pass_rule if aggregates else "",
@@ -264,7 +296,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
     lines = [
         f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
-        f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary.errors),
+        f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary),
         f"{_judges_heading(summary)} · calls {summary.judge_calls} "
         f"(+{summary.cached_calls} cached, {summary.judge_retries} retries) · "
         f"tokens {summary.tokens} · cost "
@@ -334,27 +366,48 @@ def _failing_lines(cases: list[FailingCase], shown: int = 10) -> list[str]:
     return lines
 
 
-def _left_out(errors: ErrorSummary) -> str:
-    if not errors.unjudged:
-        return ""
-    return f" (leaves out {errors.unjudged} unjudged scores in {errors.runs_with_unjudged} runs)"
+def _left_out(summary: BenchmarkSummary) -> str:
+    """What the mean overall score leaves out: errored runs, unjudged scores."""
+    errors = summary.errors
+    parts = [f"{summary.unscored_runs} errored runs"] if summary.unscored_runs else []
+    if errors.unjudged:
+        parts.append(f"{errors.unjudged} unjudged scores in {errors.runs_with_unjudged} runs")
+    return f" (leaves out {'; '.join(parts)})" if parts else ""
 
 
 def _incomplete_lines(errors: ErrorSummary) -> list[str]:
-    """A warning that cannot be missed when scores have no judgement."""
+    """Warnings that cannot be missed: failed workflow calls, scores without a judgement."""
+    lines = []
+    if errors.failed_target_calls:
+        kinds = [kind for kind in errors.by_kind if kind in TARGET_ERROR_KINDS]
+        lines += [
+            f"WARNING: INCOMPLETE RUN: {errors.failed_target_calls} of {errors.runs} workflow "
+            f"calls failed ({errors.failed_target_call_rate:.1%})",
+            f"  first error: {errors.first_message[kinds[0]]}",
+        ]
     if not errors.unjudged:
-        return []
-    kinds = {kind: n for kind, n in errors.by_kind.items() if is_unjudged(kind)}
-    counts = ", ".join(f"{kind} {count}" for kind, count in kinds.items())
-    first = errors.first_message[next(iter(kinds))]
-    lines = [
+        return lines
+    kinds = [kind for kind in errors.by_kind if is_unjudged(kind)]
+    counts = ", ".join(f"{kind} {errors.by_kind[kind]}" for kind in kinds)
+    lines += [
         f"WARNING: INCOMPLETE RUN: {errors.unjudged} of {errors.scores} scores have no "
         f"judgement ({errors.unjudged_rate:.1%}: {counts})",
-        f"  first error: {first}",
+        f"  first error: {errors.first_message[kinds[0]]}",
     ]
-    if errors.judge_outage:
+    if errors.judge_refused_key:
+        lines.append(
+            f"  {judge_trouble(errors)}: give it a valid key and run again (cached answers stay)"
+        )
+    elif errors.judge_outage:
         lines.append("  the judge was unreachable: fix it and run again (cached answers stay)")
     return lines
+
+
+def judge_trouble(errors: ErrorSummary) -> str:
+    """What kept the judge from answering, as a user would say it."""
+    if errors.judge_refused_key:
+        return f"the judge refused the key (HTTP {errors.judge_refused_key})"
+    return "the judge was unavailable"
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

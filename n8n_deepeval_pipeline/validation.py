@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, pointed_to
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
+from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
@@ -33,6 +34,8 @@ class CheckReport(BaseModel):
     runs: int
     metrics: list[str]
     row_ids: list[str]
+    warnings: list[str] = []
+    """What is valid but will not do what the file seems to ask."""
 
 
 def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark, CheckReport]:
@@ -60,8 +63,23 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         runs=len(rows) * benchmark.runs_per_row,
         metrics=benchmark.metric_labels,
         row_ids=[row.row_id for row in rows],
+        warnings=_gate_warnings(benchmark),
     )
     return benchmark, report
+
+
+def _gate_warnings(benchmark: Benchmark) -> list[str]:
+    """A compare.failOn tier that no case can reach with the benchmark's runsPerRow."""
+    gate, runs = benchmark.compare.fail_on, benchmark.runs_per_row
+    reach = gate_reach(gate, runs)
+    if reach.reachable:
+        return []
+    return [
+        f"compare.failOn: {gate} can never fire with runsPerRow {runs}: even {runs}/{runs} "
+        f"passing runs dropping to 0/{runs} give p = {reach.surest_drop_p_value:.3f} "
+        f"(Fisher's one-sided exact test), and {gate} needs p < {reach.max_p_value:g}; "
+        f"it takes at least {reach.fewest_runs} runs per case"
+    ]
 
 
 def _client(path: Path, n8n: N8nClient | None, what: str) -> N8nClient:

@@ -273,16 +273,32 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     lines = compared.stdout.splitlines()
     assert lines[0] == "candidate f7b1504dcb09 against baseline f7ee35b359b4"
     assert lines[1].startswith("run pass rate 48.1% [30.7%, 66.0%] (13/27) → 18.5%")
-    assert "ord-missing          3/3        0/3  -100.0    0.050  likely_regression" in lines
+    assert "ord-missing          3/3        0/3  -100.0  0.050  likely_regression" in lines
     assert "2 case(s) flagged likely_regression or worse: ord-missing, returns-policy" in (
         compared.stderr
     )
     unknown = runner.invoke(main, ["compare", str(example_copy), "--baseline", "abcdef0"])
     assert unknown.exit_code == 2 and "no known version starts with 'abcdef0'" in unknown.output
+    as_json = runner.invoke(main, ["compare", str(example_copy), "--json"])
+    assert as_json.exit_code == 1  # the same gate, the same exit code
+    printed = json.loads(as_json.stdout)
+    assert (printed["baseline"], printed["candidate"]) == ("f7ee35b359b4", "f7b1504dcb09")
+    assert printed["flagged_cases"] == ["ord-missing", "returns-policy"]
+    cases = {case["row_id"]: case for case in printed["result"]["cases"]}
+    assert cases["ord-missing"]["verdict"] == "likely_regression"
+    assert cases["ord-missing"]["p_value"] == pytest.approx(0.05)
+    assert printed["result"]["candidate_overall"]["interval"]["lower"] == pytest.approx(
+        0.082, abs=1e-3
+    )
+    assert {drift["category"] for drift in printed["result"]["failure_drift"]} >= {"target_error"}
     pinned = runner.invoke(
         main, ["compare", str(example_copy), "--baseline", "f7b15", "--candidate", "f7ee3"]
     )
     assert pinned.exit_code == 0  # the other way round: an improvement, nothing flagged
+    # the p of the rise 0/3 → 3/3, not of a drop (which would be 1.000)
+    assert "ord-missing          0/3        3/3  +100.0  0.050  worth_watching" in (
+        pinned.stdout.splitlines()
+    )
 
     out = tmp_path / "report"
     written = runner.invoke(main, ["report", str(example_copy), "--out", str(out)])

@@ -1,4 +1,4 @@
-"""A run whose judge is down says so, and exits with its own code."""
+"""A run whose judge is down, refuses its key or fails too often says so, and exits 3."""
 
 import json
 import os
@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.conftest import EXAMPLE
 
 pytestmark = pytest.mark.slow
@@ -19,7 +20,7 @@ def _closed_port() -> int:
         return probe.getsockname()[1]  # nothing listens once it is closed
 
 
-def _run(tmp_path, *options):
+def _run(tmp_path, *options, judge_url=None, **settings):
     env = {
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
@@ -27,9 +28,10 @@ def _run(tmp_path, *options):
         "DEEPEVAL_POOL_SIZE": "1",  # one worker: exactly 3 calls fail before the circuit opens
         "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
         "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": f"http://127.0.0.1:{_closed_port()}/v1",
+        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge_url or f"http://127.0.0.1:{_closed_port()}/v1",
         "N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS": "1",
         "N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD": "3",
+        **settings,
     }
     command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run"]
     return subprocess.run(
@@ -60,3 +62,36 @@ def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path):
     assert errors["by_kind"] == {"judge_unavailable": 51, "missing_input": 7, "judge_error": 3}
     assert (errors["unjudged"], errors["judge_outage"], errors["scores"]) == (54, 51, 189)
     assert "connect" in errors["first_message"]["judge_error"].lower()
+
+
+def test_a_failed_error_rate_check_fails_the_run_at_the_same_limit(tmp_path):
+    # 14 judge calls fail once each (no retry, no open circuit): 14 of 189 scores unjudged
+    server = LoopbackJudge(latency_s=0.0, faults=["500"] * 14).start()
+    try:
+        done = _run(tmp_path, judge_url=server.base_url, N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD="100")
+    finally:
+        server.stop()
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert done.stderr.splitlines()[-1] == (
+        "incomplete: 7.4% of the scores have no judgement (14 of 189), "
+        "above checks.maxErrorRate 5.0%"
+    )
+    assert "WARNING: INCOMPLETE RUN: 14 of 189 scores have no judgement (7.4%: judge_error 14)" in (
+        done.stdout.splitlines()
+    )
+
+
+def test_a_judge_that_refuses_the_key_is_named_so_not_unreachable(tmp_path):
+    server = LoopbackJudge(latency_s=0.0, reject_key=True).start()
+    try:
+        done = _run(tmp_path, judge_url=server.base_url)
+    finally:
+        server.stop()
+    assert done.returncode == 3
+    assert "the judge refused the key (HTTP 401): give it a valid key and run again" in (
+        done.stdout
+    )
+    assert "unreachable" not in done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1].startswith(
+        "incomplete: the judge refused the key (HTTP 401) for "
+    )

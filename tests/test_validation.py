@@ -78,3 +78,46 @@ def test_workflow_file_errors_name_the_benchmark_and_its_workflow_field(
     assert str(caught.value) == (
         f"{workflow}: invalid workflow (workflow of {example_copy})\n  - {problem}"
     )
+
+
+def _with(example_copy, **changes):
+    document = yaml.safe_load(example_copy.read_text())
+    for key, value in changes.items():
+        if key == "failOn":
+            document["compare"]["failOn"] = value
+        else:
+            document[key] = value
+    example_copy.write_text(yaml.safe_dump(document))
+    return example_copy
+
+
+@pytest.mark.parametrize(
+    ("fail_on", "runs", "fewest", "needs"),
+    [("regression", 3, 4, "0.05"), ("likely_regression", 1, 2, "0.2")],
+)
+def test_validate_warns_when_the_gate_can_never_fire_with_runs_per_row(
+    example_copy, fail_on, runs, fewest, needs
+):
+    from click.testing import CliRunner
+    from scipy.stats import fisher_exact
+
+    from n8n_deepeval_pipeline.cli import main
+
+    path = _with(example_copy, failOn=fail_on, runsPerRow=runs, target=_columns_target())
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output  # valid: a warning, not an error
+    # the surest drop there is: every baseline run passes, every candidate run fails
+    best = fisher_exact([[0, runs], [runs, 0]], alternative="less").pvalue
+    assert result.stderr == (
+        f"{path}: warning: compare.failOn: {fail_on} can never fire with runsPerRow {runs}: "
+        f"even {runs}/{runs} passing runs dropping to 0/{runs} give p = {best:.3f} "
+        f"(Fisher's one-sided exact test), and {fail_on} needs p < {needs}; "
+        f"it takes at least {fewest} runs per case\n"
+    )
+    enough = _with(example_copy, runsPerRow=fewest)
+    assert CliRunner().invoke(main, ["validate", str(enough)]).stderr == ""
+
+
+def _columns_target():
+    # outputs from dataset columns: any runsPerRow is valid (no recorded run indexes)
+    return {"type": "recorded", "columns": {"output": "expectedOutput"}, "workflowHash": "0" * 64}

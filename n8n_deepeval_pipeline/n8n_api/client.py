@@ -8,8 +8,9 @@ in a header and never into a message: errors name the method, the path and the s
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from itertools import islice
 from typing import Any
 from urllib.parse import quote
@@ -20,6 +21,9 @@ from pydantic import BaseModel, ConfigDict
 from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
+API_URL_ENV = "N8N_API_URL"
+API_KEY_ENV = "N8N_API_KEY"
+TIMEOUT_ENV = "N8N_DEEPEVAL_N8N_TIMEOUT_S"
 
 
 class N8nApiError(RuntimeError):
@@ -60,6 +64,17 @@ def equals_filter(values: dict[str, Any]) -> dict[str, Any] | None:
             for column, value in values.items()
         ],
     }
+
+
+def timeout_from(environ: Mapping[str, str]) -> float:
+    """The API calls' timeout in seconds (``$N8N_DEEPEVAL_N8N_TIMEOUT_S``, default 30)."""
+    return float(environ.get(TIMEOUT_ENV, "30"))
+
+
+def client_from_environment(environ: Mapping[str, str] = os.environ) -> N8nClient | None:
+    """A client of the n8n the environment names (URL and key), or None without both."""
+    url, key = environ.get(API_URL_ENV), environ.get(API_KEY_ENV)
+    return N8nClient(url, key, timeout_from(environ)) if url and key else None
 
 
 class N8nClient:

@@ -31,7 +31,7 @@ from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
-from n8n_deepeval_pipeline.summary import error_summary, judge_usage
+from n8n_deepeval_pipeline.summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import (
@@ -342,8 +342,9 @@ def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
         dg.AssetCheckSpec(
             "error_rate",
             asset=asset,
-            description=f"At most {limit:.0%} of the scores have no judgement (judge or "
-            "worker errors; checks.maxErrorRate).",
+            description=f"At most {limit:.0%} of the workflow calls failed and at most "
+            f"{limit:.0%} of the scores have no judgement (judge or worker errors; "
+            "checks.maxErrorRate, the limit `run` exits 3 above).",
         ),
         dg.AssetCheckSpec(
             "no_metric_errors",
@@ -363,8 +364,13 @@ def score_checks(
         dg.AssetCheckResult(
             check_name="error_rate",
             asset_key=key,
-            passed=errors.unjudged_rate <= benchmark.checks.max_error_rate,
-            metadata={"unjudged": errors.unjudged, "unjudged_rate": errors.unjudged_rate},
+            passed=not over_error_limit(errors, benchmark.checks.max_error_rate),
+            metadata={
+                "unjudged": errors.unjudged,
+                "unjudged_rate": errors.unjudged_rate,
+                "failed_target_calls": errors.failed_target_calls,
+                "failed_target_call_rate": errors.failed_target_call_rate,
+            },
         ),
         dg.AssetCheckResult(
             check_name="every_run_scored",

@@ -14,6 +14,7 @@ import dagster as dg
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
+from n8n_deepeval_pipeline.n8n_api.client import API_KEY_ENV, API_URL_ENV, timeout_from
 from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
 from n8n_deepeval_pipeline.orchestration.automation import (
     build_job,
@@ -24,7 +25,7 @@ from n8n_deepeval_pipeline.orchestration.automation import (
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import STEP_IO_MANAGER
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
-from n8n_deepeval_pipeline.orchestration.resources.n8n import API_KEY_ENV, API_URL_ENV, N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
     PostgresResultsIOManager,
     check_storage_url,
@@ -65,7 +66,7 @@ def n8n_resource() -> N8nResource:
     return N8nResource(
         base_url=dg.EnvVar(API_URL_ENV) if API_URL_ENV in os.environ else None,
         api_key=dg.EnvVar(API_KEY_ENV) if API_KEY_ENV in os.environ else None,
-        timeout_s=float(os.environ.get("N8N_DEEPEVAL_N8N_TIMEOUT_S", "30")),
+        timeout_s=timeout_from(os.environ),
     )
 
 

@@ -15,7 +15,8 @@ from n8n_deepeval_pipeline.report.charts import (
     rate_bars,
 )
 from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
-from n8n_deepeval_pipeline.report.verdicts import directional_p_value, is_flagged
+from n8n_deepeval_pipeline.report.verdicts import is_flagged
+from n8n_deepeval_pipeline.statistics.version_comparison import directional_p_value
 
 _ENVIRONMENT = Environment(
     loader=PackageLoader("n8n_deepeval_pipeline.report"),

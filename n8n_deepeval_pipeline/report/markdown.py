@@ -18,8 +18,7 @@ from n8n_deepeval_pipeline.report.formatting import (
     thousands,
 )
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
-from n8n_deepeval_pipeline.report.verdicts import directional_p_value
-from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict, directional_p_value
 
 _MARKER: dict[Verdict, str] = {
     "regression": "🔴",

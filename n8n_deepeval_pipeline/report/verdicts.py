@@ -1,8 +1,8 @@
-"""Which verdicts a report points out, in what order, and the p-value it shows for each case."""
+"""Which verdicts a report points out, and in what order."""
 
 from __future__ import annotations
 
-from n8n_deepeval_pipeline.statistics.version_comparison import CaseComparison, Verdict
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
 
 # The verdicts that ask for a look, the most serious first.
 FLAGGED: tuple[Verdict, ...] = (
@@ -22,10 +22,3 @@ def is_flagged(verdict: Verdict | None) -> bool:
 def attention_rank(verdict: Verdict | None) -> int:
     """Flagged verdicts by seriousness, then every other verdict (or none) after them."""
     return FLAGGED.index(verdict) if verdict in FLAGGED else len(FLAGGED)
-
-
-def directional_p_value(case: CaseComparison) -> float | None:
-    """The one-sided p-value in the direction the case moved (a drop's when it did not move)."""
-    if case.delta is not None and case.delta > 0:
-        return case.p_value_rise
-    return case.p_value_drop

@@ -36,8 +36,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import count
 from types import MappingProxyType
-from typing import Literal, get_args
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -429,13 +430,51 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
     )
 
 
-# Verdicts that fail a gate (`compare`, the no_regression check), by how sure the drop is.
-_GATE_SEVERITY = {"likely_regression": 1, "regression": 2}
+GateVerdict = Literal["regression", "likely_regression"]
+"""A verdict a gate (`compare`, the no_regression check) can fail on: compare.failOn."""
+# Verdicts that fail a gate, by how sure the drop is.
+_GATE_SEVERITY: Mapping[str, int] = MappingProxyType({"likely_regression": 1, "regression": 2})
 
 
-def cases_failing_gate(comparison: VersionComparison, fail_on: str) -> list[str]:
+def fails_gate(verdict: Verdict, fail_on: GateVerdict) -> bool:
+    """Whether a case with this verdict fails the gate ``fail_on`` (it or a surer regression)."""
+    return _GATE_SEVERITY.get(verdict, 0) >= _GATE_SEVERITY[fail_on]
+
+
+def cases_failing_gate(comparison: VersionComparison, fail_on: GateVerdict) -> list[str]:
     """Row ids whose verdict is ``fail_on`` or a surer regression."""
-    floor = _GATE_SEVERITY[fail_on]
-    return [
-        case.row_id for case in comparison.cases if _GATE_SEVERITY.get(case.verdict, 0) >= floor
-    ]
+    return [case.row_id for case in comparison.cases if fails_gate(case.verdict, fail_on)]
+
+
+def directional_p_value(case: CaseComparison) -> float | None:
+    """The one-sided p-value in the direction the case moved (a drop's when it did not move)."""
+    if case.delta is not None and case.delta > 0:
+        return case.p_value_rise
+    return case.p_value_drop
+
+
+class GateReach(NamedTuple):
+    """Whether a gate can fire with a number of runs per case in each version."""
+
+    runs: int
+    surest_drop_p_value: float  # every baseline run passes, every candidate run fails
+    max_p_value: float  # what the gate's tier asks for (p below it)
+    fewest_runs: int  # runs per case from which the surest drop fails the gate
+
+    @property
+    def reachable(self) -> bool:
+        """Whether some case with these runs can fail the gate."""
+        return self.runs >= self.fewest_runs
+
+
+def _surest_drop(runs: int) -> CaseComparison:
+    # Smallest p-value, largest drop, best baseline: if any case fails a gate, this one does.
+    return compare_case("", [True] * runs, [False] * runs)
+
+
+def gate_reach(fail_on: GateVerdict, runs: int) -> GateReach:
+    """Whether ``fail_on`` can fire with ``runs`` runs per case, and from how many it can."""
+    fewest = next(n for n in count(1) if fails_gate(_surest_drop(n).verdict, fail_on))
+    p_value = _surest_drop(runs).p_value_drop
+    assert p_value is not None  # both sides have runs
+    return GateReach(runs, p_value, dict(_DROP_TIERS)[fail_on].max_p, fewest)

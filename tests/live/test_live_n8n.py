@@ -225,7 +225,11 @@ def test_failed_and_slow_calls_are_target_error_rows_and_the_rest_is_scored(
                 client.upsert_row(
                     table.id, {"caseKey": key}, {**_plain(rows[key]), "path": "agent"}
                 )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # most calls failed: incomplete, not a success
+    assert result.stderr.splitlines()[-1] == (
+        "incomplete: 66.7% of the workflow calls failed (4 of 6 runs), "
+        "above checks.maxErrorRate 5.0%"
+    )
     errors = query(
         environment, "select run_id, error from live_agent.agent_outputs where error is not null"
     )

@@ -18,7 +18,8 @@ TOKEN = "s3cr3t-webhook-token-0042"
 
 
 class FakeN8nWebhooks:
-    """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get."""
+    """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get,
+    /refunds-fail (the agent, but a call about a refund fails with HTTP 500)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -44,7 +45,9 @@ class FakeN8nWebhooks:
         text = (
             str(body.get("input") or body.get("chatInput") or "") if isinstance(body, dict) else ""
         )
-        if name == "agent":
+        if name == "refunds-fail" and "refund" in text:
+            return 500, {"message": "Workflow execution failed"}
+        if name in ("agent", "refunds-fail"):
             steps = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}},
                       "observation": "42"}] if "6*7" in text else []  # fmt: skip
             return 200, {"output": f"Echo: {text}", "intermediateSteps": steps}

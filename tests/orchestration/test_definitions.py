@@ -63,7 +63,8 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         for spec in getattr(asset, "check_specs", [])
     }
     assert descriptions["error_rate"] == (
-        "At most 5% of the scores have no judgement (judge or worker errors; checks.maxErrorRate)."
+        "At most 5% of the workflow calls failed and at most 5% of the scores have no "
+        "judgement (judge or worker errors; checks.maxErrorRate, the limit `run` exits 3 above)."
     )
     assert all(descriptions.values()), descriptions  # none says "No description provided"
 

@@ -94,3 +94,41 @@ def test_record_keeps_a_live_run_for_offline_rescoring(example_copy, environment
 
     assert summary(offline.stdout)["pass_rate"] == summary(live.stdout)["pass_rate"]
     assert summary(offline.stdout)["metrics"] == summary(live.stdout)["metrics"]
+
+
+def test_failed_workflow_calls_make_an_incomplete_run_named_apart_from_unjudged_scores(
+    example_copy, environment
+):
+    runner = CliRunner()
+    with FakeN8nWebhooks() as fake:
+        path = webhook_benchmark(example_copy, f"{fake.base_url}/webhook/refunds-fail")
+        default = runner.invoke(main, ["run", str(path)])
+        strict = runner.invoke(main, ["run", str(path), "--max-error-rate", "0"])
+        allowed = runner.invoke(main, ["run", str(path), "--json", "--max-error-rate", "0.2"])
+        webhook_benchmark(example_copy, f"{fake.base_url}/webhook/error")
+        all_failed = runner.invoke(main, ["run", str(path), "--json"])
+    # 1 row of 9 is about a refund: 3 of 27 calls fail, above checks.maxErrorRate 5%
+    assert default.exit_code == 3, default.output
+    lines = default.stdout.splitlines()
+    # exact_match never passes an echo; the mean leaves the 3 unscored runs out, and says so
+    assert lines[1] == (
+        "runs 27 · pass rate 0.0% (allPass) · mean overall score 0.333 (leaves out 3 errored runs)"
+    )
+    assert "WARNING: INCOMPLETE RUN: 3 of 27 workflow calls failed (11.1%)" in lines
+    assert default.stderr.splitlines()[-1] == (
+        "incomplete: 11.1% of the workflow calls failed (3 of 27 runs), "
+        "above checks.maxErrorRate 5.0%"
+    )
+    assert strict.exit_code == 3
+    assert strict.stderr.splitlines()[-1] == (
+        "incomplete: 11.1% of the workflow calls failed (3 of 27 runs), above --max-error-rate 0.0%"
+    )
+    assert allowed.exit_code == 0, allowed.output
+    errors = json.loads(allowed.stdout)["errors"]
+    assert (errors["runs"], errors["failed_target_calls"], errors["unjudged"]) == (27, 3, 0)
+    assert errors["failed_target_call_rate"] == pytest.approx(3 / 27)
+    assert errors["unjudged_rate"] == 0.0
+    assert all_failed.exit_code == 3  # every call failed: never a success
+    summary = json.loads(all_failed.stdout)
+    assert (summary["errors"]["failed_target_calls"], summary["unscored_runs"]) == (27, 27)
+    assert "incomplete: 100.0% of the workflow calls failed (27 of 27 runs)" in all_failed.stderr

@@ -15,14 +15,11 @@ import dagster as dg
 from pydantic import Field
 
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig
-from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.n8n_api.client import API_KEY_ENV, API_URL_ENV, N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.workflow.file import read_workflow
-
-API_URL_ENV = "N8N_API_URL"
-API_KEY_ENV = "N8N_API_KEY"
 
 
 class N8nNotConfiguredError(RuntimeError):

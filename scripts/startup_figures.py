@@ -1,0 +1,104 @@
+"""How fast the CLI starts: wall time, heavy modules imported and the slowest imports.
+
+    .venv/bin/python scripts/startup_figures.py            # 3 rounds; --rounds N, --top N
+
+Each command runs in a fresh interpreter with ``python -X importtime`` and an environment
+without n8n settings (``N8N_API_URL`` and ``N8N_API_KEY`` removed): ``--help``,
+``metrics`` and ``validate`` of the bundled example. For each it prints the median wall
+time, which of Dagster, SciPy and DeepEval were imported (none for ``--help`` and
+``metrics``; ``validate`` takes SciPy for its compare.failOn check, never Dagster), and the
+``--top`` imports with the largest cumulative time in the last round, as
+``-X importtime`` reports them (microseconds, a package including what it imports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "support_agent" / "benchmark.yaml"
+HEAVY = ("dagster", "scipy", "deepeval")
+COMMANDS = {
+    "--help": ["--help"],
+    "metrics": ["metrics"],
+    "validate": ["validate", str(EXAMPLE)],
+}
+
+# The child: run one CLI command as the console script would, then list the heavy modules.
+_CHILD = """
+import json, sys
+from n8n_deepeval_pipeline.cli import main
+try:
+    main(sys.argv[2:], prog_name="n8n-deepeval")
+except SystemExit:
+    pass
+heavy = [name for name in {heavy!r} if name in sys.modules]
+with open(sys.argv[1], "w") as out:
+    json.dump(heavy, out)
+"""
+
+
+def child_environment() -> dict[str, str]:
+    """The environment without n8n settings, so nothing is read from an n8n."""
+    return {k: v for k, v in os.environ.items() if k not in ("N8N_API_URL", "N8N_API_KEY")}
+
+
+def run_once(args: list[str]) -> tuple[float, list[str], str]:
+    """Wall time, heavy modules imported and the import profile of one command."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as report:
+        command = [sys.executable, "-X", "importtime", "-c", _CHILD.format(heavy=HEAVY)]
+        started = time.monotonic()
+        done = subprocess.run(
+            [*command, report.name, *args],
+            env=child_environment(),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        elapsed = time.monotonic() - started
+        heavy = json.loads(Path(report.name).read_text() or "null")
+    if heavy is None:
+        raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return elapsed, heavy, done.stderr
+
+
+def slowest_imports(profile: str, top: int) -> list[tuple[int, str]]:
+    """The ``top`` imports by cumulative microseconds in an ``-X importtime`` profile."""
+    imports = []
+    for line in profile.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line.removeprefix("import time:").split("|")
+        imports.append((int(cumulative), name.rstrip()))
+    return sorted(imports, reverse=True)[:top]
+
+
+def main() -> None:
+    """Measure every command and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--top", type=int, default=8)
+    options = parser.parse_args()
+    for name, args in COMMANDS.items():
+        times, heavy, profile = [], [], ""
+        for _ in range(options.rounds):
+            elapsed, heavy, profile = run_once(args)
+            times.append(elapsed)
+        print(
+            f"{name:<9} median {statistics.median(times):.2f} s over {options.rounds} · "
+            f"heavy modules imported: {', '.join(heavy) or 'none'}"
+        )
+        for cumulative, module in slowest_imports(profile, options.top):
+            print(f"  {cumulative / 1e6:6.3f} s  {module}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""What `compare` prints: the p-value in the direction of the change, and its JSON."""
+
+import pytest
+from scipy.stats import fisher_exact
+
+from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    MetricRun,
+    RunOutcome,
+    compare_versions,
+)
+
+BASELINE, CANDIDATE = "a" * 64, "b" * 64
+
+
+def runs(passed, total):
+    """``passed`` passing runs of ``total``; the others failed their one metric."""
+    below = (MetricRun(metric="m", score=0.0, success=False),)
+    return [
+        RunOutcome(passed=True) if index < passed else RunOutcome(passed=False, metrics=below)
+        for index in range(total)
+    ]
+
+
+# rises 1/6 → 6/6, drops 6/6 → 1/6, stays 3/6
+COMPARISON = compare_versions(
+    {"up": runs(1, 6), "down": runs(6, 6), "flat": runs(3, 6)},
+    {"up": runs(6, 6), "down": runs(1, 6), "flat": runs(3, 6)},
+)
+
+
+def _one_sided(candidate, baseline, alternative):
+    table = [[candidate, 6 - candidate], [baseline, 6 - baseline]]
+    return fisher_exact(table, alternative=alternative).pvalue
+
+
+def test_each_case_shows_the_p_value_in_the_direction_it_moved():
+    lines = render_comparison(COMPARISON, BASELINE, CANDIDATE).splitlines()
+    assert lines[4] == "case  baseline  candidate   delta      p  verdict"
+    rise, drop = _one_sided(6, 1, "greater"), _one_sided(1, 6, "less")
+    assert rise == pytest.approx(drop) == pytest.approx(7 / 924)  # 1 − p(drop) would be ~1
+    assert lines[5:8] == [
+        f"down       6/6        1/6   -83.3  {drop:.3f}  regression",
+        f"flat       3/6        3/6    +0.0  {_one_sided(3, 3, 'less'):.3f}  stable",
+        f"up         1/6        6/6   +83.3  {rise:.3f}  improvement",
+    ]
+
+
+def test_json_has_the_verdict_table_intervals_and_drift():
+    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, "regression")
+    assert (printed["baseline"], printed["candidate"]) == ("a" * 12, "b" * 12)
+    assert (printed["fail_on"], printed["flagged_cases"]) == ("regression", ["down"])
+    cases = {case["row_id"]: case for case in printed["result"]["cases"]}
+    assert cases["up"]["p_value"] == pytest.approx(_one_sided(6, 1, "greater"))
+    assert cases["up"]["p_value_drop"] == pytest.approx(_one_sided(6, 1, "less"))
+    assert cases["down"]["p_value"] == cases["down"]["p_value_drop"]
+    assert (cases["down"]["baseline"], cases["down"]["verdict"]) == (
+        {"passed": 6, "runs": 6, "rate": 1.0},
+        "regression",
+    )
+    overall = printed["result"]["candidate_overall"]
+    assert (overall["passed"], overall["runs"]) == (10, 18)
+    assert set(overall["interval"]) == {"lower", "upper"}
+    assert printed["result"]["verdict_counts"]["improvement"] == 1
+    drift = {row["category"]: row for row in printed["result"]["failure_drift"]}
+    assert drift["below_threshold"]["baseline_count"] == 8  # 5 + 0 + 3 failed runs
+    assert drift["below_threshold"]["candidate_count"] == 8  # 0 + 5 + 3
