@@ -370,7 +370,7 @@ class LocalProvider:
     async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
         data = await self._generate(prompt, {"logprobs": True, "top_logprobs": top_logprobs})
         _message_text(data)
-        return _chat_completion(data, json.dumps(data))
+        return _chat_completion(data, json.dumps(data, default=float))  # numpy float32s
 
 
 class DryRunProvider:

@@ -66,3 +66,5 @@ def test_g_eval_and_bias_run_on_smollm2(tmp_path):
         assert result.judge_calls >= 1
         assert result.prompt_tokens > 0 and result.completion_tokens > 0
         assert result.reason
+    # llama.cpp returns log-probabilities: G-Eval weights its score by them.
+    assert [result.score_path for result in results] == ["logprob_weighted", None]
