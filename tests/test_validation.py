@@ -35,30 +35,31 @@ def test_recordings_of_unknown_rows_or_runs_beyond_runs_per_row_are_errors(examp
     assert check_benchmark(example_copy)[1].runs == 27
 
 
-def test_dataset_errors_name_the_dataset_and_the_benchmark_that_points_to_it(example_copy):
-    dataset = example_copy.parent / "dataset.csv"
-    dataset.write_text("")
+@pytest.mark.parametrize(
+    ("name", "text", "what", "problem"),
+    [
+        ("dataset.csv", "", "invalid dataset (dataset.path", "the file is empty"),
+        (
+            "outputs.jsonl",
+            "\n\n",
+            "invalid recorded outputs (target.outputs",
+            "the file is empty: no recorded outputs",
+        ),
+    ],
+)
+def test_an_empty_data_file_is_named_with_the_benchmark_that_points_to_it(
+    example_copy, name, text, what, problem
+):
+    path = example_copy.parent / name
+    path.write_text(text)
     with pytest.raises(BenchmarkConfigError) as caught:
         check_benchmark(example_copy)
-    assert str(caught.value) == (
-        f"{dataset}: invalid dataset (dataset.path of {example_copy})\n  - the file is empty"
-    )
+    assert str(caught.value) == f"{path}: {what} of {example_copy})\n  - {problem}"
 
 
 def test_the_bundled_example_is_valid(example_copy):
     _, report = check_benchmark(example_copy)
     assert (report.rows, report.runs, report.workflow_hash[:12]) == (9, 27, "f7ee35b359b4")
-
-
-def test_an_empty_recordings_file_is_refused_at_validate(example_copy):
-    outputs = example_copy.parent / "outputs.jsonl"
-    outputs.write_text("\n\n")
-    with pytest.raises(BenchmarkConfigError) as caught:
-        check_benchmark(example_copy)
-    assert str(caught.value) == (
-        f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
-        "  - the file is empty: no recorded outputs"
-    )
 
 
 @pytest.mark.parametrize(

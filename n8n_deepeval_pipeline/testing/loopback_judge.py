@@ -31,11 +31,10 @@ import contextlib
 import hashlib
 import json
 import threading
-import time
 from collections import Counter
 from typing import Any
 
-from n8n_deepeval_pipeline.judging.logprob_answers import rubric_answer
+from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
@@ -80,26 +79,7 @@ def _completion(
     body: dict[str, Any], text: str, logprobs: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     prompt_tokens = len(prompt_text(body.get("messages", []))) // 4
-    completion_tokens = max(len(text) // 4, 1)
-    return {
-        "id": "chatcmpl-loopback",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "loopback"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-                "logprobs": logprobs,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
+    return raw_completion(text, logprobs, body.get("model", "loopback"), prompt_tokens)
 
 
 class LoopbackJudge:

@@ -49,6 +49,7 @@ HISTORY = [
 
 
 def _span(kind: str, name: str, span_input: Any, output: Any) -> dict[str, Any]:
+    # Written out here, not imported: the reference must not share the pipeline's builder.
     return {
         "name": name,
         "type": kind,
