@@ -52,8 +52,7 @@ INSTANCE_LOCK = "instance.lock"
 
 def prepare_dagster_home() -> Path:
     """Point DAGSTER_HOME at the project's instance (created on first use, telemetry off)."""
-    home = settings.dagster_home()
-    home.mkdir(parents=True, exist_ok=True)
+    home = settings.private_dir(settings.dagster_home())
     config = home / "dagster.yaml"
     # The profile's instance (SQLite, or PostgreSQL from $N8N_DEEPEVAL_POSTGRES_URL); a
     # dagster.yaml edited by hand is left as it is.
