@@ -411,9 +411,10 @@ def cache_clear() -> None:
 @click.option("--port", default=3000, show_default=True)
 def ui(port: int) -> None:
     """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
-    from n8n_deepeval_pipeline.orchestration.local_runner import prepare_dagster_home
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
-    home = prepare_dagster_home()
+    with local_instance() as instance:  # created here, so that Dagster's processes find it made
+        home = instance.root_directory
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
     command = [
         sys.executable,

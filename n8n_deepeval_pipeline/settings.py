@@ -7,6 +7,7 @@ database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -20,6 +21,29 @@ REDIS_URL_ENV = "N8N_DEEPEVAL_REDIS_URL"
 PROFILES = ("local", "distributed", "kubernetes")
 _REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml", "*.benchmark.yml")
+
+
+PRIVATE_DIR_MODE = 0o700  # the results and the judge state hold every prompt and answer
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` and its missing parents readable by this user only.
+
+    A folder that exists keeps its mode: one shared on purpose stays shared.
+    """
+    for folder in reversed([path, *path.parents]):
+        if not folder.exists():
+            folder.mkdir(mode=PRIVATE_DIR_MODE, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """Create an empty ``path`` readable by this user only, unless it exists."""
+    private_dir(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
+    return path
 
 
 def home() -> Path:

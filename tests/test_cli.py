@@ -1,4 +1,6 @@
 import json
+import os
+import stat
 
 import duckdb
 import pytest
@@ -155,6 +157,36 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
         assert connection.execute(
             "select count(*) from support_agent.metric_scores"
         ).fetchone() == (189,)
+
+
+@pytest.fixture
+def usual_umask():
+    """The usual umask (022), under which files are created readable by everyone."""
+    before = os.umask(0o022)
+    yield
+    os.umask(before)
+
+
+def mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.slow
+def test_a_first_run_creates_the_home_results_and_judge_state_private_to_the_user(
+    example_copy, cli_home, usual_umask
+):
+    result = CliRunner().invoke(main, ["run", str(example_copy)])
+    assert result.exit_code == 0, result.output
+    judge = cli_home / "judge"
+    assert {"home": mode(cli_home), "dagster": mode(cli_home / "dagster")} == {
+        "home": 0o700,
+        "dagster": 0o700,
+    }
+    assert mode(cli_home / "results.duckdb") == 0o600
+    assert mode(judge) == 0o700
+    state = sorted(judge.glob("judge.sqlite*"))
+    assert state[0].name == "judge.sqlite"
+    assert {path.name: mode(path) for path in state} == {path.name: 0o600 for path in state}
 
 
 @pytest.mark.slow

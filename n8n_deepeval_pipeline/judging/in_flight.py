@@ -14,6 +14,8 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from n8n_deepeval_pipeline.settings import private_dir
+
 _POLL_S = 0.005
 
 
@@ -21,7 +23,7 @@ class InFlightLimit:
     """Up to ``slots`` concurrent holders across all processes using ``folder``."""
 
     def __init__(self, folder: Path, slots: int) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
+        private_dir(folder)  # it may create the judge state folder: private, like all of it
         self.paths = [folder / f"slot-{index}" for index in range(slots)]
         for path in self.paths:
             path.touch(exist_ok=True)

@@ -27,6 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.settings import private_file
+
 _SCHEMA = """
 create table if not exists cache (
     key text primary key, answer text not null, prompt_tokens integer not null,
@@ -88,8 +90,8 @@ class SharedState:
         return _OF_PROCESS[key]
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        # SQLite gives its -wal and -shm files the mode of the database file.
+        self.path = private_file(path)
         # One connection per process (``of_process``), used from the judge loop thread.
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         self._set_up()

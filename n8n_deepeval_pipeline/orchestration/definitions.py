@@ -117,7 +117,7 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
         check_storage_url(os.environ[settings.POSTGRES_URL_ENV])  # the instance's URL too
         return PostgresResultsIOManager(url=url)
     database = settings.database_path()
-    database.parent.mkdir(parents=True, exist_ok=True)
+    settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import dagster as dg
+from filelock import FileLock
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark_config import Benchmark
@@ -46,15 +47,18 @@ from n8n_deepeval_pipeline.workflow.hashing import version_key
 _QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
 
 
+INSTANCE_LOCK = "instance.lock"
+
+
 def prepare_dagster_home() -> Path:
     """Point DAGSTER_HOME at the project's instance (created on first use, telemetry off)."""
-    home = settings.dagster_home()
-    home.mkdir(parents=True, exist_ok=True)
+    home = settings.private_dir(settings.dagster_home())
     config = home / "dagster.yaml"
     # The profile's instance (SQLite, or PostgreSQL from $N8N_DEEPEVAL_POSTGRES_URL); a
     # dagster.yaml edited by hand is left as it is.
-    if not config.exists() or is_generated_instance_yaml(config.read_text(encoding="utf-8")):
-        config.write_text(instance_yaml(settings.profile()), encoding="utf-8")
+    with FileLock(home / INSTANCE_LOCK):  # a second process never reads it half-written
+        if not config.exists() or is_generated_instance_yaml(config.read_text(encoding="utf-8")):
+            config.write_text(instance_yaml(settings.profile()), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
     # Absolute, so that the UI's code servers find the same database whatever their cwd.
     os.environ[settings.HOME_ENV] = str(settings.home())
@@ -91,9 +95,15 @@ def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
 
 @contextmanager
 def local_instance() -> Iterator[dg.DagsterInstance]:
-    """The persistent local instance."""
-    prepare_dagster_home()
-    with dg.DagsterInstance.get() as instance:
+    """The persistent local instance, created and migrated by one process at a time.
+
+    Opening the instance creates its SQLite storage on first use and migrates it: two
+    processes doing that at once can leave it with two migration heads, broken for good.
+    """
+    home = prepare_dagster_home()
+    with FileLock(home / INSTANCE_LOCK):
+        instance = dg.DagsterInstance.get()
+    with instance:
         yield instance
 
 

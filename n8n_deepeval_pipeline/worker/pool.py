@@ -62,12 +62,15 @@ class WorkerCrashed(RuntimeError):
 class _Zygote:
     """The warmed interpreter that forks workers (see ``worker.zygote``)."""
 
-    def __init__(self, scratch: Path, evaluator: str, environment: dict[str, str]) -> None:
+    def __init__(
+        self, scratch: Path, log_path: Path, evaluator: str, environment: dict[str, str]
+    ) -> None:
         parent_end, child_end = Pipe(duplex=True)
         self.environment = environment
+        self.log_path = log_path
         self.control: Connection = parent_end
         module = "n8n_deepeval_pipeline.worker.zygote"
-        with (scratch / "workers.log").open("ab") as log:
+        with log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", module, str(child_end.fileno()), evaluator],
                 pass_fds=[child_end.fileno()],
@@ -86,7 +89,7 @@ class _Zygote:
         try:
             message = self.control.recv()
         except (EOFError, OSError):
-            raise WorkerCrashed(_zygote_died(self.process)) from None
+            raise WorkerCrashed(self._died()) from None
         if "ready" not in message:
             raise WorkerCrashed(f"the worker zygote sent {message!r} instead of ready")
 
@@ -98,8 +101,11 @@ class _Zygote:
                 pid = int(self.control.recv()["pid"])
                 fd = recv_handle(self.control)
             except (EOFError, OSError):
-                raise WorkerCrashed(_zygote_died(self.process)) from None
+                raise WorkerCrashed(self._died()) from None
         return _Worker(pid, Connection(fd))
+
+    def _died(self) -> str:
+        return f"the worker zygote died (exit code {self.process.poll()}); see {self.log_path}"
 
     def stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -110,10 +116,6 @@ class _Zygote:
             self.process.kill()
             self.process.wait()
         self.control.close()
-
-
-def _zygote_died(process: subprocess.Popen[bytes]) -> str:
-    return f"the worker zygote died (exit code {process.poll()}); see workers.log"
 
 
 class _Worker:
@@ -197,6 +199,8 @@ class WorkerPool:
         self.start_timeout_s = start_timeout_s
         self.evaluator = evaluator
         self._scratch: Path | None = None
+        self._log_path: Path | None = None
+        self._worker_failed = False  # keeps the workers' log when the pool closes
         self._zygote: _Zygote | None = None
         self._workers: list[_Worker] = []
         self._busy: dict[int, _Worker] = {}
@@ -220,11 +224,16 @@ class WorkerPool:
             return
         started = time.perf_counter()
         self._scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
+        # Beside the working folder, not in it: the folder goes with the pool, the log
+        # stays when a worker failed.
+        self._log_path = self._scratch.with_name(f"{self._scratch.name}.log")
+        environment = worker_environment(secrets)
         try:
-            self._zygote = _Zygote(self._scratch, self.evaluator, worker_environment(secrets))
+            self._zygote = _Zygote(self._scratch, self._log_path, self.evaluator, environment)
             self._zygote.wait_ready(self.start_timeout_s)
             self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
+            self._worker_failed = True
             self.close()
             raise
         self.warmup_s = time.perf_counter() - started
@@ -325,7 +334,10 @@ class WorkerPool:
             payload, clean = worker.run(task, task.timeout_s)
         except (TimeoutError, WorkerCrashed) as error:
             kind: ErrorKind = "timeout" if isinstance(error, TimeoutError) else "worker_crash"
-            message = f"evaluation killed: {error}" if kind == "timeout" else str(error)
+            message = f"evaluation killed: {error}"
+            if kind == "worker_crash":
+                self._worker_failed = True
+                message = f"{error}; its output is in {self._log_path}"
             self._replace(slot)
             elapsed = round(time.perf_counter() - started, 4)
             return EvaluationResult.failed(
@@ -359,7 +371,10 @@ class WorkerPool:
         }
 
     def close(self) -> None:
-        """Stop every worker and the zygote, and remove the scratch directory."""
+        """Stop every worker and the zygote; remove the working folder and the log.
+
+        The log is kept when a worker died or did not start: it holds what it printed.
+        """
         workers, self._workers = self._workers, []
         for worker in workers:
             worker.stop()
@@ -369,3 +384,9 @@ class WorkerPool:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        if self._log_path is not None:
+            if self._worker_failed:
+                _LOG.warning("a worker failed; the workers' log is kept in %s", self._log_path)
+            else:
+                self._log_path.unlink(missing_ok=True)
+            self._log_path, self._worker_failed = None, False

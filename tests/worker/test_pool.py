@@ -3,6 +3,7 @@
 import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 
@@ -230,6 +231,36 @@ def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
     assert [r.error_kind for r in results] == [None] * 4 + ["worker_crash"]
     assert "died during the evaluation" in results[4].error
     assert again[0].score == 1.0
+
+
+@pytest.fixture
+def temp_folder(tmp_path, monkeypatch):
+    """A temp folder of this test's own, where pools put their working folders."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return tmp_path
+
+
+def test_a_pool_leaves_nothing_in_the_temp_folder(temp_folder):
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    try:
+        assert evaluate(pool, labelled("ok"))[0].score == 1.0
+    finally:
+        pool.close()
+    assert list(temp_folder.iterdir()) == []
+
+
+def test_the_log_of_a_crashed_worker_is_kept_where_its_error_says(temp_folder, caplog):
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    try:
+        (crashed,) = evaluate(pool, labelled("crash"))
+    finally:
+        pool.close()
+    assert crashed.error_kind == "worker_crash"
+    (kept,) = temp_folder.iterdir()  # the working folder is gone
+    assert kept.name.startswith("n8n-deepeval-workers-") and kept.suffix == ".log"
+    assert crashed.error.endswith(f"; its output is in {kept}")
+    assert f"a worker failed; the workers' log is kept in {kept}" in caplog.text
+    assert b"DeepEval" in kept.read_bytes()  # what the workers printed
 
 
 def test_abandoned_evaluations_are_killed_not_awaited():

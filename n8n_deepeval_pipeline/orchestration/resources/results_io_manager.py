@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -19,6 +20,8 @@ from dagster._core.definitions.metadata import TableMetadataSet
 from dagster._core.storage.db_io_manager import DbIOManager, DbTypeHandler, TableSlice
 from dagster_duckdb.io_manager import DuckDbClient
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
+
+from n8n_deepeval_pipeline.settings import PRIVATE_FILE_MODE
 
 
 class OutdatedTableError(dg.Failure):
@@ -128,7 +131,11 @@ class AtomicDuckDbClient(DuckDbClient):
     @contextmanager
     def connect(context: Any, table_slice: Any) -> Iterator[Any]:
         """A connection whose work commits at the end, or rolls back and closes on error."""
+        database = Path(context.resource_config["database"])
+        new = not database.exists()
         with DuckDbClient.connect(context, table_slice) as connection:
+            if new:  # DuckDB refuses an empty file: make the new one private before any row
+                database.chmod(PRIVATE_FILE_MODE)
             connection.execute("begin transaction")
             try:
                 yield connection
