@@ -193,6 +193,8 @@ def run_deepeval(base_url: str, concurrency: int, evaluations: int) -> dict[str,
 
 
 def run_sequential(base_url: str, evaluations: int) -> dict[str, Any]:
+    import asyncio
+
     from n8n_deepeval_pipeline.worker.evaluate import Evaluator
 
     evaluator = Evaluator()
@@ -201,7 +203,7 @@ def run_sequential(base_url: str, evaluations: int) -> dict[str, Any]:
     started = time.perf_counter()
     for task in tasks_for(base_url, evaluations):
         begun = time.perf_counter()
-        evaluator.evaluate(task)
+        asyncio.run(evaluator.evaluate(task))
         latencies.append(time.perf_counter() - begun)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {

@@ -59,7 +59,7 @@ def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path):
     as_json = _run(tmp_path, "--json", "--max-error-rate", "0.5")
     assert as_json.returncode == 0  # 28.6% unjudged is within the allowed 50%
     errors = json.loads(as_json.stdout)["errors"]
-    assert errors["by_kind"] == {"judge_unavailable": 51, "missing_input": 7, "judge_error": 3}
+    assert errors["by_kind"] == {"judge_unavailable": 51, "judge_error": 3}
     assert (errors["unjudged"], errors["judge_outage"], errors["scores"]) == (54, 51, 189)
     assert "connect" in errors["first_message"]["judge_error"].lower()
 

@@ -22,12 +22,14 @@ own models. The usage counter says which path scored the evaluation.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import os
 import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -63,6 +65,21 @@ class JudgeOutputError(RuntimeError):
 
 class NoLogprobs(AttributeError):
     """No log-probabilities from this judge: DeepEval falls back to its schema path."""
+
+
+@dataclass
+class JudgeScope:
+    """Whose calls these are: the evaluation's usage counter and its cache namespace."""
+
+    usage: UsageCounter
+    namespace: str = "shared"
+
+
+# The scope of the evaluation in progress: a worker runs several at once, each in its own
+# context, so what one evaluation's judge calls cost is never counted for another's.
+JUDGE_SCOPE: contextvars.ContextVar[JudgeScope | None] = contextvars.ContextVar(
+    "judge_scope", default=None
+)
 
 
 class UsageCounter:
@@ -136,8 +153,7 @@ class PipelineJudge(DeepEvalBaseLLM):
 
     def __init__(self, spec: JudgeSpec, usage: UsageCounter) -> None:
         self.spec = spec
-        self.usage = usage
-        self.namespace = "shared"
+        self.usage = usage  # when no evaluation scope is set (a judge used on its own)
         self._rng = random.Random()
         self._loop = _process_loop(os.getpid())
         self._capabilities = model_capabilities(spec)
@@ -160,65 +176,70 @@ class PipelineJudge(DeepEvalBaseLLM):
     def get_model_name(self) -> str:
         return self.spec.label
 
+    def _scope(self) -> JudgeScope:
+        """The calling evaluation's scope (read in its context, before the loop hop)."""
+        return JUDGE_SCOPE.get() or JudgeScope(self.usage)
+
     def generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
-        return self._loop.run(self._answer(prompt, schema))
+        return self._loop.run(self._answer(prompt, schema, self._scope()))
 
     async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
-        return await self._loop.run_async(self._answer(prompt, schema))
+        return await self._loop.run_async(self._answer(prompt, schema, self._scope()))
 
     def generate_raw_response(self, prompt: str, top_logprobs: int = 5) -> tuple[Any, float]:
-        return self._loop.run(self._raw(prompt, top_logprobs))
+        return self._loop.run(self._raw(prompt, top_logprobs, self._scope()))
 
     async def a_generate_raw_response(
         self, prompt: str, top_logprobs: int = 5
     ) -> tuple[Any, float]:
-        return await self._loop.run_async(self._raw(prompt, top_logprobs))
+        return await self._loop.run_async(self._raw(prompt, top_logprobs, self._scope()))
 
-    async def _raw(self, prompt: str, top_logprobs: int) -> tuple[Any, float]:
+    async def _raw(self, prompt: str, top_logprobs: int, scope: JudgeScope) -> tuple[Any, float]:
         """An OpenAI ``ChatCompletion`` with log-probabilities, and its cost (priced later)."""
         from openai.types.chat import ChatCompletion
 
-        provider = self._provider
+        provider, usage = self._provider, scope.usage
         if not self._capabilities.logprobs or not isinstance(provider, LogprobProvider):
-            self.usage.unweighted += 1
+            usage.unweighted += 1
             raise NoLogprobs(f"{self.spec.label} gives no log-probabilities")
         cap = self._capabilities.max_logprobs
         top = min(top_logprobs, cap) if cap is not None else top_logprobs
-        key = self._key(prompt, {"raw_response": {"top_logprobs": top}})
+        key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:
-            completion = await self._call(lambda: provider.complete_raw(prompt, top))
+            completion = await self._call(lambda: provider.complete_raw(prompt, top), usage)
             return _cached_answer(completion)
 
-        answer = await self._cached_or_asked(key, ask)
+        answer = await self._cached_or_asked(key, ask, usage)
         reply = ChatCompletion.model_validate_json(answer.answer)
         if reply.choices and reply.choices[0].logprobs is not None:
-            self.usage.weighted += 1
+            usage.weighted += 1
         else:
-            self.usage.unweighted += 1
+            usage.unweighted += 1
         return reply, 0.0
 
-    async def _answer(self, prompt: str, schema: type[BaseModel] | None) -> Any:
+    async def _answer(self, prompt: str, schema: type[BaseModel] | None, scope: JudgeScope) -> Any:
         shape = plain_json_schema(schema) if schema is not None else None
         parsed: list[Any] = []
 
         async def ask() -> CachedAnswer:
-            answer, value = await self._ask_until_valid(prompt, schema)
+            answer, value = await self._ask_until_valid(prompt, schema, scope.usage)
             parsed.append(value)
             return answer
 
-        answer = await self._cached_or_asked(self._key(prompt, shape), ask)
+        key = self._key(prompt, shape, scope.namespace)
+        answer = await self._cached_or_asked(key, ask, scope.usage)
         return parsed[0] if parsed else self._parse(answer.answer, schema)
 
     async def _cached_or_asked(
-        self, key: str | None, ask: Callable[[], Awaitable[CachedAnswer]]
+        self, key: str | None, ask: Callable[[], Awaitable[CachedAnswer]], usage: UsageCounter
     ) -> CachedAnswer:
         """The cached answer for ``key``, else ``ask()``'s, stored (no cache: just asked)."""
         if self._state is None or key is None:
             return await ask()
         cached = await self._cached_or_claimed(self._state, key)
         if cached is not None:
-            self.usage.cached += 1
+            usage.cached += 1
             return cached
         try:
             return self._state.store(key, await ask())
@@ -238,7 +259,7 @@ class PipelineJudge(DeepEvalBaseLLM):
             await asyncio.sleep(0.05)
         return cached
 
-    def _key(self, prompt: str, shape: dict[str, Any] | None) -> str | None:
+    def _key(self, prompt: str, shape: dict[str, Any] | None, namespace: str) -> str | None:
         if not self.spec.cache or self.spec.is_dry_run:
             return None
         settings: dict[str, Any] = {
@@ -249,13 +270,13 @@ class PipelineJudge(DeepEvalBaseLLM):
         if self.spec.endpoint:  # the same model name on two servers: two judges
             settings["endpoint"] = self.spec.endpoint
         provider, model = self.spec.provider, self.spec.model
-        return cache_key(provider, model, settings, prompt, shape, self.namespace)
+        return cache_key(provider, model, settings, prompt, shape, namespace)
 
     async def _ask_until_valid(
-        self, prompt: str, schema: type[BaseModel] | None
+        self, prompt: str, schema: type[BaseModel] | None, usage: UsageCounter
     ) -> tuple[CachedAnswer, Any]:
         """Ask; if the answer does not fit the schema, ask once more saying why."""
-        completion = await self._call(lambda: self._provider.complete(prompt, schema))
+        completion = await self._call(lambda: self._provider.complete(prompt, schema), usage)
         try:
             parsed = self._parse(completion.text, schema)
         except (ValidationError, ValueError) as error:
@@ -263,7 +284,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
                 "Answer again with JSON only, exactly matching the schema."
             )
-            completion = await self._call(lambda: self._provider.complete(retry, schema))
+            completion = await self._call(lambda: self._provider.complete(retry, schema), usage)
             try:
                 parsed = self._parse(completion.text, schema)
             except (ValidationError, ValueError) as again:
@@ -279,7 +300,9 @@ class PipelineJudge(DeepEvalBaseLLM):
             return text
         return schema.model_validate_json(_json_object(text))
 
-    async def _call(self, request: Callable[[], Awaitable[Completion]]) -> Completion:
+    async def _call(
+        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter
+    ) -> Completion:
         """One successful provider call, with the retries it took."""
         self._fail_fast_if_open()
         policy = self.spec.retry
@@ -289,30 +312,32 @@ class PipelineJudge(DeepEvalBaseLLM):
             attempt += 1
             await self._wait_for_rate()
             try:
-                completion = await self._call_once(request)
+                completion = await self._call_once(request, usage)
             except ProviderError as error:
                 delay = policy.delay(attempt, error.retry_after_s, self._rng)
                 out_of_time = time.monotonic() - started + delay > policy.max_total_s
                 if not error.retryable or attempt >= policy.max_attempts or out_of_time:
                     self._record_failure(str(error))
                     raise JudgeCallError(f"{error} (after {attempt} attempt(s))") from None
-                self.usage.retries += 1
+                usage.retries += 1
                 await asyncio.sleep(delay)
                 continue
             if self._state is not None:
                 self._state.record_success(self.spec.identity)
             return completion
 
-    async def _call_once(self, request: Callable[[], Awaitable[Completion]]) -> Completion:
+    async def _call_once(
+        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter
+    ) -> Completion:
         completion: Completion
         if self._limit is None:
             completion = await request()
         else:
             async with self._limit.slot():
                 completion = await request()
-        self.usage.calls += 1
-        self.usage.prompt_tokens += completion.prompt_tokens
-        self.usage.completion_tokens += completion.completion_tokens
+        usage.calls += 1
+        usage.prompt_tokens += completion.prompt_tokens
+        usage.completion_tokens += completion.completion_tokens
         return completion
 
     async def _wait_for_rate(self) -> None:

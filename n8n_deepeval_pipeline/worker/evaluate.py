@@ -1,7 +1,8 @@
-"""Run one evaluation inside a worker process, then leave DeepEval's globals clean."""
+"""Run evaluations inside a worker process, several at once, each in a context of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 from typing import Any
@@ -15,8 +16,10 @@ from n8n_deepeval_pipeline.evaluation import (
     JudgeVote,
 )
 from n8n_deepeval_pipeline.judging.judge import (
+    JUDGE_SCOPE,
     JudgeCallError,
     JudgeOutputError,
+    JudgeScope,
     JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
@@ -41,76 +44,81 @@ from n8n_deepeval_pipeline.worker.test_case_builder import (
 
 
 class Evaluator:
-    """Evaluates tasks one at a time; keeps one judge (and its HTTP client) per spec.
+    """Evaluates tasks, several at once; keeps one judge (and its HTTP client) per spec.
 
-    Warming imports every catalog metric and snapshots DeepEval's module state; after
-    each evaluation the state is put back (see ``worker.isolation``).
+    Each evaluation runs as its own asyncio task in a fresh context, with its own usage
+    counter and cache namespace (``judging.judge.JUDGE_SCOPE``), so evaluations in flight
+    together never share traces, judge usage, cost or reasons. Warming imports every
+    catalog metric and snapshots DeepEval's module state; ``tidy`` puts it back (see
+    ``worker.isolation``) whenever no evaluation is in flight.
     """
 
     def __init__(self) -> None:
-        self._usage = UsageCounter()
         self._judges: dict[tuple[str, str | None], Any] = {}
         warm_up()
         self._snapshot = ModuleSnapshot()
         self.repairs = 0
 
-    def _judge(self, spec: JudgeSpec, run_id: str) -> PipelineJudge:
+    def _judge(self, spec: JudgeSpec) -> PipelineJudge:
         # The dump shows a key as asterisks: two judges differing only in their key differ.
         key = (spec.model_dump_json(), spec.api_key.get_secret_value() if spec.api_key else None)
         if key not in self._judges:
-            self._judges[key] = PipelineJudge(spec, self._usage)
+            self._judges[key] = PipelineJudge(spec, UsageCounter())
         judge: PipelineJudge = self._judges[key]
-        # Each run index has its own cache namespace: repeated runs stay real re-samples.
-        judge.namespace = run_id.rsplit(":", 1)[-1] if spec.cache_scope == "run" else "shared"
         return judge
 
-    def evaluate(self, task: EvaluationTask) -> EvaluationResult:
+    async def evaluate(self, task: EvaluationTask) -> EvaluationResult:
         """Score one task; any failure becomes an error result, never an exception.
 
         A panel's task is scored once per judge, one after the other, each with a fresh
-        metric and DeepEval's globals reset in between. The error is redacted here,
-        whatever raised it: it is stored, logged and shown.
+        metric and context. The error is redacted here, whatever raised it: it is stored,
+        logged and shown.
         """
         if not task.panel:
-            return self._evaluate_with(task, task.judge)
+            return await self._evaluate_with(task, task.judge)
         started = time.perf_counter()
         votes = []
         for judge in task.panel:
-            result = self._evaluate_with(task, judge)
+            result = await self._evaluate_with(task, judge)
             if result.error_kind in FINAL_ERROR_KINDS:
                 return result  # the config or the item: every judge would say the same
             votes.append(JudgeVote.model_validate({**result.model_dump(), "judge": judge.label}))
         panel = EvaluationResult.of_panel(task.task_id, votes)
         return panel.model_copy(update={"latency_s": round(time.perf_counter() - started, 4)})
 
-    def _evaluate_with(self, task: EvaluationTask, judge: JudgeSpec) -> EvaluationResult:
-        """Score one task with one judge."""
-        self._usage.reset()
+    async def _evaluate_with(self, task: EvaluationTask, judge: JudgeSpec) -> EvaluationResult:
+        """Score one task with one judge, in a context of its own."""
+        usage = UsageCounter()
+        # Each run index has its own cache namespace: repeated runs stay real re-samples.
+        namespace = task.run_id.rsplit(":", 1)[-1] if judge.cache_scope == "run" else "shared"
         started = time.perf_counter()
-        try:
-            # A fresh context: context variables set by tracing cannot leak into the next task.
-            result = contextvars.Context().run(self._score, task, judge)
-        finally:
-            reset_trace_manager()
-            self.repairs += self._snapshot.restore()
+
+        async def scoped() -> EvaluationResult:
+            JUDGE_SCOPE.set(JudgeScope(usage, namespace))
+            return await self._score(task, judge)
+
+        # A fresh context: context variables set by tracing cannot leak into another task.
+        result = await asyncio.create_task(scoped(), context=contextvars.Context())
         return result.model_copy(
             update={
                 "error": redact(result.error, task.secrets) if result.error else None,
                 "latency_s": round(time.perf_counter() - started, 4),
-                "judge_calls": self._usage.calls,
-                "judge_retries": self._usage.retries,
-                "cached_calls": self._usage.cached,
-                "prompt_tokens": self._usage.prompt_tokens,
-                "completion_tokens": self._usage.completion_tokens,
-                "score_path": self._usage.score_path,
+                "judge_calls": usage.calls,
+                "judge_retries": usage.retries,
+                "cached_calls": usage.cached,
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "score_path": usage.score_path,
             }
         )
 
-    def is_clean(self) -> bool:
-        """Whether nothing of the last evaluation is left in DeepEval's globals."""
+    def tidy(self) -> bool:
+        """Put DeepEval's globals back (no evaluation in flight); whether they are clean."""
+        reset_trace_manager()
+        self.repairs += self._snapshot.restore()
         return trace_manager_is_clean()
 
-    def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
+    async def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
         entry = CATALOG[task.config["metric"]]
         try:
             config = entry.config_model.model_validate(task.config)
@@ -118,8 +126,8 @@ class Evaluator:
             return EvaluationResult.failed(task.task_id, "invalid_config", _first_line(error))
         try:
             needs_judge = entry.needs_judge or entry.accepts_judge
-            judge = self._judge(judge_spec, task.run_id) if needs_judge else None
-            score, reason = _run(entry, config, task, judge)
+            judge = self._judge(judge_spec) if needs_judge else None
+            score, reason = await _run(entry, config, task, judge)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
         except JudgeOutputError as error:
@@ -137,23 +145,26 @@ class Evaluator:
         return EvaluationResult(task_id=task.task_id, score=score, reason=reason)
 
 
-def _run(
+async def _run(
     entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
 ) -> tuple[float | None, str | None]:
-    """Score with the entry's own runner, or with its DeepEval metric."""
+    """Score with the entry's own runner, or with its DeepEval metric.
+
+    A runner calls the judge synchronously: it runs in a thread (with this context).
+    """
     if entry.runner is None:
-        return _measure(entry, config, task, judge)
+        return await _measure(entry, config, task, judge)
     check_inputs(entry, config, task.item)
-    return entry.runner(config, task.item, judge)
+    return await asyncio.to_thread(entry.runner, config, task.item, judge)
 
 
-def _measure(
+async def _measure(
     entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
 ) -> tuple[float | None, str | None]:
     """Run the DeepEval metric; report the seed's score where DeepEval's is its complement."""
     test_case = build_test_case(entry, config, task.item)
     metric = construct_metric(entry, config, judge)
-    metric.measure(test_case)
+    await metric.a_measure(test_case, _show_indicator=False)
     if metric.score is None:
         return None, str(getattr(metric, "error", None) or "the metric returned no score")
     score = float(metric.score)

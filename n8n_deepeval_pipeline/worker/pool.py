@@ -3,15 +3,16 @@
 Metrics never run in the Dagster process. A zygote interpreter imports DeepEval and
 every catalog metric once, in a sanitised environment and a scratch working directory,
 and every worker is forked from it (milliseconds, not a second and a half of imports).
-Each worker runs one evaluation at a time: DeepEval keeps process-wide
-state (its trace manager, patched event loops, module caches) that evaluations sharing
-an interpreter would share too. Concurrency is therefore the number of workers; judge
-calls are I/O-bound, so a pool larger than the CPU count keeps the judge busy while the
-CPU-bound part stays small (one HTTP client per worker, no per-call TLS set-up).
+Each worker runs up to ``per_worker`` evaluations at once, each an asyncio task in a
+context of its own (DeepEval's trace and context variables, the judge's usage and cache
+namespace are per evaluation); DeepEval's process-wide state is put back whenever the
+worker is idle. Judge calls wait on the network, so a few processes keep a judge busy
+(one HTTP client per worker, no per-call TLS set-up) while the CPU-bound part stays small.
 
 Slots take tasks first-in first-out and stream results back as they finish. A worker
-that dies or overruns its timeout is killed and replaced, and only its evaluation
-becomes an error row. ``cleanSession`` replaces the worker after its evaluation, and a
+that dies or overruns a timeout is killed and replaced; only the evaluation that crashed
+it (found by running the ones in flight again, alone) or overran becomes an error row.
+``cleanSession`` runs alone and replaces the worker after its evaluation, and a
 worker is recycled after ``max_evaluations`` evaluations or above ``max_rss_mb``.
 """
 
@@ -29,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
@@ -42,6 +44,9 @@ from n8n_deepeval_pipeline.worker.environment import worker_environment
 _LOG = logging.getLogger(__name__)
 MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 64
 DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
+# Evaluations in flight per worker: judge calls wait on the network, so one process keeps
+# many busy; the judge's own concurrency limit decides how many calls really go out.
+DEFAULT_PER_WORKER = 16
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -125,6 +130,7 @@ class _Worker:
         self.pid = pid
         self.connection = connection
         self.evaluations = 0
+        self.sent = 0  # evaluations handed to it: its budget counts these
         self.peak_rss_mb = 0.0
 
     def alive(self) -> bool:
@@ -144,21 +150,26 @@ class _Worker:
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         return rss
 
-    def run(self, task: EvaluationTask, timeout_s: float) -> tuple[dict[str, Any], bool]:
+    def send(self, task: EvaluationTask) -> None:
+        self.sent += 1
         try:
             self.connection.send(task.model_dump(mode="python"))
         except (OSError, ValueError) as error:
             raise WorkerCrashed(f"worker {self.pid} connection broke: {error}") from None
+
+    def receive(self, timeout_s: float) -> tuple[dict[str, Any], bool] | None:
+        """The next finished evaluation (result, clean), or None if none came in time."""
         try:
-            ready = self.connection.poll(timeout_s)
-            message: dict[str, Any] | None = self.connection.recv() if ready else None
+            message: dict[str, Any] | None = (
+                self.connection.recv() if self.connection.poll(max(timeout_s, 0.0)) else None
+            )
         except (EOFError, OSError) as error:
             raise WorkerCrashed(
                 f"worker {self.pid} died during the evaluation ({type(error).__name__}: "
                 "killed, crashed or out of memory)"
             ) from None
         if message is None:
-            raise TimeoutError(f"evaluation took longer than {timeout_s:g} s")
+            return None
         self.evaluations += 1
         return message["result"], bool(message["clean"])
 
@@ -191,8 +202,10 @@ class WorkerPool:
         max_rss_mb: float = 600.0,
         start_timeout_s: float = 180.0,
         evaluator: str = DEFAULT_EVALUATOR,
+        per_worker: int = DEFAULT_PER_WORKER,
     ) -> None:
         self.size = clamp_pool_size(size)
+        self.per_worker = max(per_worker, 1)  # evaluations in flight on one worker
         self.timeout_s = timeout_s
         self.max_evaluations = max_evaluations
         self.max_rss_mb = max_rss_mb
@@ -312,45 +325,25 @@ class WorkerPool:
         done: queue.Queue[EvaluationResult | BaseException],
         stop: threading.Event,
     ) -> None:
-        while not stop.is_set():
-            try:
-                task = pending.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                result = self._run_on_slot(slot, task)
-            except BaseException as error:  # a replacement worker failed to start
-                done.put(error)
-                return
-            if not stop.is_set():
-                done.put(result)
-
-    def _run_on_slot(self, slot: int, task: EvaluationTask) -> EvaluationResult:
-        worker = self._workers[slot]
-        started = time.perf_counter()
-        with self._lock:
-            self._busy[slot] = worker
+        feeder = _Feeder(self, slot, pending)
         try:
-            payload, clean = worker.run(task, task.timeout_s)
-        except (TimeoutError, WorkerCrashed) as error:
-            kind: ErrorKind = "timeout" if isinstance(error, TimeoutError) else "worker_crash"
+            while not stop.is_set() and not feeder.finished():
+                for result in feeder.step():
+                    if not stop.is_set():
+                        done.put(result)
+        except BaseException as error:  # a replacement worker failed to start
+            done.put(error)
+
+    def _failed(self, worker: _Worker, task: EvaluationTask, error: Exception) -> EvaluationResult:
+        """The error row of an evaluation whose worker died or overran its timeout."""
+        if isinstance(error, TimeoutError):
+            kind: ErrorKind = "timeout"
             message = f"evaluation killed: {error}"
-            if kind == "worker_crash":
-                self._worker_failed = True
-                message = f"{error}; its output is in {self._log_path}"
-            self._replace(slot)
-            elapsed = round(time.perf_counter() - started, 4)
-            return EvaluationResult.failed(
-                task.task_id, kind, message, worker_pid=worker.pid, latency_s=elapsed
-            )
-        finally:
-            with self._lock:
-                self._busy.pop(slot, None)
-        result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
-        self.overheads_s.append(time.perf_counter() - started - result.latency_s)
-        if task.clean_session or not clean or self._worn_out(worker):
-            self._replace(slot)
-        return result
+        else:
+            kind = "worker_crash"
+            self._worker_failed = True
+            message = f"{error}; its output is in {self._log_path}"
+        return EvaluationResult.failed(task.task_id, kind, message, worker_pid=worker.pid)
 
     def _worn_out(self, worker: _Worker) -> bool:
         return worker.evaluations >= self.max_evaluations or worker.rss_mb() > self.max_rss_mb
@@ -390,3 +383,110 @@ class WorkerPool:
             else:
                 self._log_path.unlink(missing_ok=True)
             self._log_path, self._worker_failed = None, False
+
+
+class _Feeder:
+    """One slot's worker kept busy with up to ``per_worker`` evaluations in flight.
+
+    A crash with several evaluations in flight does not tell which one crashed: each of
+    them runs again alone, and only one that crashes alone becomes an error row. An
+    evaluation over its timeout is an error row; the others in flight with it run again.
+    ``cleanSession`` evaluations run alone, and the worker is replaced after them.
+    """
+
+    def __init__(self, pool: WorkerPool, slot: int, pending: queue.Queue[EvaluationTask]) -> None:
+        self.pool = pool
+        self.slot = slot
+        self.pending = pending
+        self.again: deque[EvaluationTask] = deque()  # innocent of a timeout: run again
+        self.alone: deque[EvaluationTask] = deque()  # in flight at a crash: run alone
+        self.in_flight: dict[int, tuple[EvaluationTask, float, bool]] = {}  # sent at, alone
+        self.retire = False  # replace the worker once nothing is in flight
+
+    def finished(self) -> bool:
+        return not (self.in_flight or self.again or self.alone) and self.pending.empty()
+
+    def _next(self) -> tuple[EvaluationTask, bool] | None:
+        """The next task to send and whether it must run alone (None: nothing to send)."""
+        if self.retire or any(solo for _, _, solo in self.in_flight.values()):
+            return None
+        if self.alone:
+            return (self.alone.popleft(), True) if not self.in_flight else None
+        if len(self.in_flight) >= self.pool.per_worker:
+            return None
+        if self.pool._workers[self.slot].sent >= self.pool.max_evaluations:
+            self.retire = bool(self.in_flight)  # its budget is spent: a fresh one follows
+            if not self.in_flight:
+                self._replaced()
+            return None
+        if self.again:
+            task = self.again.popleft()
+        else:
+            try:
+                task = self.pending.get_nowait()
+            except queue.Empty:
+                return None
+        if task.clean_session and self.in_flight:
+            self.alone.append(task)  # waits until the worker is idle
+            return None
+        return task, task.clean_session
+
+    def step(self) -> list[EvaluationResult]:
+        """Fill the worker, then take what finishes next (or handle a crash or timeout)."""
+        worker = self.pool._workers[self.slot]
+        while (chosen := self._next()) is not None:
+            task, solo = chosen
+            self.in_flight[task.task_id] = (task, time.monotonic(), solo)
+            with self.pool._lock:
+                self.pool._busy[self.slot] = worker
+            try:
+                worker.send(task)
+            except WorkerCrashed as error:
+                return self._crashed(worker, error)
+        if not self.in_flight:
+            return self._replaced() if self.retire else []
+        deadline = min(sent + task.timeout_s for task, sent, _ in self.in_flight.values())
+        try:
+            answer = worker.receive(deadline - time.monotonic())
+        except WorkerCrashed as error:
+            return self._crashed(worker, error)
+        if answer is None:
+            return self._timed_out(worker)
+        return self._finished(worker, *answer)
+
+    def _finished(self, worker: _Worker, payload: dict[str, Any], clean: bool) -> list[Any]:
+        result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
+        task, sent, _ = self.in_flight.pop(result.task_id)
+        self.pool.overheads_s.append(time.monotonic() - sent - result.latency_s)
+        if task.clean_session or not clean or self.pool._worn_out(worker):
+            self.retire = True
+        if self.retire and not self.in_flight:
+            self._replaced()
+        return [result]
+
+    def _crashed(self, worker: _Worker, error: WorkerCrashed) -> list[EvaluationResult]:
+        tasks = [task for task, _, _ in self.in_flight.values()]
+        self.in_flight.clear()
+        self._replaced()
+        if len(tasks) == 1:
+            return [self.pool._failed(worker, tasks[0], error)]
+        self.alone.extend(tasks)
+        return []
+
+    def _timed_out(self, worker: _Worker) -> list[EvaluationResult]:
+        now = time.monotonic()
+        late = {t.task_id for t, sent, _ in self.in_flight.values() if sent + t.timeout_s <= now}
+        over = [task for task, _, _ in self.in_flight.values() if task.task_id in late]
+        self.again.extend(t for t, _, _ in self.in_flight.values() if t.task_id not in late)
+        self.in_flight.clear()
+        self._replaced()
+        timeout = over[0].timeout_s if over else 0.0
+        error = TimeoutError(f"evaluation took longer than {timeout:g} s")
+        return [self.pool._failed(worker, task, error) for task in over]
+
+    def _replaced(self) -> list[EvaluationResult]:
+        with self.pool._lock:
+            self.pool._busy.pop(self.slot, None)
+        self.pool._replace(self.slot)
+        self.retire = False
+        return []

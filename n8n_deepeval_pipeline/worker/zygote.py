@@ -7,12 +7,14 @@ double there), and then forks a worker for every ``spawn`` request on its contro
 connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
 warm-up, crash replacement and ``cleanSession`` are cheap. Each worker gets its own
 socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
-workers that exit. Workers answer one task at a time until their connection closes.
-Everything exits when the process above it dies.
+workers that exit. Workers answer tasks until their connection closes.
+A worker evaluates every task it is sent at once, each as an asyncio task (the pool
+decides how many are in flight). Everything exits when the process above it dies.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib
 import os
@@ -44,18 +46,39 @@ def _load_evaluator(path: str) -> Any:
 
 
 def serve(connection: Connection, evaluator: Any) -> None:
-    """A worker: answer tasks until the pool hangs up."""
+    """A worker: evaluate every task the pool sends, concurrently, until it hangs up."""
+    asyncio.run(_serve(connection, evaluator))
+
+
+async def _serve(connection: Connection, evaluator: Any) -> None:
     from n8n_deepeval_pipeline.evaluation import EvaluationTask
 
-    while True:
-        try:
-            message = connection.recv()
-        except (EOFError, OSError):
-            return
-        if message is None:
-            return
-        result = evaluator.evaluate(EvaluationTask.model_validate(message))
-        connection.send({"result": result.model_dump(), "clean": evaluator.is_clean()})
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[Any] = asyncio.Queue()
+
+    def read() -> None:  # the connection blocks: read it beside the event loop
+        while True:
+            try:
+                message = connection.recv()
+            except (EOFError, OSError):
+                message = None
+            loop.call_soon_threadsafe(inbox.put_nowait, message)
+            if message is None:
+                return
+
+    threading.Thread(target=read, name="task-reader", daemon=True).start()
+    running: set[asyncio.Task[None]] = set()
+
+    async def answer(task: Any) -> None:
+        result = await evaluator.evaluate(task)
+        running.discard(asyncio.current_task())
+        # DeepEval's globals are put back when nothing else is in flight.
+        clean = evaluator.tidy() if not running else True
+        connection.send({"result": result.model_dump(), "clean": clean})
+
+    while (message := await inbox.get()) is not None:
+        job = asyncio.create_task(answer(EvaluationTask.model_validate(message)))
+        running.add(job)
 
 
 def _reap() -> None:

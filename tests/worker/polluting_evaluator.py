@@ -21,7 +21,7 @@ ORIGINAL_LOGIN = deepeval.login
 
 
 class PollutingEvaluator(Evaluator):
-    def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
+    async def _score(self, task: EvaluationTask, judge_spec: JudgeSpec) -> EvaluationResult:
         seen = {
             "trace_spans": len(trace_manager.active_spans),
             "traces": len(trace_manager.traces),

@@ -87,19 +87,22 @@ def test_judge_metrics_run_on_the_dry_run_judge_deterministically(pool):
 
 def test_missing_inputs_are_error_rows_that_name_the_field(pool):
     no_expected = ITEM.model_copy(update={"expected_output": None, "expected_tools": None})
-    no_steps = ITEM.model_copy(update={"intermediate_steps": []})
+    no_steps = ITEM.model_copy(update={"intermediate_steps": None})
+    no_calls = ITEM.model_copy(update={"intermediate_steps": []})
     results = evaluate(
         pool,
         task({"metric": "exact_match"}, no_expected, task_id=0),
         task({"metric": "tool_correctness"}, no_expected, task_id=1),
         task({"metric": "agent_loop_detection"}, no_steps, task_id=2),
-        task({"metric": "tool_permission", "allowed_tools": ["x"]}, no_steps, task_id=3),
+        task({"metric": "tool_permission", "allowed_tools": ["x"]}, no_calls, task_id=3),
+        task({"metric": "agent_loop_detection"}, no_calls, task_id=4),
     )
     assert [r.error_kind for r in results[:3]] == ["missing_input"] * 3
     assert "'expectedOutput'" in results[0].error
     assert "'expectedTools'" in results[1].error
-    assert "'intermediateSteps' (at least one step" in results[2].error
+    assert "'intermediateSteps' (AI Agent with Return Intermediate Steps on" in results[2].error
     assert results[3].score == 1.0  # no calls at all: nothing unauthorised
+    assert (results[4].error, results[4].score) == (None, 1.0)  # no calls: no loop
 
 
 def test_clean_session_replaces_the_worker(pool):
@@ -293,3 +296,47 @@ def test_pool_size_is_clamped(caplog):
     assert WorkerPool(size=0, timeout_s=1).size == 1
     assert WorkerPool(size=1000, timeout_s=1).size == 64
     assert "pool size 1000 is outside 1..64; using 64" in caplog.text
+
+
+def test_evaluations_in_flight_together_in_one_worker_keep_their_own_results(tmp_path):
+    """No cross-talk: eight evaluations at once in one worker give, each, exactly what it
+    gives alone (score, reason, judge calls, tokens, scoring path)."""
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+    from tests.worker.test_metric_runs import ITEM as RICH_ITEM
+
+    server = LoopbackJudge(latency_s=0.2).start()
+    judge = JudgeSpec(
+        provider="openai", model="gpt-4.1", base_url=server.base_url, api_key="sk-t", cache=False
+    )
+    configs = [
+        {"metric": "bias"},
+        {"metric": "toxicity"},
+        {"metric": "g_eval", "name": "total", "criteria": "Is the total right?",
+         "evaluation_params": ["INPUT", "ACTUAL_OUTPUT"]},
+        {"metric": "answer_relevancy"},
+        {"metric": "hallucination"},
+        {"metric": "task_completion"},
+        {"metric": "pii_leakage"},
+        {"metric": "faithfulness"},
+    ]  # fmt: skip
+    tasks = [make_task(config, RICH_ITEM, index, judge) for index, config in enumerate(configs)]
+    fields = ("score", "reason", "error", "judge_calls", "prompt_tokens", "completion_tokens",
+              "score_path")  # fmt: skip
+    try:
+        results = {}
+        for per_worker in (1, 8):
+            pool = WorkerPool(size=1, timeout_s=120, per_worker=per_worker)
+            server.max_in_flight = 0
+            try:
+                results[per_worker] = evaluate(pool, *tasks)
+            finally:
+                pool.close()
+            results[f"peak {per_worker}"] = server.max_in_flight
+    finally:
+        server.stop()
+    assert results["peak 8"] >= 2 * results["peak 1"] + 2, results  # they did overlap
+    alone = [{name: getattr(r, name) for name in fields} for r in results[1]]
+    together = [{name: getattr(r, name) for name in fields} for r in results[8]]
+    assert together == alone
+    assert all(r["error"] is None and r["judge_calls"] > 0 for r in together)
+    assert together[2]["score_path"] == "logprob_weighted"
