@@ -35,6 +35,7 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJou
 from n8n_deepeval_pipeline.orchestration.resources.step_io_manager import PostgresStepIOManager
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
+from n8n_deepeval_pipeline.worker.pool import DEFAULT_PER_WORKER
 
 JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
 # What the multiprocess local executor's forkserver imports once, so steps start at once.
@@ -76,6 +77,8 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
     return {
         "worker_pool": WorkerPoolResource(
             size=int(os.environ.get("DEEPEVAL_POOL_SIZE", "4")),
+            evaluations_per_worker=_env_int("N8N_DEEPEVAL_EVALUATIONS_PER_WORKER")
+            or DEFAULT_PER_WORKER,
             timeout_s=float(os.environ.get("N8N_DEEPEVAL_EVAL_TIMEOUT_S", "300")),
             max_evaluations=int(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS", "500")),
             max_rss_mb=float(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_RSS_MB", "600")),

@@ -236,6 +236,21 @@ def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
     assert again[0].score == 1.0
 
 
+def test_evaluations_in_flight_with_a_crash_run_again_and_only_the_crashing_one_errors():
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER, per_worker=8)
+    try:
+        tasks = [labelled("ok", task_id=i) for i in range(3)] + [labelled("crash", task_id=3)]
+        tasks += [labelled("ok", task_id=i) for i in range(4, 8)]  # sent with the crash
+        results = evaluate(pool, *tasks)
+        replacements = pool.replacements
+    finally:
+        pool.close()
+    assert [r.error_kind for r in results] == [None] * 3 + ["worker_crash"] + [None] * 4
+    assert all(r.score == 1.0 for i, r in enumerate(results) if i != 3)
+    # the crash with five in flight, then the crash alone (the four others ran alone)
+    assert replacements == 2
+
+
 @pytest.fixture
 def temp_folder(tmp_path, monkeypatch):
     """A temp folder of this test's own, where pools put their working folders."""

@@ -12,13 +12,16 @@ import dagster as dg
 from pydantic import Field, PrivateAttr
 
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
-from n8n_deepeval_pipeline.worker.pool import DEFAULT_EVALUATOR, WorkerPool
+from n8n_deepeval_pipeline.worker.pool import DEFAULT_EVALUATOR, DEFAULT_PER_WORKER, WorkerPool
 
 
 class WorkerPoolResource(dg.ConfigurableResource):
     """The worker pool as a Dagster resource: started on first use, stopped with the step."""
 
     size: int = 4
+    evaluations_per_worker: int = Field(
+        default=DEFAULT_PER_WORKER, description="Evaluations in flight on one worker at once."
+    )
     timeout_s: float = 300.0
     max_evaluations: int = 500
     max_rss_mb: float = 600.0
@@ -35,6 +38,7 @@ class WorkerPoolResource(dg.ConfigurableResource):
             max_evaluations=self.max_evaluations,
             max_rss_mb=self.max_rss_mb,
             evaluator=self.evaluator,
+            per_worker=self.evaluations_per_worker,
         )
 
     def setup_for_execution(self, context: dg.InitResourceContext) -> None:
