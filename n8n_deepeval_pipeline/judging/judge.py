@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
-from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
+from n8n_deepeval_pipeline.judging.pacer import Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
     LogprobProvider,
@@ -160,11 +160,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         self._provider: Provider = self._loop.run(self._build_provider())
         state_dir = Path(spec.state_dir) if spec.state_dir else None
         self._state = SharedState.of_process(state_dir) if state_dir else None
-        self._limit = (
-            InFlightLimit(state_dir / "in-flight" / spec.identity, spec.max_in_flight)
-            if state_dir
-            else None
-        )
+        self._pacer = Pacer(spec, self._state, state_dir) if self._state and state_dir else None
         super().__init__(model=spec.model)
 
     async def _build_provider(self) -> Provider:
@@ -207,7 +203,9 @@ class PipelineJudge(DeepEvalBaseLLM):
         key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:
-            completion = await self._call(lambda: provider.complete_raw(prompt, top), usage)
+            completion = await self._call(
+                lambda: provider.complete_raw(prompt, top), usage, self._estimate(prompt)
+            )
             return _cached_answer(completion)
 
         answer = await self._cached_or_asked(key, ask, usage)
@@ -276,7 +274,10 @@ class PipelineJudge(DeepEvalBaseLLM):
         self, prompt: str, schema: type[BaseModel] | None, usage: UsageCounter
     ) -> tuple[CachedAnswer, Any]:
         """Ask; if the answer does not fit the schema, ask once more saying why."""
-        completion = await self._call(lambda: self._provider.complete(prompt, schema), usage)
+        estimate = self._estimate(prompt)
+        completion = await self._call(
+            lambda: self._provider.complete(prompt, schema), usage, estimate
+        )
         try:
             parsed = self._parse(completion.text, schema)
         except (ValidationError, ValueError) as error:
@@ -284,7 +285,9 @@ class PipelineJudge(DeepEvalBaseLLM):
                 f"{prompt}\n\nYour previous answer was not valid: {_short(error)}. "
                 "Answer again with JSON only, exactly matching the schema."
             )
-            completion = await self._call(lambda: self._provider.complete(retry, schema), usage)
+            completion = await self._call(
+                lambda: self._provider.complete(retry, schema), usage, estimate
+            )
             try:
                 parsed = self._parse(completion.text, schema)
             except (ValidationError, ValueError) as again:
@@ -301,19 +304,23 @@ class PipelineJudge(DeepEvalBaseLLM):
         return schema.model_validate_json(_json_object(text))
 
     async def _call(
-        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter
+        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter, tokens: int
     ) -> Completion:
-        """One successful provider call, with the retries it took."""
+        """One successful provider call, with the retries it took.
+
+        ``tokens``: what the call is estimated to cost, for the tokens-per-minute window.
+        """
         self._fail_fast_if_open()
         policy = self.spec.retry
         started = time.monotonic()
         attempt = 0
         while True:
             attempt += 1
-            await self._wait_for_rate()
             try:
-                completion = await self._call_once(request, usage)
+                completion = await self._call_once(request, usage, tokens)
             except ProviderError as error:
+                if self._pacer is not None:
+                    self._pacer.refused(error.status, error.limits, error.retry_after_s)
                 delay = policy.delay(attempt, error.retry_after_s, self._rng)
                 out_of_time = time.monotonic() - started + delay > policy.max_total_s
                 if not error.retryable or attempt >= policy.max_attempts or out_of_time:
@@ -327,25 +334,23 @@ class PipelineJudge(DeepEvalBaseLLM):
             return completion
 
     async def _call_once(
-        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter
+        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter, tokens: int
     ) -> Completion:
         completion: Completion
-        if self._limit is None:
+        if self._pacer is None:
             completion = await request()
         else:
-            async with self._limit.slot():
+            async with self._pacer.call(tokens) as actual:
                 completion = await request()
+                actual[0] = completion.prompt_tokens + completion.completion_tokens or None
+            self._pacer.answered(completion.limits, tokens)
         usage.calls += 1
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
         return completion
 
-    async def _wait_for_rate(self) -> None:
-        limit = self.spec.requests_per_minute
-        if limit is None or self._state is None:
-            return
-        while (wait := self._state.take_rpm_slot(self.spec.identity, limit)) > 0:
-            await asyncio.sleep(wait)
+    def _estimate(self, prompt: str) -> int:
+        return estimate_tokens(prompt, self.spec.max_tokens)
 
     def _fail_fast_if_open(self) -> None:
         if self._state is None:

@@ -26,6 +26,7 @@ import httpx2
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
+from n8n_deepeval_pipeline.judging.pacing import RateLimits
 from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_retry_after
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec, StructuredOutputs
@@ -43,12 +44,22 @@ _SCHEMA_REJECTION_MARKERS = ("output_config", "output_format", "schema")
 
 
 class Completion:
-    """An answer and what it cost in tokens (``text``: the whole reply, for a raw one)."""
+    """An answer, its token counts and the budget the provider reported with it.
 
-    def __init__(self, text: str, prompt_tokens: int = 0, completion_tokens: int = 0) -> None:
+    ``text`` is the whole reply (JSON) for a raw answer.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        limits: RateLimits | None = None,
+    ) -> None:
         self.text = text
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
+        self.limits = limits
 
 
 class ProviderError(Exception):
@@ -61,11 +72,13 @@ class ProviderError(Exception):
         retryable: bool,
         retry_after_s: float | None = None,
         status: int | None = None,
+        limits: RateLimits | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.retry_after_s = retry_after_s
         self.status = status
+        self.limits = limits
 
 
 class Provider(Protocol):
@@ -114,7 +127,7 @@ class _HttpProvider:
             limits=httpx2.Limits(max_keepalive_connections=32, max_connections=64),
         )
 
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], RateLimits]:
         where = f"{self.spec.provider} judge at {safe_url(self.url)}"
         try:
             response = await self._client.post(self.url, json=body)
@@ -132,12 +145,13 @@ class _HttpProvider:
                 retryable=response.status_code in RETRYABLE_STATUS,
                 retry_after_s=parse_retry_after(response.headers.get("retry-after")),
                 status=response.status_code,
+                limits=RateLimits.from_headers(response.headers),
             )
         try:
             data: dict[str, Any] = response.json()
         except ValueError:
             raise ProviderError(f"{where}: the reply is not JSON", retryable=True) from None
-        return data
+        return data, RateLimits.from_headers(response.headers)
 
 
 # How _post names a refused key in its message ("…: HTTP 401 …"), which results keep.
@@ -205,13 +219,14 @@ class OpenAIChatProvider(_HttpProvider):
             # As the SDK's ``parse`` (DeepEval's structured call) sends it.
             body.update(response_format=response_format, stream=False)
         try:
-            data = await self._post(body)
+            data, limits = await self._post(body)
         except ProviderError as error:
             if not self._falls_back(error, response_format):
                 raise
             self._mode = "json"  # this server has no JSON-schema output
-            data = await self._post({**body, "response_format": {"type": "json_object"}})
-        return _chat_completion(data, _message_text(data))
+            json_mode = {**body, "response_format": {"type": "json_object"}}
+            data, limits = await self._post(json_mode)
+        return _chat_completion(data, _message_text(data), limits)
 
     def _falls_back(self, error: ProviderError, response_format: dict[str, Any] | None) -> bool:
         schema_asked = response_format is not None and response_format["type"] == "json_schema"
@@ -220,9 +235,9 @@ class OpenAIChatProvider(_HttpProvider):
 
     async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
         body = {**self._body(prompt), "logprobs": True, "top_logprobs": top_logprobs}
-        data = await self._post(body)
+        data, limits = await self._post(body)
         _message_text(data)  # a reply without choices is an error here too
-        return _chat_completion(data, json.dumps(data))
+        return _chat_completion(data, json.dumps(data), limits)
 
 
 def _message_text(data: dict[str, Any]) -> str:
@@ -232,11 +247,12 @@ def _message_text(data: dict[str, Any]) -> str:
         raise ProviderError("the judge's reply has no choices", retryable=True) from None
 
 
-def _chat_completion(data: dict[str, Any], text: str) -> Completion:
+def _chat_completion(
+    data: dict[str, Any], text: str, limits: RateLimits | None = None
+) -> Completion:
     usage = data.get("usage") or {}
-    return Completion(
-        text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    )
+    prompt_tokens = int(usage.get("prompt_tokens") or 0)
+    return Completion(text, prompt_tokens, int(usage.get("completion_tokens") or 0), limits)
 
 
 class AnthropicProvider(_HttpProvider):
@@ -275,19 +291,18 @@ class AnthropicProvider(_HttpProvider):
     async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
         body = self._body(prompt, schema)
         try:
-            data = await self._post(body)
+            data, limits = await self._post(body)
         except ProviderError as error:
             rejected = any(m in str(error).lower() for m in _SCHEMA_REJECTION_MARKERS)
             if "output_config" not in body or error.status != 400 or not rejected:
                 raise
             self._structured = False
-            data = await self._post(self._body(prompt, schema))
+            data, limits = await self._post(self._body(prompt, schema))
         usage = data.get("usage") or {}
         blocks = data.get("content") or []
         text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
-        return Completion(
-            text, int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        )
+        tokens = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        return Completion(text, *tokens, limits)
 
 
 def _capped(schema: Any, text_limit: int = 300, list_limit: int = 4) -> Any:

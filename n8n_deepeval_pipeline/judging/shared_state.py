@@ -5,7 +5,9 @@
   stays);
 - who is asking which question now, so that identical questions asked at once by many
   evaluations make one call and all get the same answer (single flight);
-- a requests-per-minute window per judge;
+- a requests-per-minute and a tokens-per-minute window per judge;
+- each judge's pacing: the calls it may have in flight (``judging.pacing.Concurrency``),
+  a pause until its budget resets, and the budget its last answer reported;
 - a circuit breaker per judge: consecutive failed calls, and until when calls fail fast.
 
 A judge is named by its ``JudgeSpec.identity`` (provider, model, endpoint): the judges
@@ -27,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.settings import private_file
 
 _SCHEMA = """
@@ -37,6 +40,13 @@ create table if not exists asking (
     key text primary key, pid integer not null, until real not null);
 create table if not exists rate_window (judge text not null, at real not null);
 create index if not exists rate_window_by_judge on rate_window (judge, at);
+create table if not exists token_window (
+    judge text not null, at real not null, tokens integer not null);
+create index if not exists token_window_by_judge on token_window (judge, at);
+create table if not exists pacing (
+    judge text primary key, concurrency real not null, ceiling integer not null,
+    threshold real, decreased_at real not null, paused_until real not null,
+    remaining_requests integer, remaining_tokens integer);
 create table if not exists breakers (
     judge text primary key, failures integer not null, open_until real not null,
     last_error text);
@@ -173,6 +183,97 @@ class SharedState:
                 self._db.execute("insert into rate_window values (?, ?)", (judge, now))
                 return 0.0
             return max(float(oldest) + 60 - now, 0.01)
+
+    # tokens per minute
+    def take_tokens(self, judge: str, limit: int, tokens: int) -> tuple[float, int | None]:
+        """Record ``tokens`` of ``judge`` if its last minute has room: (0, row), else (wait, None).
+
+        A call bigger than the whole budget goes when the minute is empty.
+        """
+        now = time.time()
+        with self._immediate():
+            self._db.execute("delete from token_window where at < ?", (now - 60,))
+            used, oldest = self._db.execute(
+                "select coalesce(sum(tokens), 0), min(at) from token_window where judge = ?",
+                (judge,),
+            ).fetchone()
+            if used == 0 or used + tokens <= limit:
+                row = self._db.execute(
+                    "insert into token_window values (?, ?, ?) returning rowid",
+                    (judge, now, tokens),
+                ).fetchone()[0]
+                return 0.0, int(row)
+            return max(float(oldest) + 60 - now, 0.01), None
+
+    def correct_tokens(self, row: int, tokens: int) -> None:
+        """Replace a call's estimated tokens with what its answer reported."""
+        self._db.execute("update token_window set tokens = ? where rowid = ?", (tokens, row))
+
+    # pacing
+    def concurrency(self, judge: str, ceiling: int) -> Concurrency:
+        """The calls ``judge`` may have in flight now (a new judge starts small)."""
+        row = self._db.execute(
+            "select concurrency, ceiling, threshold, decreased_at from pacing where judge = ?",
+            (judge,),
+        ).fetchone()
+        if row is None or row[1] != ceiling:
+            return Concurrency.start(ceiling)
+        return Concurrency(limit=row[0], ceiling=row[1], threshold=row[2], decreased_at=row[3])
+
+    def record_outcome(
+        self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None
+    ) -> Concurrency:
+        """Fit ``judge``'s concurrency to one call's outcome; keep the budget it reported."""
+        now = time.time()
+        with self._immediate():
+            current = self.concurrency(judge, ceiling)
+            fitted = current.overloaded(now) if overloaded else current.succeeded()
+            told = limits if limits is not None and limits.told else None
+            self._db.execute(
+                "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?) on conflict (judge) do "
+                "update set concurrency = excluded.concurrency, ceiling = excluded.ceiling, "
+                "threshold = excluded.threshold, decreased_at = excluded.decreased_at, "
+                "remaining_requests = coalesce(excluded.remaining_requests, remaining_requests), "
+                "remaining_tokens = coalesce(excluded.remaining_tokens, remaining_tokens)",
+                (
+                    judge,
+                    fitted.limit,
+                    fitted.ceiling,
+                    fitted.threshold,
+                    fitted.decreased_at,
+                    told.remaining_requests if told else None,
+                    told.remaining_tokens if told else None,
+                ),
+            )
+            return fitted
+
+    def pause(self, judge: str, seconds: float) -> None:
+        """Hold every call of ``judge`` for ``seconds`` (a budget that must reset first)."""
+        self._db.execute(
+            "update pacing set paused_until = max(paused_until, ?) where judge = ?",
+            (time.time() + seconds, judge),
+        )
+
+    def paused_for(self, judge: str) -> float:
+        """Seconds until calls of ``judge`` may go again (0: now)."""
+        row = self._db.execute(
+            "select paused_until from pacing where judge = ?", (judge,)
+        ).fetchone()
+        return max(float(row[0]) - time.time(), 0.0) if row else 0.0
+
+    def pacing_view(self) -> dict[str, dict[str, Any]]:
+        """Each judge's concurrency and reported budget, for the run's metadata."""
+        rows = self._db.execute(
+            "select judge, concurrency, remaining_requests, remaining_tokens from pacing"
+        ).fetchall()
+        return {
+            judge: {
+                "concurrency": int(limit),
+                "remaining_requests": requests,
+                "remaining_tokens": tokens,
+            }
+            for judge, limit, requests, tokens in rows
+        }
 
     # circuit breaker
 

@@ -59,6 +59,7 @@ class JudgeSpec(BaseModel):
     retry: RetryPolicy = RetryPolicy()
     max_in_flight: int = 32  # judge calls in flight across all workers
     requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None  # estimated before a call, corrected after
     breaker_threshold: int = 10  # consecutive failed calls that open the circuit
     breaker_cool_down_s: float = 60.0
     cache: bool = True

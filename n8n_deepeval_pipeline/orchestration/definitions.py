@@ -94,6 +94,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             logprobs=_env_flag("N8N_DEEPEVAL_JUDGE_LOGPROBS"),
             max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "32")),
             requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
+            tokens_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_TPM"),
             max_attempts=_env_int("N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS") or 6,
             breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD") or 10,
             cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",

@@ -285,8 +285,12 @@ class WorkerPool:
         self._revive_dead()
         done: queue.Queue[EvaluationResult | BaseException] = queue.Queue()
         stop = threading.Event()
+        # Spread a small batch over the workers (their CPUs) before stacking it on one.
+        cap = min(self.per_worker, max(1, -(-total // self.size)))
         threads = [
-            threading.Thread(target=self._slot_loop, args=(slot, pending, done, stop), daemon=True)
+            threading.Thread(
+                target=self._slot_loop, args=(slot, pending, done, stop, cap), daemon=True
+            )
             for slot in range(min(self.size, total))
         ]
         for thread in threads:
@@ -324,8 +328,9 @@ class WorkerPool:
         pending: queue.Queue[EvaluationTask],
         done: queue.Queue[EvaluationResult | BaseException],
         stop: threading.Event,
+        cap: int,
     ) -> None:
-        feeder = _Feeder(self, slot, pending)
+        feeder = _Feeder(self, slot, pending, cap)
         try:
             while not stop.is_set() and not feeder.finished():
                 for result in feeder.step():
@@ -386,7 +391,7 @@ class WorkerPool:
 
 
 class _Feeder:
-    """One slot's worker kept busy with up to ``per_worker`` evaluations in flight.
+    """One slot's worker kept busy with up to ``cap`` evaluations in flight.
 
     A crash with several evaluations in flight does not tell which one crashed: each of
     them runs again alone, and only one that crashes alone becomes an error row. An
@@ -394,10 +399,13 @@ class _Feeder:
     ``cleanSession`` evaluations run alone, and the worker is replaced after them.
     """
 
-    def __init__(self, pool: WorkerPool, slot: int, pending: queue.Queue[EvaluationTask]) -> None:
+    def __init__(
+        self, pool: WorkerPool, slot: int, pending: queue.Queue[EvaluationTask], cap: int
+    ) -> None:
         self.pool = pool
         self.slot = slot
         self.pending = pending
+        self.cap = cap  # in flight on this worker at most
         self.again: deque[EvaluationTask] = deque()  # innocent of a timeout: run again
         self.alone: deque[EvaluationTask] = deque()  # in flight at a crash: run alone
         self.in_flight: dict[int, tuple[EvaluationTask, float, bool]] = {}  # sent at, alone
@@ -412,7 +420,7 @@ class _Feeder:
             return None
         if self.alone:
             return (self.alone.popleft(), True) if not self.in_flight else None
-        if len(self.in_flight) >= self.pool.per_worker:
+        if len(self.in_flight) >= self.cap:
             return None
         if self.pool._workers[self.slot].sent >= self.pool.max_evaluations:
             self.retire = bool(self.in_flight)  # its budget is spent: a fresh one follows

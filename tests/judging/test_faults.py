@@ -21,7 +21,8 @@ FAST_RETRIES = RetryPolicy(max_attempts=8, base_delay_s=0.05, max_delay_s=3, max
 
 @pytest.fixture(scope="module")
 def pool():
-    pool = WorkerPool(size=1, timeout_s=120)
+    # One evaluation at a time: the fault plan's order is the order of the tasks' calls.
+    pool = WorkerPool(size=1, timeout_s=120, per_worker=1)
     pool.start()
     yield pool
     pool.close()

@@ -53,6 +53,7 @@ class JudgeResource(dg.ConfigurableResource):
     max_retry_total_s: float = 300.0
     max_in_flight: int = Field(default=32, description="Judge calls in flight, all workers.")
     requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
     breaker_threshold: int = 10
     cache: bool = True
     cache_scope: str = Field(default="run", description="run (re-sample per run) or shared")
@@ -81,6 +82,7 @@ class JudgeResource(dg.ConfigurableResource):
             ),
             "max_in_flight": self.max_in_flight,
             "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.tokens_per_minute,
             "breaker_threshold": self.breaker_threshold,
             "cache": self.cache,
             "cache_scope": self.cache_scope,

@@ -1,0 +1,133 @@
+"""How fast a judge may be called: its rate-limit headers, and the calls to keep in flight.
+
+Providers tell their budget in headers, each in its own words: OpenAI and Azure
+``x-ratelimit-remaining-requests`` / ``-tokens`` with resets as durations (``6m0s``,
+``20ms``), Anthropic ``anthropic-ratelimit-requests-remaining`` / ``-tokens-remaining``
+with resets as RFC 3339 times. ``RateLimits`` reads both. ``Concurrency`` is the number
+of calls kept in flight, fitted to the provider as TCP fits its window: it doubles while
+calls succeed (slow start), grows by one per window of successes after the first
+overload, and halves on a 429 or an overload answer (at most once per second, so one
+burst of refusals halves it once).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+# Answers that mean "too much, slow down": rate limited, overloaded, unavailable.
+OVERLOAD_STATUS = frozenset({429, 503, 529})
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+# Header names per budget, OpenAI/Azure first, then Anthropic.
+_REMAINING = {
+    "requests": ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"),
+    "tokens": ("x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining"),
+}
+_RESET = {
+    "requests": ("x-ratelimit-reset-requests", "anthropic-ratelimit-requests-reset"),
+    "tokens": ("x-ratelimit-reset-tokens", "anthropic-ratelimit-tokens-reset"),
+}
+
+
+def _seconds(value: str, now: datetime) -> float | None:
+    """A reset as seconds from now: ``1.5``, ``6m0s``, ``20ms`` or an RFC 3339 time."""
+    text = value.strip()
+    try:
+        return max(float(text), 0.0)
+    except ValueError:
+        pass
+    parts = _DURATION.findall(text)
+    if parts and "".join(f"{n}{u}" for n, u in parts) == text:
+        return sum(float(number) * _UNIT_S[unit] for number, unit in parts)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return max((when - now).total_seconds(), 0.0)
+
+
+def _first(headers: Mapping[str, str], names: tuple[str, ...]) -> str | None:
+    return next((headers[name] for name in names if name in headers), None)
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """A provider's remaining budget and when each part of it resets (None: not told)."""
+
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+    reset_requests_s: float | None = None
+    reset_tokens_s: float | None = None
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str], now: datetime | None = None) -> RateLimits:
+        """What the headers of one answer say (header names in lower case)."""
+        moment = now or datetime.now(UTC)
+
+        def remaining(budget: str) -> int | None:
+            value = _number(_first(headers, _REMAINING[budget]))
+            return int(value) if value is not None else None
+
+        def reset(budget: str) -> float | None:
+            value = _first(headers, _RESET[budget])
+            return _seconds(value, moment) if value else None
+
+        return cls(remaining("requests"), remaining("tokens"), reset("requests"), reset("tokens"))
+
+    @property
+    def told(self) -> bool:
+        """Whether the provider said anything about its budget."""
+        return self.remaining_requests is not None or self.remaining_tokens is not None
+
+    def pause_s(self, tokens_needed: int) -> float:
+        """How long to hold calls: until a budget that cannot take one more call resets."""
+        waits = []
+        if self.remaining_requests is not None and self.remaining_requests < 1:
+            waits.append(self.reset_requests_s or 1.0)
+        if self.remaining_tokens is not None and self.remaining_tokens < tokens_needed:
+            waits.append(self.reset_tokens_s or 1.0)
+        return max(waits, default=0.0)
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text or "")
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Concurrency:
+    """Calls a judge may have in flight: additive increase, multiplicative decrease."""
+
+    limit: float
+    ceiling: int
+    threshold: float | None = None  # set at the first overload: slow start ends there
+    decreased_at: float = 0.0
+
+    @classmethod
+    def start(cls, ceiling: int, initial: int = 4) -> Concurrency:
+        """A judge never called yet: a few calls at once, growing fast."""
+        return cls(limit=float(min(initial, ceiling)), ceiling=max(ceiling, 1))
+
+    @property
+    def slots(self) -> int:
+        """Whole calls allowed in flight now."""
+        return max(int(self.limit), 1)
+
+    def succeeded(self) -> Concurrency:
+        """One call answered: +1 in slow start, +1 per window of answers after it."""
+        slow_start = self.threshold is None or self.limit < self.threshold
+        step = 1.0 if slow_start else 1.0 / self.limit
+        return replace(self, limit=min(self.limit + step, float(self.ceiling)))
+
+    def overloaded(self, now: float) -> Concurrency:
+        """A 429 or overload answer: halve, unless it was halved less than a second ago."""
+        if now - self.decreased_at < 1.0:
+            return self
+        halved = max(self.limit / 2, 1.0)
+        return replace(self, limit=halved, threshold=halved, decreased_at=now)
