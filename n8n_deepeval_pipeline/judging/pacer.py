@@ -1,8 +1,8 @@
 """One judge's pacer, shared by every worker of the machine through the judge state.
 
-Before a call: wait while the judge is paused (a budget that must reset first), for a
-slot in the requests-per-minute and tokens-per-minute windows when they are configured,
-then for an in-flight slot within the concurrency fitted so far. After it: fit the
+Before a call: wait for an in-flight slot within the concurrency fitted so far, then
+while the judge is paused (a budget that must reset first), then for its turn in the
+requests and tokens per minute (configured, or as the provider's headers said). After it: fit the
 concurrency to the outcome (``pacing.Concurrency``), keep the budget the provider
 reported, pause every call until a spent budget resets, and correct the call's token
 estimate from the usage the answer reported.
@@ -52,29 +52,43 @@ class Pacer:
     @contextlib.asynccontextmanager
     async def call(self, tokens: int) -> AsyncIterator[list[int | None]]:
         """Hold the judge's budget for one call; the caller puts its real tokens in the list."""
-        await self._wait(tokens)
-        row = await self._take_tokens(tokens)
         actual: list[int | None] = [None]
         async with self._slots.slot(self._allowed):
+            # Paced once it holds a slot: a call that queued before the provider's limits
+            # were known is paced by them too.
+            while (paused := self.state.paused_for(self.judge)) > 0:
+                await asyncio.sleep(paused)
+            requests, token_limit = self._per_minute()
+            if requests is not None:
+                await self._book("requests", *requests, 1)
+            if token_limit is not None:
+                await self._book("tokens", *token_limit, tokens)
             yield actual
-        if row is not None and actual[0] is not None:
-            self.state.correct_tokens(row, actual[0])
+        if token_limit is not None and actual[0] is not None:
+            self.state.repay_paced(self.judge, "tokens", token_limit[0], actual[0] - tokens)
 
-    async def _wait(self, tokens: int) -> None:
-        while (paused := self.state.paused_for(self.judge)) > 0:
-            await asyncio.sleep(paused)
-        limit = self.spec.requests_per_minute
-        while limit is not None and (wait := self.state.take_rpm_slot(self.judge, limit)) > 0:
-            await asyncio.sleep(wait)
+    def _per_minute(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+        """(per minute, burst) for requests and tokens: configured, else as the provider told.
 
-    async def _take_tokens(self, tokens: int) -> int | None:
-        limit = self.spec.tokens_per_minute
-        if limit is None:
-            return None
-        while True:
-            wait, row = self.state.take_tokens(self.judge, limit, tokens)
-            if row is not None:
-                return row
+        A configured limit allows a minute's worth at once, as a per-minute window does; a
+        limit learned from the headers is kept evenly (providers enforce it over shorter
+        periods than the minute, and their remaining budget is shared with other clients).
+        """
+        told = self.state.told_limits(self.judge)
+        paced: list[tuple[float, float] | None] = []
+        for configured, learned in zip(
+            (self.spec.requests_per_minute, self.spec.tokens_per_minute), told, strict=True
+        ):
+            if configured:
+                paced.append((float(configured), float(configured)))
+            elif learned:
+                paced.append((float(learned), 1.0))
+            else:
+                paced.append(None)
+        return paced[0], paced[1]
+
+    async def _book(self, budget: str, per_minute: float, burst: float, cost: int) -> None:
+        while (wait := self.state.take_paced(self.judge, budget, per_minute, cost, burst)) > 0:
             await asyncio.sleep(wait)
 
     def answered(self, limits: RateLimits | None, next_tokens: int) -> None:

@@ -3,7 +3,8 @@
 Providers tell their budget in headers, each in its own words: OpenAI and Azure
 ``x-ratelimit-remaining-requests`` / ``-tokens`` with resets as durations (``6m0s``,
 ``20ms``), Anthropic ``anthropic-ratelimit-requests-remaining`` / ``-tokens-remaining``
-with resets as RFC 3339 times. ``RateLimits`` reads both. ``Concurrency`` is the number
+with resets as RFC 3339 times, and both the per-minute limits themselves. ``RateLimits``
+reads both. ``Concurrency`` is the number
 of calls kept in flight, fitted to the provider as TCP fits its window: it doubles while
 calls succeed (slow start), grows by one per window of successes after the first
 overload, and halves on a 429 or an overload answer (at most once per second, so one
@@ -25,6 +26,10 @@ _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _REMAINING = {
     "requests": ("x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"),
     "tokens": ("x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining"),
+}
+_LIMIT = {
+    "requests": ("x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
+    "tokens": ("x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"),
 }
 _RESET = {
     "requests": ("x-ratelimit-reset-requests", "anthropic-ratelimit-requests-reset"),
@@ -62,21 +67,30 @@ class RateLimits:
     remaining_tokens: int | None = None
     reset_requests_s: float | None = None
     reset_tokens_s: float | None = None
+    limit_requests: int | None = None  # per minute
+    limit_tokens: int | None = None
 
     @classmethod
     def from_headers(cls, headers: Mapping[str, str], now: datetime | None = None) -> RateLimits:
         """What the headers of one answer say (header names in lower case)."""
         moment = now or datetime.now(UTC)
 
-        def remaining(budget: str) -> int | None:
-            value = _number(_first(headers, _REMAINING[budget]))
+        def count(names: dict[str, tuple[str, str]], budget: str) -> int | None:
+            value = _number(_first(headers, names[budget]))
             return int(value) if value is not None else None
 
         def reset(budget: str) -> float | None:
             value = _first(headers, _RESET[budget])
             return _seconds(value, moment) if value else None
 
-        return cls(remaining("requests"), remaining("tokens"), reset("requests"), reset("tokens"))
+        return cls(
+            count(_REMAINING, "requests"),
+            count(_REMAINING, "tokens"),
+            reset("requests"),
+            reset("tokens"),
+            count(_LIMIT, "requests"),
+            count(_LIMIT, "tokens"),
+        )
 
     @property
     def told(self) -> bool:

@@ -5,7 +5,8 @@
   stays);
 - who is asking which question now, so that identical questions asked at once by many
   evaluations make one call and all get the same answer (single flight);
-- a requests-per-minute and a tokens-per-minute window per judge;
+- requests and tokens per minute per judge, paced as providers refill them: evenly
+  (a call is due one interval after the one before, with a burst allowance);
 - each judge's pacing: the calls it may have in flight (``judging.pacing.Concurrency``),
   a pause until its budget resets, and the budget its last answer reported;
 - a circuit breaker per judge: consecutive failed calls, and until when calls fail fast.
@@ -38,15 +39,15 @@ create table if not exists cache (
     completion_tokens integer not null, created real not null);
 create table if not exists asking (
     key text primary key, pid integer not null, until real not null);
-create table if not exists rate_window (judge text not null, at real not null);
-create index if not exists rate_window_by_judge on rate_window (judge, at);
-create table if not exists token_window (
-    judge text not null, at real not null, tokens integer not null);
-create index if not exists token_window_by_judge on token_window (judge, at);
+create table if not exists paced (
+    judge text not null, budget text not null, due real not null,
+    primary key (judge, budget));
 create table if not exists pacing (
     judge text primary key, concurrency real not null, ceiling integer not null,
     threshold real, decreased_at real not null, paused_until real not null,
-    remaining_requests integer, remaining_tokens integer);
+    remaining_requests integer, remaining_tokens integer,
+    limit_requests integer, limit_tokens integer);
+drop table if exists rate_window;
 create table if not exists breakers (
     judge text primary key, failures integer not null, open_until real not null,
     last_error text);
@@ -169,45 +170,36 @@ class SharedState:
         """Forget every cached answer; return how many there were."""
         return self._db.execute("delete from cache").rowcount
 
-    # requests per minute
+    # requests and tokens per minute
+    def take_paced(
+        self, judge: str, budget: str, per_minute: float, cost: float, burst: float
+    ) -> float:
+        """Book ``cost`` units of ``judge``'s ``budget`` (requests, tokens); else seconds to wait.
 
-    def take_rpm_slot(self, judge: str, limit: int) -> float:
-        """Record a call of ``judge`` if its last minute has room; else seconds to wait."""
-        now = time.time()
-        with self._immediate():
-            self._db.execute("delete from rate_window where at < ?", (now - 60,))
-            count, oldest = self._db.execute(
-                "select count(*), min(at) from rate_window where judge = ?", (judge,)
-            ).fetchone()
-            if count < limit:
-                self._db.execute("insert into rate_window values (?, ?)", (judge, now))
-                return 0.0
-            return max(float(oldest) + 60 - now, 0.01)
-
-    # tokens per minute
-    def take_tokens(self, judge: str, limit: int, tokens: int) -> tuple[float, int | None]:
-        """Record ``tokens`` of ``judge`` if its last minute has room: (0, row), else (wait, None).
-
-        A call bigger than the whole budget goes when the minute is empty.
+        Each unit is due 60 / ``per_minute`` s after the one before; up to ``burst``
+        units may be booked ahead. A call bigger than the burst goes when nothing is
+        booked ahead of it.
         """
         now = time.time()
+        step = 60.0 / per_minute
         with self._immediate():
-            self._db.execute("delete from token_window where at < ?", (now - 60,))
-            used, oldest = self._db.execute(
-                "select coalesce(sum(tokens), 0), min(at) from token_window where judge = ?",
-                (judge,),
+            row = self._db.execute(
+                "select due from paced where judge = ? and budget = ?", (judge, budget)
             ).fetchone()
-            if used == 0 or used + tokens <= limit:
-                row = self._db.execute(
-                    "insert into token_window values (?, ?, ?) returning rowid",
-                    (judge, now, tokens),
-                ).fetchone()[0]
-                return 0.0, int(row)
-            return max(float(oldest) + 60 - now, 0.01), None
+            due = max(float(row[0]) if row else now, now)
+            if due > now and due + cost * step - now > burst * step:
+                return max(due + cost * step - burst * step - now, 0.005)
+            self._db.execute(
+                "insert or replace into paced values (?, ?, ?)", (judge, budget, due + cost * step)
+            )
+            return 0.0
 
-    def correct_tokens(self, row: int, tokens: int) -> None:
-        """Replace a call's estimated tokens with what its answer reported."""
-        self._db.execute("update token_window set tokens = ? where rowid = ?", (tokens, row))
+    def repay_paced(self, judge: str, budget: str, per_minute: float, cost: float) -> None:
+        """Correct a booking by ``cost`` units (negative: the call cost less than booked)."""
+        self._db.execute(
+            "update paced set due = due + ? where judge = ? and budget = ?",
+            (cost * 60.0 / per_minute, judge, budget),
+        )
 
     # pacing
     def concurrency(self, judge: str, ceiling: int) -> Concurrency:
@@ -230,11 +222,13 @@ class SharedState:
             fitted = current.overloaded(now) if overloaded else current.succeeded()
             told = limits if limits is not None and limits.told else None
             self._db.execute(
-                "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?) on conflict (judge) do "
+                "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?, ?, ?) on conflict (judge) do "
                 "update set concurrency = excluded.concurrency, ceiling = excluded.ceiling, "
                 "threshold = excluded.threshold, decreased_at = excluded.decreased_at, "
                 "remaining_requests = coalesce(excluded.remaining_requests, remaining_requests), "
-                "remaining_tokens = coalesce(excluded.remaining_tokens, remaining_tokens)",
+                "remaining_tokens = coalesce(excluded.remaining_tokens, remaining_tokens), "
+                "limit_requests = coalesce(excluded.limit_requests, limit_requests), "
+                "limit_tokens = coalesce(excluded.limit_tokens, limit_tokens)",
                 (
                     judge,
                     fitted.limit,
@@ -243,6 +237,8 @@ class SharedState:
                     fitted.decreased_at,
                     told.remaining_requests if told else None,
                     told.remaining_tokens if told else None,
+                    told.limit_requests if told else None,
+                    told.limit_tokens if told else None,
                 ),
             )
             return fitted
@@ -260,6 +256,13 @@ class SharedState:
             "select paused_until from pacing where judge = ?", (judge,)
         ).fetchone()
         return max(float(row[0]) - time.time(), 0.0) if row else 0.0
+
+    def told_limits(self, judge: str) -> tuple[int | None, int | None]:
+        """The requests and tokens per minute ``judge``'s provider said it allows."""
+        row = self._db.execute(
+            "select limit_requests, limit_tokens from pacing where judge = ?", (judge,)
+        ).fetchone()
+        return (row[0], row[1]) if row else (None, None)
 
     def pacing_view(self) -> dict[str, dict[str, Any]]:
         """Each judge's concurrency and reported budget, for the run's metadata."""

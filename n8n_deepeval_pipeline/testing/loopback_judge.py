@@ -11,10 +11,12 @@ the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
 ``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
-do); ``ok`` answers normally, and so does every request after the plan runs out
-(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401). ``fixed``
-pins fields of every structured answer (``{"score": 5}``): judges of a panel that
-answer differently.
+do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
+(a bucket refilled continuously, 429 with Retry-After beyond it, OpenAI's
+``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
+request after the plan runs out (``fail_always`` makes every request a 500 instead,
+``reject_key`` a 401). ``fixed`` pins fields of every structured answer
+(``{"score": 5}``): judges of a panel that answer differently.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -31,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -94,8 +97,17 @@ class LoopbackJudge:
         fail_always: bool = False,
         reject_key: bool = False,
         fixed: dict[str, Any] | None = None,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        burst_s: float = 60.0,
     ) -> None:
         self.latency_s = latency_s
+        self.bucket = (
+            _Bucket(requests_per_minute, tokens_per_minute, burst_s)
+            if requests_per_minute or tokens_per_minute
+            else None
+        )
+        self.rate_limited = 0  # requests refused with 429 by the bucket
         self.port = port
         self.faults = list(faults or [])
         self.slow_s = slow_s
@@ -176,6 +188,8 @@ class LoopbackJudge:
             extra = {"retry-after": retry_after} if retry_after else {}
             _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
             return True
+        if self.bucket is not None:
+            return self._answer_within_budget(writer, request)
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
             text, logprobs = rubric_answer(_seed(request), "loopback reason", top)
@@ -187,6 +201,24 @@ class LoopbackJudge:
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
         _write(writer, 200, _completion(request, text))
+        return True
+
+    def _answer_within_budget(self, writer: asyncio.StreamWriter, request: dict[str, Any]) -> bool:
+        """As a rate-limited provider: 429 beyond the bucket, its budget in every answer."""
+        assert self.bucket is not None
+        if request.get("logprobs") and not request.get("response_format"):
+            text, logprobs = rubric_answer(_seed(request), "loopback reason", 20)
+        else:
+            text, logprobs = answer_for(request, self.fixed), None
+        completion = _completion(request, text, logprobs)
+        tokens = completion["usage"]["total_tokens"]
+        with self._lock:
+            allowed, headers = self.bucket.take(tokens, time.monotonic())
+        if not allowed:
+            self.rate_limited += 1
+            _write(writer, 429, {"error": {"message": "rate limit reached"}}, headers)
+            return True
+        _write(writer, 200, completion, headers)
         return True
 
     def _answer_anthropic(
@@ -234,6 +266,49 @@ class LoopbackJudge:
         """Stop serving."""
         if self._loop is not None and self._server is not None:
             self._loop.call_soon_threadsafe(self._server.close)
+
+
+class _Bucket:
+    """Requests and tokens per minute as a provider refills them: continuously.
+
+    The bucket holds ``burst_s`` seconds of refill (a provider's: the whole minute).
+    """
+
+    def __init__(
+        self, requests_per_minute: int | None, tokens_per_minute: int | None, burst_s: float
+    ) -> None:
+        self.limits = {"requests": requests_per_minute, "tokens": tokens_per_minute}
+        self.capacity = {name: (limit or 0) * burst_s / 60 for name, limit in self.limits.items()}
+        self.level = dict(self.capacity)
+        self.at = time.monotonic()
+
+    def take(self, tokens: int, now: float) -> tuple[bool, dict[str, str]]:
+        """Whether a call of ``tokens`` fits now, and the OpenAI-style headers to send."""
+        for name, limit in self.limits.items():
+            if limit:
+                refilled = self.level[name] + (now - self.at) * limit / 60
+                self.level[name] = min(self.capacity[name], refilled)
+        self.at = now
+        cost = {"requests": 1.0, "tokens": float(tokens)}
+        short = {
+            name: (cost[name] - self.level[name]) * 60 / limit
+            for name, limit in self.limits.items()
+            if limit and self.level[name] < cost[name]
+        }
+        if not short:
+            for name, limit in self.limits.items():
+                if limit:
+                    self.level[name] -= cost[name]
+        headers: dict[str, str] = {}
+        for name, limit in self.limits.items():
+            if limit:
+                headers[f"x-ratelimit-limit-{name}"] = str(limit)
+                headers[f"x-ratelimit-remaining-{name}"] = str(int(self.level[name]))
+                full_in = (self.capacity[name] - self.level[name]) * 60 / limit
+                headers[f"x-ratelimit-reset-{name}"] = f"{full_in:.3f}s"
+        if short:
+            headers["retry-after"] = f"{max(short.values()):.3f}"
+        return not short, headers
 
 
 def _refusal(headers: dict[str, str], target: str) -> str:

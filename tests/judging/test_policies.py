@@ -72,9 +72,10 @@ def test_shared_state_cache_rate_window_and_breaker(tmp_path):
     state.store("k", CachedAnswer(answer="{}", prompt_tokens=3, completion_tokens=2))
     assert other.cached("k") == CachedAnswer(answer="{}", prompt_tokens=3, completion_tokens=2)
     assert other.cached("missing") is None
-    assert [state.take_rpm_slot("a", 3) for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert 59 < other.take_rpm_slot("a", 3) <= 60
-    assert other.take_rpm_slot("b", 3) == 0.0  # another judge has its own window
+    # 3 requests a minute with a minute's burst: three at once, the fourth 20 s later
+    assert [state.take_paced("a", "requests", 3, 1, burst=3) for _ in range(3)] == [0.0] * 3
+    assert 19 < other.take_paced("a", "requests", 3, 1, burst=3) <= 20
+    assert other.take_paced("b", "requests", 3, 1, burst=3) == 0.0  # another judge's own
     assert state.record_failure("a", "HTTP 500", threshold=2, cool_down_s=30) == 1
     assert other.breaker_open("a") == (False, "HTTP 500")
     assert other.record_failure("a", "HTTP 503", threshold=2, cool_down_s=30) == 2

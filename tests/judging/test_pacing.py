@@ -1,0 +1,133 @@
+"""Pacing: the rate-limit headers each provider sends, and the fitted concurrency."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
+from n8n_deepeval_pipeline.judging.shared_state import SharedState
+
+NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def test_openai_and_azure_headers_with_durations():
+    limits = RateLimits.from_headers(
+        {
+            "x-ratelimit-remaining-requests": "59",
+            "x-ratelimit-remaining-tokens": "149000",
+            "x-ratelimit-reset-requests": "1s",
+            "x-ratelimit-reset-tokens": "6m0.5s",
+        },
+        NOW,
+    )
+    assert limits == RateLimits(59, 149000, 1.0, 360.5)
+    assert RateLimits.from_headers(
+        {"x-ratelimit-reset-requests": "20ms"}, NOW
+    ).reset_requests_s == (pytest.approx(0.02))
+
+
+def test_anthropic_headers_with_rfc3339_resets():
+    limits = RateLimits.from_headers(
+        {
+            "anthropic-ratelimit-requests-remaining": "0",
+            "anthropic-ratelimit-tokens-remaining": "12000",
+            "anthropic-ratelimit-requests-reset": "2026-12-01T12:00:30Z",
+            "anthropic-ratelimit-tokens-reset": "2026-12-01T12:01:00+00:00",
+        },
+        NOW,
+    )
+    assert limits == RateLimits(0, 12000, 30.0, 60.0)
+    assert limits.pause_s(tokens_needed=500) == 30.0  # no request left until the reset
+
+
+def test_a_spent_token_budget_pauses_until_its_reset_and_no_headers_say_nothing():
+    limits = RateLimits(remaining_requests=10, remaining_tokens=300, reset_tokens_s=4.0)
+    assert limits.pause_s(tokens_needed=200) == 0.0
+    assert limits.pause_s(tokens_needed=400) == 4.0
+    assert not RateLimits.from_headers({"content-type": "application/json"}).told
+    assert RateLimits.from_headers({"x-ratelimit-remaining-requests": "junk"}) == RateLimits()
+
+
+def test_concurrency_grows_fast_then_halves_once_per_burst_then_grows_by_one_per_window():
+    fitted = Concurrency.start(ceiling=64)
+    assert fitted.slots == 4
+    for _ in range(12):
+        fitted = fitted.succeeded()
+    assert fitted.slots == 16  # slow start: +1 per answer
+    fitted = fitted.overloaded(now=100.0)
+    assert (fitted.slots, fitted.threshold) == (8, 8.0)
+    assert fitted.overloaded(now=100.5).slots == 8  # the same burst of 429s: halved once
+    expected = 8.0
+    for _ in range(8):  # one window of answers after the first overload: about +1
+        fitted = fitted.succeeded()
+        expected += 1 / expected
+    assert fitted.limit == pytest.approx(expected) and 8.9 < expected < 9.0
+    assert fitted.overloaded(now=200.0).limit == pytest.approx(fitted.limit / 2)
+    assert Concurrency.start(ceiling=2).succeeded().succeeded().slots == 2  # never past it
+    assert Concurrency(limit=1.0, ceiling=8).overloaded(now=5.0).slots == 1  # never below 1
+
+
+def test_every_worker_shares_one_judges_pacing(tmp_path):
+    first, second = SharedState(tmp_path / "s.sqlite"), SharedState(tmp_path / "s.sqlite")
+    for _ in range(3):
+        first.record_outcome("judge-a", ceiling=32, overloaded=False)
+    assert second.concurrency("judge-a", ceiling=32).slots == 7
+    second.record_outcome("judge-a", 32, True, RateLimits(remaining_requests=0, reset_requests_s=9))
+    assert first.concurrency("judge-a", ceiling=32).slots == 3
+    assert first.pacing_view()["judge-a"] == {
+        "concurrency": 3,
+        "remaining_requests": 0,
+        "remaining_tokens": None,
+    }
+    first.pause("judge-a", 5.0)
+    assert 4.5 < second.paused_for("judge-a") <= 5.0
+    assert second.concurrency("judge-b", ceiling=32).slots == 4  # judges are paced apart
+
+
+def test_tokens_per_minute_are_booked_evenly_and_corrected_from_the_answer(tmp_path):
+    state = SharedState(tmp_path / "s.sqlite")
+    # 1000 tokens a minute, a minute's burst: 700 now books the next 42 s
+    assert state.take_paced("j", "tokens", 1000, 700, burst=1000) == 0.0
+    wait = state.take_paced("j", "tokens", 1000, 400, burst=1000)
+    assert 5.5 < wait <= 6.0  # 42 + 24 - 60 s
+    state.repay_paced("j", "tokens", 1000, -200)  # the answer said 500: 12 s back
+    assert state.take_paced("j", "tokens", 1000, 400, burst=1000) == 0.0
+    # a call bigger than the whole burst still goes once nothing is booked ahead
+    assert state.take_paced("k", "tokens", 1000, 5000, burst=1000) == 0.0
+
+
+@pytest.mark.slow
+def test_a_rate_limited_judge_is_paced_without_a_429_storm_and_no_score_is_lost(tmp_path):
+    """A provider allowing 600 requests a minute in bursts of 10, far fewer than the pool
+    has in flight: the pool slows to the provider's budget from its headers and 429s, and
+    loses nothing."""
+    from n8n_deepeval_pipeline import JudgeSpec, WorkerPool
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+    from tests.conftest import evaluate_all, make_task
+    from tests.worker.test_metric_runs import ITEM
+
+    server = LoopbackJudge(latency_s=0.05, requests_per_minute=600, burst_s=1.0).start()
+    judge = JudgeSpec(
+        provider="openai", model="gpt-4.1", base_url=server.base_url, api_key="sk-t",
+        cache=False, state_dir=str(tmp_path / "judge"), max_in_flight=64,
+    )  # fmt: skip
+    items = [ITEM.model_copy(update={"actual_output": f"Total {i}."}) for i in range(40)]
+    tasks = [make_task({"metric": "bias"}, item, i, judge) for i, item in enumerate(items)]
+    pool = WorkerPool(size=2, timeout_s=300)
+    try:
+        results = evaluate_all(pool, tasks)
+    finally:
+        pool.close()
+        server.stop()
+    assert [r.error for r in results] == [None] * 40
+    answered = sum(r.judge_calls for r in results)
+    assert server.requests - server.rate_limited == answered
+    # Beyond the burst, calls wait for the budget's reset instead of hammering the
+    # provider: a few 429s while the first answers' headers arrive.
+    assert server.rate_limited <= 0.1 * answered, (server.rate_limited, answered)
+    view = SharedState(tmp_path / "judge" / "judge.sqlite").pacing_view()[judge.identity]
+    assert view["remaining_requests"] is not None
+    assert SharedState(tmp_path / "judge" / "judge.sqlite").told_limits(judge.identity) == (
+        600,
+        None,
+    )
