@@ -392,6 +392,108 @@ def report(file: Path, version: str | None, out: Path) -> None:
 
 
 @main.group()
+def dataset() -> None:
+    """Datasets drawn from what a workflow has already been asked."""
+
+
+@dataset.command("from-executions")
+@click.argument("workflow_id")
+@click.option("--since", help="Only executions started after this: 30m, 24h, 7d or an ISO date.")
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Newest executions read.",
+)
+@click.option(
+    "--status",
+    default="success",
+    show_default=True,
+    type=click.Choice(["success", "error", "canceled", "all"]),
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="A .jsonl file.")
+@click.option("--data-table", help="An n8n Data Table (by name or id; created when missing).")
+@click.option(
+    "--expected-from-output",
+    is_flag=True,
+    help="Fill expectedOutput and expectedTools from what the workflow answered.",
+)
+@click.option("--redact", is_flag=True, help="Take credentials, e-mails and phone numbers out.")
+def from_executions(
+    workflow_id: str,
+    since: str | None,
+    limit: int,
+    status: str,
+    out: Path | None,
+    data_table: str | None,
+    expected_from_output: bool,
+    redact: bool,
+) -> None:
+    """Add the executions of WORKFLOW_ID in n8n to a dataset.
+
+    A row per execution, or per chat session for a chat-triggered agent; a row's id is a
+    hash of its input, so rows already there are not added again.
+    """
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery, draw_dataset
+
+    if (out is None) == (data_table is None):
+        raise click.UsageError("give exactly one of --out FILE or --data-table NAME")
+    if expected_from_output:
+        click.echo(SELF_CONSISTENCY_WARNING, err=True)
+    query = ExecutionQuery(workflow_id=workflow_id, since=_since(since), limit=limit, status=status)
+    try:
+        with _api_client() as client:
+            draft, added = draw_dataset(
+                client, query, out or str(data_table), expected_from_output, redact,
+                lambda read: click.echo(f"read {read} executions …", err=True),
+            )  # fmt: skip
+    except (N8nApiError, BenchmarkConfigError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(_drawn(draft, added, str(out or f"Data Table {data_table!r}")))
+
+
+SELF_CONSISTENCY_WARNING = (
+    "warning: --expected-from-output makes the workflow's own answers the expected ones: "
+    "scores against them measure self-consistency, not correctness; review them first"
+)
+
+
+def _since(text: str | None) -> Any:
+    from datetime import UTC, datetime
+
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import since_from
+
+    try:
+        return None if text is None else since_from(text, datetime.now(UTC))
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--since") from None
+
+
+def _api_client() -> Any:
+    """The n8n the environment names; a command that needs one refuses to run without it."""
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
+
+    client = client_from_environment()
+    if client is None:
+        raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
+    return client
+
+
+def _drawn(draft: Any, added: int, where: str) -> str:
+    left_out = [
+        f"{draft.duplicates} duplicate(s)" if draft.duplicates else "",
+        f"{draft.without_trigger} without the trigger's output" if draft.without_trigger else "",
+    ]
+    note = "; ".join(part for part in left_out if part)
+    return (
+        f"{draft.executions} executions → {len(draft.rows)} rows{f' ({note})' if note else ''}"
+        f" · {added} new in {where}, {len(draft.rows) - added} already there"
+    )
+
+
+@main.group()
 def cache() -> None:
     """The judge-call cache (answers reused by re-runs and resumed runs)."""
 
