@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -391,6 +392,72 @@ def report(file: Path, version: str | None, out: Path) -> None:
         click.echo(str(path))
 
 
+@main.command()
+@click.argument("workflow")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The benchmark file to write (default: <name>.benchmark.yaml here).",
+)
+@click.option(
+    "--from-executions",
+    is_flag=True,
+    help="Draw the dataset from the workflow's successful executions (WORKFLOW is an id).",
+)
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1))
+@click.option("--force", is_flag=True, help="Overwrite an existing benchmark file.")
+def init(workflow: str, out: Path | None, from_executions: bool, limit: int, force: bool) -> None:
+    """Write a first, commented benchmark for WORKFLOW (an exported file, or an id in n8n).
+
+    The start and end node, the dataset's columns and the metrics are read off the
+    workflow; the file is validated once written.
+    """
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
+    from n8n_deepeval_pipeline.scaffold import benchmark_name, write_benchmark
+
+    client = None if Path(workflow).is_file() else _api_client()
+    try:
+        with client or contextlib.nullcontext():
+            source = _workflow_source(workflow, client, from_executions)
+            name = benchmark_name(str(source.workflow.get("name") or ""))
+            out = out or Path(f"{name}.benchmark.yaml")
+            if out.exists() and not force:
+                raise click.ClickException(f"{out} exists (--force overwrites it)")
+            query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
+            written = write_benchmark(source, out, client, query, _progress)
+    except (N8nApiError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    if written.drawn is not None:
+        click.echo(_drawn(written.drawn, len(written.drawn.rows), str(written.dataset)), err=True)
+    if written.example_row:
+        click.echo(f"wrote one example row to {written.dataset}: replace it", err=True)
+    click.echo(f"wrote {written.benchmark}")
+    try:
+        _, report = _check(written.benchmark)
+    except BenchmarkConfigError as error:
+        raise _Refused(f"the written benchmark does not validate:\n{error}", 1) from None
+    click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
+
+
+def _workflow_source(workflow: str, client: Any, from_executions: bool) -> Any:
+    """The workflow from a file, or from n8n by its id."""
+    from n8n_deepeval_pipeline.scaffold import WorkflowSource
+    from n8n_deepeval_pipeline.workflow.file import read_workflow
+    from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
+
+    if client is None:
+        if from_executions:
+            raise click.UsageError("--from-executions reads n8n: give the workflow's id")
+        return WorkflowSource(read_workflow(Path(workflow)), file=Path(workflow))
+    found = dict(extract_workflow(client.workflow(workflow)))
+    return WorkflowSource(found, workflow_id=workflow)
+
+
+def _progress(read: int) -> None:
+    click.echo(f"read {read} executions …", err=True)
+
+
 @main.group()
 def dataset() -> None:
     """Datasets drawn from what a workflow has already been asked."""
@@ -447,7 +514,7 @@ def from_executions(
         with _api_client() as client:
             draft, added = draw_dataset(
                 client, query, out or str(data_table), expected_from_output, redact,
-                lambda read: click.echo(f"read {read} executions …", err=True),
+                _progress,
             )  # fmt: skip
     except (N8nApiError, BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
