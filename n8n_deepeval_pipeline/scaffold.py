@@ -186,7 +186,9 @@ def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
     if has_expectations:
         yield _commented("  - metric: correctness", "against expectedOutput")
     else:
-        yield "  # - metric: correctness    # needs an expectedOutput column: write the answers"
+        yield _commented(
+            "  # - metric: correctness", "needs an expectedOutput column: write answers"
+        )
     if shape.tools:
         names = json.dumps([tool.name for tool in shape.tools], ensure_ascii=False)
         yield _commented("  - metric: tool_permission", "only the agent's own tools")
@@ -194,7 +196,7 @@ def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
         if has_expectations:
             yield _commented("  - metric: tool_correctness", "against expectedTools")
         else:
-            yield "  # - metric: tool_correctness  # needs an expectedTools column"
+            yield _commented("  # - metric: tool_correctness", "needs an expectedTools column")
     if shape.memories:
         yield _commented("  - metric: turn_relevancy", f"memory ({', '.join(shape.memories)})")
         yield _commented("  - metric: knowledge_retention", "remembers what the user said")
@@ -202,7 +204,7 @@ def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
         yield _commented(
             "  - metric: answer_relevancy", f"retrieval ({', '.join(shape.retrievers)})"
         )
-        yield "  # - metric: faithfulness   # needs a retrievalContext column (the passages)"
+        yield _commented("  # - metric: faithfulness", "needs a retrievalContext column (passages)")
 
 
 def _judge() -> list[str]:

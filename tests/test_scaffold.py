@@ -84,7 +84,7 @@ def test_retrieval_adds_the_rag_metric_that_needs_no_passages(tmp_path: Path) ->
     _, document = init(tmp_path, workflow)
     assert slugs(document)[-1] == "answer_relevancy"
     text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
-    assert "# - metric: faithfulness   # needs a retrievalContext column" in text
+    assert "# - metric: faithfulness      # needs a retrievalContext column" in text
 
 
 def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_answers(
@@ -107,7 +107,9 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
     assert document["dataset"]["columnMapping"] == {"input": "input"}
     assert [row["messages"] for row in dataset_rows(tmp_path, document)] == [["Hello", "6*7?"],
                                                                              ["Hi"]]  # fmt: skip
-    assert "# - metric: correctness    # needs an expectedOutput column" in out.read_text("utf-8")
+    assert "# - metric: correctness       # needs an expectedOutput column" in out.read_text(
+        "utf-8"
+    )
 
 
 def test_init_keeps_an_existing_file_and_needs_an_id_for_executions(tmp_path: Path) -> None:
