@@ -551,7 +551,7 @@ def _api_client() -> Any:
 def _drawn(draft: Any, added: int, where: str) -> str:
     left_out = [
         f"{draft.duplicates} duplicate(s)" if draft.duplicates else "",
-        f"{draft.without_trigger} without the trigger's output" if draft.without_trigger else "",
+        f"{draft.without_input} without an input" if draft.without_input else "",
     ]
     note = "; ".join(part for part in left_out if part)
     return (

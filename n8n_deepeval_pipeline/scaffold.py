@@ -126,10 +126,6 @@ def _workflow_line(source: WorkflowSource, out: Path) -> str:
     return _commented(f"workflow: {json.dumps(relative)}", "the exported workflow")
 
 
-def _columns(shape: Anatomy) -> list[FieldRead]:
-    return shape.reads or [FieldRead(CHAT_INPUT, "input")]
-
-
 def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
     origin = "one example row: replace it" if has_expectations else "from the executions"
     mapping = [("input", "input", "the user's message")]
@@ -137,7 +133,7 @@ def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
         mapping.append(("expectedOutput", "expectedOutput", "for correctness"))
         if shape.tools:
             mapping.append(("expectedTools", "expectedTools", "for tool correctness"))
-    others = [read.column for read in _columns(shape)[1:]]
+    others = [read.column for read in shape.columns[1:]]
     return [
         "dataset:",
         _commented(f"  path: {json.dumps(path.name)}", origin),
@@ -163,8 +159,8 @@ def _target(shape: Anatomy) -> list[str]:
         lines.append(
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
-    if [read.path for read in _columns(shape)] != [CHAT_INPUT]:
-        template = json.dumps(_input_template(_columns(shape)), ensure_ascii=False)
+    if [read.path for read in shape.columns] != [CHAT_INPUT]:
+        template = json.dumps(_input_template(shape.columns), ensure_ascii=False)
         lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
     return lines
 
@@ -217,9 +213,9 @@ def _judge() -> list[str]:
 
 
 def _example_row(shape: Anatomy) -> dict[str, Any]:
-    columns = _columns(shape)
+    columns = shape.columns
     row: dict[str, Any] = {ID_COLUMN: "example-1"}
-    row.update({read.column: f"{_PLACEHOLDER}{read.column}" for read in columns})
+    row.update({read.column: _placeholder(read) for read in columns})
     row["input"] = f"{_PLACEHOLDER}a message your users send"
     if shape.is_chat:
         row[MESSAGES_COLUMN] = [row["input"], f"{_PLACEHOLDER}a follow-up"]
@@ -265,3 +261,12 @@ def write_benchmark(
     if example:
         append_to_file(made.dataset_path, made.starter_rows)
     return Written(out, made.dataset_path, drawn, example)
+
+
+def _placeholder(read: FieldRead) -> Any:
+    # A Webhook's whole body is sent back as it was: an object.
+    return (
+        {"input": f"{_PLACEHOLDER}the request"}
+        if read.path == ("body",)
+        else (f"{_PLACEHOLDER}{read.column}")
+    )

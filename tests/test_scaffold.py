@@ -126,3 +126,14 @@ def test_benchmark_names_are_lower_snake_case_and_never_reserved() -> None:
     assert benchmark_name("42 answers") == "bench_42_answers"
     assert benchmark_name("Select") == "bench_select"
     assert benchmark_name("") == "my_workflow"
+
+
+def test_code_reading_a_whole_webhook_body_gets_the_body_sent_back_as_it_came(
+    tmp_path: Path,
+) -> None:
+    _, document = init(tmp_path, load_workflow("agent_echo"))  # its Code node reads .json.body
+    assert document["target"]["input"] == {"body": "{{ row['body'] }}"}
+    (row,) = dataset_rows(tmp_path, document)
+    assert render(document["target"]["input"], {"row": row}) == {
+        "body": {"input": "Replace me: the request"}
+    }

@@ -38,12 +38,11 @@ from n8n_deepeval_pipeline.tables.data_files import (
     read_bytes,
     utf8_text,
 )
-from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, FieldRead, anatomy
+from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
 from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
 
 ID_COLUMN = "rowId"
 MESSAGES_COLUMN = "messages"
-_WEBHOOK = "n8n-nodes-base.webhook"
 _OUT = FileRole("dataset", "--out")
 Progress = Callable[[int], None]
 _SPAN = re.compile(r"(?P<amount>\d+)\s*(?P<unit>[mhd])")
@@ -66,7 +65,7 @@ class DatasetDraft(BaseModel):
     rows: list[dict[str, Any]]
     executions: int
     duplicates: int
-    without_trigger: int  # executions (of another version?) where the trigger did not run
+    without_input: int  # the trigger did not run, or did not carry the message
 
 
 def draw_dataset(
@@ -157,8 +156,7 @@ def rows_from_executions(
     shape = anatomy(workflow)
     if shape.trigger is None:
         raise ValueError("the workflow has no trigger node, so its executions have no input")
-    reads = shape.reads or [FieldRead(("body",) if shape.trigger_type == _WEBHOOK else (), "input")]
-    exchanges = [_exchange(execution, shape, reads) for execution in executions]
+    exchanges = [_exchange(execution, shape) for execution in executions]
     found = [exchange for exchange in exchanges if exchange is not None]
     groups = _sessions(found) if shape.is_chat else [[exchange] for exchange in found]
     rows = [_row(group, expected_from_output, redact, shape.is_chat) for group in groups]
@@ -168,19 +166,18 @@ def rows_from_executions(
         rows=unique,
         executions=len(executions),
         duplicates=len(rows) - len(unique),
-        without_trigger=len(exchanges) - len(found),
+        without_input=len(exchanges) - len(found),
     )
 
 
-def _exchange(
-    execution: dict[str, Any], shape: Anatomy, reads: list[FieldRead]
-) -> _Exchange | None:
+def _exchange(execution: dict[str, Any], shape: Anatomy) -> _Exchange | None:
+    """The execution's input and answer; None when it has no message to replay."""
     assert shape.trigger is not None
-    item = node_item(execution, shape.trigger)
-    if item is None:
+    item = node_item(execution, shape.trigger) or {}
+    values = {read.column: resolve_path(item, read.path) for read in shape.columns}
+    if values["input"] is None:
         return None
-    values = {read.column: resolve_path(item, read.path) for read in reads}
-    values["input"] = None if values["input"] is None else as_text(values["input"])
+    values["input"] = as_text(values["input"])
     answered = node_item(execution, shape.end) if shape.end else None
     if answered is None and (final := last_node(execution)) is not None:
         answered = node_item(execution, final)

@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, node_
 from n8n_deepeval_pipeline.workflow.harness import is_trigger
 
 CHAT_TRIGGER = LANGCHAIN + "chatTrigger"
+WEBHOOK = "n8n-nodes-base.webhook"
 # Nodes that take their prompt from the item's chatInput unless told otherwise.
 _PROMPTED = AGENT_TYPES | {LANGCHAIN + "chainLlm", LANGCHAIN + "chainRetrievalQa"}
 # The user's message when a node reads it implicitly (promptType "auto").
@@ -52,6 +53,20 @@ class Anatomy:
     tools: list[AgentTool]
     memories: list[str]
     retrievers: list[str]
+
+    @property
+    def columns(self) -> list[FieldRead]:
+        """The dataset's columns: ``reads``, or a guess when the start node names no field.
+
+        Code that reads its item as a whole gets the message as ``chatInput``, or a
+        Webhook's body, kept twice: as text in ``input``, and in ``body`` as it came, to
+        be sent back so.
+        """
+        if self.reads:
+            return self.reads
+        if self.trigger_type == WEBHOOK:
+            return [FieldRead(("body",), "input"), FieldRead(("body",), "body")]
+        return [FieldRead(CHAT_INPUT, "input")]
 
     @property
     def is_chat(self) -> bool:

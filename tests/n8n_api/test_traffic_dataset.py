@@ -221,3 +221,13 @@ def test_one_destination_and_an_n8n_are_required(
     monkeypatch.delenv("N8N_API_KEY")
     alone = ["dataset", "from-executions", "wf", "--out", str(tmp_path / "x.jsonl")]
     assert "set N8N_API_URL and N8N_API_KEY" in CliRunner().invoke(main, alone).output
+
+
+def test_a_body_read_as_a_whole_is_kept_as_text_and_as_it_came_and_no_input_no_row() -> None:
+    executions = [webhook_execution(1, "What is 6*7?"), webhook_execution(2, "x")]
+    del executions[1]["data"]["resultData"]["runData"]["Webhook"]  # another version's trigger
+    draft = rows_from_executions(executions, load_workflow("agent_echo"))
+    (row,) = draft.rows
+    body = {"question": "What is 6*7?", "customer": "C-7", "sessionId": "s1"}
+    assert row["body"] == body and json.loads(row["input"]) == body
+    assert draft.without_input == 1
