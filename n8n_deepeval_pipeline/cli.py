@@ -487,6 +487,9 @@ def dataset() -> None:
     help="Fill expectedOutput and expectedTools from what the workflow answered.",
 )
 @click.option("--redact", is_flag=True, help="Take credentials, e-mails and phone numbers out.")
+@click.option(
+    "--include-manual", is_flag=True, help="Also the executions started by hand in the editor."
+)
 def from_executions(
     workflow_id: str,
     since: str | None,
@@ -496,6 +499,7 @@ def from_executions(
     data_table: str | None,
     expected_from_output: bool,
     redact: bool,
+    include_manual: bool,
 ) -> None:
     """Add the executions of WORKFLOW_ID in n8n to a dataset.
 
@@ -509,14 +513,20 @@ def from_executions(
         raise click.UsageError("give exactly one of --out FILE or --data-table NAME")
     if expected_from_output:
         click.echo(SELF_CONSISTENCY_WARNING, err=True)
-    query = ExecutionQuery(workflow_id=workflow_id, since=_since(since), limit=limit, status=status)
+    query = ExecutionQuery(
+        workflow_id=workflow_id,
+        since=_since(since),
+        limit=limit,
+        status=status,
+        include_manual=include_manual,
+    )
     try:
         with _api_client() as client:
             draft, added = draw_dataset(
                 client, query, out or str(data_table), expected_from_output, redact,
                 _progress,
             )  # fmt: skip
-    except (N8nApiError, BenchmarkConfigError, ValueError) as error:
+    except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
         raise click.ClickException(str(error)) from None
     click.echo(_drawn(draft, added, str(out or f"Data Table {data_table!r}")))
 

@@ -57,6 +57,17 @@ class ExecutionQuery(BaseModel):
     since: datetime | None = None
     limit: int = Field(default=100, ge=1)
     status: ExecutionStatus = "success"
+    include_manual: bool = Field(
+        default=False, description="Also the runs started by hand in the editor (tests)."
+    )
+
+    def wanted(self, execution: dict[str, Any]) -> bool:
+        """Whether it is production traffic (manual runs only when asked).
+
+        Never n8n's own evaluation runs: their inputs came from a dataset already.
+        """
+        mode = execution.get("mode")
+        return mode != "evaluation" and (self.include_manual or mode != "manual")
 
 
 class DatasetDraft(BaseModel):
@@ -102,7 +113,9 @@ def read_executions(
         # n8n lists newest first: one older than --since ends the read (an n8n that
         # ignored startedAfter is held to it too).
         fresh = [execution for execution in page if not _before(execution, query.since)]
-        read += fresh[: query.limit - len(read)]
+        read += [execution for execution in fresh if query.wanted(execution)][
+            : query.limit - len(read)
+        ]
         if progress is not None:
             progress(len(read))
         if len(read) >= query.limit or len(fresh) < len(page):

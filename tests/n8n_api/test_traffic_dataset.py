@@ -231,3 +231,15 @@ def test_a_body_read_as_a_whole_is_kept_as_text_and_as_it_came_and_no_input_no_r
     body = {"question": "What is 6*7?", "customer": "C-7", "sessionId": "s1"}
     assert row["body"] == body and json.loads(row["input"]) == body
     assert draft.without_input == 1
+
+
+def test_editor_runs_only_on_request_and_n8n_evaluation_runs_never(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(n, f"q{n}") for n in (1, 2, 3)]
+    n8n.executions[0]["mode"], n8n.executions[1]["mode"] = "manual", "evaluation"
+    out = tmp_path / "production.jsonl"
+    draw("--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["q3"]
+    draw("--include-manual", "--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["q3", "q1"]
