@@ -23,7 +23,7 @@ from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
 # Executions come with every node's data: smaller pages keep each answer small.
-_EXECUTION_PAGE_SIZE = 50
+EXECUTION_PAGE_SIZE = 50
 API_URL_ENV = "N8N_API_URL"
 API_KEY_ENV = "N8N_API_KEY"
 TIMEOUT_ENV = "N8N_DEEPEVAL_N8N_TIMEOUT_S"
@@ -206,7 +206,7 @@ class N8nClient:
         workflow_id: str,
         status: str | None = None,
         started_after: datetime | None = None,
-        page_size: int = _EXECUTION_PAGE_SIZE,
+        page_size: int = EXECUTION_PAGE_SIZE,
     ) -> Iterator[list[dict[str, Any]]]:
         """The workflow's executions with their data, newest first, a page at a time.
 

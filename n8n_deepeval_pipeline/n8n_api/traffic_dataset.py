@@ -17,7 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +25,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.config_errors import FileRole
-from n8n_deepeval_pipeline.n8n_api.client import DataTableColumn, N8nApiError, N8nClient
+from n8n_deepeval_pipeline.n8n_api.client import (
+    EXECUTION_PAGE_SIZE,
+    DataTableColumn,
+    N8nApiError,
+    N8nClient,
+)
 from n8n_deepeval_pipeline.n8n_api.executions import execution_steps, last_node, node_item
 from n8n_deepeval_pipeline.n8n_data.agent_steps import StepsShapeError, called_tool_names
 from n8n_deepeval_pipeline.n8n_data.expressions import as_text, resolve_path
@@ -58,7 +63,7 @@ class ExecutionQuery(BaseModel):
     limit: int = Field(default=100, ge=1)
     status: ExecutionStatus = "success"
     include_manual: bool = Field(
-        default=False, description="Also the runs started by hand in the editor (tests)."
+        default=False, description="Also the runs started by hand in the editor."
     )
 
     def wanted(self, execution: dict[str, Any]) -> bool:
@@ -106,7 +111,7 @@ def read_executions(
     """The newest executions that match, page by page to n8n's last page or the limit."""
     status = None if query.status == "all" else query.status
     pages = client.execution_pages(
-        query.workflow_id, status, query.since, page_size=min(query.limit, 50)
+        query.workflow_id, status, query.since, page_size=min(query.limit, EXECUTION_PAGE_SIZE)
     )
     read: list[dict[str, Any]] = []
     for page in pages:
@@ -147,7 +152,7 @@ def _before(execution: dict[str, Any], since: datetime | None) -> bool:
     return datetime.fromisoformat(started.replace("Z", "+00:00")) < since
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Exchange:
     """One execution: the fields its trigger emitted, and what the workflow answered."""
 
@@ -156,7 +161,7 @@ class _Exchange:
     session: str | None
     values: dict[str, Any]
     answer: str | None
-    tools: list[str] = field(default_factory=list)
+    tools: list[str]
 
 
 def rows_from_executions(
