@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -389,6 +390,184 @@ def report(file: Path, version: str | None, out: Path) -> None:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
     for path in written.values():
         click.echo(str(path))
+
+
+@main.command()
+@click.argument("workflow")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The benchmark file to write (default: <name>.benchmark.yaml here).",
+)
+@click.option(
+    "--from-executions",
+    is_flag=True,
+    help="Draw the dataset from the workflow's successful executions (WORKFLOW is an id).",
+)
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1))
+@click.option("--force", is_flag=True, help="Overwrite an existing benchmark file.")
+def init(workflow: str, out: Path | None, from_executions: bool, limit: int, force: bool) -> None:
+    """Write a first, commented benchmark for WORKFLOW (an exported file, or an id in n8n).
+
+    The start and end node, the dataset's columns and the metrics are read off the
+    workflow; the file is validated once written.
+    """
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
+    from n8n_deepeval_pipeline.scaffold import benchmark_name, write_benchmark
+
+    client = None if Path(workflow).is_file() else _api_client()
+    try:
+        with client or contextlib.nullcontext():
+            source = _workflow_source(workflow, client, from_executions)
+            name = benchmark_name(str(source.workflow.get("name") or ""))
+            out = out or Path(f"{name}.benchmark.yaml")
+            if out.exists() and not force:
+                raise click.ClickException(f"{out} exists (--force overwrites it)")
+            query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
+            written = write_benchmark(source, out, client, query, _progress)
+    except (N8nApiError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    if written.drawn is not None:
+        click.echo(_drawn(written.drawn, len(written.drawn.rows), str(written.dataset)), err=True)
+    if written.example_row:
+        click.echo(f"wrote one example row to {written.dataset}: replace it", err=True)
+    click.echo(f"wrote {written.benchmark}")
+    try:
+        _, report = _check(written.benchmark)
+    except BenchmarkConfigError as error:
+        raise _Refused(f"the written benchmark does not validate:\n{error}", 1) from None
+    click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
+
+
+def _workflow_source(workflow: str, client: Any, from_executions: bool) -> Any:
+    """The workflow from a file, or from n8n by its id."""
+    from n8n_deepeval_pipeline.scaffold import WorkflowSource
+    from n8n_deepeval_pipeline.workflow.file import read_workflow
+    from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
+
+    if client is None:
+        if from_executions:
+            raise click.UsageError("--from-executions reads n8n: give the workflow's id")
+        return WorkflowSource(read_workflow(Path(workflow)), file=Path(workflow))
+    found = dict(extract_workflow(client.workflow(workflow)))
+    return WorkflowSource(found, workflow_id=workflow)
+
+
+def _progress(read: int) -> None:
+    click.echo(f"read {read} executions …", err=True)
+
+
+@main.group()
+def dataset() -> None:
+    """Datasets drawn from what a workflow has already been asked."""
+
+
+@dataset.command("from-executions")
+@click.argument("workflow_id")
+@click.option("--since", help="Only executions started after this: 30m, 24h, 7d or an ISO date.")
+@click.option(
+    "--limit",
+    default=100,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Newest executions read.",
+)
+@click.option(
+    "--status",
+    default="success",
+    show_default=True,
+    type=click.Choice(["success", "error", "canceled", "all"]),
+)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="A .jsonl file.")
+@click.option("--data-table", help="An n8n Data Table (by name or id; created when missing).")
+@click.option(
+    "--expected-from-output",
+    is_flag=True,
+    help="Fill expectedOutput and expectedTools from what the workflow answered.",
+)
+@click.option("--redact", is_flag=True, help="Take credentials, e-mails and phone numbers out.")
+@click.option(
+    "--include-manual", is_flag=True, help="Also the executions started by hand in the editor."
+)
+def from_executions(
+    workflow_id: str,
+    since: str | None,
+    limit: int,
+    status: str,
+    out: Path | None,
+    data_table: str | None,
+    expected_from_output: bool,
+    redact: bool,
+    include_manual: bool,
+) -> None:
+    """Add the executions of WORKFLOW_ID in n8n to a dataset.
+
+    A row per execution, or per chat session for a chat-triggered agent; a row's id is a
+    hash of its input, so rows already there are not added again.
+    """
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery, draw_dataset
+
+    if (out is None) == (data_table is None):
+        raise click.UsageError("give exactly one of --out FILE or --data-table NAME")
+    if expected_from_output:
+        click.echo(SELF_CONSISTENCY_WARNING, err=True)
+    query = ExecutionQuery(
+        workflow_id=workflow_id,
+        since=_since(since),
+        limit=limit,
+        status=status,
+        include_manual=include_manual,
+    )
+    try:
+        with _api_client() as client:
+            draft, added = draw_dataset(
+                client, query, out or str(data_table), expected_from_output, redact,
+                _progress,
+            )  # fmt: skip
+    except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
+        raise click.ClickException(str(error)) from None
+    click.echo(_drawn(draft, added, str(out or f"Data Table {data_table!r}")))
+
+
+SELF_CONSISTENCY_WARNING = (
+    "warning: --expected-from-output makes the workflow's own answers the expected ones: "
+    "scores against them measure self-consistency, not correctness; review them first"
+)
+
+
+def _since(text: str | None) -> Any:
+    from datetime import UTC, datetime
+
+    from n8n_deepeval_pipeline.n8n_api.traffic_dataset import since_from
+
+    try:
+        return None if text is None else since_from(text, datetime.now(UTC))
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--since") from None
+
+
+def _api_client() -> Any:
+    """The n8n the environment names; a command that needs one refuses to run without it."""
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
+
+    client = client_from_environment()
+    if client is None:
+        raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
+    return client
+
+
+def _drawn(draft: Any, added: int, where: str) -> str:
+    left_out = [
+        f"{draft.duplicates} duplicate(s)" if draft.duplicates else "",
+        f"{draft.without_input} without an input" if draft.without_input else "",
+    ]
+    note = "; ".join(part for part in left_out if part)
+    return (
+        f"{draft.executions} executions → {len(draft.rows)} rows{f' ({note})' if note else ''}"
+        f" · {added} new in {where}, {len(draft.rows) - added} already there"
+    )
 
 
 @main.group()

@@ -88,3 +88,29 @@ def url_secrets(url: str | None) -> list[str]:
         if re.fullmatch(_QUERY_NAME, name, re.IGNORECASE)
     ]
     return [secret for secret in found if secret]
+
+
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")
+# International (+49 151 1234567, +4915112345678) or grouped (030 1234 5678, (555) 123-4567);
+# fewer than 9 digits is left alone, so dates (2026-12-01) and short ids stay.
+_PHONE = re.compile(
+    r"(?<![\w+])(?:\+\d{8,15}|(?:\+\d{1,3}[\s.-]?)?(?:\(\d{1,4}\)[\s.-]?)?\d{2,5}(?:[\s.-]\d{2,8}){1,4})(?!\w)"
+)
+_PHONE_DIGITS = 9
+REDACTED_EMAIL = "[redacted e-mail]"
+REDACTED_PHONE = "[redacted phone]"
+
+
+def _phone_or_not(match: re.Match[str]) -> str:
+    digits = sum(char.isdigit() for char in match.group())
+    return REDACTED_PHONE if digits >= _PHONE_DIGITS else match.group()
+
+
+def redact_personal(text: str) -> str:
+    """``redact`` and also the e-mail addresses and phone numbers in ``text``.
+
+    For what users typed (execution data made into datasets), where a credential is
+    as unwelcome as a customer's address.
+    """
+    text = _EMAIL.sub(REDACTED_EMAIL, redact(text))
+    return _PHONE.sub(_phone_or_not, text)

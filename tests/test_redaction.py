@@ -44,3 +44,16 @@ def test_the_judge_spec_names_its_key_and_the_credentials_of_its_url():
     assert spec.secrets == [KEY, "url-token", "k2"]
     assert url_secrets("https://user:pw@gw.example/v1") == ["pw"]
     assert JudgeSpec().secrets == []
+
+
+def test_personal_redaction_takes_out_e_mails_and_phone_numbers_but_not_dates_or_ids():
+    from n8n_deepeval_pipeline.redaction import redact_personal
+
+    text = (
+        "jane.doe+shop@example.co.uk, +49 151 1234567, (555) 123-4567, 030 1234 5678, "
+        "+4915112345678; order A1234 on 2026-12-01 at 10:55, 6*7=42, v1.2.3, Bearer abcdef123456"
+    )
+    assert redact_personal(text) == (
+        "[redacted e-mail], [redacted phone], [redacted phone], [redacted phone], "
+        "[redacted phone]; order A1234 on 2026-12-01 at 10:55, 6*7=42, v1.2.3, Bearer [redacted]"
+    )

@@ -11,6 +11,7 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 from urllib.parse import quote
@@ -21,6 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
+# Executions come with every node's data: smaller pages keep each answer small.
+EXECUTION_PAGE_SIZE = 50
 API_URL_ENV = "N8N_API_URL"
 API_KEY_ENV = "N8N_API_KEY"
 TIMEOUT_ENV = "N8N_DEEPEVAL_N8N_TIMEOUT_S"
@@ -198,12 +201,37 @@ class N8nClient:
         params = {"workflowId": workflow_id, "includeData": "true"}
         return list(islice(self._pages("/executions", params), limit))
 
+    def execution_pages(
+        self,
+        workflow_id: str,
+        status: str | None = None,
+        started_after: datetime | None = None,
+        page_size: int = EXECUTION_PAGE_SIZE,
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The workflow's executions with their data, newest first, a page at a time.
+
+        Every page up to the last one (n8n's ``nextCursor``); ``status`` and
+        ``started_after`` are n8n's own filters.
+        """
+        params = {"workflowId": workflow_id, "includeData": "true"}
+        if status is not None:
+            params["status"] = status
+        if started_after is not None:
+            params["startedAfter"] = started_after.astimezone(UTC).isoformat()
+        return self._page_lists("/executions", params, page_size)
+
     def _pages(self, path: str, params: dict[str, str]) -> Iterator[dict[str, Any]]:
+        for page in self._page_lists(path, params, _PAGE_SIZE):
+            yield from page
+
+    def _page_lists(
+        self, path: str, params: dict[str, str], page_size: int
+    ) -> Iterator[list[dict[str, Any]]]:
         cursor: str | None = None
         while True:
-            query = {**params, "limit": str(_PAGE_SIZE), **({"cursor": cursor} if cursor else {})}
+            query = {**params, "limit": str(page_size), **({"cursor": cursor} if cursor else {})}
             page = self._request("GET", path, params=query)
-            yield from page.get("data", [])
+            yield list(page.get("data", []))
             cursor = page.get("nextCursor")
             if not cursor:
                 return

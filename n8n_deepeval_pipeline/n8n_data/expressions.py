@@ -388,3 +388,54 @@ def parse_path(text: str) -> Segments:
             return tuple(segments)
         if not reader.take("."):
             raise reader.fail(f"unexpected {reader.peek()!r}")
+
+
+@dataclass(frozen=True)
+class ItemReference:
+    """A field of an item an n8n expression reads: of the current item, or of a named node's."""
+
+    node: str | None  # None: the current item ($json, $input.item.json)
+    segments: Segments
+
+
+# Where an item's json starts, in the spellings n8n offers: $json, $input.item.json,
+# $input.first().json, $('Node').item.json (also .first(), .last(), .all()[0]) and
+# $node["Node"].json. Only the start is matched; the path after it is read below.
+_REFERENCE_START = re.compile(
+    r"""\$json\b
+    | \$input\s*\.\s*(?:item|first\(\s*\)|last\(\s*\))\s*\.\s*json\b
+    | \$\(\s*(?P<q1>['"])(?P<called>.+?)(?P=q1)\s*\)\s*\.\s*
+        (?:item|first\(\s*\)|last\(\s*\)|all\(\s*\)\s*\[\s*\d+\s*\])\s*\.\s*json\b
+    | \$node\s*\[\s*(?P<q2>['"])(?P<indexed>.+?)(?P=q2)\s*\]\s*\.\s*json\b""",
+    re.VERBOSE,
+)
+_FIELD_STEP = re.compile(
+    r"""\??\.\s*(?P<name>[A-Za-z_$][A-Za-z0-9_$]*)(?![A-Za-z0-9_$]|\s*\()
+    | \[\s*(?:(?P<q>['"])(?P<quoted>.*?)(?P=q)|(?P<index>\d+))\s*\]""",
+    re.VERBOSE,
+)
+
+
+def item_references(text: str) -> list[ItemReference]:
+    """The item fields an expression reads, in order (a fixed text reads none).
+
+    Unlike ``parse_expression`` this reads any JavaScript n8n accepts and only looks for
+    the references: a path ends where a method call or an operator begins, so
+    ``$json.body.question.trim()`` reads ``body.question``.
+    """
+    if not text.startswith("=") or "{{" not in text:
+        return []
+    found: list[ItemReference] = []
+    for start in _REFERENCE_START.finditer(text):
+        segments: list[Segment] = []
+        position = start.end()
+        while (step := _FIELD_STEP.match(text, position)) is not None:
+            if step["name"] is not None:
+                segments.append(step["name"])
+            elif step["quoted"] is not None:
+                segments.append(step["quoted"])
+            else:
+                segments.append(int(step["index"]))
+            position = step.end()
+        found.append(ItemReference(start["called"] or start["indexed"], tuple(segments)))
+    return found

@@ -14,7 +14,7 @@ from typing import Any
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool, tool_name
 from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, is_disabled, node_type
 
-_AGENTS = frozenset({LANGCHAIN + "agent", LANGCHAIN + "agentTool"})
+AGENT_TYPES = frozenset({LANGCHAIN + "agent", LANGCHAIN + "agentTool"})
 # Tools whose description is built in, not a parameter (LangChain's own wording).
 _BUILT_IN_DESCRIPTIONS = {
     LANGCHAIN + "toolCalculator": "Useful for getting the result of a math expression. The "
@@ -35,7 +35,7 @@ def _description(node: Mapping[str, Any]) -> str:
 def agent_tools(workflow: Mapping[str, Any]) -> list[AgentTool]:
     """The enabled tool nodes connected to the workflow's agents, in node-name order."""
     graph = WorkflowGraph(workflow)
-    agents = {name for name, node in graph.nodes.items() if node_type(node) in _AGENTS}
+    agents = {name for name, node in graph.nodes.items() if node_type(node) in AGENT_TYPES}
     names = {
         link.source
         for link in graph.links

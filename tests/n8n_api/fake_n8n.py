@@ -100,3 +100,98 @@ class FakeN8nWebhooks:
                 pass
 
         return Handler
+
+
+class FakeN8nApi:
+    """A test double of the part of n8n's public API datasets read (not n8n itself).
+
+    Workflows by id, executions newest first in pages (``limit``, ``nextCursor``,
+    ``status``, ``startedAfter``), and Data Tables with rows. ``pages_served`` counts the
+    execution pages, so a test can check that pagination was followed to the end.
+    """
+
+    def __init__(self) -> None:
+        self.workflows: dict[str, dict[str, Any]] = {}
+        self.executions: list[dict[str, Any]] = []  # oldest first, as n8n numbers them
+        self.tables: dict[str, dict[str, Any]] = {}
+        self.pages_served = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> FakeN8nApi:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def list_executions(self, query: dict[str, str]) -> dict[str, Any]:
+        self.pages_served += 1
+        found = [
+            execution
+            for execution in reversed(self.executions)
+            if execution["workflowId"] == query.get("workflowId")
+            and query.get("status") in (None, execution["status"])
+            and execution["startedAt"] > query.get("startedAfter", "")
+        ]
+        start, limit = int(query.get("cursor", "0")), int(query["limit"])
+        page = found[start : start + limit]
+        more = start + limit < len(found)
+        if query.get("includeData") != "true":
+            page = [{k: v for k, v in e.items() if k != "data"} for e in page]
+        return {"data": page, "nextCursor": str(start + limit) if more else None}
+
+    def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
+        parts = path.removeprefix("/api/v1/").split("/")
+        if parts == ["executions"]:
+            return self.list_executions(query)
+        if parts[0] == "workflows" and len(parts) == 2:
+            return self.workflows[parts[1]]
+        if parts == ["data-tables"] and method == "GET":
+            return {"data": [t["meta"] for t in self.tables.values()], "nextCursor": None}
+        if parts == ["data-tables"]:
+            table_id = f"t{len(self.tables) + 1}"
+            meta = {"id": table_id, "name": body["name"], "columns": body["columns"]}
+            self.tables[table_id] = {"meta": meta, "rows": []}
+            return meta
+        rows = self.tables[parts[1]]["rows"]
+        if method == "GET":
+            return {"data": rows, "nextCursor": None}
+        rows.extend({"id": len(rows) + 1, **row} for row in body["data"])
+        return len(body["data"])
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _respond(self, method: str) -> None:
+                parts = urlsplit(self.path)
+                query = {key: values[0] for key, values in parse_qs(parts.query).items()}
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"null")
+                try:
+                    status, answer = 200, fake.answer(method, parts.path, query, body)
+                except KeyError:
+                    status, answer = 404, {"message": "Not Found"}
+                payload = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:
+                self._respond("GET")
+
+            def do_POST(self) -> None:
+                self._respond("POST")
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        return Handler

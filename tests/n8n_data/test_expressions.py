@@ -166,3 +166,20 @@ def test_resolving_a_path_walks_objects_lists_and_json_text():
     assert resolve_path(item, parse_path("metrics[1].score")) is None
     assert resolve_path(item, parse_path("row.missing")) is None
     assert resolve_path(item, ()) is item
+
+
+def test_item_references_are_found_in_any_javascript_n8n_accepts():
+    from n8n_deepeval_pipeline.n8n_data.expressions import ItemReference, item_references
+
+    text = (
+        "=Q: {{ $json.body.question.trim() }} from {{ $('Webhook').item.json.body['customer id'] }}"
+        ' {{ $input.first().json.a[0].b }} {{ $node["Chat"].json.chatInput }} {{ $json.x?.y }}'
+    )
+    assert item_references(text) == [
+        ItemReference(None, ("body", "question")),
+        ItemReference("Webhook", ("body", "customer id")),
+        ItemReference(None, ("a", 0, "b")),
+        ItemReference("Chat", ("chatInput",)),
+        ItemReference(None, ("x", "y")),
+    ]
+    assert item_references("fixed $json.text, no '='") == []

@@ -1,0 +1,272 @@
+"""``init``: a first, commented benchmark file for a workflow, read off the workflow itself.
+
+The workflow's anatomy gives the target (its start node, the node the trigger feeds, and
+its end node, run through a harness copy), the dataset's columns (the fields of the
+trigger's item the start node reads) and the metrics, by topology: always a
+reference-free quality metric (helpfulness); tools → tool permission, and tool
+correctness when the dataset has expected tools; memory → the conversational metrics;
+a vector store or retriever → the RAG metric that needs no passages; an expected output
+→ correctness. What needs a column the dataset lacks is written commented out, with the
+reason. The dataset beside it is drawn from the workflow's executions, or is one example
+row to replace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
+    ID_COLUMN,
+    MESSAGES_COLUMN,
+    DatasetDraft,
+    ExecutionQuery,
+    Progress,
+    append_to_file,
+    draw_dataset,
+)
+from n8n_deepeval_pipeline.schema_names import schema_name_problem
+from n8n_deepeval_pipeline.workflow.anatomy import CHAT_INPUT, Anatomy, FieldRead, anatomy
+
+_COMMENT_COLUMN = 32
+_PLACEHOLDER = "Replace me: "
+
+
+@dataclass(frozen=True)
+class WorkflowSource:
+    """The workflow to benchmark: an exported file, or an id in n8n."""
+
+    workflow: dict[str, Any]
+    file: Path | None = None
+    workflow_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Scaffold:
+    """The benchmark file's text and the dataset it expects beside it."""
+
+    name: str
+    text: str
+    dataset_path: Path
+    starter_rows: list[dict[str, Any]]
+
+
+def benchmark_name(workflow_name: str) -> str:
+    """The workflow's name as a benchmark name (lower_snake_case, never a reserved word)."""
+    name = re.sub(r"[^a-z0-9]+", "_", workflow_name.lower()).strip("_")[:50] or "my_workflow"
+    if not name[0].isalpha() or schema_name_problem(name) is not None:
+        name = f"bench_{name}"
+    return name
+
+
+def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaffold:
+    """The benchmark for ``source`` to be written at ``out``.
+
+    ``has_expectations``: the dataset will hold expectedOutput and expectedTools (the
+    example row does; rows drawn from executions do not).
+    """
+    shape = anatomy(source.workflow)
+    if shape.trigger is None or shape.start is None or shape.end is None:
+        raise ValueError(
+            "the workflow has no trigger feeding a node: init proposes the node the "
+            "trigger feeds as the start node (write target.startNodeName yourself)"
+        )
+    name = benchmark_name(str(source.workflow.get("name") or ""))
+    dataset_path = out.with_name(f"{name}.dataset.jsonl")
+    lines = [
+        *_header(source, shape),
+        f"name: {name}",
+        _workflow_line(source, out),
+        *_dataset(shape, dataset_path, has_expectations),
+        _commented("runsPerRow: 1", "3 or more to measure consistency (pass@k, cv)"),
+        *_target(shape),
+        "metrics:",
+        *_metrics(shape, has_expectations),
+        *_judge(),
+    ]
+    starter = [] if not has_expectations else [_example_row(shape)]
+    return Scaffold(name, "\n".join(lines) + "\n", dataset_path, starter)
+
+
+def _commented(line: str, comment: str) -> str:
+    return f"{line.ljust(_COMMENT_COLUMN - 2)}  # {comment}" if comment else line
+
+
+def _header(source: WorkflowSource, shape: Anatomy) -> list[str]:
+    title = source.workflow.get("name") or "(unnamed)"
+    where = f"id {source.workflow_id}" if source.workflow_id else f"file {source.file}"
+    agents = ", ".join(shape.agents) or "none"
+    tools = ", ".join(tool.name for tool in shape.tools) or "none"
+    reads = ", ".join(f"{'.'.join(map(str, r.path))} → {r.column}" for r in shape.reads)
+    return [
+        f"# A first benchmark of the n8n workflow {title!r} ({where}), written by",
+        "# `n8n-deepeval init` from the workflow itself. Review every line, then",
+        "# `n8n-deepeval validate FILE` and `n8n-deepeval run FILE`.",
+        f"#   trigger  {shape.trigger} ({shape.trigger_type})",
+        f"#   agents   {agents} · tools: {tools} · memory: {', '.join(shape.memories) or 'none'}"
+        f" · retrieval: {', '.join(shape.retrievers) or 'none'}",
+        f"#   reads    {reads or 'no field of the trigger item the start node names'}",
+    ]
+
+
+def _workflow_line(source: WorkflowSource, out: Path) -> str:
+    if source.workflow_id is not None:
+        return _commented(
+            f"workflow: {{id: {json.dumps(source.workflow_id)}}}",
+            "read through N8N_API_URL and N8N_API_KEY",
+        )
+    assert source.file is not None
+    relative = os.path.relpath(source.file.resolve(), out.resolve().parent)
+    return _commented(f"workflow: {json.dumps(relative)}", "the exported workflow")
+
+
+def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
+    origin = "one example row: replace it" if has_expectations else "from the executions"
+    mapping = [("input", "input", "the user's message")]
+    if has_expectations:
+        mapping.append(("expectedOutput", "expectedOutput", "for correctness"))
+        if shape.tools:
+            mapping.append(("expectedTools", "expectedTools", "for tool correctness"))
+    others = [read.column for read in shape.columns[1:]]
+    return [
+        "dataset:",
+        _commented(f"  path: {json.dumps(path.name)}", origin),
+        _commented(f"  idColumn: {ID_COLUMN}", "a hash of the input for rows from executions"),
+        "  columnMapping:",
+        *(_commented(f"    {field}: {column}", why) for field, column, why in mapping),
+        *(
+            [f"  # other columns the start node reads, sent by target.input: {', '.join(others)}"]
+            if others
+            else []
+        ),
+    ]
+
+
+def _target(shape: Anatomy) -> list[str]:
+    lines = [
+        "target:",
+        _commented("  type: n8n_workflow", "a harness copy, run from start to end node"),
+        _commented(f"  startNodeName: {json.dumps(shape.start)}", "the node the trigger feeds"),
+        _commented(f"  endNodeName: {json.dumps(shape.end)}", "its output is the run's output"),
+    ]
+    if shape.is_chat:
+        lines.append(
+            _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
+        )
+    if [read.path for read in shape.columns] != [CHAT_INPUT]:
+        template = json.dumps(_input_template(shape.columns), ensure_ascii=False)
+        lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
+    return lines
+
+
+def _input_template(reads: list[FieldRead]) -> dict[str, Any]:
+    """The trigger's item rebuilt from a row: each field the start node reads, in place."""
+    item: dict[str, Any] = {}
+    for position, read in enumerate(reads):
+        keys = [str(segment) for segment in read.path] or ["input"]
+        holder = item
+        for key in keys[:-1]:
+            holder = holder.setdefault(key, {})
+        holder[keys[-1]] = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+    return item
+
+
+def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
+    yield _commented("  - metric: helpfulness", "reference-free: does it meet the request?")
+    if has_expectations:
+        yield _commented("  - metric: correctness", "against expectedOutput")
+    else:
+        yield _commented(
+            "  # - metric: correctness", "needs an expectedOutput column: write answers"
+        )
+    if shape.tools:
+        names = json.dumps([tool.name for tool in shape.tools], ensure_ascii=False)
+        yield _commented("  - metric: tool_permission", "only the agent's own tools")
+        yield f"    allowedTools: {names}"
+        if has_expectations:
+            yield _commented("  - metric: tool_correctness", "against expectedTools")
+        else:
+            yield _commented("  # - metric: tool_correctness", "needs an expectedTools column")
+    if shape.memories:
+        yield _commented("  - metric: turn_relevancy", f"memory ({', '.join(shape.memories)})")
+        yield _commented("  - metric: knowledge_retention", "remembers what the user said")
+    if shape.retrievers:
+        yield _commented(
+            "  - metric: answer_relevancy", f"retrieval ({', '.join(shape.retrievers)})"
+        )
+        yield _commented("  # - metric: faithfulness", "needs a retrievalContext column (passages)")
+
+
+def _judge() -> list[str]:
+    return [
+        "# judge:                       # default: N8N_DEEPEVAL_JUDGE_*; without them a dry run",
+        "#   provider: openai           #   (placeholder scores) that checks the wiring",
+        "#   model: gpt-4o-mini",
+        "#   apiKeyEnv: OPENAI_API_KEY",
+    ]
+
+
+def _example_row(shape: Anatomy) -> dict[str, Any]:
+    columns = shape.columns
+    row: dict[str, Any] = {ID_COLUMN: "example-1"}
+    row.update({read.column: _placeholder(read) for read in columns})
+    row["input"] = f"{_PLACEHOLDER}a message your users send"
+    if shape.is_chat:
+        row[MESSAGES_COLUMN] = [row["input"], f"{_PLACEHOLDER}a follow-up"]
+    row["expectedOutput"] = f"{_PLACEHOLDER}the answer you expect"
+    if shape.tools:
+        row["expectedTools"] = [shape.tools[0].name]
+    return row
+
+
+@dataclass(frozen=True)
+class Written:
+    """What ``init`` wrote: the benchmark, its dataset, and the rows drawn (if any)."""
+
+    benchmark: Path
+    dataset: Path
+    drawn: DatasetDraft | None
+    example_row: bool
+
+
+def write_benchmark(
+    source: WorkflowSource,
+    out: Path,
+    client: N8nClient | None = None,
+    query: ExecutionQuery | None = None,
+    progress: Progress | None = None,
+) -> Written:
+    """Write the benchmark at ``out`` and its dataset beside it.
+
+    With ``query`` (and the ``client`` to read with) the dataset is drawn from the
+    workflow's executions; when none is found, or without ``query``, it is one example
+    row (an existing dataset file is kept as it is).
+    """
+    drawn = None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if query is not None:
+        assert client is not None
+        made = scaffold(source, out, has_expectations=False)
+        drawn, _ = draw_dataset(client, query, made.dataset_path, progress=progress)
+    if drawn is None or not drawn.rows:
+        made = scaffold(source, out, has_expectations=True)
+    out.write_text(made.text, encoding="utf-8")
+    example = not made.dataset_path.exists() and bool(made.starter_rows)
+    if example:
+        append_to_file(made.dataset_path, made.starter_rows)
+    return Written(out, made.dataset_path, drawn, example)
+
+
+def _placeholder(read: FieldRead) -> Any:
+    # A Webhook's whole body is sent back as it was: an object.
+    return (
+        {"input": f"{_PLACEHOLDER}the request"}
+        if read.path == ("body",)
+        else (f"{_PLACEHOLDER}{read.column}")
+    )

@@ -1,0 +1,245 @@
+"""Datasets drawn from executions, against FakeN8nApi (a fake of n8n's public API)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from n8n_deepeval_pipeline.cli import SELF_CONSISTENCY_WARNING, main
+from n8n_deepeval_pipeline.n8n_api.traffic_dataset import rows_from_executions, since_from
+from tests.live.n8n_server import load_workflow
+from tests.n8n_api.fake_n8n import FakeN8nApi
+
+TRIGGER = "When chat message received"
+STEPS = [{"action": {"tool": "Calculator", "toolInput": {"input": "6*7"}}, "observation": "42"}]
+WEBHOOK_AGENT = {
+    "name": "support",
+    "nodes": [
+        {"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2,
+         "parameters": {"path": "support", "httpMethod": "POST"}},
+        {"name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 3.1,
+         "parameters": {"promptType": "define", "text": "={{ $json.body.question }}",
+                        "options": {"systemMessage": "=Customer {{ $json.body.customer }}"}}},
+        {"name": "Reply", "type": "n8n-nodes-base.respondToWebhook", "typeVersion": 1.1,
+         "parameters": {}},
+    ],
+    "connections": {
+        "Webhook": {"main": [[{"node": "AI Agent", "type": "main", "index": 0}]]},
+        "AI Agent": {"main": [[{"node": "Reply", "type": "main", "index": 0}]]},
+    },
+}  # fmt: skip
+START = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+
+
+def run(json_: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"data": {"main": [[{"json": json_}]]}}]
+
+
+def execution(
+    number: int, run_data: dict[str, Any], last: str, status: str = "success"
+) -> dict[str, Any]:
+    started = START + timedelta(minutes=number)
+    return {
+        "id": str(number),
+        "workflowId": "wf",
+        "status": status,
+        "mode": "webhook",
+        "startedAt": started.isoformat().replace("+00:00", ".000Z"),
+        "data": {"resultData": {"runData": run_data, "lastNodeExecuted": last}},
+    }
+
+
+def webhook_execution(number: int, question: str, status: str = "success") -> dict[str, Any]:
+    body = {"question": question, "customer": "C-7", "sessionId": f"s{number}"}
+    agent = {"output": f"answer to {question}", "intermediateSteps": STEPS}
+    run_data = {
+        "Webhook": run({"headers": {"authorization": "Bearer t0k3n"}, "body": body}),
+        "AI Agent": run(agent),
+        "Reply": run(agent),
+    }
+    return execution(number, run_data, "Reply", status)
+
+
+def chat_execution(number: int, session: str, message: str) -> dict[str, Any]:
+    answer = f"Echo: {message}"
+    run_data = {
+        TRIGGER: run({"sessionId": session, "action": "sendMessage", "chatInput": message}),
+        "AI Agent": run({"output": answer, "intermediateSteps": []}),
+        "Format": run({"text": f"Agent said: {answer}"}),
+    }
+    return execution(number, run_data, "Format")
+
+
+@pytest.fixture
+def n8n(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeN8nApi]:
+    with FakeN8nApi() as fake:
+        fake.workflows["wf"] = WEBHOOK_AGENT
+        monkeypatch.setenv("N8N_API_URL", fake.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        yield fake
+
+
+def draw(*args: str) -> Any:
+    result = CliRunner().invoke(main, ["dataset", "from-executions", "wf", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def test_every_page_is_read_and_a_second_call_adds_only_new_executions(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(n, f"question {n}") for n in range(1, 121)]
+    out = tmp_path / "traffic.jsonl"
+
+    first = draw("--limit", "500", "--out", str(out))
+    assert n8n.pages_served == 3  # 50 + 50 + 20, up to n8n's last nextCursor
+    assert "read 120 executions" in first.stderr
+    assert "120 executions → 120 rows · 120 new" in first.stdout
+    rows = lines(out)
+    assert [row["input"] for row in rows[:2]] == ["question 1", "question 2"]  # oldest first
+    assert rows[0]["customer"] == "C-7"  # read by the agent's system message
+    assert set(rows[0]) == {"rowId", "input", "customer", "executionIds", "startedAt"}
+
+    again = draw("--limit", "500", "--out", str(out))
+    assert "0 new in" in again.stdout and len(lines(out)) == 120
+
+    n8n.executions += [webhook_execution(121, "question 121"), webhook_execution(122, "q 1")]
+    draw("--limit", "500", "--out", str(out))
+    assert [row["input"] for row in lines(out)[120:]] == ["question 121", "q 1"]
+    assert len({row["rowId"] for row in lines(out)}) == 122
+
+
+def test_ids_are_hashes_of_the_input_so_a_repeated_question_is_one_row() -> None:
+    executions = [webhook_execution(3, "same"), webhook_execution(2, "other"),
+                  webhook_execution(1, "same")]  # fmt: skip
+    draft = rows_from_executions(executions, WEBHOOK_AGENT)
+    assert (draft.executions, len(draft.rows), draft.duplicates) == (3, 2, 1)
+    again = rows_from_executions([webhook_execution(9, "same")], WEBHOOK_AGENT)
+    by_input = {row["input"]: row for row in draft.rows}
+    assert again.rows[0]["rowId"] == by_input["same"]["rowId"]
+    assert by_input["same"]["executionIds"] == ["3"]  # the newest is kept
+
+
+def test_a_chat_session_of_three_messages_is_one_row_with_its_messages_in_order(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.workflows["wf"] = load_workflow("chat_agent")
+    n8n.executions = [chat_execution(1, "s-a", "Hello"), chat_execution(2, "s-b", "Hi"),
+                      chat_execution(3, "s-a", "What is 6*7?"),
+                      chat_execution(4, "s-a", "Thanks")]  # fmt: skip
+    out = tmp_path / "chats.jsonl"
+    draw("--out", str(out))
+    first, second = lines(out)
+    assert first["messages"] == ["Hello", "What is 6*7?", "Thanks"]
+    assert first["input"] == "Hello" and first["executionIds"] == ["1", "3", "4"]
+    assert first["rowId"].startswith("chat-")
+    assert second["messages"] == ["Hi"]
+    assert "expectedOutput" not in first
+
+
+def test_expected_outputs_only_on_request_and_with_a_warning(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(1, "What is 6*7?")]
+    out = tmp_path / "expected.jsonl"
+    result = draw("--expected-from-output", "--out", str(out))
+    assert SELF_CONSISTENCY_WARNING in result.stderr
+    (row,) = lines(out)
+    assert row["expectedOutput"] == "answer to What is 6*7?"  # the end node's answer
+    assert row["expectedTools"] == ["Calculator"]
+
+
+def test_the_last_answer_and_every_tool_of_a_session_are_its_expectations() -> None:
+    executions = [chat_execution(1, "s", "Hello"), chat_execution(2, "s", "Bye")]
+    executions[0]["data"]["resultData"]["runData"]["AI Agent"] = run(
+        {"output": "x", "intermediateSteps": STEPS}
+    )
+    (row,) = rows_from_executions(executions, load_workflow("chat_agent"), True).rows
+    assert (row["expectedOutput"], row["expectedTools"]) == (
+        "Agent said: Echo: Bye",
+        ["Calculator"],
+    )
+
+
+def test_redact_takes_out_e_mails_phones_and_credentials(n8n: FakeN8nApi, tmp_path: Path) -> None:
+    question = "I am jane.doe@example.com, call +49 151 1234567, key sk-abcdefghijklmnop"
+    n8n.executions = [webhook_execution(1, question)]
+    out = tmp_path / "redacted.jsonl"
+    draw("--redact", "--expected-from-output", "--out", str(out))
+    text = out.read_text("utf-8")
+    for secret in ("jane.doe@example.com", "1234567", "sk-abcdefghijklmnop"):
+        assert secret not in text
+    (row,) = lines(out)
+    assert row["input"] == ("I am [redacted e-mail], call [redacted phone], key [redacted]")
+    assert row["expectedOutput"] == f"answer to {row['input']}"
+
+
+def test_status_and_since_filter_what_is_read(n8n: FakeN8nApi, tmp_path: Path) -> None:
+    n8n.executions = [webhook_execution(1, "old"), webhook_execution(50, "failed", "error"),
+                      webhook_execution(60, "recent")]  # fmt: skip
+    out = tmp_path / "recent.jsonl"
+    draw("--since", (START + timedelta(minutes=30)).isoformat(), "--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["recent"]
+    every = tmp_path / "every.jsonl"
+    draw("--status", "all", "--out", str(every))
+    assert [row["input"] for row in lines(every)] == ["old", "failed", "recent"]
+
+
+def test_since_takes_a_span_or_a_date() -> None:
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    assert since_from("24h", now) == datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    assert since_from("7d", now) == datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    assert since_from("2026-11-30", now) == datetime(2026, 11, 30, tzinfo=UTC)
+    with pytest.raises(ValueError, match="neither a span"):
+        since_from("yesterday", now)
+
+
+def test_rows_go_to_a_data_table_once(n8n: FakeN8nApi) -> None:
+    n8n.executions = [webhook_execution(1, "a"), webhook_execution(2, "b")]
+    assert "2 new in Data Table 'traffic'" in draw("--data-table", "traffic").stdout
+    assert "0 new in Data Table 'traffic'" in draw("--data-table", "traffic").stdout
+    (table,) = n8n.tables.values()
+    assert [row["input"] for row in table["rows"]] == ["a", "b"]
+    assert table["rows"][0]["executionIds"] == '["1"]'  # lists as JSON text
+
+
+def test_one_destination_and_an_n8n_are_required(
+    n8n: FakeN8nApi, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    both = ["dataset", "from-executions", "wf", "--out", "x.jsonl", "--data-table", "t"]
+    assert "exactly one of --out" in CliRunner().invoke(main, both).output
+    monkeypatch.delenv("N8N_API_KEY")
+    alone = ["dataset", "from-executions", "wf", "--out", str(tmp_path / "x.jsonl")]
+    assert "set N8N_API_URL and N8N_API_KEY" in CliRunner().invoke(main, alone).output
+
+
+def test_a_body_read_as_a_whole_is_kept_as_text_and_as_it_came_and_no_input_no_row() -> None:
+    executions = [webhook_execution(1, "What is 6*7?"), webhook_execution(2, "x")]
+    del executions[1]["data"]["resultData"]["runData"]["Webhook"]  # another version's trigger
+    draft = rows_from_executions(executions, load_workflow("agent_echo"))
+    (row,) = draft.rows
+    body = {"question": "What is 6*7?", "customer": "C-7", "sessionId": "s1"}
+    assert row["body"] == body and json.loads(row["input"]) == body
+    assert draft.without_input == 1
+
+
+def test_editor_runs_only_on_request_and_n8n_evaluation_runs_never(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(n, f"q{n}") for n in (1, 2, 3)]
+    n8n.executions[0]["mode"], n8n.executions[1]["mode"] = "manual", "evaluation"
+    out = tmp_path / "production.jsonl"
+    draw("--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["q3"]
+    draw("--include-manual", "--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["q3", "q1"]

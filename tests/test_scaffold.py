@@ -1,0 +1,139 @@
+"""`init`: a commented benchmark read off the workflow, which `validate` passes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.n8n_data.templates import render
+from n8n_deepeval_pipeline.scaffold import benchmark_name
+from tests.live.n8n_server import load_workflow
+from tests.n8n_api.fake_n8n import FakeN8nApi
+from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT, chat_execution
+
+LANGCHAIN = "@n8n/n8n-nodes-langchain."
+
+
+def init(tmp_path: Path, workflow: dict[str, Any], *args: str) -> tuple[Any, dict[str, Any]]:
+    source = tmp_path / "workflow.json"
+    source.write_text(json.dumps(workflow), encoding="utf-8")
+    out = tmp_path / "bench" / "benchmark.yaml"
+    result = CliRunner().invoke(main, ["init", str(source), "--out", str(out), *args])
+    assert result.exit_code == 0, result.output
+    return result, yaml.safe_load(out.read_text("utf-8"))
+
+
+def slugs(document: dict[str, Any]) -> list[str]:
+    return [metric["metric"] for metric in document["metrics"]]
+
+
+def dataset_rows(tmp_path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
+    path = tmp_path / "bench" / document["dataset"]["path"]
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def test_a_chat_agent_gets_its_start_and_end_node_and_metrics_by_topology(tmp_path: Path) -> None:
+    result, document = init(tmp_path, load_workflow("chat_agent"))
+    assert "ok " in result.stdout and "1 rows · 6 metrics" in result.stdout  # validated
+    assert document["name"] == "live_chat_agent"
+    assert document["workflow"] == "../workflow.json"
+    target = {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "Format",
+              "messagesColumn": "messages"}  # fmt: skip
+    assert document["target"] == target
+    assert slugs(document) == ["helpfulness", "correctness", "tool_permission", "tool_correctness",
+                               "turn_relevancy", "knowledge_retention"]  # fmt: skip
+    assert document["metrics"][2]["allowedTools"] == ["Calculator"]
+    assert document["dataset"]["columnMapping"] == {"input": "input",
+        "expectedOutput": "expectedOutput", "expectedTools": "expectedTools"}  # fmt: skip
+    (row,) = dataset_rows(tmp_path, document)
+    assert row["rowId"] == "example-1" and len(row["messages"]) == 2
+    text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
+    assert "#   agents   AI Agent · tools: Calculator · memory: Simple Memory" in text
+    assert "# judge:" in text  # the judge settings, commented
+
+
+def test_a_webhook_agent_gets_the_fields_its_prompt_reads_sent_back_in_place(
+    tmp_path: Path,
+) -> None:
+    _, document = init(tmp_path, WEBHOOK_AGENT)
+    template = document["target"]["input"]
+    assert template == {"body": {"question": "{{ input }}", "customer": "{{ row['customer'] }}"}}
+    (row,) = dataset_rows(tmp_path, document)
+    assert render(template, {"input": row["input"], "row": row}) == {
+        "body": {"question": row["input"], "customer": "Replace me: customer"}
+    }
+    assert (document["target"]["startNodeName"], document["target"]["endNodeName"]) == (
+        "AI Agent", "Reply")  # fmt: skip
+    assert slugs(document) == ["helpfulness", "correctness"]  # no tools, no memory
+
+
+def test_retrieval_adds_the_rag_metric_that_needs_no_passages(tmp_path: Path) -> None:
+    workflow = json.loads(json.dumps(WEBHOOK_AGENT))
+    workflow["nodes"].append({"name": "Docs", "type": LANGCHAIN + "vectorStoreInMemory",
+                              "typeVersion": 1.3, "parameters": {"mode": "retrieve-as-tool",
+                              "toolDescription": "Search the docs"}})  # fmt: skip
+    workflow["connections"]["Docs"] = {
+        "ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]
+    }
+    _, document = init(tmp_path, workflow)
+    assert slugs(document)[-1] == "answer_relevancy"
+    text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
+    assert "# - metric: faithfulness      # needs a retrievalContext column" in text
+
+
+def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeN8nApi() as n8n:
+        n8n.workflows["wf"] = load_workflow("chat_agent")
+        n8n.executions = [chat_execution(1, "s-a", "Hello"), chat_execution(2, "s-a", "6*7?"),
+                          chat_execution(3, "s-b", "Hi")]  # fmt: skip
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        out = tmp_path / "bench" / "benchmark.yaml"
+        result = CliRunner().invoke(main, ["init", "wf", "--from-executions", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "3 executions → 2 rows" in result.stderr
+    document = yaml.safe_load(out.read_text("utf-8"))
+    assert document["workflow"] == {"id": "wf"}
+    assert slugs(document) == ["helpfulness", "tool_permission", "turn_relevancy",
+                               "knowledge_retention"]  # fmt: skip
+    assert document["dataset"]["columnMapping"] == {"input": "input"}
+    assert [row["messages"] for row in dataset_rows(tmp_path, document)] == [["Hello", "6*7?"],
+                                                                             ["Hi"]]  # fmt: skip
+    assert "# - metric: correctness       # needs an expectedOutput column" in out.read_text(
+        "utf-8"
+    )
+
+
+def test_init_keeps_an_existing_file_and_needs_an_id_for_executions(tmp_path: Path) -> None:
+    init(tmp_path, WEBHOOK_AGENT)
+    source, out = tmp_path / "workflow.json", tmp_path / "bench" / "benchmark.yaml"
+    again = CliRunner().invoke(main, ["init", str(source), "--out", str(out)])
+    assert again.exit_code == 1 and "exists (--force overwrites it)" in again.output
+    drawn = ["init", str(source), "--out", str(out), "--force", "--from-executions"]
+    assert "give the workflow's id" in CliRunner().invoke(main, drawn).output
+
+
+def test_benchmark_names_are_lower_snake_case_and_never_reserved() -> None:
+    assert benchmark_name("Support Bot (v2)!") == "support_bot_v2"
+    assert benchmark_name("42 answers") == "bench_42_answers"
+    assert benchmark_name("Select") == "bench_select"
+    assert benchmark_name("") == "my_workflow"
+
+
+def test_code_reading_a_whole_webhook_body_gets_the_body_sent_back_as_it_came(
+    tmp_path: Path,
+) -> None:
+    _, document = init(tmp_path, load_workflow("agent_echo"))  # its Code node reads .json.body
+    assert document["target"]["input"] == {"body": "{{ row['body'] }}"}
+    (row,) = dataset_rows(tmp_path, document)
+    assert render(document["target"]["input"], {"row": row}) == {
+        "body": {"input": "Replace me: the request"}
+    }

@@ -1,0 +1,56 @@
+"""What init and dataset from-executions read off a workflow: start, end, reads, sub-nodes."""
+
+from n8n_deepeval_pipeline.workflow.anatomy import FieldRead, anatomy
+from tests.live.n8n_server import load_workflow
+from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT
+
+
+def node(name, type_, **parameters):
+    return {"name": name, "type": type_, "typeVersion": 1, "parameters": parameters}
+
+
+def link(source, target, kind="main"):
+    return {source: {kind: [[{"node": target, "type": kind, "index": 0}]]}}
+
+
+def test_a_chat_agent_reads_chat_input_and_has_tools_and_memory():
+    shape = anatomy(load_workflow("chat_agent"))
+    assert (shape.trigger, shape.start, shape.end) == ("When chat message received", "AI Agent",
+                                                       "Format")  # fmt: skip
+    assert shape.is_chat and shape.agents == ["AI Agent"]
+    assert shape.reads == [FieldRead(("chatInput",), "input")]  # promptType auto
+    assert [tool.name for tool in shape.tools] == ["Calculator"]
+    assert shape.memories == ["Simple Memory"] and shape.retrievers == []
+
+
+def test_a_webhook_agent_reads_the_fields_its_prompt_and_options_name():
+    shape = anatomy(WEBHOOK_AGENT)
+    assert not shape.is_chat and (shape.start, shape.end) == ("AI Agent", "Reply")
+    assert shape.reads == [FieldRead(("body", "question"), "input"),
+                           FieldRead(("body", "customer"), "customer")]  # fmt: skip
+
+
+def test_the_end_is_the_agent_when_a_branch_follows_it_and_retrievers_are_found():
+    langchain = "@n8n/n8n-nodes-langchain."
+    workflow = {
+        "nodes": [
+            node("Form", "n8n-nodes-base.formTrigger"),
+            node("Clean", "n8n-nodes-base.set", value="={{ $('Form').item.json.topic }}"),
+            node("Agent", langchain + "agent", promptType="define", text="={{ $json.q }}"),
+            node("Store", langchain + "vectorStoreInMemory", mode="retrieve-as-tool"),
+            node("If", "n8n-nodes-base.if"),
+            node("A", "n8n-nodes-base.noOp"),
+            node("B", "n8n-nodes-base.noOp"),
+        ],
+        "connections": {
+            **link("Form", "Clean"), **link("Clean", "Agent"), **link("Store", "Agent", "ai_tool"),
+            **link("Agent", "If"),
+            "If": {"main": [[{"node": "A", "type": "main", "index": 0}],
+                            [{"node": "B", "type": "main", "index": 0}]]},
+        },
+    }  # fmt: skip
+    shape = anatomy(workflow)
+    assert (shape.trigger, shape.start, shape.end) == ("Form", "Clean", "Agent")
+    # Clean reads topic by the trigger's name; the agent's $json.q is Clean's, not the trigger's.
+    assert shape.reads == [FieldRead(("topic",), "input")]
+    assert shape.retrievers == ["Store"]
