@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -370,8 +375,33 @@ def cache_clear() -> None:
     click.echo(f"removed {removed} cached judge answer(s) from {path}")
 
 
+_UI_HOST = "127.0.0.1"
+_PORTS_TO_TRY = 100
+
+
+def _free_port(first: int) -> int:
+    """The first port from ``first`` up that nothing listens on (on the UI's host)."""
+    last = min(first + _PORTS_TO_TRY, 65536) - 1
+    for port in range(first, last + 1):
+        with socket.socket() as probe:
+            # As the webserver binds: a port left in TIME_WAIT counts as free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((_UI_HOST, port))
+            except OSError:
+                continue
+            return port
+    raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
+
+
 @main.command()
-@click.option("--port", default=3000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=3000,
+    show_default=True,
+    help="The UI's port; when it is taken, the next free one.",
+)
 def ui(port: int) -> None:
     """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
@@ -379,20 +409,83 @@ def ui(port: int) -> None:
     with local_instance() as instance:  # created here, so that Dagster's processes find it made
         home = instance.root_directory
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
+    chosen = _free_port(port)
+    taken = f" ({port} is taken)" if chosen != port else ""
+    click.echo(f"Dagster UI at http://{_UI_HOST}:{chosen}{taken}", err=True)
     command = [
         sys.executable,
         "-m",
         "dagster",
         "dev",
         "-h",
-        "127.0.0.1",
+        _UI_HOST,
         "-p",
-        str(port),
+        str(chosen),
         "-m",
         "n8n_deepeval_pipeline.orchestration.definitions",
     ]
-    # Replace this process so that Ctrl-C and kill reach `dagster dev` itself.
-    os.execv(sys.executable, command)
+    sys.exit(_serve(command))
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_SHUTDOWN_S = 5.0  # for dagster dev to stop its processes in order
+_GRACE_S = 2.0  # for what it left behind to stop on SIGTERM, before SIGKILL
+
+
+class _StopRequested(Exception):
+    """A stop signal arrived."""
+
+
+def _request_stop(signum: int, _frame: object) -> None:
+    raise _StopRequested
+
+
+def _serve(command: list[str]) -> int:
+    """Run ``dagster dev`` in a process group of its own until it exits or is told to stop.
+
+    A stop signal here is passed to ``dagster dev`` alone, which stops its processes in
+    order (signalled all at once, it restarts a code server that then outlives it by
+    45 s); whatever of its group is left a few seconds later is stopped too. Its exit
+    code, or 0 after a stop.
+    """
+    # A shell hands a job it starts in the background SIGINT ignored, and an ignored
+    # signal stays ignored across exec; Dagster maps SIGTERM to its SIGINT handling, so
+    # it would ignore both. With default dispositions here the child starts with them.
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    dagster = subprocess.Popen(command, start_new_session=True)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _request_stop)
+    try:
+        code = dagster.wait()
+    except _StopRequested:
+        for signum in _STOP_SIGNALS:  # already stopping: a second Ctrl-C changes nothing
+            signal.signal(signum, signal.SIG_IGN)
+        dagster.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            dagster.wait(timeout=_SHUTDOWN_S)
+        code = 0
+    _stop_group(dagster.pid)
+    dagster.wait()
+    return code
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Send ``signum`` to a process group; whether any of it was still there."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _stop_group(group: int) -> None:
+    """SIGTERM what is left of a process group, and SIGKILL it after a grace period."""
+    deadline = time.monotonic() + _GRACE_S
+    if _signal_group(group, signal.SIGTERM):
+        while _signal_group(group, 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(group, signal.SIGKILL)
 
 
 if __name__ == "__main__":
