@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
-EXIT_RUN_FAILED = 4
+EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
 EXIT_RUN_REGRESSION = 5
 # …and of `compare`.
 EXIT_REGRESSION = 1
@@ -44,6 +46,41 @@ class _Refused(click.ClickException):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def _storage_fault(messages: Sequence[str]) -> str | None:
+    """The one line for a full disk or a corrupt database behind these errors, if so."""
+    from n8n_deepeval_pipeline.storage_faults import storage_fault
+
+    # Named in this order: the home holds everything unless a variable moves a part.
+    folders = [
+        settings.home(),
+        settings.database_path().parent,
+        settings.dagster_home(),
+        settings.judge_state_dir(),
+    ]
+    return storage_fault(messages, settings.database_path(), list(dict.fromkeys(folders)))
+
+
+def _storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that says a storage fault in one line and exits 4, without a traceback."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        from n8n_deepeval_pipeline.storage_faults import error_messages
+
+        try:
+            command(*args, **kwargs)
+            return
+        except Exception as error:
+            fault = _storage_fault(error_messages(error))
+            if fault is None:
+                raise
+        # Raised out here, so that the failed frames (and Dagster's open resources) are
+        # released now rather than at interpreter exit.
+        raise _Refused(fault, EXIT_RUN_FAILED)
+
+    return guarded
 
 
 @click.group()
@@ -195,6 +232,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     metavar="TEXT",
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
+@_storage_faults_refused
 def run(
     file: Path,
     fail_under: float | None,
@@ -208,8 +246,9 @@ def run(
     """Run benchmark FILE for the workflow's current version and print a summary.
 
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed,
-    5 a case regressed against the previous version (compare.failOn).
+    (judge outage, or unjudged scores above --max-error-rate), 4 the run itself failed
+    (a full disk or a corrupt database among the causes), 5 a case regressed against the
+    previous version (compare.failOn).
     """
     from n8n_deepeval_pipeline.summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -223,7 +262,10 @@ def run(
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
             if not materialised.completed:
-                raise _Refused("the benchmark run failed; see the log above", EXIT_RUN_FAILED)
+                fault = _storage_fault(materialised.errors)
+                raise _Refused(
+                    fault or "the benchmark run failed; see the log above", EXIT_RUN_FAILED
+                )
             summary = runner.summary(partition)
             if selection is not None:
                 trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
@@ -271,6 +313,7 @@ def _incompleteness(errors: ErrorSummary, max_error_rate: float | None) -> str |
     help="Re-materialise this asset and everything downstream (e.g. metric_scores), "
     "from stored upstream tables.",
 )
+@_storage_faults_refused
 def backfill(file: Path, from_asset: str | None) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
@@ -306,11 +349,13 @@ def backfill(file: Path, from_asset: str | None) -> None:
 @click.argument("file", type=_FILE)
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
+@_storage_faults_refused
 def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
     """Compare two versions of benchmark FILE, case by case.
 
     Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
-    by default), 2 the comparison could not run (a version unknown or not run).
+    by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
+    is full or the database corrupt.
     """
     from n8n_deepeval_pipeline.comparison_summary import render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
@@ -343,6 +388,7 @@ def compare(file: Path, baseline: str | None, candidate: str | None) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for report.html, eval-results.json and eval-pr-comment.md.",
 )
+@_storage_faults_refused
 def report(file: Path, version: str | None, out: Path) -> None:
     """Write the report of a version of benchmark FILE, compared with its baseline."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
