@@ -318,14 +318,16 @@ class WorkerPool:
             except queue.Empty:
                 return
             try:
-                result = self._run_on_slot(slot, task)
+                result = self._run_on_slot(slot, task, stop)
             except BaseException as error:  # a replacement worker failed to start
                 done.put(error)
                 return
             if not stop.is_set():
                 done.put(result)
 
-    def _run_on_slot(self, slot: int, task: EvaluationTask) -> EvaluationResult:
+    def _run_on_slot(
+        self, slot: int, task: EvaluationTask, stop: threading.Event
+    ) -> EvaluationResult:
         worker = self._workers[slot]
         started = time.perf_counter()
         with self._lock:
@@ -336,7 +338,8 @@ class WorkerPool:
             kind: ErrorKind = "timeout" if isinstance(error, TimeoutError) else "worker_crash"
             message = f"evaluation killed: {error}"
             if kind == "worker_crash":
-                self._worker_failed = True
+                # A worker killed because the caller gave up (``stop``) did not fail.
+                self._worker_failed = self._worker_failed or not stop.is_set()
                 message = f"{error}; its output is in {self._log_path}"
             self._replace(slot)
             elapsed = round(time.perf_counter() - started, 4)
