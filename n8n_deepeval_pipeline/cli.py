@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import signal
+import socket
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +35,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
-EXIT_RUN_FAILED = 4
+EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
 EXIT_RUN_REGRESSION = 5
 # …and of `compare`.
 EXIT_REGRESSION = 1
@@ -43,6 +48,41 @@ class _Refused(click.ClickException):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def _storage_fault(messages: Sequence[str]) -> str | None:
+    """The one line for a full disk or a corrupt database behind these errors, if so."""
+    from n8n_deepeval_pipeline.storage_faults import storage_fault
+
+    # Named in this order: the home holds everything unless a variable moves a part.
+    folders = [
+        settings.home(),
+        settings.database_path().parent,
+        settings.dagster_home(),
+        settings.judge_state_dir(),
+    ]
+    return storage_fault(messages, settings.database_path(), list(dict.fromkeys(folders)))
+
+
+def _storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that says a storage fault in one line and exits 4, without a traceback."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        from n8n_deepeval_pipeline.storage_faults import error_messages
+
+        try:
+            command(*args, **kwargs)
+            return
+        except Exception as error:
+            fault = _storage_fault(error_messages(error))
+            if fault is None:
+                raise
+        # Raised out here, so that the failed frames (and Dagster's open resources) are
+        # released now rather than at interpreter exit.
+        raise _Refused(fault, EXIT_RUN_FAILED)
+
+    return guarded
 
 
 @click.group()
@@ -212,6 +252,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     metavar="TEXT",
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
+@_storage_faults_refused
 def run(
     file: Path,
     fail_under: float | None,
@@ -226,8 +267,8 @@ def run(
 
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
     (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
-    4 the run itself failed, 5 a case regressed against the previous version
-    (compare.failOn).
+    4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
+    case regressed against the previous version (compare.failOn).
     """
     from n8n_deepeval_pipeline.summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -241,7 +282,10 @@ def run(
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
             if not materialised.completed:
-                raise _Refused("the benchmark run failed; see the log above", EXIT_RUN_FAILED)
+                fault = _storage_fault(materialised.errors)
+                raise _Refused(
+                    fault or "the benchmark run failed; see the log above", EXIT_RUN_FAILED
+                )
             summary = runner.summary(partition)
             if selection is not None:
                 trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
@@ -300,6 +344,7 @@ def _incompleteness(
     help="Re-materialise this asset and everything downstream (e.g. metric_scores), "
     "from stored upstream tables.",
 )
+@_storage_faults_refused
 def backfill(file: Path, from_asset: str | None) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
@@ -336,11 +381,13 @@ def backfill(file: Path, from_asset: str | None) -> None:
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@_storage_faults_refused
 def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
     """Compare two versions of benchmark FILE, case by case.
 
     Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
-    by default), 2 the comparison could not run (a version unknown or not run).
+    by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
+    is full or the database corrupt.
     """
     from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
@@ -376,6 +423,7 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for report.html, eval-results.json and eval-pr-comment.md.",
 )
+@_storage_faults_refused
 def report(file: Path, version: str | None, out: Path) -> None:
     """Write the report of a version of benchmark FILE, compared with its baseline."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
@@ -586,8 +634,33 @@ def cache_clear() -> None:
     click.echo(f"removed {removed} cached judge answer(s) from {path}")
 
 
+_UI_HOST = "127.0.0.1"
+_PORTS_TO_TRY = 100
+
+
+def _free_port(first: int) -> int:
+    """The first port from ``first`` up that nothing listens on (on the UI's host)."""
+    last = min(first + _PORTS_TO_TRY, 65536) - 1
+    for port in range(first, last + 1):
+        with socket.socket() as probe:
+            # As the webserver binds: a port left in TIME_WAIT counts as free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((_UI_HOST, port))
+            except OSError:
+                continue
+            return port
+    raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
+
+
 @main.command()
-@click.option("--port", default=3000, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    default=3000,
+    show_default=True,
+    help="The UI's port; when it is taken, the next free one.",
+)
 def ui(port: int) -> None:
     """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
@@ -595,20 +668,83 @@ def ui(port: int) -> None:
     with local_instance() as instance:  # created here, so that Dagster's processes find it made
         home = instance.root_directory
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
+    chosen = _free_port(port)
+    taken = f" ({port} is taken)" if chosen != port else ""
+    click.echo(f"Dagster UI at http://{_UI_HOST}:{chosen}{taken}", err=True)
     command = [
         sys.executable,
         "-m",
         "dagster",
         "dev",
         "-h",
-        "127.0.0.1",
+        _UI_HOST,
         "-p",
-        str(port),
+        str(chosen),
         "-m",
         "n8n_deepeval_pipeline.orchestration.definitions",
     ]
-    # Replace this process so that Ctrl-C and kill reach `dagster dev` itself.
-    os.execv(sys.executable, command)
+    sys.exit(_serve(command))
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_SHUTDOWN_S = 5.0  # for dagster dev to stop its processes in order
+_GRACE_S = 2.0  # for what it left behind to stop on SIGTERM, before SIGKILL
+
+
+class _StopRequested(Exception):
+    """A stop signal arrived."""
+
+
+def _request_stop(signum: int, _frame: object) -> None:
+    raise _StopRequested
+
+
+def _serve(command: list[str]) -> int:
+    """Run ``dagster dev`` in a process group of its own until it exits or is told to stop.
+
+    A stop signal here is passed to ``dagster dev`` alone, which stops its processes in
+    order (signalled all at once, it restarts a code server that then outlives it by
+    45 s); whatever of its group is left a few seconds later is stopped too. Its exit
+    code, or 0 after a stop.
+    """
+    # A shell hands a job it starts in the background SIGINT ignored, and an ignored
+    # signal stays ignored across exec; Dagster maps SIGTERM to its SIGINT handling, so
+    # it would ignore both. With default dispositions here the child starts with them.
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    dagster = subprocess.Popen(command, start_new_session=True)
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _request_stop)
+    try:
+        code = dagster.wait()
+    except _StopRequested:
+        for signum in _STOP_SIGNALS:  # already stopping: a second Ctrl-C changes nothing
+            signal.signal(signum, signal.SIG_IGN)
+        dagster.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            dagster.wait(timeout=_SHUTDOWN_S)
+        code = 0
+    _stop_group(dagster.pid)
+    dagster.wait()
+    return code
+
+
+def _signal_group(group: int, signum: int) -> bool:
+    """Send ``signum`` to a process group; whether any of it was still there."""
+    try:
+        os.killpg(group, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _stop_group(group: int) -> None:
+    """SIGTERM what is left of a process group, and SIGKILL it after a grace period."""
+    deadline = time.monotonic() + _GRACE_S
+    if _signal_group(group, signal.SIGTERM):
+        while _signal_group(group, 0) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        _signal_group(group, signal.SIGKILL)
 
 
 if __name__ == "__main__":

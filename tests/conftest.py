@@ -7,6 +7,7 @@ import json
 import math
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,21 @@ def wilson_by_hand(passed: int, runs: int) -> tuple[float, float]:
     center = (p + Z_95**2 / (2 * runs)) / denominator
     half = Z_95 * math.sqrt(p * (1 - p) / runs + Z_95**2 / (4 * runs**2)) / denominator
     return center - half, center + half
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A temp folder of the session's own, for what pools keep there (a crashed worker's
+    log), here and in the commands the tests start."""
+    folder = tmp_path_factory.mktemp("temp")
+    before = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = str(folder), str(folder)
+    yield folder
+    tempfile.tempdir = before[1]
+    if before[0] is None:
+        os.environ.pop("TMPDIR")
+    else:
+        os.environ["TMPDIR"] = before[0]
 
 
 @pytest.fixture

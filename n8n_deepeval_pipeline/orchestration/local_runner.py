@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import dagster as dg
+from dagster_shared.error import SerializableErrorInfo
 from filelock import FileLock
 
 from n8n_deepeval_pipeline import settings
@@ -112,6 +113,14 @@ class Materialised(NamedTuple):
 
     completed: bool  # every step ran (a failed blocking check stops only its own)
     failed_checks: tuple[str, ...]
+    errors: tuple[str, ...]  # the failed steps' errors and their causes, as text
+
+
+def _error_chain(error: SerializableErrorInfo | None) -> Iterator[str]:
+    """A failed step's error and what caused it, outermost first."""
+    while error is not None:
+        yield error.message
+        error = error.cause or error.context
 
 
 class BenchmarkRunner:
@@ -171,12 +180,16 @@ class BenchmarkRunner:
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
-        failed_steps = {event.step_key for event in result.all_events if event.is_step_failure}
+        failures = [event for event in result.all_events if event.is_step_failure]
+        failed_steps = {event.step_key for event in failures}
+        errors = tuple(
+            message for event in failures for message in _error_chain(event.step_failure_data.error)
+        )
         # A blocking regression check fails its step by design: the run itself is complete.
         gated = failed_steps == {self._step("version_comparison")} and (
             "no_regression" in failed_checks
         )
-        return Materialised(result.success or gated, failed_checks)
+        return Materialised(result.success or gated, failed_checks, errors)
 
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"

@@ -330,7 +330,7 @@ class WorkerPool:
         stop: threading.Event,
         cap: int,
     ) -> None:
-        feeder = _Feeder(self, slot, pending, cap)
+        feeder = _Feeder(self, slot, pending, cap, stop)
         try:
             while not stop.is_set() and not feeder.finished():
                 for result in feeder.step():
@@ -339,14 +339,17 @@ class WorkerPool:
         except BaseException as error:  # a replacement worker failed to start
             done.put(error)
 
-    def _failed(self, worker: _Worker, task: EvaluationTask, error: Exception) -> EvaluationResult:
+    def _failed(
+        self, worker: _Worker, task: EvaluationTask, error: Exception, stopped: bool
+    ) -> EvaluationResult:
         """The error row of an evaluation whose worker died or overran its timeout."""
         if isinstance(error, TimeoutError):
             kind: ErrorKind = "timeout"
             message = f"evaluation killed: {error}"
         else:
             kind = "worker_crash"
-            self._worker_failed = True
+            # A worker killed because the caller gave up (``stop``) did not fail.
+            self._worker_failed = self._worker_failed or not stopped
             message = f"{error}; its output is in {self._log_path}"
         return EvaluationResult.failed(task.task_id, kind, message, worker_pid=worker.pid)
 
@@ -400,9 +403,15 @@ class _Feeder:
     """
 
     def __init__(
-        self, pool: WorkerPool, slot: int, pending: queue.Queue[EvaluationTask], cap: int
+        self,
+        pool: WorkerPool,
+        slot: int,
+        pending: queue.Queue[EvaluationTask],
+        cap: int,
+        stop: threading.Event,
     ) -> None:
         self.pool = pool
+        self.stop = stop
         self.slot = slot
         self.pending = pending
         self.cap = cap  # in flight on this worker at most
@@ -477,7 +486,7 @@ class _Feeder:
         self.in_flight.clear()
         self._replaced()
         if len(tasks) == 1:
-            return [self.pool._failed(worker, tasks[0], error)]
+            return [self.pool._failed(worker, tasks[0], error, self.stop.is_set())]
         self.alone.extend(tasks)
         return []
 
@@ -490,7 +499,7 @@ class _Feeder:
         self._replaced()
         timeout = over[0].timeout_s if over else 0.0
         error = TimeoutError(f"evaluation took longer than {timeout:g} s")
-        return [self.pool._failed(worker, task, error) for task in over]
+        return [self.pool._failed(worker, task, error, self.stop.is_set()) for task in over]
 
     def _replaced(self) -> list[EvaluationResult]:
         with self.pool._lock:

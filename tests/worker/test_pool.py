@@ -281,7 +281,7 @@ def test_the_log_of_a_crashed_worker_is_kept_where_its_error_says(temp_folder, c
     assert b"DeepEval" in kept.read_bytes()  # what the workers printed
 
 
-def test_abandoned_evaluations_are_killed_not_awaited():
+def test_abandoned_evaluations_are_killed_not_awaited(temp_folder):
     pool = WorkerPool(size=2, timeout_s=600, evaluator=POLLUTER)
     try:
         stream = pool.evaluate([labelled("ok", 0), labelled("hang", 1, timeout_s=600)])
@@ -292,6 +292,7 @@ def test_abandoned_evaluations_are_killed_not_awaited():
         assert first.score == 1.0
     finally:
         pool.close()
+    assert list(temp_folder.iterdir()) == []  # a worker killed on purpose did not fail
 
 
 def test_workers_are_recycled_after_their_evaluation_budget():
