@@ -175,7 +175,7 @@ MISSING = {
     "retrieval_context": {"retrieval_context": None},
     "tools_called": {"intermediate_steps": None},
     "expected_tools": {"expected_tools": None},
-    "trace": {"intermediate_steps": []},
+    "trace": {"intermediate_steps": None},  # [] is a trace without tool calls
     "turns": {"turns": None, "input": None},  # with an input, the run itself is a conversation
     "turn_retrieval_context": {
         "retrieval_context": None,
