@@ -1,17 +1,23 @@
 """Worker-pool throughput against the alternatives a user has, side by side in one run.
 
-    .venv/bin/python scripts/pool_throughput.py            # 240 evaluations, C=16, 50 and 300 ms
+    .venv/bin/python scripts/pool_throughput.py    # 240 evaluations, 50, 300 and 2000 ms
+    .venv/bin/python scripts/pool_throughput.py --latencies 2000 --soak 0 --paced 0
 
 The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
 judge that answers after a fixed latency, run by
-  (a) our worker pool with C workers,
+  (a) our worker pool: W workers with P evaluations in flight each (default 4 x 24),
   (b) DeepEval's evaluate() with AsyncConfig(max_concurrent=C) and its own OpenAI model,
   (c) a plain sequential loop (our evaluator in one process: each evaluation's
       isolated latency, from which ideal = sum of isolated latencies / C),
   (d) a model of the seed's design: 4 slots, one evaluation per slot, DeepEval's own
       OpenAI model in each slot,
-then a soak of one worker over 500 evaluations for its memory. Each runner runs in its
-own process; CPU is counted for that process and its workers, never the judge server's.
+then a soak of one worker over 500 evaluations for its memory, and the pool against a
+rate-limited loopback judge (requests per minute, OpenAI's rate-limit headers, 429s
+beyond its bucket) at 300 ms and 2 s: throughput against the limit, the share of calls
+answered 429, scores lost. Each runner runs in its own process; CPU is counted for that
+process and its workers, never the judge server's. The CPU bound is CPU seconds per
+evaluation x evaluations / cores; the latency bound is the sum of isolated latencies /
+evaluations in flight.
 """
 
 from __future__ import annotations
@@ -67,11 +73,22 @@ def cases(evaluations: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(item, metric) for item in items(per_metric) for metric in METRICS]
 
 
-def tasks_for(base_url: str, evaluations: int) -> list[Any]:
-    """The benchmark's evaluations as pool tasks, judged by the loopback server."""
+def tasks_for(base_url: str, evaluations: int, state_dir: str | None = None) -> list[Any]:
+    """The benchmark's evaluations as pool tasks, judged by the loopback server.
+
+    With ``state_dir``, judge calls go through the judge's shared state and pacing (cache
+    off), as in a benchmark run.
+    """
     from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
 
-    judge = JudgeSpec(provider="openai-compatible", model="loopback", base_url=base_url)
+    judge = JudgeSpec(
+        provider="openai-compatible",
+        model="loopback",
+        base_url=base_url,
+        state_dir=state_dir,
+        cache=False,
+        max_in_flight=256,
+    )
     return [
         EvaluationTask(
             task_id=index,
@@ -107,17 +124,25 @@ def _self_cpu() -> float:
 
 
 def run_pool(
-    base_url: str, concurrency: int, evaluations: int, soak: bool = False
+    base_url: str,
+    concurrency: int,
+    evaluations: int,
+    soak: bool = False,
+    per_worker: int = 1,
 ) -> dict[str, Any]:
-    from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPool
+    import tempfile
+
+    from n8n_deepeval_pipeline.worker.pool import WorkerPool
 
     if evaluations == 0:  # warm-up only
         pool = WorkerPool(concurrency, 300)
         pool.start()
         pool.close()
         return {"warmup_s": pool.warmup_s}
-    tasks = tasks_for(base_url, evaluations)
-    pool = WorkerPool(concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9)
+    tasks = tasks_for(base_url, evaluations, tempfile.mkdtemp(prefix="pool-bench-"))
+    pool = WorkerPool(
+        concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9, per_worker=per_worker
+    )
     pool.start()
     pids = pool.pids
     cpu_before = _self_cpu() + sum(_cpu_of(pid) for pid in pids)
@@ -137,6 +162,8 @@ def run_pool(
         "peak_rss_per_worker_mb": max(peaks),
         "warmup_s": stats["warmup_s"],
         "median_overhead_ms": stats["median_overhead_ms"],
+        "in_flight": stats["peak_in_flight"],
+        "judge_calls": sum(r.judge_calls for r in results),
         "soak": soak,
     }
 
@@ -273,15 +300,17 @@ def _child(mode: str, **options: Any) -> dict[str, Any]:
 
 
 class _Server:
-    def __init__(self, latency_ms: float, port: int) -> None:
+    def __init__(self, latency_ms: float, port: int, rpm: int | None = None) -> None:
         self.port = port
+        limits = ["--rpm", str(rpm), "--burst-s", "1"] if rpm else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "n8n_deepeval_pipeline.testing.loopback_judge",
              "--port", str(port),
-             "--latency-ms", str(latency_ms)],
+             "--latency-ms", str(latency_ms), *limits],
             env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            text=True,
         )  # fmt: skip
         self._wait()
 
@@ -299,9 +328,13 @@ class _Server:
             time.sleep(0.05)
         raise RuntimeError("the loopback judge did not start")
 
-    def stop(self) -> None:
+    def stop(self) -> dict[str, Any]:
+        """Stop it; what it served (requests, rate_limited, max_in_flight)."""
         self.process.terminate()
-        self.process.wait(timeout=10)
+        out, _ = self.process.communicate(timeout=10)
+        lines = [line for line in out.splitlines() if line.startswith("{")]
+        served: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+        return served
 
 
 def _import_time() -> float:
@@ -325,12 +358,20 @@ def _row(label: str, result: dict[str, Any]) -> str:
     )
 
 
-def compare(latency_ms: float, concurrency: int, evaluations: int, port: int) -> dict[str, Any]:
+def compare(
+    latency_ms: float, concurrency: int, evaluations: int, port: int, pool: tuple[int, int]
+) -> dict[str, Any]:
+    workers, per_worker = pool
+    sample = evaluations if latency_ms <= 300 else min(evaluations, 4 * len(METRICS))
     server = _Server(latency_ms, port)
     try:
         runs = {
             "a": _child(
-                "pool", base_url=server.base_url, concurrency=concurrency, evaluations=evaluations
+                "pool",
+                base_url=server.base_url,
+                concurrency=workers,
+                evaluations=evaluations,
+                per_worker=per_worker,
             ),
             "b": _child(
                 "deepeval",
@@ -338,29 +379,38 @@ def compare(latency_ms: float, concurrency: int, evaluations: int, port: int) ->
                 concurrency=concurrency,
                 evaluations=evaluations,
             ),
-            "c": _child("sequential", base_url=server.base_url, evaluations=evaluations),
-            "d": _child("seed", base_url=server.base_url, evaluations=evaluations),
+            # A sample of isolated latencies at long ones (one at a time would take minutes).
+            "c": _child("sequential", base_url=server.base_url, evaluations=sample),
         }
+        if latency_ms <= 300:  # the seed's 4 slots: minutes at longer latencies
+            runs["d"] = _child("seed", base_url=server.base_url, evaluations=evaluations)
     finally:
         server.stop()
-    ideal = runs["c"]["isolated_latency_sum_s"] / concurrency
     count = runs["a"]["evaluations"]
+    runs["c"]["isolated_latency_sum_s"] *= count / runs["c"]["evaluations"]
+    ideal = runs["c"]["isolated_latency_sum_s"] / concurrency
+    in_flight = runs["a"]["in_flight"]
+    latency_bound = runs["c"]["isolated_latency_sum_s"] / in_flight
+    cpu_bound = runs["a"]["cpu_s"] / (os.cpu_count() or 1)
     print(f"\njudge latency {latency_ms:g} ms · {count} evaluations · C = {concurrency}")
     columns = ("wall s", "eval/s", "cpu ms/ev", "rss MB", "MB/worker")
     print(f"{'runner':<26} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     labels = {
-        "a": f"(a) worker pool, {concurrency} workers",
+        "a": f"(a) worker pool, {workers} x {per_worker}",
         "b": "(b) deepeval evaluate()",
         "c": "(c) sequential loop",
         "d": "(d) seed model, 4 slots",
     }
     for key, label in labels.items():
-        print(_row(label, runs[key]))
+        if key in runs:
+            print(_row(label, runs[key]))
     a = runs["a"]["wall_s"]
     ratios = {
         "a/b": a / runs["b"]["wall_s"],
-        "a/d": a / runs["d"]["wall_s"],
+        **({"a/d": a / runs["d"]["wall_s"]} if "d" in runs else {}),
         "a/ideal": a / ideal,
+        "a/latency bound": a / latency_bound,
+        "a/max(latency, cpu bound)": a / max(latency_bound, cpu_bound),
         "throughput a vs b": runs["b"]["wall_s"] / a,
     }
     print(
@@ -368,8 +418,35 @@ def compare(latency_ms: float, concurrency: int, evaluations: int, port: int) ->
         f"{runs['a']['warmup_s']:.2f} s · pool overhead {runs['a']['median_overhead_ms']:.2f} ms "
         f"median · errors in (a): {runs['a']['errors']}"
     )
+    print(
+        f"(a) in flight {in_flight} (evaluate(): every metric of {concurrency} cases, "
+        f"{concurrency * len(METRICS)}) · latency bound {latency_bound:.2f} s · CPU bound "
+        f"{cpu_bound:.2f} s · pool RSS {runs['a']['peak_rss_total_mb']:.0f} MB"
+    )
     print("ratios (wall time): " + " · ".join(f"{k} {v:.2f}" for k, v in ratios.items()))
     return {"latency_ms": latency_ms, "runs": runs, "ideal_s": ideal, "ratios": ratios}
+
+
+def paced(latency_ms: float, rpm: int, evaluations: int, port: int) -> dict[str, Any]:
+    """The pool against a judge that allows ``rpm`` requests a minute (bursts of 1 s)."""
+    server = _Server(latency_ms, port, rpm=rpm)
+    try:
+        run = _child(
+            "pool", base_url=server.base_url, concurrency=4, evaluations=evaluations,
+            per_worker=24,
+        )  # fmt: skip
+    finally:
+        served = server.stop()
+    answered = run["judge_calls"]
+    per_minute = answered / run["wall_s"] * 60
+    share_429 = served["rate_limited"] / max(served["requests"], 1)
+    print(
+        f"\nrate-limited judge: {rpm} requests/min, {latency_ms:g} ms · {run['evaluations']} "
+        f"evaluations, {answered} calls in {run['wall_s']:.1f} s = {per_minute:.0f}/min "
+        f"({per_minute / rpm:.1%} of the limit) · 429s {served['rate_limited']} of "
+        f"{served['requests']} requests ({share_429:.1%}) · scores lost {run['errors']}"
+    )
+    return {"latency_ms": latency_ms, "rpm": rpm, "run": run, "served": served}
 
 
 def main() -> None:
@@ -378,7 +455,10 @@ def main() -> None:
     parser.add_argument("--options", default="{}")
     parser.add_argument("--evaluations", type=int, default=240)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--latencies", default="50,300")
+    parser.add_argument("--latencies", default="50,300,2000")
+    parser.add_argument("--workers", type=int, default=4, help="(a): worker processes")
+    parser.add_argument("--per-worker", type=int, default=24, help="(a): in flight per worker")
+    parser.add_argument("--paced", type=int, default=600, help="requests/min; 0: skip")
     parser.add_argument("--soak", type=int, default=500)
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--json", help="also write the figures to this file")
@@ -397,9 +477,14 @@ def main() -> None:
     print(f"one process importing deepeval.metrics: {one_import:.2f} s")
     figures: dict[str, Any] = {"import_s": one_import, "comparisons": []}
     for latency in (float(value) for value in args.latencies.split(",")):
+        pool = (args.workers, args.per_worker)
         figures["comparisons"].append(
-            compare(latency, args.concurrency, args.evaluations, args.port)
+            compare(latency, args.concurrency, args.evaluations, args.port, pool)
         )
+    if args.paced:
+        figures["paced"] = [
+            paced(latency, args.paced, args.evaluations, args.port) for latency in (300, 2000)
+        ]
     if args.soak:
         server = _Server(0, args.port)
         try:

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import signal
 import threading
 import time
 from collections import Counter
@@ -353,13 +354,28 @@ def _write(
 
 
 def main() -> None:
-    """Serve until interrupted."""
+    """Serve until SIGTERM or SIGINT, then print what it served (JSON) and exit."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--rpm", type=int, help="requests per minute it allows")
+    parser.add_argument("--tpm", type=int, help="tokens per minute it allows")
+    parser.add_argument("--burst-s", type=float, default=60.0, help="seconds of refill it holds")
     options = parser.parse_args()
-    judge = LoopbackJudge(latency_s=options.latency_ms / 1000, port=options.port)
-    asyncio.run(judge._serve(threading.Event()))
+    judge = LoopbackJudge(
+        latency_s=options.latency_ms / 1000,
+        port=options.port,
+        requests_per_minute=options.rpm,
+        tokens_per_minute=options.tpm,
+        burst_s=options.burst_s,
+    ).start()
+    stopped = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopped.set())
+    stopped.wait()
+    judge.stop()
+    served = {"requests": judge.requests, "rate_limited": judge.rate_limited}
+    print(json.dumps({**served, "max_in_flight": judge.max_in_flight}), flush=True)
 
 
 if __name__ == "__main__":

@@ -219,6 +219,8 @@ class WorkerPool:
         self._busy: dict[int, _Worker] = {}
         self._lock = threading.Lock()
         self.replacements = 0
+        self.in_flight = 0  # evaluations sent and not yet answered, all workers
+        self.peak_in_flight = 0
         self.warmup_s = 0.0
         self.overheads_s: list[float] = []
         self.retired_peak_rss_mb: list[float] = []
@@ -353,6 +355,11 @@ class WorkerPool:
             message = f"{error}; its output is in {self._log_path}"
         return EvaluationResult.failed(task.task_id, kind, message, worker_pid=worker.pid)
 
+    def _count_in_flight(self, change: int) -> None:
+        with self._lock:
+            self.in_flight += change
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
     def _worn_out(self, worker: _Worker) -> bool:
         return worker.evaluations >= self.max_evaluations or worker.rss_mb() > self.max_rss_mb
 
@@ -364,6 +371,7 @@ class WorkerPool:
             "workers": self.size,
             "warmup_s": round(self.warmup_s, 3),
             "replacements": self.replacements,
+            "peak_in_flight": self.peak_in_flight,
             "median_overhead_ms": round(statistics.median(self.overheads_s) * 1000, 3)
             if self.overheads_s
             else None,
@@ -454,6 +462,7 @@ class _Feeder:
         while (chosen := self._next()) is not None:
             task, solo = chosen
             self.in_flight[task.task_id] = (task, time.monotonic(), solo)
+            self.pool._count_in_flight(+1)
             with self.pool._lock:
                 self.pool._busy[self.slot] = worker
             try:
@@ -474,6 +483,7 @@ class _Feeder:
     def _finished(self, worker: _Worker, payload: dict[str, Any], clean: bool) -> list[Any]:
         result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
         task, sent, _ = self.in_flight.pop(result.task_id)
+        self.pool._count_in_flight(-1)
         self.pool.overheads_s.append(time.monotonic() - sent - result.latency_s)
         if task.clean_session or not clean or self.pool._worn_out(worker):
             self.retire = True
@@ -483,7 +493,7 @@ class _Feeder:
 
     def _crashed(self, worker: _Worker, error: WorkerCrashed) -> list[EvaluationResult]:
         tasks = [task for task, _, _ in self.in_flight.values()]
-        self.in_flight.clear()
+        self._forget_in_flight()
         self._replaced()
         if len(tasks) == 1:
             return [self.pool._failed(worker, tasks[0], error, self.stop.is_set())]
@@ -495,11 +505,15 @@ class _Feeder:
         late = {t.task_id for t, sent, _ in self.in_flight.values() if sent + t.timeout_s <= now}
         over = [task for task, _, _ in self.in_flight.values() if task.task_id in late]
         self.again.extend(t for t, _, _ in self.in_flight.values() if t.task_id not in late)
-        self.in_flight.clear()
+        self._forget_in_flight()
         self._replaced()
         timeout = over[0].timeout_s if over else 0.0
         error = TimeoutError(f"evaluation took longer than {timeout:g} s")
         return [self.pool._failed(worker, task, error, self.stop.is_set()) for task in over]
+
+    def _forget_in_flight(self) -> None:
+        self.pool._count_in_flight(-len(self.in_flight))
+        self.in_flight.clear()
 
     def _replaced(self) -> list[EvaluationResult]:
         with self.pool._lock:
