@@ -198,7 +198,10 @@ def build_metric_scores_asset(
             journal.record(tasks[result.task_id], result)
             scores.append(planned.row_for(result))
             if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
-                context.log.info(f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}")
+                pacing = _pacing_line(judge, planned)
+                context.log.info(
+                    f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
+                )
         pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
         yield dg.Output(
             ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool),
@@ -211,6 +214,7 @@ def build_metric_scores_asset(
                     resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
                 ),
                 **{f"pool/{key}": value for key, value in pool.items()},
+                **_pacing_metadata(judge, planned),
             },
         )
         journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
@@ -269,6 +273,30 @@ def build_metric_scores_asset(
 
     asset: dg.AssetsDefinition = metric_scores
     return asset
+
+
+def _pacing(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, dict[str, Any]]:
+    """Each judge of the plan (by label): its fitted concurrency and reported budget."""
+    view = judge.shared_state().pacing_view()
+    return {spec.label: view[spec.identity] for spec in planned.judges if spec.identity in view}
+
+
+def _pacing_line(judge: JudgeResource, planned: EvaluationPlan) -> str:
+    parts = [
+        f"{label}: {p['concurrency']} in flight"
+        + (f", {p['remaining_requests']} requests left" if p["remaining_requests"] else "")
+        for label, p in _pacing(judge, planned).items()
+    ]
+    return f" · {'; '.join(parts)}" if parts else ""
+
+
+def _pacing_metadata(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, Any]:
+    return {
+        f"judge/{label}/{name}": value
+        for label, pacing in _pacing(judge, planned).items()
+        for name, value in pacing.items()
+        if value is not None
+    }
 
 
 def _op_config(config: dict[str, Any]) -> dict[str, Any]:

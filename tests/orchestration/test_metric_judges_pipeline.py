@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def test_a_metric_judge_and_a_dry_run_panel_are_stored_and_summarised(
     example_copy, environment, monkeypatch
 ):
-    server = LoopbackJudge(latency_s=0.0).start()
+    server = LoopbackJudge(latency_s=0.0, requests_per_minute=6000).start()  # sends headers
     monkeypatch.setenv("OWN_JUDGE_URL", server.base_url)
     document = yaml.safe_load(example_copy.read_text())
     document["runsPerRow"] = 1
@@ -70,6 +70,14 @@ def test_a_metric_judge_and_a_dry_run_panel_are_stored_and_summarised(
             "dry-run:b",
             "dry-run:c",
         ]
+    # The scoring step says how the judge was paced: its concurrency and remaining budget.
+    (scored,) = [
+        event.event_specific_data.metadata
+        for event in result.all_events
+        if event.event_type_value == "STEP_OUTPUT" and ".score[" in (event.step_key or "")
+    ]
+    assert scored["judge/openai-compatible:own-judge/concurrency"].value >= 4
+    assert 0 < scored["judge/openai-compatible:own-judge/remaining_requests"].value < 6000
     (materialisation,) = result.asset_materializations_for_node("support_agent__metric_scores")
     metadata = materialisation.metadata
     agreements = [row[4] for row in rows[2:]]
