@@ -4,8 +4,8 @@ The names most users need (none of them imports Dagster or DeepEval); the Dagste
 location is ``n8n_deepeval_pipeline.orchestration.definitions``.
 """
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, load_benchmark
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG

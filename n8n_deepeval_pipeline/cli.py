@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
@@ -27,7 +27,7 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
-    from n8n_deepeval_pipeline.summary import ErrorSummary
+    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -127,7 +127,7 @@ def hash_command(source: Any) -> None:
 @main.command()
 def schema() -> None:
     """Print the JSON schema of benchmark files (for editors: yaml-language-server)."""
-    from n8n_deepeval_pipeline.benchmark_config import benchmark_json_schema
+    from n8n_deepeval_pipeline.benchmark.config import benchmark_json_schema
 
     click.echo(json.dumps(benchmark_json_schema(), indent=2))
 
@@ -180,8 +180,8 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
 
 def _check(path: Path) -> Any:
     """Validate a benchmark; what lives in n8n is read with the environment's API key."""
+    from n8n_deepeval_pipeline.console.validation import check_benchmark
     from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
-    from n8n_deepeval_pipeline.validation import check_benchmark
 
     client = client_from_environment()  # not the Dagster resource: validate starts fast
     if client is None:
@@ -270,7 +270,7 @@ def run(
     4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
     case regressed against the previous version (compare.failOn).
     """
-    from n8n_deepeval_pipeline.summary import render_summary
+    from n8n_deepeval_pipeline.console.run_summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
@@ -318,7 +318,7 @@ def _incompleteness(
     The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
     one, so that the CLI and the check give one answer.
     """
-    from n8n_deepeval_pipeline.summary import judge_trouble, over_error_limit
+    from n8n_deepeval_pipeline.console.run_summary import judge_trouble, over_error_limit
 
     if max_error_rate is None and errors.judge_outage:
         return (
@@ -389,7 +389,7 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
     by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
     is full or the database corrupt.
     """
-    from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
+    from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
@@ -460,9 +460,9 @@ def init(workflow: str, out: Path | None, from_executions: bool, limit: int, for
     The start and end node, the dataset's columns and the metrics are read off the
     workflow; the file is validated once written.
     """
+    from n8n_deepeval_pipeline.console.scaffold import benchmark_name, write_benchmark
     from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
-    from n8n_deepeval_pipeline.scaffold import benchmark_name, write_benchmark
 
     client = None if Path(workflow).is_file() else _api_client()
     try:
@@ -490,7 +490,7 @@ def init(workflow: str, out: Path | None, from_executions: bool, limit: int, for
 
 def _workflow_source(workflow: str, client: Any, from_executions: bool) -> Any:
     """The workflow from a file, or from n8n by its id."""
-    from n8n_deepeval_pipeline.scaffold import WorkflowSource
+    from n8n_deepeval_pipeline.console.scaffold import WorkflowSource
     from n8n_deepeval_pipeline.workflow.file import read_workflow
     from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
 
 
 class Price(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from n8n_deepeval_pipeline.config_model import ConfigModel
+from n8n_deepeval_pipeline.config.model import ConfigModel
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 

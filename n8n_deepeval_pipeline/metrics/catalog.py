@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Union
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from n8n_deepeval_pipeline.config_errors import MISSING_METRIC, UNKNOWN_METRIC
+from n8n_deepeval_pipeline.config.errors import MISSING_METRIC, UNKNOWN_METRIC
 from n8n_deepeval_pipeline.metrics import (
     agentic,
     community,

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
-from n8n_deepeval_pipeline.config_model import STRICT_CONFIG, NonBlank
+from n8n_deepeval_pipeline.config.model import STRICT_CONFIG, NonBlank
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule
 

@@ -12,8 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.n8n_api.client import DataTableColumn, N8nClient
-from n8n_deepeval_pipeline.n8n_config import DataTableOutput
 from n8n_deepeval_pipeline.tables.rows import TableRow
 
 # Key columns of an upsert, per table.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from n8n_deepeval_pipeline.benchmark_config import DatasetConfig
+from n8n_deepeval_pipeline.benchmark.config import DatasetConfig
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, equals_filter
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef
 from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
 
 

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from n8n_deepeval_pipeline.config_errors import FileRole
+from n8n_deepeval_pipeline.config.errors import FileRole
 from n8n_deepeval_pipeline.n8n_api.client import (
     EXECUTION_PAGE_SIZE,
     DataTableColumn,

@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from n8n_deepeval_pipeline.benchmark.n8n_target import UNSAFE_TO_RETRY, WebhookTarget
 from n8n_deepeval_pipeline.n8n_api.retries import send
-from n8n_deepeval_pipeline.n8n_config import UNSAFE_TO_RETRY, WebhookTarget
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
     NormalisedResponse,

@@ -18,8 +18,8 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget
-from n8n_deepeval_pipeline.config_errors import pointed_to_by
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
+from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,

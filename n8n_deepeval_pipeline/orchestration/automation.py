@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys

@@ -26,12 +26,12 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
-from n8n_deepeval_pipeline.summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import (

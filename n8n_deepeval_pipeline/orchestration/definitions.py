@@ -13,7 +13,7 @@ from pathlib import Path
 import dagster as dg
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, load_benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.n8n_api.client import API_KEY_ENV, API_URL_ENV, timeout_from
 from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
 from n8n_deepeval_pipeline.orchestration.automation import (

@@ -14,10 +14,10 @@ from typing import Any
 
 import dagster as dg
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import harness_webhook, remove_stale_copies
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.harness import check_start_and_end

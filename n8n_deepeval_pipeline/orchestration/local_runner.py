@@ -14,7 +14,8 @@ from dagster_shared.error import SerializableErrorInfo
 from filelock import FileLock
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
@@ -22,7 +23,6 @@ from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_gener
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
-from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
+from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.report.cases import case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -12,7 +13,6 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     DatasetRow,

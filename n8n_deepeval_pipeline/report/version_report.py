@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.console.run_summary import summarise
 from n8n_deepeval_pipeline.report.build import build_report
 from n8n_deepeval_pipeline.report.model import Report
-from n8n_deepeval_pipeline.summary import summarise
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from n8n_deepeval_pipeline.config_errors import DataFileError, FileRole
+from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole
 
 
 class NotAJsonObjectError(ValueError):

@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from n8n_deepeval_pipeline.benchmark_config import DatasetConfig, MappedField
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, DataFileError, FileRole
+from n8n_deepeval_pipeline.benchmark.config import DatasetConfig, MappedField
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, DataFileError, FileRole
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.evaluation import (
     EvaluationItem,
     EvaluationResult,

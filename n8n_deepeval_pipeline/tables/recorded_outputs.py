@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from n8n_deepeval_pipeline.benchmark_config import RecordedColumn, RecordedTarget
-from n8n_deepeval_pipeline.config_errors import DataFileError, FileRole, field_path
+from n8n_deepeval_pipeline.benchmark.config import RecordedColumn, RecordedTarget
+from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole, field_path
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,

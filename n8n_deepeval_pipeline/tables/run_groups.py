@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.n8n_data.expressions import as_text, resolve_path
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, RunAggregate
 from n8n_deepeval_pipeline.tables.run_items import eval_context, run_item

@@ -12,7 +12,7 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig, RecordedTarget
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, DatasetConfig, RecordedTarget
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
 from n8n_deepeval_pipeline.statistics.consistency import Basis, RunResult, case_consistency

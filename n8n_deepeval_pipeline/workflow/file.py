@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from n8n_deepeval_pipeline.config_errors import DataFileError, FileRole
+from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole
 from n8n_deepeval_pipeline.workflow.hashing import WorkflowShapeError, extract_workflow
 
 _FILE = FileRole("workflow", "workflow")

@@ -6,7 +6,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy, parse_retry_after
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema

@@ -9,7 +9,7 @@ import yaml
 from pydantic import ValidationError
 
 from n8n_deepeval_pipeline import CATALOG, BenchmarkConfigError
-from n8n_deepeval_pipeline.benchmark_config import parse_benchmark
+from n8n_deepeval_pipeline.benchmark.config import parse_benchmark
 from n8n_deepeval_pipeline.metrics.catalog import suggest_slug
 
 # slug → (DeepEval class, the fields DeepEval 4.3.1 lists in its _required_params)

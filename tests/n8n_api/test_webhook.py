@@ -3,8 +3,8 @@
 import pytest
 
 from n8n_deepeval_pipeline import DatasetRow
+from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller, webhook_identity
-from n8n_deepeval_pipeline.n8n_config import WebhookTarget
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
 from tests.n8n_api.fake_n8n import TOKEN, FakeN8nWebhooks
 

@@ -368,7 +368,7 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     failure = step_failure(refused)
     assert failure.step_key == "support_agent__agent_outputs"
     assert failure.event_specific_data.error.cause.message == (
-        "n8n_deepeval_pipeline.config_errors.DataFileError: "
+        "n8n_deepeval_pipeline.config.errors.DataFileError: "
         f"{outputs}: invalid recorded outputs (target.outputs of {example_copy})\n"
         "  - line 55: row_id 'typo' run_index 0: no such row in the dataset "
         "(after filters and maxRows)\n"

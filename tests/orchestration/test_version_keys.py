@@ -1,6 +1,6 @@
 import dagster as dg
 
-from n8n_deepeval_pipeline.benchmark_config import load_benchmark
+from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.orchestration.assets import scored_versions
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from tests.orchestration.conftest import PARTITIONS

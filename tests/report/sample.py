@@ -17,12 +17,12 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.report import Report, build_report, write_report
 from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
 from n8n_deepeval_pipeline.statistics.consistency import RunResult, case_consistency
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised, passes
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_versions
-from n8n_deepeval_pipeline.summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,

@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from n8n_deepeval_pipeline.console.run_summary import summarise
 from n8n_deepeval_pipeline.report import (
     build_report,
     pr_comment,
@@ -20,7 +21,6 @@ from n8n_deepeval_pipeline.report.build import score_bins
 from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT
 from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
 from n8n_deepeval_pipeline.report.model import Excerpt
-from n8n_deepeval_pipeline.summary import summarise
 from tests.conftest import wilson_by_hand
 from tests.report.sample import BAD_ANSWERS, BASELINE, CANDIDATE, sample_report
 

@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from n8n_deepeval_pipeline.benchmark_config import DatasetConfig
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.benchmark.config import DatasetConfig
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 
 HASH = "d" * 64

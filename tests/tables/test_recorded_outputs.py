@@ -3,8 +3,8 @@ import json
 import pytest
 
 from n8n_deepeval_pipeline import DatasetRow
-from n8n_deepeval_pipeline.benchmark_config import RecordedTarget
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.benchmark.config import RecordedTarget
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.tables.recorded_outputs import NoRecordingError, recorded_outputs
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
 

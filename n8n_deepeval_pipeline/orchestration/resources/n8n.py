@@ -14,11 +14,11 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, DatasetConfig
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, DatasetConfig
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.n8n_api.client import API_KEY_ENV, API_URL_ENV, N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 
 

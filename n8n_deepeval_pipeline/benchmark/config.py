@@ -14,20 +14,20 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_snake
 
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, describe_validation_error
-from n8n_deepeval_pipeline.config_model import ConfigModel, FilePath
-from n8n_deepeval_pipeline.config_yaml import YamlProblem, load_yaml
-from n8n_deepeval_pipeline.cron import cron_problem
-from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
-from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
-from n8n_deepeval_pipeline.n8n_config import (
+from n8n_deepeval_pipeline.benchmark.n8n_target import (
     DataTableSink,
     N8nWorkflowRef,
     WebhookTarget,
     WorkflowTarget,
 )
+from n8n_deepeval_pipeline.config.cron import cron_problem
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath
+from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
+from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
+from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
+from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
-from n8n_deepeval_pipeline.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 

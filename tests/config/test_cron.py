@@ -3,7 +3,7 @@
 import pytest
 from dagster._utils.schedules import is_valid_cron_string
 
-from n8n_deepeval_pipeline.cron import cron_problem
+from n8n_deepeval_pipeline.config.cron import cron_problem
 
 VALID = [
     "0 2 * * *",

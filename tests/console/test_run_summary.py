@@ -1,6 +1,6 @@
 """The run summary's lines for a version's workflow checks."""
 
-from n8n_deepeval_pipeline.summary import (
+from n8n_deepeval_pipeline.console.run_summary import (
     render_workflow_checks,
     workflow_check_counts,
     workflow_checks_markdown,

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from n8n_deepeval_pipeline.config_model import ConfigModel
+from n8n_deepeval_pipeline.config.model import ConfigModel
 from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, env_names
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH"]

@@ -3,7 +3,7 @@
 import pytest
 
 from n8n_deepeval_pipeline import load_benchmark
-from tests.test_benchmark_config import VALID, problems, with_changes, write
+from tests.benchmark.test_config import VALID, problems, with_changes, write
 
 SINK = {
     "runAggregates": {"dataTable": "runs"},

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from n8n_deepeval_pipeline import BenchmarkConfigError
-from n8n_deepeval_pipeline.validation import check_benchmark
+from n8n_deepeval_pipeline.console.validation import check_benchmark
 
 
 def test_recordings_of_unknown_rows_or_runs_beyond_runs_per_row_are_errors(example_copy):

@@ -3,7 +3,7 @@
 import pytest
 from scipy.stats import fisher_exact
 
-from n8n_deepeval_pipeline.comparison_summary import comparison_json, render_comparison
+from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     MetricRun,
     RunOutcome,

@@ -4,8 +4,8 @@ import duckdb
 import pytest
 
 from n8n_deepeval_pipeline import BenchmarkConfigError, load_benchmark
-from n8n_deepeval_pipeline.schema_names import SQL_KEYWORDS
-from tests.test_benchmark_config import problems, with_changes, write
+from n8n_deepeval_pipeline.config.schema_names import SQL_KEYWORDS
+from tests.benchmark.test_config import problems, with_changes, write
 
 FILE = """\
 name: demo

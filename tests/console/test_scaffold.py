@@ -11,8 +11,8 @@ import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.console.scaffold import benchmark_name
 from n8n_deepeval_pipeline.n8n_data.templates import render
-from n8n_deepeval_pipeline.scaffold import benchmark_name
 from tests.live.n8n_server import load_workflow
 from tests.n8n_api.fake_n8n import FakeN8nApi
 from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT, chat_execution

@@ -1,7 +1,7 @@
 """A benchmark file is shared like code: its templates read only the variables it lists."""
 
 from n8n_deepeval_pipeline import load_benchmark
-from tests.test_benchmark_config import problems, with_changes, write
+from tests.benchmark.test_config import problems, with_changes, write
 
 HOOK = {"type": "n8n_webhook", "url": "http://127.0.0.1:5678/webhook/probe"}
 JUDGE_KEY = "N8N_DEEPEVAL_JUDGE_API_KEY"

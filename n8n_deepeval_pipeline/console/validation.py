@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
-from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, pointed_to_by
+from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget, load_benchmark
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
-from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
     ID_COLUMN,
@@ -31,7 +32,6 @@ from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
     append_to_file,
     draw_dataset,
 )
-from n8n_deepeval_pipeline.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.workflow.anatomy import CHAT_INPUT, Anatomy, FieldRead, anatomy
 
 _COMMENT_COLUMN = 32

@@ -1,0 +1,1 @@
+"""A benchmark as its file describes it: workflow, dataset, target, metrics, checks."""

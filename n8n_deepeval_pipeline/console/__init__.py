@@ -1,0 +1,1 @@
+"""What the commands print and check: run summary, comparison, validate, init."""
