@@ -86,7 +86,7 @@ def postgres_server() -> Iterator[Postgres]:
     binaries = postgres_bin()
     assert binaries is not None, "PostgreSQL is not installed: scripts/install_services.sh"
     # Under /tmp, not pytest's tmp folder (mode 700 for root): the postgres user must reach it.
-    folder = Path(tempfile.mkdtemp(prefix="n8n-deepeval-pg-"))
+    folder = Path(tempfile.mkdtemp(prefix="n8n-deepeval-pg-", dir="/tmp"))
     data, log = folder / "data", folder / "postgres.log"
     user = None
     if os.geteuid() == 0:
