@@ -1,15 +1,22 @@
-"""The harness copy's life on n8n: created and published for one materialisation, removed after.
+"""The harness copy's life on n8n: created and published for one run, removed by that run.
 
-Copies are named ``[n8n-deepeval harness] <benchmark> <version> <id>`` so that copies a
-crashed run left behind are recognised and removed when the benchmark next runs.
+Copies are named ``[n8n-deepeval harness] <benchmark> <version> <id> <owner>``, the owner
+being the host and process that made the copy and the time its run must be over by. A
+copy belongs to its run: another run of the benchmark (a ``--filter`` trial, a sensor or
+schedule run overlapping a CLI run) removes it only when it is stale, that is when the
+process that made it is gone or its deadline has passed, never for its prefix alone.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
@@ -18,16 +25,65 @@ from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.workflow.harness import harness_copy
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
+# A run past its own time limit by this much is gone, even on a host this one cannot see.
+STALE_MARGIN_S = 900.0
+_OWNER = re.compile(r" host=(?P<host>\S+) pid=(?P<pid>\d+) until=(?P<until>\d+)$")
 
 
 class HarnessNotServedError(RuntimeError):
     """The copy was published but n8n never started serving its webhook."""
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The process a copy belongs to, and when its run must be over."""
+
+    host: str
+    pid: int
+    until: int
+
+    @classmethod
+    def this_process(cls, time_limit_s: float) -> Owner:
+        """The owner for a run of the calling process that may take ``time_limit_s``."""
+        until = int(time.time() + time_limit_s + STALE_MARGIN_S)
+        return cls(socket.gethostname(), os.getpid(), until)
+
+    def tag(self) -> str:
+        """How the owner is written at the end of a copy's name."""
+        return f"host={self.host} pid={self.pid} until={self.until}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def is_stale(name: str, now: float, alive: Callable[[int], bool] = _alive) -> bool:
+    """Whether the copy's run is over: its process gone, or its deadline passed.
+
+    A copy without an owner was left by a version that did not record one: stale.
+    """
+    match = _OWNER.search(name)
+    if match is None:
+        return True
+    if now > int(match["until"]):
+        return True
+    return match["host"] == socket.gethostname() and not alive(int(match["pid"]))
+
+
 def remove_stale_copies(client: N8nClient, benchmark: str) -> list[str]:
-    """Remove this benchmark's copies that an earlier (crashed) run left; their names."""
-    prefix = f"{HARNESS_PREFIX} {benchmark} "
-    stale = [w for w in client.workflows() if str(w.get("name", "")).startswith(prefix)]
+    """Remove this benchmark's copies whose runs are over; their names."""
+    prefix, now = f"{HARNESS_PREFIX} {benchmark} ", time.time()
+    stale = [
+        workflow
+        for workflow in client.workflows()
+        if str(workflow.get("name", "")).startswith(prefix) and is_stale(workflow["name"], now)
+    ]
     for workflow in stale:
         client.remove_workflow(str(workflow["id"]))
     return [str(workflow["name"]) for workflow in stale]
@@ -41,12 +97,14 @@ def harness_webhook(
     start: str,
     end: str,
     label: str,
+    time_limit_s: float,
 ) -> Iterator[tuple[str, str]]:
     """A published harness copy for the duration of the block: (its id, its webhook URL)."""
     run_id = uuid.uuid4().hex
     path = f"n8n-deepeval-{run_id}"
     copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()))
-    copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]}"
+    owner = Owner.this_process(time_limit_s)
+    copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]} {owner.tag()}"
     copy_id = client.create_workflow(copy)
     try:
         client.publish_workflow(copy_id)

@@ -101,20 +101,18 @@ def _through_harness(
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
-    problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
+    start, end = target.start_node_name, target.end_node_name
+    problems = check_start_and_end(workflow, start, end)
     if problems:
         raise ValueError("target: " + "; ".join(problems))
     label = f"{benchmark_name} {context.partition_key}"
+    # Every call may take its whole timeout, maxConcurrency at a time.
+    time_limit_s = target.timeout_s * -(-len(runs) // target.max_concurrency)
     with n8n.client() as client:
         for name in remove_stale_copies(client, benchmark_name):
-            context.log.warning(f"removed a harness copy an earlier run left: {name}")
+            context.log.warning(f"removed a harness copy whose run is over: {name}")
         with harness_webhook(
-            client,
-            n8n.base_url or "",
-            workflow,
-            target.start_node_name,
-            target.end_node_name,
-            label,
+            client, n8n.base_url or "", workflow, start, end, label, time_limit_s
         ) as (copy_id, url):
             outputs = _call(context, n8n, target.as_webhook(url), runs, rows)
             if target.steps_from_execution:
