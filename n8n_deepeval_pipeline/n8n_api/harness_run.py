@@ -9,6 +9,7 @@ process that made it is gone or its deadline has passed, never for its prefix al
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -22,7 +23,14 @@ from typing import Any
 import httpx2
 
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
-from n8n_deepeval_pipeline.workflow.harness import harness_copy
+from n8n_deepeval_pipeline.n8n_config import DEFAULT_BODY, WorkflowTarget
+from n8n_deepeval_pipeline.workflow.harness import (
+    MOCKS_FIELD,
+    default_input,
+    feeder,
+    harness_copy,
+)
+from n8n_deepeval_pipeline.workflow.mocks import SERVICES_RESPONSE, MockAnswer, service_nodes
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
 # A run past its own time limit by this much is gone, even on a host this one cannot see.
@@ -89,20 +97,57 @@ def remove_stale_copies(client: N8nClient, benchmark: str) -> list[str]:
     return [str(workflow["name"]) for workflow in stale]
 
 
+def mock_answers(target: WorkflowTarget, workflow: dict[str, Any]) -> dict[str, MockAnswer]:
+    """Node name → what it answers instead of running.
+
+    The nodes the benchmark names, and with ``services`` every other node that acts on a
+    real service.
+    """
+    mocks = target.mocks
+    answers = {
+        name: MockAnswer(response=mock.response, per_row=mock.column is not None)
+        for name, mock in mocks.nodes.items()
+    }
+    if mocks.services:
+        for node in service_nodes(workflow, target.start_node_name, target.end_node_name):
+            answers.setdefault(node.name, MockAnswer(response=SERVICES_RESPONSE))
+    return answers
+
+
+def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:
+    """The body template of a run's request, with the row's mock responses.
+
+    It is what the replaced trigger outputs for the row: ``target.input``, else the
+    trigger's own shape.
+    """
+    body = target.input
+    if body is None:
+        body = default_input(feeder(workflow, target.start_node_name))
+    columns = {name: mock.column for name, mock in target.mocks.nodes.items() if mock.column}
+    if not columns:
+        return body
+    body = DEFAULT_BODY if body is None else body
+    if not isinstance(body, dict):
+        raise ValueError("target.mocks: a response read from a column needs an object input")
+    cells = {name: f"{{{{ row.get({json.dumps(column)}) }}}}" for name, column in columns.items()}
+    return {**body, MOCKS_FIELD: cells}
+
+
 @contextmanager
 def harness_webhook(
     client: N8nClient,
     base_url: str,
     workflow: dict[str, Any],
-    start: str,
-    end: str,
+    target: WorkflowTarget,
     label: str,
     time_limit_s: float,
+    replacements: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """A published harness copy for the duration of the block: (its id, its webhook URL)."""
     run_id = uuid.uuid4().hex
     path = f"n8n-deepeval-{run_id}"
-    copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()))
+    start, end = target.start_node_name, target.end_node_name
+    copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()), replacements)
     owner = Owner.this_process(time_limit_s)
     copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]} {owner.tag()}"
     copy_id = client.create_workflow(copy)

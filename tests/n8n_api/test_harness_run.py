@@ -8,9 +8,13 @@ import sys
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     HARNESS_PREFIX,
     Owner,
+    harness_body,
     is_stale,
     remove_stale_copies,
 )
+from n8n_deepeval_pipeline.n8n_config import DEFAULT_BODY, WorkflowTarget
+from n8n_deepeval_pipeline.workflow.harness import MOCKS_FIELD
+from tests.workflow.test_harness import CHAT_AGENT
 
 
 def gone_pid() -> int:
@@ -53,3 +57,21 @@ def test_the_live_copy_of_an_overlapping_run_is_left_alone():
     assert remove_stale_copies(client, "bench") == [f"{HARNESS_PREFIX} bench abc dead"]
     assert sorted(client.names.values()) == [
         f"{HARNESS_PREFIX} bench abc 1 {mine}", f"{HARNESS_PREFIX} other abc dead"]  # fmt: skip
+
+
+def target(**extra):
+    return WorkflowTarget.model_validate(
+        {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "Format", **extra}
+    )
+
+
+def test_the_body_is_the_triggers_shape_with_the_rows_mock_responses():
+    chat = {"sessionId": "{{ sessionId }}", "action": "sendMessage", "chatInput": "{{ input }}"}
+    assert harness_body(target(), CHAT_AGENT) == chat
+    mocks = {"nodes": {"Send to Slack": {"response": "ok"}, "Calculator": {"column": "calc"}}}
+    assert harness_body(target(mocks=mocks), CHAT_AGENT)[MOCKS_FIELD] == {
+        "Calculator": '{{ row.get("calc") }}'}  # fmt: skip
+    trigger, *others = CHAT_AGENT["nodes"]
+    webhook_like = {**CHAT_AGENT, "nodes": [{**trigger, "type": "n8n-nodes-base.webhook"}, *others]}
+    assert harness_body(target(mocks=mocks), webhook_like) == {
+        **DEFAULT_BODY, MOCKS_FIELD: {"Calculator": '{{ row.get("calc") }}'}}  # fmt: skip
