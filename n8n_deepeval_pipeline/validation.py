@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
-from n8n_deepeval_pipeline.n8n_api.harness_run import mock_answers
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_body, mock_answers
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
@@ -83,6 +83,11 @@ def _check_harness(
             problems.append(
                 f'mock "{name}": column {mock.column!r} is missing from row {lacking.row_id!r}'
             )
+    if not problems:  # the body needs the trigger, which a wrong start node may not have
+        try:
+            harness_body(target, workflow)
+        except ValueError as error:
+            problems.append(str(error).removeprefix("target."))
     if problems:
         raise BenchmarkConfigError(path, [f"target: {problem}" for problem in problems])
     return [

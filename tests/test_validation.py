@@ -168,3 +168,14 @@ def test_a_mock_needs_one_answer_and_the_error_names_its_field(example_copy):
         "target.n8n_workflow.mocks.nodes.order_lookup: Value error, a mock needs exactly one "
         "of 'response' or 'column'"
     ]
+
+
+def test_a_column_mock_needs_an_object_input(example_copy):
+    mocks = {"nodes": {"order_lookup": {"column": "expectedOutput"}}}
+    target = _harness_target(input="{{ input }}", mocks=mocks)
+    path = _with(example_copy, runsPerRow=2, target=target)
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [
+        "target: mocks: a response read from a column needs an object input"
+    ]

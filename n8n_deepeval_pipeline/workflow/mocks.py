@@ -100,12 +100,28 @@ def service_nodes(
 
 def check_mocks(workflow: dict[str, Any], start: str, end: str, names: list[str]) -> list[str]:
     """What is wrong with the mocked node names, in plain words (empty when fine)."""
-    kept = kept_nodes(workflow, start, end)
+    kept, graph = kept_nodes(workflow, start, end), WorkflowGraph(workflow)
+    mockable = _main_path(graph) | _tools(graph)
     return [
         f'mock "{name}": no node of that name runs between "{start}" and "{end}"'
-        for name in names
         if name not in kept
+        else f'mock "{name}": only main-path nodes and tools can be mocked, not a '
+        f"{short_type(graph.nodes[name])} sub-node (it is what the benchmark measures)"
+        for name in names
+        if name not in kept or name not in mockable
     ]
+
+
+def _tools(graph: WorkflowGraph) -> set[str]:
+    """Nodes wired into an agent as its tools (``ai_tool``), whatever their type."""
+    return graph.linked("ai_tool", into=False)
+
+
+def _main_path(graph: WorkflowGraph) -> set[str]:
+    """Nodes with a main connection in or out."""
+    return {
+        name for link in graph.links if link.kind == "main" for name in (link.source, link.target)
+    }
 
 
 def mocked_nodes(
@@ -113,8 +129,9 @@ def mocked_nodes(
 ) -> dict[str, dict[str, Any]]:
     """The stand-in of each mocked node, by name (call ``check_mocks`` first)."""
     graph = WorkflowGraph(workflow)
+    tools = _tools(graph)
     return {
-        name: (_mock_tool if is_tool(graph.nodes[name]) else _mock_node)(graph.nodes[name], answer)
+        name: (_mock_tool if name in tools else _mock_node)(graph.nodes[name], answer)
         for name, answer in answers.items()
     }
 

@@ -101,3 +101,11 @@ def test_a_mocked_main_node_is_a_code_node_of_the_same_name_in_the_copy():
     assert 'const value = {"status": "queued"};' in notify["parameters"]["jsCode"]
     assert copy["connections"]["AI Agent"] == link("Notify")  # wired as before
     assert "Send email" in {n["name"] for n in copy["nodes"]}  # unmocked: kept as it is
+
+
+def test_what_the_benchmark_measures_cannot_be_mocked():
+    assert check_mocks(AGENT, "AI Agent", "Format", ["OpenAI Chat Model", "Docs"]) == [
+        'mock "OpenAI Chat Model": only main-path nodes and tools can be mocked, not a '
+        "lmChatOpenAi sub-node (it is what the benchmark measures)"
+    ]  # a vector store wired in as a tool is a tool: it becomes a Code Tool
+    assert mocked_nodes(AGENT, {"Docs": MockAnswer("no docs")})["Docs"]["type"] == (LC + "toolCode")
