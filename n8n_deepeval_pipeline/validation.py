@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from n8n_deepeval_pipeline.benchmark_config import Benchmark, RecordedTarget, load_benchmark
 from n8n_deepeval_pipeline.config_errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
-from n8n_deepeval_pipeline.n8n_api.harness_run import harness_body, mock_answers
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_problems, unmocked_services
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
@@ -22,9 +22,7 @@ from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
-from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
-from n8n_deepeval_pipeline.workflow.mocks import check_mocks, service_nodes
 
 
 class CheckReport(BaseModel):
@@ -72,27 +70,18 @@ def _check_harness(
     path: Path, target: WorkflowTarget, workflow: dict[str, Any], rows: list[DatasetRow]
 ) -> list[str]:
     """The start/end nodes and the mocks; what will act on a real service, as warnings."""
-    start, end = target.start_node_name, target.end_node_name
-    answers = mock_answers(target, workflow)
-    problems = check_start_and_end(workflow, start, end) or check_mocks(
-        workflow, start, end, list(answers)
-    )
+    problems = harness_problems(target, workflow)
     for name, mock in target.mocks.nodes.items():
         lacking = next((row for row in rows if mock.column and mock.column not in row.raw), None)
         if lacking is not None:
             problems.append(
                 f'mock "{name}": column {mock.column!r} is missing from row {lacking.row_id!r}'
             )
-    if not problems:  # the body needs the trigger, which a wrong start node may not have
-        try:
-            harness_body(target, workflow)
-        except ValueError as error:
-            problems.append(str(error).removeprefix("target."))
     if problems:
         raise BenchmarkConfigError(path, [f"target: {problem}" for problem in problems])
     return [
         f"acts on a real service: {node} (mock it in target.mocks)"
-        for node in service_nodes(workflow, start, end, set(answers))
+        for node in unmocked_services(target, workflow)
     ]
 
 

@@ -26,11 +26,18 @@ from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_config import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.workflow.harness import (
     MOCKS_FIELD,
+    check_start_and_end,
     default_input,
     feeder,
     harness_copy,
 )
-from n8n_deepeval_pipeline.workflow.mocks import SERVICES_RESPONSE, MockAnswer, service_nodes
+from n8n_deepeval_pipeline.workflow.mocks import (
+    SERVICES_RESPONSE,
+    MockAnswer,
+    ServiceNode,
+    check_mocks,
+    service_nodes,
+)
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
 # A run past its own time limit by this much is gone, even on a host this one cannot see.
@@ -112,6 +119,26 @@ def mock_answers(target: WorkflowTarget, workflow: dict[str, Any]) -> dict[str, 
         for node in service_nodes(workflow, target.start_node_name, target.end_node_name):
             answers.setdefault(node.name, MockAnswer(response=SERVICES_RESPONSE))
     return answers
+
+
+def unmocked_services(target: WorkflowTarget, workflow: dict[str, Any]) -> list[ServiceNode]:
+    """The nodes of the copy that will still act on a real service on every run."""
+    mocked = set(mock_answers(target, workflow))
+    return service_nodes(workflow, target.start_node_name, target.end_node_name, mocked)
+
+
+def harness_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
+    """What keeps the target from running through a harness copy, in plain words."""
+    start, end = target.start_node_name, target.end_node_name
+    problems = check_start_and_end(workflow, start, end) or check_mocks(
+        workflow, start, end, list(mock_answers(target, workflow))
+    )
+    if not problems:  # the body needs the trigger, which a wrong start node may not have
+        try:
+            harness_body(target, workflow)
+        except ValueError as error:
+            problems.append(str(error).removeprefix("target."))
+    return problems
 
 
 def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:

@@ -18,17 +18,18 @@ from n8n_deepeval_pipeline.benchmark_config import Benchmark
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
+    harness_problems,
     harness_webhook,
     mock_answers,
     remove_stale_copies,
+    unmocked_services,
 )
 from n8n_deepeval_pipeline.n8n_config import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
-from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
-from n8n_deepeval_pipeline.workflow.mocks import check_mocks, mocked_nodes, service_nodes
+from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
 
 
 class VersionChangedError(RuntimeError):
@@ -108,15 +109,12 @@ def _through_harness(
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
-    start, end = target.start_node_name, target.end_node_name
-    answers = mock_answers(target, workflow)
-    problems = check_start_and_end(workflow, start, end) or check_mocks(
-        workflow, start, end, list(answers)
-    )
+    problems = harness_problems(target, workflow)
     if problems:
         raise ValueError("target: " + "; ".join(problems))
-    for node in service_nodes(workflow, start, end, set(answers)):
+    for node in unmocked_services(target, workflow):
         context.log.warning(f"acts on a real service: {node}")
+    answers = mock_answers(target, workflow)
     label = f"{benchmark_name} {context.partition_key}"
     # Every call may take its whole timeout, maxConcurrency at a time.
     time_limit_s = target.timeout_s * -(-len(runs) // target.max_concurrency)
