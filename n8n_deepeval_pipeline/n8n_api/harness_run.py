@@ -4,7 +4,8 @@ Copies are named ``[n8n-deepeval harness] <benchmark> <version> <id> <owner>``, 
 being the host and process that made the copy and the time its run must be over by. A
 copy belongs to its run: another run of the benchmark (a ``--filter`` trial, a sensor or
 schedule run overlapping a CLI run) removes it only when it is stale, that is when the
-process that made it is gone or its deadline has passed, never for its prefix alone.
+process that made it is gone (on this host) or its deadline has passed (made on another
+host), never for its prefix alone.
 """
 
 from __future__ import annotations
@@ -79,16 +80,18 @@ def _alive(pid: int) -> bool:
 
 
 def is_stale(name: str, now: float, alive: Callable[[int], bool] = _alive) -> bool:
-    """Whether the copy's run is over: its process gone, or its deadline passed.
+    """Whether the copy's run is over.
 
-    A copy without an owner was left by a version that did not record one: stale.
+    On this host, when its process is gone; made on another host, where its process cannot
+    be seen, when its deadline has passed. A copy without an owner was left by a version
+    that did not record one: stale.
     """
     match = _OWNER.search(name)
     if match is None:
         return True
-    if now > int(match["until"]):
-        return True
-    return match["host"] == socket.gethostname() and not alive(int(match["pid"]))
+    if match["host"] == socket.gethostname():
+        return not alive(int(match["pid"]))
+    return now > int(match["until"])
 
 
 def remove_stale_copies(client: N8nClient, benchmark: str) -> list[str]:
