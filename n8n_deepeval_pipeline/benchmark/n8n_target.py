@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from n8n_deepeval_pipeline.config.model import ConfigModel
 from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, env_names
@@ -56,6 +56,21 @@ def refuse_unlisted_env(templates: dict[str, Any], listed: list[str]) -> None:
                 f"{field} reads env.{unlisted[0]}, which is not in target.env "
                 f"(list the variables templates may read: env: [{', '.join(unlisted)}])"
             )
+
+
+# The body sent when a target names none, as a template: the mapped fields (unset ones are
+# left out), chatInput (what a Chat Trigger sends), the session and the run's ids.
+DEFAULT_BODY: dict[str, str] = {
+    "input": "{{ input }}",
+    "expectedOutput": "{{ expectedOutput }}",
+    "context": "{{ context }}",
+    "retrievalContext": "{{ retrievalContext }}",
+    "expectedTools": "{{ expectedTools }}",
+    "label": "{{ label }}",
+    "chatInput": "{{ input }}",
+    "sessionId": "{{ sessionId }}",
+    "evalContext": "{{ evalContext }}",
+}
 
 
 class N8nWorkflowRef(ConfigModel):
@@ -127,6 +142,52 @@ class WebhookTarget(ConfigModel):
         return self
 
 
+class NodeMock(ConfigModel):
+    """What one node answers instead of running: a fixed response, or a dataset column's."""
+
+    response: Any = Field(
+        default=None,
+        description="The fixed response: an object (one item), a list (items) or text. A "
+        "mocked tool answers it as text (JSON for structures).",
+    )
+    column: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Dataset column holding each row's response (JSON text or text), so "
+        "each case scripts its own answer.",
+    )
+
+    @model_validator(mode="after")
+    def _one_answer(self) -> NodeMock:
+        if (self.response is None) == (self.column is None):
+            raise ValueError("a mock needs exactly one of 'response' or 'column'")
+        return self
+
+
+class Mocks(ConfigModel):
+    """Nodes of the harness copy that answer from the benchmark instead of acting."""
+
+    services: bool = Field(
+        default=False,
+        description="Mock every node that carries credentials or makes HTTP requests, except "
+        "language models, memory, embeddings, rerankers and read-only vector stores and "
+        'retrievers; those not named under nodes answer {"mocked": true}.',
+    )
+    nodes: dict[str, NodeMock] = Field(
+        default_factory=dict, description="Node name → its mock (main-path nodes and tools)."
+    )
+
+
+def _services_shorthand(value: Any) -> Any:
+    """``mocks: services`` is ``mocks: {services: true}``."""
+    return {"services": True} if value == "services" else value
+
+
+def _or_services(schema: dict[str, Any]) -> None:
+    """Editors accept the shorthand too."""
+    schema["anyOf"] = [{"const": "services", "type": "string"}, {"$ref": schema.pop("$ref")}]
+
+
 class WorkflowTarget(ConfigModel):
     """Run the workflow from a start node to an end node (n8n's config evals), as it is.
 
@@ -159,6 +220,13 @@ class WorkflowTarget(ConfigModel):
         description="Read intermediateSteps from the execution when the end node's output "
         "has none (an AI Agent with Return Intermediate Steps off, or a node after it).",
     )
+    # One type behind the shorthand, so a mistake is named by its field, not by union branch.
+    mocks: Annotated[Mocks, BeforeValidator(_services_shorthand)] = Field(
+        default_factory=Mocks,
+        json_schema_extra=_or_services,
+        description="Nodes that answer from the benchmark instead of acting on the world; "
+        '"services" (= {services: true}) mocks every node that acts on a real service.',
+    )
     env: list[EnvName] = _env_field()
 
     @model_validator(mode="after")
@@ -166,12 +234,12 @@ class WorkflowTarget(ConfigModel):
         refuse_unlisted_env({"input": self.input}, self.env)
         return self
 
-    def as_webhook(self, url: str) -> WebhookTarget:
-        """The harness copy's webhook, called like any webhook target."""
+    def as_webhook(self, url: str, body: Any) -> WebhookTarget:
+        """The harness copy's webhook, called like any webhook target with ``body``."""
         return WebhookTarget(
             type="n8n_webhook",
             url=url,
-            body=self.input,
+            body=body,
             response_path=self.response_path,
             timeout_s=self.timeout_s,
             max_concurrency=self.max_concurrency,

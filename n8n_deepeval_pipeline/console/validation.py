@@ -15,13 +15,13 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget, lo
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_problems, unmocked_services
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.file import read_workflow
-from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
 
@@ -51,11 +51,9 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         rows = load_dataset_rows(benchmark.dataset, digest, records)
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
+    warnings = _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
-        target = benchmark.target
-        problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
-        if problems:
-            raise BenchmarkConfigError(path, [f"target: {problem}" for problem in problems])
+        warnings += _check_harness(path, benchmark.target, workflow, rows)
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -63,9 +61,28 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         runs=len(rows) * benchmark.runs_per_row,
         metrics=benchmark.metric_labels,
         row_ids=[row.row_id for row in rows],
-        warnings=_gate_warnings(benchmark),
+        warnings=warnings,
     )
     return benchmark, report
+
+
+def _check_harness(
+    path: Path, target: WorkflowTarget, workflow: dict[str, Any], rows: list[DatasetRow]
+) -> list[str]:
+    """The start/end nodes and the mocks; what will act on a real service, as warnings."""
+    problems = harness_problems(target, workflow)
+    for name, mock in target.mocks.nodes.items():
+        lacking = next((row for row in rows if mock.column and mock.column not in row.raw), None)
+        if lacking is not None:
+            problems.append(
+                f'mock "{name}": column {mock.column!r} is missing from row {lacking.row_id!r}'
+            )
+    if problems:
+        raise BenchmarkConfigError(path, [f"target: {problem}" for problem in problems])
+    return [
+        f"acts on a real service: {node} (mock it in target.mocks)"
+        for node in unmocked_services(target, workflow)
+    ]
 
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:

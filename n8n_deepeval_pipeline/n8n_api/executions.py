@@ -1,16 +1,34 @@
 """What n8n executions hold: a node's item, the agent's intermediate steps, the session.
 
-An execution fetched with ``includeData=true`` holds every node's output under
-``data.resultData.runData[node][0].data.main[0][0].json``. For answers that did not carry
-their steps, the run is found by the session id the pipeline sent (the webhook's
-``body.sessionId``, or a ``sessionId`` a Chat Trigger passes on); its steps are the
-``intermediateSteps`` of an AI Agent node.
+An execution fetched with ``includeData=true`` holds every node's runs under
+``data.resultData.runData[node]``: a main node's items under ``data.main``, a tool
+sub-node's under ``data.ai_tool`` with the input the agent gave it under
+``inputOverride.ai_tool``. The run is found by the session id the pipeline sent (the
+webhook's ``body.sessionId``, or a ``sessionId`` a Chat Trigger passes on). Its steps are
+the ``intermediateSteps`` of an AI Agent node; with *Return Intermediate Steps* off they
+exist only as the tool sub-nodes' runs, which are read back as steps in execution order.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
+
+from n8n_deepeval_pipeline.n8n_data.agent_steps import tool_name
+
+
+def _run_data(execution: dict[str, Any]) -> dict[str, Any]:
+    run_data = _result_data(execution).get("runData") or {}
+    return run_data if isinstance(run_data, dict) else {}
+
+
+def _items(output: Any) -> Iterator[dict[str, Any]]:
+    """The ``json`` of the items of one connection's output (``[[{json}, …], …]``)."""
+    for branch in output or []:
+        for item in branch or []:
+            if isinstance(item, dict) and isinstance(item.get("json"), dict):
+                yield item["json"]
 
 
 def _result_data(execution: dict[str, Any]) -> dict[str, Any]:
@@ -19,23 +37,20 @@ def _result_data(execution: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_items(runs: Any) -> Iterator[dict[str, Any]]:
+    """The ``json`` of every main item of a node's runs, in run order."""
     for run in runs or []:
-        for output in ((run or {}).get("data") or {}).get("main") or []:
-            for item in output or []:
-                if isinstance(item, dict) and isinstance(item.get("json"), dict):
-                    yield item["json"]
+        yield from _items(((run or {}).get("data") or {}).get("main"))
 
 
 def _node_items(execution: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every item's ``json`` of every node of the execution, in run order."""
-    for runs in (_result_data(execution).get("runData") or {}).values():
+    for runs in _run_data(execution).values():
         yield from _run_items(runs)
 
 
 def node_item(execution: dict[str, Any], node: str) -> dict[str, Any] | None:
     """The first item's ``json`` that ``node`` output in the execution (None: it did not run)."""
-    runs = (_result_data(execution).get("runData") or {}).get(node)
-    return next(_run_items(runs), None)
+    return next(_run_items(_run_data(execution).get(node)), None)
 
 
 def last_node(execution: dict[str, Any]) -> str | None:
@@ -45,12 +60,16 @@ def last_node(execution: dict[str, Any]) -> str | None:
 
 
 def execution_steps(execution: dict[str, Any]) -> list[Any] | None:
-    """The ``intermediateSteps`` of the execution's agent (None: Return Intermediate Steps off)."""
-    return next(
+    """The agent's steps: its ``intermediateSteps``, else its tool sub-nodes' runs.
+
+    None when no agent ran.
+    """
+    found = next(
         (item["intermediateSteps"] for item in _node_items(execution)
          if isinstance(item.get("intermediateSteps"), list)),
         None,
     )  # fmt: skip
+    return tool_runs_as_steps(execution) if found is None else found
 
 
 def _session_of(item: dict[str, Any]) -> str | None:
@@ -59,10 +78,41 @@ def _session_of(item: dict[str, Any]) -> str | None:
     return None if session is None else str(session)
 
 
+def tool_runs_as_steps(execution: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The tool sub-nodes' runs as intermediate steps, in execution order.
+
+    None when no language model ran either (no agent ran: nothing to say about its tools);
+    an empty list when a model ran and called no tool.
+    """
+    runs = [
+        (int(run.get("executionIndex", 0)), name, run)
+        for name, node_runs in _run_data(execution).items()
+        for run in node_runs or []
+        if isinstance(run, dict)
+    ]
+    kinds = {kind for _, _, run in runs for kind in (run.get("data") or {})}
+    if not kinds & {"ai_tool", "ai_languageModel"}:
+        return None
+    tool_runs = sorted((r for r in runs if "ai_tool" in (r[2].get("data") or {})), key=_first)
+    steps = []
+    for _, name, run in tool_runs:
+        tool_input = next(_items((run.get("inputOverride") or {}).get("ai_tool")), {})
+        output = list(_items(run["data"]["ai_tool"]))
+        # The agent sees a tool's items as JSON text: the observation is kept that way.
+        observation = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+        steps.append({"action": {"tool": tool_name(name), "toolInput": tool_input},
+                      "observation": observation})  # fmt: skip
+    return steps
+
+
+def _first(run: tuple[int, str, dict[str, Any]]) -> int:
+    return run[0]
+
+
 def steps_by_session(executions: list[dict[str, Any]]) -> dict[str, list[Any]]:
     """Session id → the intermediate steps its execution produced.
 
-    Executions without a session id or without steps are left out.
+    Executions without a session id, or in which no agent ran, are left out.
     """
     found: dict[str, list[Any]] = {}
     for execution in executions:

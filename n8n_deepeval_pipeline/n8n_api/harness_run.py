@@ -1,36 +1,166 @@
-"""The harness copy's life on n8n: created and published for one materialisation, removed after.
+"""The harness copy's life on n8n: created and published for one run, removed by that run.
 
-Copies are named ``[n8n-deepeval harness] <benchmark> <version> <id>`` so that copies a
-crashed run left behind are recognised and removed when the benchmark next runs.
+Copies are named ``[n8n-deepeval harness] <benchmark> <version> <id> <owner>``, the owner
+being the host and process that made the copy and the time its run must be over by. A
+copy belongs to its run: another run of the benchmark (a ``--filter`` trial, a sensor or
+schedule run overlapping a CLI run) removes it only when it is stale, that is when the
+process that made it is gone (on this host) or its deadline has passed (made on another
+host), never for its prefix alone.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
+from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
-from n8n_deepeval_pipeline.workflow.harness import harness_copy
+from n8n_deepeval_pipeline.workflow.harness import (
+    MOCKS_FIELD,
+    check_start_and_end,
+    default_input,
+    feeder,
+    harness_copy,
+)
+from n8n_deepeval_pipeline.workflow.mocks import (
+    SERVICES_RESPONSE,
+    MockAnswer,
+    ServiceNode,
+    check_mocks,
+    service_nodes,
+)
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
+# A run past its own time limit by this much is gone, even on a host this one cannot see.
+STALE_MARGIN_S = 900.0
+_OWNER = re.compile(r" host=(?P<host>\S+) pid=(?P<pid>\d+) until=(?P<until>\d+)$")
 
 
 class HarnessNotServedError(RuntimeError):
     """The copy was published but n8n never started serving its webhook."""
 
 
+@dataclass(frozen=True)
+class Owner:
+    """The process a copy belongs to, and when its run must be over."""
+
+    host: str
+    pid: int
+    until: int
+
+    @classmethod
+    def this_process(cls, time_limit_s: float) -> Owner:
+        """The owner for a run of the calling process that may take ``time_limit_s``."""
+        until = int(time.time() + time_limit_s + STALE_MARGIN_S)
+        return cls(socket.gethostname(), os.getpid(), until)
+
+    def tag(self) -> str:
+        """How the owner is written at the end of a copy's name."""
+        return f"host={self.host} pid={self.pid} until={self.until}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # it exists, under another user
+    return True
+
+
+def is_stale(name: str, now: float, alive: Callable[[int], bool] = _alive) -> bool:
+    """Whether the copy's run is over.
+
+    On this host, when its process is gone; made on another host, where its process cannot
+    be seen, when its deadline has passed. A copy without an owner was left by a version
+    that did not record one: stale.
+    """
+    match = _OWNER.search(name)
+    if match is None:
+        return True
+    if match["host"] == socket.gethostname():
+        return not alive(int(match["pid"]))
+    return now > int(match["until"])
+
+
 def remove_stale_copies(client: N8nClient, benchmark: str) -> list[str]:
-    """Remove this benchmark's copies that an earlier (crashed) run left; their names."""
-    prefix = f"{HARNESS_PREFIX} {benchmark} "
-    stale = [w for w in client.workflows() if str(w.get("name", "")).startswith(prefix)]
+    """Remove this benchmark's copies whose runs are over; their names."""
+    prefix, now = f"{HARNESS_PREFIX} {benchmark} ", time.time()
+    stale = [
+        workflow
+        for workflow in client.workflows()
+        if str(workflow.get("name", "")).startswith(prefix) and is_stale(workflow["name"], now)
+    ]
     for workflow in stale:
         client.remove_workflow(str(workflow["id"]))
     return [str(workflow["name"]) for workflow in stale]
+
+
+def mock_answers(target: WorkflowTarget, workflow: dict[str, Any]) -> dict[str, MockAnswer]:
+    """Node name → what it answers instead of running.
+
+    The nodes the benchmark names, and with ``services`` every other node that acts on a
+    real service.
+    """
+    mocks = target.mocks
+    answers = {
+        name: MockAnswer(response=mock.response, per_row=mock.column is not None)
+        for name, mock in mocks.nodes.items()
+    }
+    if mocks.services:
+        for node in service_nodes(workflow, target.start_node_name, target.end_node_name):
+            answers.setdefault(node.name, MockAnswer(response=SERVICES_RESPONSE))
+    return answers
+
+
+def unmocked_services(target: WorkflowTarget, workflow: dict[str, Any]) -> list[ServiceNode]:
+    """The nodes of the copy that will still act on a real service on every run."""
+    mocked = set(mock_answers(target, workflow))
+    return service_nodes(workflow, target.start_node_name, target.end_node_name, mocked)
+
+
+def harness_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
+    """What keeps the target from running through a harness copy, in plain words."""
+    start, end = target.start_node_name, target.end_node_name
+    problems = check_start_and_end(workflow, start, end) or check_mocks(
+        workflow, start, end, list(mock_answers(target, workflow))
+    )
+    if not problems:  # the body needs the trigger, which a wrong start node may not have
+        try:
+            harness_body(target, workflow)
+        except ValueError as error:
+            problems.append(str(error).removeprefix("target."))
+    return problems
+
+
+def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:
+    """The body template of a run's request, with the row's mock responses.
+
+    It is what the replaced trigger outputs for the row: ``target.input``, else the
+    trigger's own shape.
+    """
+    body = target.input
+    if body is None:
+        body = default_input(feeder(workflow, target.start_node_name))
+    columns = {name: mock.column for name, mock in target.mocks.nodes.items() if mock.column}
+    if not columns:
+        return body
+    body = DEFAULT_BODY if body is None else body
+    if not isinstance(body, dict):
+        raise ValueError("target.mocks: a response read from a column needs an object input")
+    cells = {name: f"{{{{ row.get({json.dumps(column)}) }}}}" for name, column in columns.items()}
+    return {**body, MOCKS_FIELD: cells}
 
 
 @contextmanager
@@ -38,15 +168,18 @@ def harness_webhook(
     client: N8nClient,
     base_url: str,
     workflow: dict[str, Any],
-    start: str,
-    end: str,
+    target: WorkflowTarget,
     label: str,
+    time_limit_s: float,
+    replacements: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """A published harness copy for the duration of the block: (its id, its webhook URL)."""
     run_id = uuid.uuid4().hex
     path = f"n8n-deepeval-{run_id}"
-    copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()))
-    copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]}"
+    start, end = target.start_node_name, target.end_node_name
+    copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()), replacements)
+    owner = Owner.this_process(time_limit_s)
+    copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]} {owner.tag()}"
     copy_id = client.create_workflow(copy)
     try:
         client.publish_workflow(copy_id)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from n8n_deepeval_pipeline.benchmark.n8n_target import UNSAFE_TO_RETRY, WebhookTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, UNSAFE_TO_RETRY, WebhookTarget
 from n8n_deepeval_pipeline.n8n_api.retries import send
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
@@ -73,15 +73,8 @@ def template_context(
 
 
 def default_body(context: dict[str, Any]) -> dict[str, Any]:
-    """The mapped fields, ``chatInput`` (what a Chat Trigger sends), the session, the ids."""
-    names = ("input", "expectedOutput", "context", "retrievalContext", "expectedTools", "label")
-    body = {name: context[name] for name in names if context[name] is not None}
-    return {
-        **body,
-        "chatInput": context["input"],
-        "sessionId": context["sessionId"],
-        "evalContext": context["evalContext"],
-    }
+    """``DEFAULT_BODY`` for one run, without the fields the row leaves unset."""
+    return {key: value for key, value in render(DEFAULT_BODY, context).items() if value is not None}
 
 
 class WebhookCaller:

@@ -131,6 +131,18 @@ def called_tool_names(intermediate_steps: Any) -> list[str]:
     return [call.name for call in tool_calls(parse_intermediate_steps(intermediate_steps) or [])]
 
 
+def marked_mocked(steps: list[Any] | None, mocked_tools: set[str]) -> list[Any] | None:
+    """The steps, those of the mocked tools marked ``mocked: true`` (the tool never ran)."""
+    if not steps or not mocked_tools:
+        return steps
+    return [
+        {**step, "mocked": True}
+        if isinstance(step, dict) and (step.get("action") or {}).get("tool") in mocked_tools
+        else step
+        for step in steps
+    ]
+
+
 def tool_name(node_name: str) -> str:
     """The tool name n8n gives a tool node (``Get Events`` → ``Get_Events``), max 64 chars."""
     return _TOOL_NAME_UNSAFE.sub("_", node_name)[:64]

@@ -17,11 +17,19 @@ import dagster as dg
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
-from n8n_deepeval_pipeline.n8n_api.harness_run import harness_webhook, remove_stale_copies
+from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    harness_body,
+    harness_problems,
+    harness_webhook,
+    mock_answers,
+    remove_stale_copies,
+    unmocked_services,
+)
+from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
-from n8n_deepeval_pipeline.workflow.harness import check_start_and_end
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
+from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
 
 
 class VersionChangedError(RuntimeError):
@@ -101,25 +109,38 @@ def _through_harness(
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
-    problems = check_start_and_end(workflow, target.start_node_name, target.end_node_name)
+    problems = harness_problems(target, workflow)
     if problems:
         raise ValueError("target: " + "; ".join(problems))
+    for node in unmocked_services(target, workflow):
+        context.log.warning(f"acts on a real service: {node}")
+    answers = mock_answers(target, workflow)
     label = f"{benchmark_name} {context.partition_key}"
+    # Every call may take its whole timeout, maxConcurrency at a time.
+    time_limit_s = target.timeout_s * -(-len(runs) // target.max_concurrency)
     with n8n.client() as client:
         for name in remove_stale_copies(client, benchmark_name):
-            context.log.warning(f"removed a harness copy an earlier run left: {name}")
+            context.log.warning(f"removed a harness copy whose run is over: {name}")
         with harness_webhook(
             client,
             n8n.base_url or "",
             workflow,
-            target.start_node_name,
-            target.end_node_name,
+            target,
             label,
+            time_limit_s,
+            mocked_nodes(workflow, answers),
         ) as (copy_id, url):
-            outputs = _call(context, n8n, target.as_webhook(url), runs, rows)
+            webhook = target.as_webhook(url, harness_body(target, workflow))
+            outputs = _call(context, n8n, webhook, runs, rows)
             if target.steps_from_execution:
                 outputs = with_execution_steps(context, n8n, copy_id, outputs)
-    return outputs
+    tools = {tool_name(name) for name in answers}
+    return [
+        output.model_copy(
+            update={"intermediate_steps": marked_mocked(output.intermediate_steps, tools)}
+        )
+        for output in outputs
+    ]
 
 
 def with_execution_steps(

@@ -23,7 +23,8 @@ _BUILT_IN_DESCRIPTIONS = {
 }
 
 
-def _description(node: Mapping[str, Any]) -> str:
+def tool_description(node: Mapping[str, Any]) -> str:
+    """The description the agent is given for a tool node."""
     parameters = node.get("parameters") or {}
     for key in ("toolDescription", "description"):
         value = parameters.get(key) if isinstance(parameters, Mapping) else None
@@ -42,7 +43,7 @@ def agent_tools(workflow: Mapping[str, Any]) -> list[AgentTool]:
         if link.kind == "ai_tool" and link.target in agents and link.source in graph.nodes
     }
     return [
-        AgentTool(name=tool_name(name), description=_description(graph.nodes[name]))
+        AgentTool(name=tool_name(name), description=tool_description(graph.nodes[name]))
         for name in sorted(names)
         if not is_disabled(graph.nodes[name])
     ]

@@ -4,22 +4,42 @@ An eval names a ``startNodeName`` (the first node the trigger feeds, never the t
 and an ``endNodeName``. The copy keeps the nodes on the main path from the start node to
 the end node and every sub-node wired into them (models, tools, memories, parsers);
 the node that fed the start node is replaced by a Webhook → Code pair where the Code node
-carries the old node's *name*, so expressions such as
-``$('When chat message received').item.json.chatInput`` keep working; everything after
-the end node is cut, so the webhook answers with the end node's output. Credentials stay
+carries the old node's *name* and outputs what that trigger outputs (a Webhook trigger
+``{headers, params, query, body}``, a Chat Trigger ``{sessionId, action, chatInput}``, …),
+so expressions such as ``$json.body.chatInput`` or
+``$('When chat message received').item.json.chatInput`` resolve as in production;
+everything after the end node is cut, so the webhook answers with the end node's output.
+Nodes named in ``replacements`` (mocks) are swapped in by name. Credentials stay
 referenced by id: nothing here reads them.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
-_TRIGGER_TYPES = frozenset({"n8n-nodes-base.webhook", "n8n-nodes-base.start"})
+from n8n_deepeval_pipeline.workflow.graph import node_type
+
+WEBHOOK_TRIGGER = "n8n-nodes-base.webhook"
+_TRIGGER_TYPES = frozenset({WEBHOOK_TRIGGER, "n8n-nodes-base.start"})
 HARNESS_WEBHOOK = "n8n-deepeval harness webhook"
-# The trigger's stand-in passes the request body on, as the trigger would its output.
-_STAND_IN_CODE = "return [{ json: $input.first().json.body ?? {} }];"
+# The request body's field that carries per-row mock responses; never passed to the workflow.
+MOCKS_FIELD = "__n8nDeepevalMocks"
+# The trigger's stand-in passes the request body on (without the mocks), as the trigger
+# would its output; a Webhook trigger's output wraps the body with the request's parts.
+_BODY = f"const {{ {MOCKS_FIELD}: _mocks, ...body }} = request.body ?? {{}};"
+_STAND_IN_CODE = f"const request = $input.first().json;\n{_BODY}\nreturn [{{ json: body }}];"
+_WEBHOOK_STAND_IN_CODE = (
+    f"const request = $input.first().json;\n{_BODY}\n"
+    "return [{ json: { headers: request.headers, params: request.params, "
+    "query: request.query, body } }];"
+)
+_CHAT_TRIGGER = "@n8n/n8n-nodes-langchain.chatTrigger"
+_FORM_TRIGGER = "n8n-nodes-base.formTrigger"
+_EXECUTE_WORKFLOW_TRIGGER = "n8n-nodes-base.executeWorkflowTrigger"
 
 
 def is_trigger(node: dict[str, Any]) -> bool:
@@ -87,21 +107,74 @@ def check_start_and_end(workflow: dict[str, Any], start: str, end: str) -> list[
     return problems
 
 
+def feeder(workflow: dict[str, Any], start: str) -> dict[str, Any]:
+    """The node that feeds the start node (the trigger the stand-in replaces)."""
+    name = next(source for source, target, _ in _main_links(workflow) if target == start)
+    return next(node for node in workflow["nodes"] if node["name"] == name)
+
+
+def kept_nodes(workflow: dict[str, Any], start: str, end: str) -> set[str]:
+    """The names of the nodes the copy keeps: the path and every sub-node wired into it."""
+    kept = _reachable(start, end, _main_links(workflow))
+    return kept | _sub_nodes_of(kept, _sub_node_links(workflow))
+
+
+def default_input(trigger: Mapping[str, Any]) -> Any:
+    """The input template for a row that gives what this trigger outputs.
+
+    None: the webhook target's default body (a Webhook trigger's stand-in puts it under
+    ``body``, as n8n does the request's).
+    """
+    kind, parameters = node_type(trigger), trigger.get("parameters") or {}
+    if kind == _CHAT_TRIGGER:
+        return {"sessionId": "{{ sessionId }}", "action": "sendMessage", "chatInput": "{{ input }}"}
+    if kind == _FORM_TRIGGER:
+        labels = [
+            f.get("fieldLabel") for f in (parameters.get("formFields") or {}).get("values", [])
+        ]
+        return {**_from_columns(labels), "formMode": "production"}
+    if kind == _EXECUTE_WORKFLOW_TRIGGER and parameters.get("inputSource") != "passthrough":
+        names = [
+            value.get("name")
+            for value in (parameters.get("workflowInputs") or {}).get("values", [])
+        ]
+        return _from_columns(names) or None
+    return None
+
+
+def _from_columns(names: list[Any]) -> dict[str, str]:
+    """Each name from the row's column of that name (null when the row has none)."""
+    return {str(name): f"{{{{ row.get({json.dumps(str(name))}) }}}}" for name in names if name}
+
+
 def harness_copy(
-    workflow: dict[str, Any], start: str, end: str, path: str, webhook_id: str
+    workflow: dict[str, Any],
+    start: str,
+    end: str,
+    path: str,
+    webhook_id: str,
+    replacements: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The copy the pipeline runs (call ``check_start_and_end`` first)."""
+    """The copy the pipeline runs (call ``check_start_and_end`` first).
+
+    ``replacements`` are nodes swapped in for the kept nodes of the same name (mocks).
+    """
     links = _main_links(workflow)
-    feeder, index = next((source, i) for source, target, i in links if target == start)
-    kept = _reachable(start, end, links)
-    kept |= _sub_nodes_of(kept, _sub_node_links(workflow))
-    nodes = [copy.deepcopy(node) for node in workflow["nodes"] if node["name"] in kept]
+    trigger = feeder(workflow, start)
+    index = next(i for source, target, i in links if target == start and source == trigger["name"])
+    kept = kept_nodes(workflow, start, end)
+    swapped = replacements or {}
+    nodes = [
+        copy.deepcopy(swapped.get(node["name"], node))
+        for node in workflow["nodes"]
+        if node["name"] in kept
+    ]
     position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
-    nodes += _stand_in(feeder, path, webhook_id, position)
+    nodes += _stand_in(trigger, path, webhook_id, position)
     return {
         "name": workflow.get("name", "workflow"),
         "nodes": nodes,
-        "connections": _kept_connections(workflow, kept, end, feeder, start, index),
+        "connections": _kept_connections(workflow, kept, end, trigger["name"], start, index),
         "settings": {"executionOrder": "v1"},
     }
 
@@ -116,7 +189,9 @@ def _sub_nodes_of(parents: set[str], links: list[tuple[str, str]]) -> set[str]:
     return found
 
 
-def _stand_in(feeder: str, path: str, webhook_id: str, position: list[Any]) -> list[dict[str, Any]]:
+def _stand_in(
+    trigger: dict[str, Any], path: str, webhook_id: str, position: list[Any]
+) -> list[dict[str, Any]]:
     x, y = [*position, 0, 0][:2]
     webhook = {
         "name": HARNESS_WEBHOOK,
@@ -127,12 +202,13 @@ def _stand_in(feeder: str, path: str, webhook_id: str, position: list[Any]) -> l
         "parameters": {"httpMethod": "POST", "path": path, "responseMode": "lastNode",
                        "options": {}},
     }  # fmt: skip
+    code = _WEBHOOK_STAND_IN_CODE if node_type(trigger) == WEBHOOK_TRIGGER else _STAND_IN_CODE
     stand_in = {
-        "name": feeder,
+        "name": trigger["name"],
         "type": "n8n-nodes-base.code",
         "typeVersion": 2,
         "position": [x - 220, y],
-        "parameters": {"jsCode": _STAND_IN_CODE},
+        "parameters": {"jsCode": code},
     }
     return [webhook, stand_in]
 

@@ -50,7 +50,7 @@ def test_a_harness_run_input_is_held_to_the_list_too(tmp_path):
     target = load_benchmark(
         write(tmp_path, with_changes(target={**harness, "env": ["CRM_TOKEN"]}))
     ).target
-    assert target.as_webhook("http://127.0.0.1/webhook/copy").env == ["CRM_TOKEN"]
+    assert target.as_webhook("http://127.0.0.1/webhook/copy", target.input).env == ["CRM_TOKEN"]
 
 
 def test_a_judges_key_cannot_be_listed(tmp_path):

@@ -122,3 +122,60 @@ def test_validate_warns_when_the_gate_can_never_fire_with_runs_per_row(
 def _columns_target():
     # outputs from dataset columns: any runsPerRow is valid (no recorded run indexes)
     return {"type": "recorded", "columns": {"output": "expectedOutput"}, "workflowHash": "0" * 64}
+
+
+def _harness_target(**extra):
+    return {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "AI Agent",
+            **extra}  # fmt: skip
+
+
+def test_validate_lists_in_plain_words_the_nodes_that_act_on_a_real_service(example_copy):
+    from click.testing import CliRunner
+
+    from n8n_deepeval_pipeline.cli import main
+
+    path = _with(example_copy, runsPerRow=2, target=_harness_target())
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == (
+        f'{path}: warning: acts on a real service: "order_lookup" '
+        "(n8n-nodes-base.httpRequestTool) makes HTTP requests with the credential "
+        "httpHeaderAuth, as a tool of AI Agent, on every run (mock it in target.mocks)\n"
+    )
+    for mocks in ("services", {"nodes": {"order_lookup": {"column": "expectedOutput"}}}):
+        mocked = _with(example_copy, target=_harness_target(mocks=mocks))
+        assert CliRunner().invoke(main, ["validate", str(mocked)]).stderr == ""
+
+
+def test_a_mock_of_a_node_that_never_runs_or_of_a_missing_column_is_an_error(example_copy):
+    mocks = {"nodes": {"Respond to Webhook": {"response": {}},
+                       "order_lookup": {"column": "answers"}}}  # fmt: skip
+    path = _with(example_copy, runsPerRow=2, target=_harness_target(mocks=mocks))
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [
+        'target: mock "Respond to Webhook": no node of that name runs between "AI Agent" '
+        'and "AI Agent"',
+        "target: mock \"order_lookup\": column 'answers' is missing from row 'ord-status-1'",
+    ]
+
+
+def test_a_mock_needs_one_answer_and_the_error_names_its_field(example_copy):
+    path = _with(example_copy, target=_harness_target(mocks={"nodes": {"order_lookup": {}}}))
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [
+        "target.n8n_workflow.mocks.nodes.order_lookup: Value error, a mock needs exactly one "
+        "of 'response' or 'column'"
+    ]
+
+
+def test_a_column_mock_needs_an_object_input(example_copy):
+    mocks = {"nodes": {"order_lookup": {"column": "expectedOutput"}}}
+    target = _harness_target(input="{{ input }}", mocks=mocks)
+    path = _with(example_copy, runsPerRow=2, target=target)
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [
+        "target: mocks: a response read from a column needs an object input"
+    ]

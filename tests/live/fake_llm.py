@@ -15,6 +15,9 @@ The answers are deterministic:
 - the last message is the user's, tools are offered and the text holds `6*7` or `40+2`:
   a call of the calculator tool (named after the tool node, read from the request's `tools`)
   with the arguments `{"input": "6*7"}`;
+- the last message is the user's and its text names an offered tool (`Order_Lookup` as
+  "order lookup"): a call of that tool with each of its parameters set to the first number
+  of the text (`{"input": …}` for a tool without parameters);
 - the last message is a tool result: `The answer is <result>.` (n8n sends a tool node's
   result as its items, `[{"response": "42"}]`: the `response` values are used);
 - otherwise `Echo: <user text>`, plus ` (turn N)` when earlier messages were replayed from
@@ -42,8 +45,12 @@ ARITHMETIC = re.compile(r"(\d+(?:\.\d+)?)\s*([*+\-/])\s*(\d+(?:\.\d+)?)")
 class FakeOpenAI:
     """An OpenAI-compatible server in a background thread; a context manager."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        """Bind now (port 0 picks a free one); serving starts with `start()` or `with`."""
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, delay_s: float = 0.0) -> None:
+        """Bind now (port 0 picks a free one); serving starts with `start()` or `with`.
+
+        `delay_s` slows every chat completion, so that runs last long enough to overlap.
+        """
+        self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
         self._lock = threading.Lock()
@@ -115,20 +122,26 @@ class FakeOpenAI:
         user_text = text_of(last) if last.get("role") == "user" else ""
         match = ARITHMETIC.search(user_text)
         tool = calculator_name(body.get("tools") or [])
+        named = named_tool(body.get("tools") or [], user_text)
         if last.get("role") == "user" and match and tool:
-            arguments = json.dumps({"input": "".join(match.groups())})
-            call = {
-                "id": f"call_{self.next_id()}",
-                "type": "function",
-                "function": {"name": tool, "arguments": arguments},
-            }
-            return {"role": "assistant", "content": None, "tool_calls": [call]}
+            return self.tool_call(tool, {"input": "".join(match.groups())})
+        if last.get("role") == "user" and named is not None:
+            return self.tool_call(named[0], named[1])
         answer = f"Echo: {user_text}"
         before = messages[:-1]
         if any(message.get("role") != "system" for message in before):  # memory was replayed
             turns = sum(1 for message in messages if message.get("role") == "user")
             answer += f" (turn {turns})"
         return {"role": "assistant", "content": answer}
+
+    def tool_call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """An assistant message that calls one tool."""
+        call = {
+            "id": f"call_{self.next_id()}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)},
+        }
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         """A whole `chat.completion` object for a request."""
@@ -209,6 +222,19 @@ def calculator_name(tools: list[dict[str, Any]]) -> str | None:
     return next((name for name in names if "calculator" in name.lower()), None)
 
 
+def named_tool(tools: list[dict[str, Any]], text: str) -> tuple[str, dict[str, Any]] | None:
+    """The offered tool the text names and the arguments to call it with, else None."""
+    number = re.search(r"\d+", text)
+    value = number[0] if number else text
+    for tool in tools:
+        function = tool.get("function") or {}
+        name = str(function.get("name", ""))
+        if name and name.lower().replace("_", " ") in text.lower():
+            properties = (function.get("parameters") or {}).get("properties") or {}
+            return name, {key: value for key in properties} or {"input": value}
+    return None
+
+
 def usage(body: dict[str, Any], message: dict[str, Any]) -> dict[str, int]:
     """Token counts: roughly one per four characters, never zero."""
     prompt = max(1, len(json.dumps(body.get("messages") or [])) // 4)
@@ -250,6 +276,7 @@ def _handler_class(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 self.send_error_json(400, "the body is not JSON")
                 return
             fake.record("POST", path, body)
+            time.sleep(fake.delay_s)
             if path not in ("/v1/chat/completions", "/chat/completions"):
                 self.send_error_json(404, f"no route POST {path}")
             elif body.get("stream"):

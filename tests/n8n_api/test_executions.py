@@ -31,3 +31,32 @@ def test_steps_are_found_by_the_session_the_pipeline_sent():
         {"id": "18", "data": None},  # an execution n8n stored without data
     ]
     assert steps_by_session(executions) == {"h:r1:0": STEPS, "h:r1:1": []}
+
+
+def tool_run(index, tool_input, items):
+    return {"executionIndex": index, "inputOverride": {"ai_tool": [[{"json": tool_input}]]},
+            "data": {"ai_tool": [[{"json": item} for item in items]]}}  # fmt: skip
+
+
+def model_run(index):
+    return {"executionIndex": index, "data": {"ai_languageModel": [[{"json": {"response": {}}}]]}}
+
+
+def test_with_intermediate_steps_off_the_tool_sub_nodes_runs_are_the_steps():
+    # The shape n8n 2.41 stores: Return Intermediate Steps off, two calls of two tools.
+    stepless = execution("h:r3:0", {"output": "The answer is Order 17 shipped."})
+    run_data = stepless["data"]["resultData"]["runData"]
+    run_data["OpenAI Chat Model"] = [model_run(1), model_run(4)]
+    run_data["Order Lookup"] = [tool_run(3, {"orderId": "17"}, [{"status": "shipped"}])]
+    run_data["Calculator"] = [tool_run(2, {"input": "6*7"}, [{"response": "42"}])]
+    no_tool = execution("h:r4:0", {"output": "Hello"})
+    no_tool["data"]["resultData"]["runData"]["OpenAI Chat Model"] = [model_run(1)]
+    assert steps_by_session([stepless, no_tool]) == {
+        "h:r3:0": [
+            {"action": {"tool": "Calculator", "toolInput": {"input": "6*7"}},
+             "observation": '[{"response":"42"}]'},
+            {"action": {"tool": "Order_Lookup", "toolInput": {"orderId": "17"}},
+             "observation": '[{"status":"shipped"}]'},
+        ],
+        "h:r4:0": [],  # the model ran and called no tool
+    }  # fmt: skip

@@ -5,6 +5,8 @@ import pytest
 from n8n_deepeval_pipeline.n8n_data.agent_steps import (
     AgentTool,
     StepsShapeError,
+    called_tool_names,
+    marked_mocked,
     parse_intermediate_steps,
     synthetic_trace,
     tool_calls,
@@ -131,3 +133,14 @@ def test_an_agent_that_called_no_tool_has_a_trace_without_tool_spans():
 def test_without_the_workflow_only_the_called_tools_are_known():
     trace = synthetic_trace(parse_intermediate_steps([CALC, LOOKUP, CALC]), "q", "a")
     assert trace["available_tools"] == ["calculator", "order_lookup"]
+
+
+def test_the_steps_of_mocked_tools_are_marked_and_still_scored():
+    steps = [
+        {"action": {"tool": "Order_Lookup", "toolInput": {"orderId": "17"}}, "observation": "ok"},
+        {"action": {"tool": "Calculator", "toolInput": "6*7"}, "observation": "42"},
+    ]
+    marked = marked_mocked(steps, {"Order_Lookup"})
+    assert [step.get("mocked") for step in marked or []] == [True, None]
+    assert called_tool_names(marked) == ["Order_Lookup", "Calculator"]
+    assert marked_mocked(None, {"Order_Lookup"}) is None  # no steps: nothing to mark

@@ -1,8 +1,12 @@
 """The harness copy: start/end checks in plain words, and the graph the pipeline runs."""
 
+import pytest
+
 from n8n_deepeval_pipeline.workflow.harness import (
     HARNESS_WEBHOOK,
+    MOCKS_FIELD,
     check_start_and_end,
+    default_input,
     harness_copy,
 )
 
@@ -65,7 +69,12 @@ def test_the_copy_keeps_the_path_and_its_sub_nodes_and_stands_in_for_the_trigger
     assert set(names) == {HARNESS_WEBHOOK, TRIGGER, "AI Agent", "OpenAI Chat Model",
                           "Calculator", "Simple Memory", "Format"}  # fmt: skip
     assert names[TRIGGER]["type"] == "n8n-nodes-base.code"  # same name, so $('…') works
-    assert "json.body" in names[TRIGGER]["parameters"]["jsCode"]
+    # A Chat Trigger's stand-in passes the body on (its default input is the chat shape).
+    assert names[TRIGGER]["parameters"]["jsCode"] == (
+        "const request = $input.first().json;\n"
+        f"const {{ {MOCKS_FIELD}: _mocks, ...body }} = request.body ?? {{}};\n"
+        "return [{ json: body }];"
+    )
     webhook = names[HARNESS_WEBHOOK]
     assert (webhook["webhookId"], webhook["parameters"]["path"]) == ("hook-1", "n8n-deepeval-abc")
     assert webhook["parameters"]["responseMode"] == "lastNode"
@@ -84,3 +93,37 @@ def test_ending_at_the_agent_cuts_what_follows_it():
     copy = harness_copy(CHAT_AGENT, "AI Agent", "AI Agent", "p", "h")
     assert "Format" not in {n["name"] for n in copy["nodes"]}
     assert "AI Agent" not in copy["connections"]
+
+
+def test_a_webhook_triggers_stand_in_outputs_the_request_as_n8n_does():
+    webhook_agent = {
+        "nodes": [node("Webhook", "n8n-nodes-base.webhook"), node("Agent", "n8n-nodes-base.code")],
+        "connections": {"Webhook": link("Agent")},
+    }
+    copy = harness_copy(webhook_agent, "Agent", "Agent", "p", "h")
+    stand_in = next(n for n in copy["nodes"] if n["name"] == "Webhook")
+    assert stand_in["parameters"]["jsCode"].endswith(
+        "return [{ json: { headers: request.headers, params: request.params, "
+        "query: request.query, body } }];"
+    )  # so $json.body.chatInput reads the default body's chatInput
+    assert default_input(webhook_agent["nodes"][0]) is None  # the default body, under body
+
+
+@pytest.mark.parametrize(
+    ("trigger", "expected"),
+    [
+        (node(TRIGGER, "@n8n/n8n-nodes-langchain.chatTrigger"),
+         {"sessionId": "{{ sessionId }}", "action": "sendMessage", "chatInput": "{{ input }}"}),
+        (node("Form", "n8n-nodes-base.formTrigger", parameters={"formFields": {"values": [
+            {"fieldLabel": "Your question"}]}}),
+         {"Your question": '{{ row.get("Your question") }}', "formMode": "production"}),
+        (node("Called", "n8n-nodes-base.executeWorkflowTrigger", parameters={
+            "workflowInputs": {"values": [{"name": "query"}, {"name": "userId"}]}}),
+         {"query": '{{ row.get("query") }}', "userId": '{{ row.get("userId") }}'}),
+        (node("Called", "n8n-nodes-base.executeWorkflowTrigger",
+              parameters={"inputSource": "passthrough"}), None),
+        (node("Every day", "n8n-nodes-base.scheduleTrigger"), None),
+    ],
+)  # fmt: skip
+def test_the_default_input_is_what_the_replaced_trigger_outputs(trigger, expected):
+    assert default_input(trigger) == expected

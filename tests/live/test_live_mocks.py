@@ -1,0 +1,326 @@
+"""A Webhook-triggered agent with side effects, benchmarked on a real n8n without acting.
+
+Real n8n nodes: Webhook → AI Agent (OpenAI Chat Model, an HTTP Request Tool "Order Lookup")
+→ an HTTP Request "Notify" → Format. The agent reads its prompt as a Webhook trigger's
+payload, `$json.body.chatInput`. Both HTTP nodes call a loopback service that counts its
+requests; the language model is a loopback fake (FakeOpenAI) that calls the tool the
+question names. Mocked, the service sees nothing and the agent answers from the mocks;
+unmocked, it sees one request per node and run, and `validate` names both nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
+from tests.live.fake_llm import FakeOpenAI
+from tests.live.n8n_server import N8nServer
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+LC = "@n8n/n8n-nodes-langchain."
+MOCKS = {
+    "nodes": {"Order Lookup": {"column": "lookup"}, "Notify": {"response": {"status": "queued"}}}
+}
+
+
+class CountingService:
+    """A loopback HTTP service that answers JSON and counts every request by path."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()
+        service = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                service.requests[self.path.split("/")[1]] += 1
+                data = json.dumps({"status": "real service", "path": self.path}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Stay quiet."""
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _node(name: str, kind: str, version: float, parameters: dict[str, Any], **extra: Any) -> Any:
+    return {"id": str(uuid.uuid4()), "name": name, "type": kind, "typeVersion": version,
+            "position": [0, 0], "parameters": parameters, **extra}  # fmt: skip
+
+
+def _link(target: str, kind: str = "main") -> dict[str, Any]:
+    return {kind: [[{"node": target, "type": kind, "index": 0}]]}
+
+
+def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
+    """The user's workflow; `steps`: the agent's Return Intermediate Steps."""
+    model = {"model": {"__rl": True, "mode": "list", "value": "gpt-4o-mini"},
+             "responsesApiEnabled": False, "options": {}}  # fmt: skip
+    lookup_url = "=" + service + "/orders/{{ $fromAI('orderId', 'the order id', 'string') }}"
+    notify = {"method": "POST", "url": service + "/notify", "sendBody": True,
+              "specifyBody": "json", "jsonBody": "={{ JSON.stringify({text: $json.output}) }}",
+              "options": {}}  # fmt: skip
+    text = "={{ 'Agent said: ' + $('AI Agent').item.json.output + ' · ' + $json.status }}"
+    format_ = {"assignments": {"assignments": [
+        {"id": "t", "name": "text", "value": text, "type": "string"}]}, "options": {}}  # fmt: skip
+    return {
+        "name": f"live orders agent {uuid.uuid4().hex[:6]}",
+        "nodes": [
+            _node("Webhook", "n8n-nodes-base.webhook", 2.1,
+                  {"httpMethod": "POST", "path": f"orders-{uuid.uuid4().hex}",
+                   "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
+            _node("AI Agent", LC + "agent", 3.1,
+                  {"promptType": "define", "text": "={{ $json.body.chatInput }}",
+                   "options": {"returnIntermediateSteps": steps}}),
+            _node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
+                  credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
+            _node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
+                  {"url": lookup_url, "toolDescription": "Looks up an order by id",
+                   "options": {}}),
+            _node("Notify", "n8n-nodes-base.httpRequest", 4.2, notify),
+            _node("Format", "n8n-nodes-base.set", 3.4, format_),
+        ],
+        "connections": {
+            "Webhook": _link("AI Agent"),
+            "OpenAI Chat Model": _link("AI Agent", "ai_languageModel"),
+            "Order Lookup": _link("AI Agent", "ai_tool"),
+            "AI Agent": _link("Notify"),
+            "Notify": _link("Format"),
+        },
+        "settings": {"executionOrder": "v1"},
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def orders(n8n: N8nServer) -> Iterator[dict[str, Any]]:
+    """Both versions of the agent in n8n (unpublished: only harness copies are called)."""
+    service = CountingService()
+    with FakeOpenAI() as llm:
+        credential = n8n.api(
+            "POST",
+            "/credentials",
+            json={"name": "Fake OpenAI", "type": "openAiApi",
+                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
+        ).json()["id"]  # fmt: skip
+        ids = {
+            steps: n8n.create_workflow(orders_agent(credential, service.url, steps), False)
+            for steps in (True, False)
+        }
+        yield {"ids": ids, "llm": llm, "service": service}
+    service.close()
+
+
+@pytest.fixture
+def environment(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The CLI's environment; the results database."""
+    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
+                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
+                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    return tmp_path / "home" / "results.duckdb"
+
+
+def write_benchmark(
+    tmp_path: Path, workflow_id: str, name: str = "live_orders", **target: Any
+) -> Path:
+    (tmp_path / "cases.csv").write_text(
+        "id,question,expected,tools,lookup\n"
+        "o17,Please use order lookup for order 17,"
+        'Agent said: The answer is Order 17 shipped on Monday. · queued,"[""Order_Lookup""]",'
+        "Order 17 shipped on Monday\n"
+        "o42,Please use order lookup for order 42,"
+        'Agent said: The answer is Order 42 is delayed. · queued,"[""Order_Lookup""]",'
+        "Order 42 is delayed\n",
+        encoding="utf-8",
+    )
+    document = {
+        "name": name,
+        "workflow": {"id": workflow_id},
+        "dataset": {"path": "cases.csv", "columnMapping": {
+            "input": "question", "expectedOutput": "expected", "expectedTools": "tools"}},
+        "runsPerRow": 2,
+        "target": {"type": "n8n_workflow", "startNodeName": "AI Agent",
+                   "endNodeName": "Format", **target},
+        "metrics": [{"metric": "exact_match"}, {"metric": "tool_correctness"}],
+        "compare": {"failOn": "likely_regression"},  # reachable with 2 runs per case
+    }  # fmt: skip
+    path = tmp_path / f"{name}.benchmark.yaml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def outputs(database: Path, name: str = "live_orders") -> dict[str, tuple[Any, ...]]:
+    """Run id (without the hash) → output, steps, error; and each run's tool score."""
+    with duckdb.connect(str(database), read_only=True) as connection:
+        rows = connection.execute(
+            f"select o.run_id, o.actual_output, o.intermediate_steps, o.error, s.score "
+            f"from {name}.agent_outputs o join {name}.metric_scores s using (run_id) "
+            f"where s.metric = 'tool_correctness'"
+        ).fetchall()
+    return {run_id.split(":", 1)[1]: tuple(rest) for run_id, *rest in rows}
+
+
+def test_mocked_nodes_never_reach_the_service_and_the_agent_answers_from_the_mocks(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service, llm = orders["service"], orders["llm"]
+    service.requests.clear()
+    path = write_benchmark(tmp_path, orders["ids"][True], mocks=MOCKS)
+    validated = CliRunner().invoke(main, ["validate", str(path)])
+    assert (validated.exit_code, validated.stderr) == (0, "")  # nothing acts on a service
+    asked = len(llm.chat_requests())
+    result = CliRunner().invoke(main, ["run", str(path)])
+    print(result.stdout, "service requests with mocks:", dict(service.requests))
+    assert result.exit_code == 0, result.output
+    assert sum(service.requests.values()) == 0
+    assert "runs 4 · pass rate 100.0% (allPass)" in result.stdout
+    # The Webhook trigger's stand-in gave the agent $json.body.chatInput.
+    questions = [r["messages"][-1]["content"] for r in llm.chat_requests()[asked:]
+                 if r["messages"][-1]["role"] == "user"]  # fmt: skip
+    assert sorted(set(questions)) == [
+        "Please use order lookup for order 17", "Please use order lookup for order 42"]  # fmt: skip
+    by_run = outputs(environment)
+    answer, steps, error, tool_score = by_run["o17:0"]
+    assert (answer, error, tool_score) == (
+        "Agent said: The answer is Order 17 shipped on Monday. · queued", None, 1.0)  # fmt: skip
+    (step,) = json.loads(steps)
+    assert step["mocked"] is True
+    assert step["action"]["tool"] == "Order_Lookup"
+    assert step["action"]["toolInput"] == {"orderId": "17"}
+    assert "Order 17 shipped on Monday" in step["observation"]
+    assert {score for *_, score in by_run.values()} == {1.0}
+
+
+def test_unmocked_every_run_calls_the_service_and_validate_named_both_nodes(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service = orders["service"]
+    service.requests.clear()
+    path = write_benchmark(tmp_path, orders["ids"][True])
+    validated = CliRunner().invoke(main, ["validate", str(path)])
+    print(validated.stderr)  # the closing note quotes this listing
+    assert validated.exit_code == 0
+    assert validated.stderr == (
+        f'{path}: warning: acts on a real service: "Notify" (n8n-nodes-base.httpRequest) '
+        "makes HTTP requests, on every run (mock it in target.mocks)\n"
+        f'{path}: warning: acts on a real service: "Order Lookup" '
+        "(n8n-nodes-base.httpRequestTool) makes HTTP requests, as a tool of AI Agent, "
+        "on every run (mock it in target.mocks)\n"
+    )
+    result = CliRunner().invoke(main, ["run", str(path)])
+    print(result.stdout, "service requests without mocks:", dict(service.requests))
+    assert 'acts on a real service: "Notify"' in result.stderr  # run says so too
+    assert service.requests == Counter({"orders": 4, "notify": 4})  # one per node and run
+    answer, *_ = outputs(environment)["o17:0"]
+    assert answer.endswith("· real service")
+
+
+def test_with_intermediate_steps_off_the_mocked_tool_calls_are_read_from_the_execution(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service = orders["service"]
+    service.requests.clear()
+    path = write_benchmark(tmp_path, orders["ids"][False], mocks="services")
+    result = CliRunner().invoke(main, ["run", str(path)])
+    print(result.stdout)
+    assert result.exit_code == 0, result.output
+    assert sum(service.requests.values()) == 0  # services: both HTTP nodes mocked
+    by_run = outputs(environment)
+    answer, steps, *_ = by_run["o42:1"]
+    assert answer == 'Agent said: The answer is {"mocked":true}. · undefined'
+    assert json.loads(steps) == [
+        {"action": {"tool": "Order_Lookup", "toolInput": {"orderId": "42"}},
+         "observation": '[{"response":"{\\"mocked\\":true}"}]', "mocked": True}
+    ]  # fmt: skip
+    assert {score for *_, score in by_run.values()} == {1.0}
+
+
+def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answered(
+    n8n: N8nServer, orders: dict[str, Any], tmp_path: Path
+) -> None:
+    llm = orders["llm"]
+    path = write_benchmark(tmp_path, orders["ids"][True], name="live_overlap", mocks=MOCKS,
+                           maxConcurrency=1)  # fmt: skip
+    cli = Path(sys.executable).parent / "n8n-deepeval"
+    processes = []
+    llm.delay_s = 2.0  # 4 runs × 2 model calls, one at a time: the first run lasts ~16 s
+    try:
+        for index in range(2):
+            env = {**os.environ, "N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
+                   "N8N_DEEPEVAL_HOME": str(tmp_path / f"home{index}"),
+                   "DEEPEVAL_POOL_SIZE": "1"}  # fmt: skip
+            processes.append(subprocess.Popen(
+                [str(cli), "run", str(path)], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True))  # fmt: skip
+            if index == 0:  # the second starts while the first is calling its copy
+                wait_for_copy(n8n, "live_overlap")
+        finished = [process.communicate(timeout=300) for process in processes]
+    finally:
+        llm.delay_s = 0.0
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+    for process, (stdout, stderr) in zip(processes, finished, strict=True):
+        print(stdout, stderr[-2000:])
+        assert process.returncode == 0, stderr[-2000:]
+        assert "runs 4 · pass rate 100.0% (allPass)" in stdout
+        assert "removed a harness copy" not in stderr
+    # They did overlap: the second called its copy before the first had all its answers.
+    first, second = (stderr for _, stderr in finished)
+    assert logged_at(second, "calling n8n:webhook") < logged_at(first, "called 4/4")
+    for index in range(2):
+        by_run = outputs(tmp_path / f"home{index}" / "results.duckdb", "live_overlap")
+        assert [error for _, _, error, _ in by_run.values()] == [None] * 4
+    with N8nClient(n8n.base_url, n8n.api_key) as client:
+        left = [w["name"] for w in client.workflows() if HARNESS_PREFIX in str(w["name"])]
+    assert [name for name in left if "live_overlap" in name] == []
+
+
+def logged_at(log: str, text: str) -> str:
+    """The time stamp of the first log line holding ``text`` (sortable as text)."""
+    return next(line[:19] for line in log.splitlines() if text in line)
+
+
+def wait_for_copy(n8n: N8nServer, benchmark: str, timeout_s: float = 120.0) -> None:
+    """Wait until a harness copy of the benchmark exists in n8n."""
+    deadline = time.monotonic() + timeout_s
+    with N8nClient(n8n.base_url, n8n.api_key) as client:
+        while time.monotonic() < deadline:
+            names = [str(w["name"]) for w in client.workflows()]
+            if any(name.startswith(f"{HARNESS_PREFIX} {benchmark} ") for name in names):
+                return
+            time.sleep(0.5)
+    raise TimeoutError(f"no harness copy of {benchmark} after {timeout_s:.0f} s")

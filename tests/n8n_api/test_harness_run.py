@@ -1,0 +1,79 @@
+"""A harness copy belongs to its run; a run's request carries what the trigger outputs."""
+
+import os
+import socket
+import subprocess
+import sys
+
+from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
+from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    HARNESS_PREFIX,
+    Owner,
+    harness_body,
+    is_stale,
+    remove_stale_copies,
+)
+from n8n_deepeval_pipeline.workflow.harness import MOCKS_FIELD
+from tests.workflow.test_harness import CHAT_AGENT
+
+
+def gone_pid() -> int:
+    """The id of a process that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+class Workflows:
+    """The two calls remove_stale_copies makes of the n8n client."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = dict(enumerate(names))
+        self.removed: list[str] = []
+
+    def workflows(self):
+        return [{"id": str(key), "name": name} for key, name in self.names.items()]
+
+    def remove_workflow(self, workflow_id):
+        self.removed.append(self.names.pop(int(workflow_id)))
+
+
+def test_another_run_removes_a_copy_only_when_the_run_that_made_it_is_over():
+    here, now = socket.gethostname(), 2_000_000_000
+    live = f"{HARNESS_PREFIX} bench abc 1 {Owner(here, os.getpid(), now + 60).tag()}"
+    dead = f"{HARNESS_PREFIX} bench abc 2 {Owner(here, gone_pid(), now + 60).tag()}"
+    late = f"{HARNESS_PREFIX} bench abc 3 {Owner('elsewhere', 1, now - 1).tag()}"
+    away = f"{HARNESS_PREFIX} bench abc 4 {Owner('elsewhere', 1, now + 60).tag()}"
+    slow = f"{HARNESS_PREFIX} bench abc 5 {Owner(here, os.getpid(), now - 1).tag()}"
+    unowned = f"{HARNESS_PREFIX} bench abc dead"  # left by a version that recorded no owner
+    # On this host the process decides; a deadline only for copies made elsewhere.
+    assert [is_stale(name, now) for name in (live, dead, late, away, slow, unowned)] == [
+        False, True, True, False, False, True]  # fmt: skip
+
+
+def test_the_live_copy_of_an_overlapping_run_is_left_alone():
+    mine = Owner.this_process(time_limit_s=60).tag()
+    client = Workflows([f"{HARNESS_PREFIX} bench abc 1 {mine}",
+                        f"{HARNESS_PREFIX} bench abc dead",
+                        f"{HARNESS_PREFIX} other abc dead"])  # fmt: skip
+    assert remove_stale_copies(client, "bench") == [f"{HARNESS_PREFIX} bench abc dead"]
+    assert sorted(client.names.values()) == [
+        f"{HARNESS_PREFIX} bench abc 1 {mine}", f"{HARNESS_PREFIX} other abc dead"]  # fmt: skip
+
+
+def target(**extra):
+    return WorkflowTarget.model_validate(
+        {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "Format", **extra}
+    )
+
+
+def test_the_body_is_the_triggers_shape_with_the_rows_mock_responses():
+    chat = {"sessionId": "{{ sessionId }}", "action": "sendMessage", "chatInput": "{{ input }}"}
+    assert harness_body(target(), CHAT_AGENT) == chat
+    mocks = {"nodes": {"Send to Slack": {"response": "ok"}, "Calculator": {"column": "calc"}}}
+    assert harness_body(target(mocks=mocks), CHAT_AGENT)[MOCKS_FIELD] == {
+        "Calculator": '{{ row.get("calc") }}'}  # fmt: skip
+    trigger, *others = CHAT_AGENT["nodes"]
+    webhook_like = {**CHAT_AGENT, "nodes": [{**trigger, "type": "n8n-nodes-base.webhook"}, *others]}
+    assert harness_body(target(mocks=mocks), webhook_like) == {
+        **DEFAULT_BODY, MOCKS_FIELD: {"Calculator": '{{ row.get("calc") }}'}}  # fmt: skip
