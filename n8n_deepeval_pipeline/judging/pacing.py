@@ -5,8 +5,8 @@ Providers tell their budget in headers, each in its own words: OpenAI and Azure
 ``20ms``), Anthropic ``anthropic-ratelimit-requests-remaining`` / ``-tokens-remaining``
 with resets as RFC 3339 times, and both the per-minute limits themselves. ``RateLimits``
 reads both. ``Concurrency`` is the number
-of calls kept in flight, fitted to the provider as TCP fits its window: it doubles while
-calls succeed (slow start), grows by one per window of successes after the first
+of calls kept in flight, fitted to the provider as TCP fits its window: from 32, it
+doubles while calls succeed (slow start), grows by one per window of successes after the first
 overload, and halves on a 429 or an overload answer (at most once per second, so one
 burst of refusals halves it once).
 """
@@ -124,8 +124,12 @@ class Concurrency:
     decreased_at: float = 0.0
 
     @classmethod
-    def start(cls, ceiling: int, initial: int = 4) -> Concurrency:
-        """A judge never called yet: a few calls at once, growing fast."""
+    def start(cls, ceiling: int, initial: int = 32) -> Concurrency:
+        """A judge never called yet: as many calls as a usual provider tier takes at once.
+
+        It grows fast from there, but at a 2 s latency each doubling takes 2 s: started
+        too low, a short benchmark is over before the judge is busy.
+        """
         return cls(limit=float(min(initial, ceiling)), ceiling=max(ceiling, 1))
 
     @property

@@ -202,15 +202,22 @@ class SharedState:
         )
 
     # pacing
-    def concurrency(self, judge: str, ceiling: int) -> Concurrency:
-        """The calls ``judge`` may have in flight now (a new judge starts small)."""
+    def _fitted(self, judge: str, ceiling: int) -> Concurrency | None:
         row = self._db.execute(
             "select concurrency, ceiling, threshold, decreased_at from pacing where judge = ?",
             (judge,),
         ).fetchone()
         if row is None or row[1] != ceiling:
-            return Concurrency.start(ceiling)
+            return None
         return Concurrency(limit=row[0], ceiling=row[1], threshold=row[2], decreased_at=row[3])
+
+    def concurrency(self, judge: str, ceiling: int) -> Concurrency:
+        """The calls ``judge`` may have in flight now.
+
+        A judge that never answered gets one call: its first answer's headers tell the
+        provider's limits before a burst can overrun them.
+        """
+        return self._fitted(judge, ceiling) or Concurrency(limit=1.0, ceiling=ceiling)
 
     def record_outcome(
         self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None
@@ -218,7 +225,7 @@ class SharedState:
         """Fit ``judge``'s concurrency to one call's outcome; keep the budget it reported."""
         now = time.time()
         with self._immediate():
-            current = self.concurrency(judge, ceiling)
+            current = self._fitted(judge, ceiling) or Concurrency.start(ceiling)
             fitted = current.overloaded(now) if overloaded else current.succeeded()
             told = limits if limits is not None and limits.told else None
             self._db.execute(

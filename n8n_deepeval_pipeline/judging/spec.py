@@ -57,7 +57,8 @@ class JudgeSpec(BaseModel):
     # provider and model (OpenAI and Azure by DeepEval's model data, Anthropic never).
     logprobs: bool | None = None
     retry: RetryPolicy = RetryPolicy()
-    max_in_flight: int = 32  # judge calls in flight across all workers
+    # Judge calls in flight across all workers, at most: the pacing fits the real number.
+    max_in_flight: int = 256
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None  # estimated before a call, corrected after
     breaker_threshold: int = 10  # consecutive failed calls that open the circuit

@@ -49,19 +49,19 @@ def test_a_spent_token_budget_pauses_until_its_reset_and_no_headers_say_nothing(
 
 
 def test_concurrency_grows_fast_then_halves_once_per_burst_then_grows_by_one_per_window():
-    fitted = Concurrency.start(ceiling=64)
-    assert fitted.slots == 4
+    fitted = Concurrency.start(ceiling=256)
+    assert fitted.slots == 32
     for _ in range(12):
         fitted = fitted.succeeded()
-    assert fitted.slots == 16  # slow start: +1 per answer
+    assert fitted.slots == 44  # slow start: +1 per answer
     fitted = fitted.overloaded(now=100.0)
-    assert (fitted.slots, fitted.threshold) == (8, 8.0)
-    assert fitted.overloaded(now=100.5).slots == 8  # the same burst of 429s: halved once
-    expected = 8.0
-    for _ in range(8):  # one window of answers after the first overload: about +1
+    assert (fitted.slots, fitted.threshold) == (22, 22.0)
+    assert fitted.overloaded(now=100.5).slots == 22  # the same burst of 429s: halved once
+    expected = 22.0
+    for _ in range(22):  # one window of answers after the first overload: about +1
         fitted = fitted.succeeded()
         expected += 1 / expected
-    assert fitted.limit == pytest.approx(expected) and 8.9 < expected < 9.0
+    assert fitted.limit == pytest.approx(expected) and 22.9 < expected < 23.0
     assert fitted.overloaded(now=200.0).limit == pytest.approx(fitted.limit / 2)
     assert Concurrency.start(ceiling=2).succeeded().succeeded().slots == 2  # never past it
     assert Concurrency(limit=1.0, ceiling=8).overloaded(now=5.0).slots == 1  # never below 1
@@ -70,18 +70,18 @@ def test_concurrency_grows_fast_then_halves_once_per_burst_then_grows_by_one_per
 def test_every_worker_shares_one_judges_pacing(tmp_path):
     first, second = SharedState(tmp_path / "s.sqlite"), SharedState(tmp_path / "s.sqlite")
     for _ in range(3):
-        first.record_outcome("judge-a", ceiling=32, overloaded=False)
-    assert second.concurrency("judge-a", ceiling=32).slots == 7
-    second.record_outcome("judge-a", 32, True, RateLimits(remaining_requests=0, reset_requests_s=9))
-    assert first.concurrency("judge-a", ceiling=32).slots == 3
+        first.record_outcome("judge-a", ceiling=64, overloaded=False)
+    assert second.concurrency("judge-a", ceiling=64).slots == 35
+    second.record_outcome("judge-a", 64, True, RateLimits(remaining_requests=0, reset_requests_s=9))
+    assert first.concurrency("judge-a", ceiling=64).slots == 17
     assert first.pacing_view()["judge-a"] == {
-        "concurrency": 3,
+        "concurrency": 17,
         "remaining_requests": 0,
         "remaining_tokens": None,
     }
     first.pause("judge-a", 5.0)
     assert 4.5 < second.paused_for("judge-a") <= 5.0
-    assert second.concurrency("judge-b", ceiling=32).slots == 4  # judges are paced apart
+    assert second.concurrency("judge-b", ceiling=64).slots == 1  # paced apart: first, a probe
 
 
 def test_tokens_per_minute_are_booked_evenly_and_corrected_from_the_answer(tmp_path):

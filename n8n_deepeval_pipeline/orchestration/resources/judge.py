@@ -51,7 +51,9 @@ class JudgeResource(dg.ConfigurableResource):
     )
     max_attempts: int = 6
     max_retry_total_s: float = 300.0
-    max_in_flight: int = Field(default=32, description="Judge calls in flight, all workers.")
+    max_in_flight: int = Field(
+        default=256, description="Judge calls in flight, all workers, at most (paced below)."
+    )
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None
     breaker_threshold: int = 10
