@@ -25,7 +25,9 @@ def _run(tmp_path, *options, judge_url=None, **settings):
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
         "DAGSTER_HOME": str(tmp_path / "home" / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "1",  # one worker: exactly 3 calls fail before the circuit opens
+        # one evaluation at a time: exactly 3 calls fail before the circuit opens
+        "DEEPEVAL_POOL_SIZE": "1",
+        "N8N_DEEPEVAL_EVALUATIONS_PER_WORKER": "1",
         "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
         "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
         "N8N_DEEPEVAL_JUDGE_BASE_URL": judge_url or f"http://127.0.0.1:{_closed_port()}/v1",
