@@ -4,11 +4,11 @@ Providers tell their budget in headers, each in its own words: OpenAI and Azure
 ``x-ratelimit-remaining-requests`` / ``-tokens`` with resets as durations (``6m0s``,
 ``20ms``), Anthropic ``anthropic-ratelimit-requests-remaining`` / ``-tokens-remaining``
 with resets as RFC 3339 times, and both the per-minute limits themselves. ``RateLimits``
-reads both. ``Concurrency`` is the number
-of calls kept in flight, fitted to the provider as TCP fits its window: from 32, it
-doubles while calls succeed (slow start), grows by one per window of successes after the first
-overload, and halves on a 429 or an overload answer (at most once per second, so one
-burst of refusals halves it once).
+reads both. ``Concurrency`` is the number of calls kept in flight, fitted to the provider
+as TCP fits its window: from half its ceiling, it doubles while calls succeed (slow
+start), grows by one per window of successes after the first overload, and halves on a
+429 or an overload answer (at most once per second, so one burst of refusals halves it
+once).
 """
 
 from __future__ import annotations
@@ -124,13 +124,14 @@ class Concurrency:
     decreased_at: float = 0.0
 
     @classmethod
-    def start(cls, ceiling: int, initial: int = 32) -> Concurrency:
-        """A judge never called yet: as many calls as a usual provider tier takes at once.
+    def start(cls, ceiling: int) -> Concurrency:
+        """A judge past its first answer: half the ceiling at once.
 
-        It grows fast from there, but at a 2 s latency each doubling takes 2 s: started
-        too low, a short benchmark is over before the judge is busy.
+        Its first answer's headers already pace the requests of a provider that sends
+        them (and a 429 halves this); at a 2 s latency each doubling takes 2 s, so a
+        judge started low leaves a short benchmark half idle.
         """
-        return cls(limit=float(min(initial, ceiling)), ceiling=max(ceiling, 1))
+        return cls(limit=float(max(ceiling // 2, 1)), ceiling=max(ceiling, 1))
 
     @property
     def slots(self) -> int:

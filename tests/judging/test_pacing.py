@@ -49,11 +49,12 @@ def test_a_spent_token_budget_pauses_until_its_reset_and_no_headers_say_nothing(
 
 
 def test_concurrency_grows_fast_then_halves_once_per_burst_then_grows_by_one_per_window():
-    fitted = Concurrency.start(ceiling=256)
-    assert fitted.slots == 32
+    fitted = Concurrency.start(ceiling=88)
+    assert fitted.slots == 44
     for _ in range(12):
         fitted = fitted.succeeded()
-    assert fitted.slots == 44  # slow start: +1 per answer
+    assert fitted.slots == 56  # slow start: +1 per answer
+    fitted = Concurrency(limit=44.0, ceiling=256)
     fitted = fitted.overloaded(now=100.0)
     assert (fitted.slots, fitted.threshold) == (22, 22.0)
     assert fitted.overloaded(now=100.5).slots == 22  # the same burst of 429s: halved once
@@ -64,6 +65,7 @@ def test_concurrency_grows_fast_then_halves_once_per_burst_then_grows_by_one_per
     assert fitted.limit == pytest.approx(expected) and 22.9 < expected < 23.0
     assert fitted.overloaded(now=200.0).limit == pytest.approx(fitted.limit / 2)
     assert Concurrency.start(ceiling=2).succeeded().succeeded().slots == 2  # never past it
+    assert Concurrency.start(ceiling=1).slots == 1
     assert Concurrency(limit=1.0, ceiling=8).overloaded(now=5.0).slots == 1  # never below 1
 
 
@@ -71,7 +73,7 @@ def test_every_worker_shares_one_judges_pacing(tmp_path):
     first, second = SharedState(tmp_path / "s.sqlite"), SharedState(tmp_path / "s.sqlite")
     for _ in range(3):
         first.record_outcome("judge-a", ceiling=64, overloaded=False)
-    assert second.concurrency("judge-a", ceiling=64).slots == 35
+    assert second.concurrency("judge-a", ceiling=64).slots == 35  # 32 + 3
     second.record_outcome("judge-a", 64, True, RateLimits(remaining_requests=0, reset_requests_s=9))
     assert first.concurrency("judge-a", ceiling=64).slots == 17
     assert first.pacing_view()["judge-a"] == {
