@@ -18,6 +18,7 @@ from pathlib import Path
 from n8n_deepeval_pipeline.settings import private_dir
 
 _POLL_S = 0.01
+_RECHECK_S = 0.1
 
 
 class InFlightLimit:
@@ -55,7 +56,11 @@ class InFlightLimit:
 
         turn = self._turn = self._turn or asyncio.Condition()
         async with turn:
-            await turn.wait_for(lambda: self._holders < limit())
+            while self._holders >= limit():
+                # Woken by a release here, or look again shortly: the allowed count also
+                # grows with answers in other processes.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(turn.wait(), timeout=_RECHECK_S)
             self._holders += 1
         try:
             fd = self._try_take(limit())
@@ -70,4 +75,4 @@ class InFlightLimit:
         finally:
             async with turn:
                 self._holders -= 1
-                turn.notify()
+                turn.notify_all()  # the allowed count may have grown: every waiter looks
