@@ -283,7 +283,7 @@ def _pacing(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, dict[str
 
 def _pacing_line(judge: JudgeResource, planned: EvaluationPlan) -> str:
     parts = [
-        f"{label}: {p['concurrency']} in flight"
+        f"{label}: up to {p['concurrency']} calls in flight"
         + (f", {p['remaining_requests']} requests left" if p["remaining_requests"] else "")
         for label, p in _pacing(judge, planned).items()
     ]
