@@ -11,13 +11,36 @@ import threading
 import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 TOKEN = "s3cr3t-webhook-token-0042"
 
 
-class FakeN8nWebhooks:
+class _FakeServer:
+    """A loopback HTTP server on a free port, served from a thread while in ``with``."""
+
+    def __init__(self) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        raise NotImplementedError
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class FakeN8nWebhooks(_FakeServer):
     """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get,
     /refunds-fail (the agent, but a call about a refund fails with HTTP 500)."""
 
@@ -25,20 +48,7 @@ class FakeN8nWebhooks:
         self.calls: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.turns: Counter[str] = Counter()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeN8nWebhooks:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def answer(self, path: str, body: Any) -> tuple[int, Any]:
         name = path.rsplit("/", 1)[-1]
@@ -102,7 +112,7 @@ class FakeN8nWebhooks:
         return Handler
 
 
-class FakeN8nApi:
+class FakeN8nApi(_FakeServer):
     """A test double of the part of n8n's public API datasets read (not n8n itself).
 
     Workflows by id, executions newest first in pages (``limit``, ``nextCursor``,
@@ -115,20 +125,7 @@ class FakeN8nApi:
         self.executions: list[dict[str, Any]] = []  # oldest first, as n8n numbers them
         self.tables: dict[str, dict[str, Any]] = {}
         self.pages_served = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> FakeN8nApi:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def list_executions(self, query: dict[str, str]) -> dict[str, Any]:
         self.pages_served += 1
