@@ -133,12 +133,19 @@ def model_capabilities(spec: JudgeSpec) -> ModelCapabilities:
 
     if spec.provider == "anthropic":
         data = ANTHROPIC_MODELS_DATA.get(spec.model)
-        structured = data.supports_structured_outputs is True
-        return ModelCapabilities(logprobs=False, structured=structured)
+        return ModelCapabilities(
+            logprobs=False,
+            structured=data.supports_structured_outputs is True,
+            temperature=data.supports_temperature is not False,
+        )
     if spec.provider in ("openai", "azure-openai"):
         data = OPENAI_MODELS_DATA.get(spec.model)
         supported = bool(data.supports_log_probs) if spec.logprobs is None else spec.logprobs
-        return ModelCapabilities(logprobs=supported, max_logprobs=data.max_log_probs)
+        return ModelCapabilities(
+            logprobs=supported,
+            max_logprobs=data.max_log_probs,
+            temperature=data.supports_temperature is not False,
+        )
     return ModelCapabilities(logprobs=spec.logprobs is not False)
 
 

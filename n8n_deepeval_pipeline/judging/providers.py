@@ -118,8 +118,16 @@ def safe_url(url: str) -> str:
 class _HttpProvider:
     """POST JSON to one endpoint with a persistent client; map failures to ProviderError."""
 
-    def __init__(self, spec: JudgeSpec, url: str, headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        capabilities: ModelCapabilities,
+        url: str,
+        headers: dict[str, str],
+    ) -> None:
         self.spec = spec
+        # None for models that refuse a temperature (reasoning models), as DeepEval does.
+        self.temperature = spec.temperature if capabilities.temperature else None
         self.url = url
         self._client = httpx2.AsyncClient(
             headers=headers,
@@ -183,7 +191,7 @@ class OpenAIChatProvider(_HttpProvider):
     schema (HTTP 400) is asked in JSON mode from then on, and the cache keys follow.
     """
 
-    def __init__(self, spec: JudgeSpec) -> None:
+    def __init__(self, spec: JudgeSpec, capabilities: ModelCapabilities) -> None:
         key = spec.api_key.get_secret_value() if spec.api_key else ""
         if spec.provider == "azure-openai":
             path = f"/openai/deployments/{spec.model}/chat/completions"
@@ -192,7 +200,7 @@ class OpenAIChatProvider(_HttpProvider):
         else:
             url = join_url(spec.base_url or "https://api.openai.com/v1", "/chat/completions")
             headers = {"authorization": f"Bearer {key}"} if key else {}
-        super().__init__(spec, url, headers)
+        super().__init__(spec, capabilities, url, headers)
         self._mode: StructuredOutputs = spec.structured_outputs
         self._parts = spec.provider in ("openai", "azure-openai")
 
@@ -206,8 +214,8 @@ class OpenAIChatProvider(_HttpProvider):
             "model": self.spec.model,
             "messages": [{"role": "user", "content": content}],
         }
-        if self.spec.temperature is not None:
-            body["temperature"] = self.spec.temperature
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         if self.spec.max_tokens is not None:
             body["max_tokens"] = self.spec.max_tokens
         return body
@@ -266,9 +274,8 @@ class AnthropicProvider(_HttpProvider):
     def __init__(self, spec: JudgeSpec, capabilities: ModelCapabilities) -> None:
         key = spec.api_key.get_secret_value() if spec.api_key else ""
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
-        super().__init__(
-            spec, join_url(spec.base_url or "https://api.anthropic.com", "/v1/messages"), headers
-        )
+        url = join_url(spec.base_url or "https://api.anthropic.com", "/v1/messages")
+        super().__init__(spec, capabilities, url, headers)
         self._structured = capabilities.structured
         self._max_tokens = spec.max_tokens or capabilities.max_tokens or 8192
 
@@ -282,8 +289,8 @@ class AnthropicProvider(_HttpProvider):
             "messages": [{"role": "user", "content": text_parts(prompt)}],
             "model": self.spec.model,
         }
-        if self.spec.temperature is not None:
-            body["temperature"] = self.spec.temperature
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
         if schema is not None and self._structured:
             body["output_config"] = {"format": anthropic_output_format(schema)}
         return body
@@ -426,4 +433,4 @@ def build_provider(spec: JudgeSpec, capabilities: ModelCapabilities) -> Provider
         return AnthropicProvider(spec, capabilities)
     if spec.provider == "local":
         return LocalProvider(spec)
-    return OpenAIChatProvider(spec)
+    return OpenAIChatProvider(spec, capabilities)

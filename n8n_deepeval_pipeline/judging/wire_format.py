@@ -27,6 +27,7 @@ class ModelCapabilities:
     max_logprobs: int | None = None  # DeepEval caps ``top_logprobs`` at this
     structured: bool = True  # Anthropic: whether the model takes ``output_config``
     max_tokens: int | None = None  # Anthropic: DeepEval's default ``max_tokens``
+    temperature: bool = True  # reasoning models refuse one: DeepEval sends none to them
 
 
 @functools.cache

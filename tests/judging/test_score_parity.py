@@ -35,16 +35,12 @@ def _canonical(bodies):
     return {json.dumps(body, sort_keys=True) for body in bodies}
 
 
-@pytest.fixture(scope="module")
-def scored(tmp_path_factory):
+def _both_ways(tmp, model, slugs):
     """Both paths' scores and the request bodies each sent, plus a cached re-run's results."""
-    tmp = tmp_path_factory.mktemp("parity")
     server = LoopbackJudge(latency_s=0.0).start()
     try:
-        metrics = [
-            {"label": slug, "config": config_for(slug).model_dump()} for slug in DEEPEVAL_METRICS
-        ]
-        spec = {"base_url": server.base_url, "model": MODEL, "metrics": metrics}
+        metrics = [{"label": slug, "config": config_for(slug).model_dump()} for slug in slugs]
+        spec = {"base_url": server.base_url, "model": model, "metrics": metrics}
         (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         subprocess.run(
             [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
@@ -59,7 +55,7 @@ def scored(tmp_path_factory):
 
         judge = JudgeSpec(
             provider="openai",
-            model=MODEL,
+            model=model,
             base_url=server.base_url,
             api_key="sk-parity",
             state_dir=str(tmp / "judge"),
@@ -69,7 +65,7 @@ def scored(tmp_path_factory):
         item = ITEM.model_copy(update={"available_tools": tools})
         tasks = [
             make_task(config_for(slug).model_dump(), item, index, judge)
-            for index, slug in enumerate(DEEPEVAL_METRICS)
+            for index, slug in enumerate(slugs)
         ]
         pool = WorkerPool(size=2, timeout_s=120)
         pool.start()
@@ -83,10 +79,38 @@ def scored(tmp_path_factory):
         server.stop()
     return {
         "reference": reference,
-        "pipeline": dict(zip(DEEPEVAL_METRICS, first, strict=True)),
-        "again": dict(zip(DEEPEVAL_METRICS, again, strict=True)),
+        "pipeline": dict(zip(slugs, first, strict=True)),
+        "again": dict(zip(slugs, again, strict=True)),
         "bodies": (reference_bodies, pipeline_bodies),
     }
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    return _both_ways(tmp_path_factory.mktemp("parity"), MODEL, DEEPEVAL_METRICS)
+
+
+@pytest.fixture(scope="module")
+def reasoning(tmp_path_factory):
+    """A reasoning model: no temperature, no log-probabilities (DeepEval's model data)."""
+    slugs = ["g_eval", "bias", "answer_relevancy", "conversational_g_eval"]
+    return _both_ways(tmp_path_factory.mktemp("reasoning"), "gpt-5", slugs)
+
+
+def test_a_reasoning_judge_is_asked_and_scored_as_deepeval_asks_it(reasoning):
+    reference, pipeline = reasoning["bodies"]
+    assert _canonical(pipeline) == _canonical(reference)
+    assert pipeline and all("temperature" not in body for body in pipeline)
+    assert not any(body.get("logprobs") for body in pipeline)
+    for slug, result in reasoning["pipeline"].items():
+        assert result.error is None, result.error
+        expected = reasoning["reference"][slug]
+        assert result.score == pytest.approx(
+            1.0 - expected if CATALOG[slug].complement_score else expected, abs=1e-9
+        )
+    # G-Eval takes DeepEval's own fallback (the schema's score / 10), and the row says so
+    assert reasoning["pipeline"]["g_eval"].score_path == "schema_fallback"
+    assert reasoning["pipeline"]["conversational_g_eval"].score_path == "schema_fallback"
 
 
 @pytest.mark.parametrize("slug", DEEPEVAL_METRICS)
