@@ -189,38 +189,31 @@ class LoopbackJudge:
             extra = {"retry-after": retry_after} if retry_after else {}
             _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
             return True
-        if self.bucket is not None:
-            return self._answer_within_budget(writer, request)
-        if request.get("logprobs") and not request.get("response_format"):
-            top = int(request.get("top_logprobs") or 0)
-            text, logprobs = rubric_answer(_seed(request), "loopback reason", top)
-            _write(writer, 200, _completion(request, text, logprobs))
-            return True
-        text = answer_for(request, self.fixed)
+        text, logprobs = self._reply(request)
         if fault == "invalid_json":
             text = text[: len(text) // 2]
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
-        _write(writer, 200, _completion(request, text))
-        return True
-
-    def _answer_within_budget(self, writer: asyncio.StreamWriter, request: dict[str, Any]) -> bool:
-        """As a rate-limited provider: 429 beyond the bucket, its budget in every answer."""
-        assert self.bucket is not None
-        if request.get("logprobs") and not request.get("response_format"):
-            text, logprobs = rubric_answer(_seed(request), "loopback reason", 20)
-        else:
-            text, logprobs = answer_for(request, self.fixed), None
         completion = _completion(request, text, logprobs)
-        tokens = completion["usage"]["total_tokens"]
-        with self._lock:
-            allowed, headers = self.bucket.take(tokens, time.monotonic())
-        if not allowed:
-            self.rate_limited += 1
-            _write(writer, 429, {"error": {"message": "rate limit reached"}}, headers)
-            return True
+        headers: dict[str, str] = {}
+        if self.bucket is not None:
+            with self._lock:
+                allowed, headers = self.bucket.take(
+                    completion["usage"]["total_tokens"], time.monotonic()
+                )
+            if not allowed:  # as a rate-limited provider: 429 beyond the bucket
+                self.rate_limited += 1
+                _write(writer, 429, {"error": {"message": "rate limit reached"}}, headers)
+                return True
         _write(writer, 200, completion, headers)
         return True
+
+    def _reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """The answer's text, and its log-probabilities for G-Eval's raw call."""
+        if request.get("logprobs") and not request.get("response_format"):
+            top = int(request.get("top_logprobs") or 0)
+            return rubric_answer(_seed(request), "loopback reason", top)
+        return answer_for(request, self.fixed), None
 
     def _answer_anthropic(
         self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]

@@ -51,7 +51,7 @@ def serve(connection: Connection, evaluator: Any) -> None:
 
 
 async def _serve(connection: Connection, evaluator: Any) -> None:
-    from n8n_deepeval_pipeline.evaluation import EvaluationTask
+    from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
 
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[Any] = asyncio.Queue()
@@ -70,7 +70,10 @@ async def _serve(connection: Connection, evaluator: Any) -> None:
     running: set[asyncio.Task[None]] = set()
 
     async def answer(task: Any) -> None:
-        result = await evaluator.evaluate(task)
+        try:
+            result = await evaluator.evaluate(task)
+        except Exception as error:  # never raised by design; an answer is owed all the same
+            result = EvaluationResult.failed(task.task_id, "metric_error", repr(error)[:300])
         running.discard(asyncio.current_task())
         # DeepEval's globals are put back when nothing else is in flight.
         clean = evaluator.tidy() if not running else True

@@ -1,5 +1,6 @@
 """A test double of the worker's Evaluator: a task whose metric label starts with
-``pollute`` dirties DeepEval's globals before scoring; every task reports what it found
+``pollute`` dirties DeepEval's globals before scoring, ``raise`` raises out of the
+evaluator, ``hang`` hangs and ``crash`` kills the worker; every task reports what it found
 of earlier pollution in its reason. The real isolation code (fresh context, trace
 manager reset, module snapshot) runs around it unchanged."""
 
@@ -39,4 +40,6 @@ class PollutingEvaluator(Evaluator):
             time.sleep(3600)
         if task.metric_label == "crash":
             os._exit(9)
+        if task.metric_label == "raise":
+            raise RuntimeError("an evaluator bug")
         return EvaluationResult(task_id=task.task_id, score=1.0, reason=repr(seen))

@@ -251,6 +251,17 @@ def test_evaluations_in_flight_with_a_crash_run_again_and_only_the_crashing_one_
     assert replacements == 2
 
 
+def test_an_evaluation_that_raises_out_of_the_evaluator_is_an_error_row_at_once():
+    pool = WorkerPool(size=1, timeout_s=60, evaluator=POLLUTER, per_worker=4)
+    try:
+        broken, fine = evaluate(pool, labelled("raise", task_id=0), labelled("ok", task_id=1))
+    finally:
+        pool.close()
+    # answered by the worker (not left to the evaluation timeout, nor a crash)
+    assert (broken.error_kind, fine.score) == ("metric_error", 1.0)
+    assert "an evaluator bug" in broken.error
+
+
 @pytest.fixture
 def temp_folder(tmp_path, monkeypatch):
     """A temp folder of this test's own, where pools put their working folders."""
