@@ -17,6 +17,15 @@ from urllib.parse import parse_qs, urlsplit
 TOKEN = "s3cr3t-webhook-token-0042"
 
 
+def _send_json(handler: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
+    payload = json.dumps(answer).encode()
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(payload)))
+    handler.end_headers()
+    handler.wfile.write(payload)
+
+
 class _FakeServer:
     """A loopback HTTP server on a free port, served from a thread while in ``with``."""
 
@@ -89,12 +98,7 @@ class FakeN8nWebhooks(_FakeServer):
                     {"path": path, "target": self.path, "body": body, "headers": dict(self.headers)}
                 )
                 status, answer = fake.answer(path, body)
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                _send_json(self, status, answer)
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -175,12 +179,7 @@ class FakeN8nApi(_FakeServer):
                     status, answer = 200, fake.answer(method, parts.path, query, body)
                 except KeyError:
                     status, answer = 404, {"message": "Not Found"}
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                _send_json(self, status, answer)
 
             def do_GET(self) -> None:
                 self._respond("GET")
