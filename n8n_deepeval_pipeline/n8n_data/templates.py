@@ -16,7 +16,11 @@ from urllib.parse import quote
 from jinja2 import StrictUndefined, TemplateError, Undefined, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
+from n8n_deepeval_pipeline.redaction import redact
+
 _ONE_EXPRESSION = re.compile(r"^\s*\{\{(?P<expr>[^{}]*)\}\}\s*$")
+# A URL template that starts with an environment variable: its base, inserted as it is.
+_ENV_BASE = re.compile(r"^\s*\{\{\s*env\s*[.\[]")
 _SANDBOX = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
@@ -36,6 +40,13 @@ class TemplateRenderError(ValueError):
     """A template refers to something that is not there, or is not a valid template."""
 
 
+def _failure(template: str, error: Exception, context: dict[str, Any]) -> TemplateRenderError:
+    """The error of one template, without the values of its variables (Jinja quotes them)."""
+    secrets = [str(value) for value in (context.get("env") or {}).values() if value]
+    text = error.message if isinstance(error, TemplateError) else f"{type(error).__name__}: {error}"
+    return TemplateRenderError(redact(f"template {template!r}: {text}", secrets))
+
+
 def render(template: Any, context: dict[str, Any]) -> Any:
     """The template with every string rendered against ``context`` (objects recursively)."""
     if isinstance(template, dict):
@@ -52,15 +63,15 @@ def render(template: Any, context: dict[str, Any]) -> Any:
                 value._fail_with_undefined_error()  # raises UndefinedError, naming the name
             return value
         return _SANDBOX.from_string(template).render(**context)
-    except TemplateError as error:
-        raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+    except Exception as error:  # any failure of one template is that run's, not the step's
+        raise _failure(template, error, context) from None
 
 
 def render_url(template: str, context: dict[str, Any]) -> str:
     """The URL with each value percent-encoded for its part: host, path, query, fragment.
 
-    A value that starts the template is the URL's base (``{{ env.N8N_URL }}/webhook/x``)
-    and is inserted as it is.
+    An environment variable that starts the template is the URL's base
+    (``{{ env.N8N_URL }}/webhook/x``) and is inserted as it is.
     """
     if "{" not in template:
         return template
@@ -72,10 +83,10 @@ def render_url(template: str, context: dict[str, Any]) -> str:
 
     try:
         marked = _SANDBOX.overlay(finalize=hold).from_string(template).render(**context)
-    except TemplateError as error:
-        raise TemplateRenderError(f"template {template!r}: {error.message}") from None
+    except Exception as error:
+        raise _failure(template, error, context) from None
     lead = _MARK.match(marked)
-    if lead is not None:
+    if lead is not None and _ENV_BASE.match(template):
         marked = values[int(lead[1])] + marked[lead.end() :]
     return _encoded(marked, values)
 

@@ -43,3 +43,24 @@ def test_values_cannot_leave_the_part_they_land_in(template, url):
 def test_an_unknown_name_in_a_url_is_named():
     with pytest.raises(TemplateRenderError, match="'nope' is undefined"):
         render_url("https://h/{{ nope }}", CONTEXT)
+
+
+def test_a_row_value_that_starts_a_url_is_encoded_too():
+    assert (
+        render_url("{{ evalContext.rowId }}/x", CONTEXT)
+        == "..%2F..%2Frest%2Fowner%3Fevil%3D1%23x/x"
+    )
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["{{ row[env.TOKEN] }}", "https://h/{{ row[env.TOKEN] }}", "{{ 1 / 0 }} {{ env.TOKEN }}"],
+)
+def test_a_failing_template_is_a_render_error_that_never_quotes_a_variable(template):
+    from n8n_deepeval_pipeline.n8n_data.templates import render
+
+    context = {"row": {}, "env": {"TOKEN": "sk-secret-123"}}
+    with pytest.raises(TemplateRenderError) as caught:
+        (render_url if template.startswith("https") else render)(template, context)
+    assert "sk-secret-123" not in str(caught.value)
+    assert str(caught.value).startswith(f"template {template!r}: ")
