@@ -1,15 +1,19 @@
 """Cron expressions as Dagster's schedules take them (five fields), checked without Dagster.
 
 ``schedule: "61 * * * *"`` must be refused by ``validate``, not by the UI when the
-schedule is built. Accepted per field: ``*``, numbers and names in range, ``a-b``, a
-``/step``, lists; ``L`` (last day) in the day of month; ``1#2`` (the second Monday) in
-the day of week. A test checks the verdicts against Dagster's own.
+schedule is built. The verdict is Dagster's own rule on croniter (the library Dagster
+vendors): croniter takes the expression, it expands to five fields, and it is not the
+30th or 31st of February; field rules (which also say which field is wrong, where
+croniter only says "out of range") hold back the syntax newer croniter versions added.
+A test checks the verdicts against Dagster's own.
 """
 
 from __future__ import annotations
 
 import re
 from typing import NamedTuple
+
+from croniter import croniter
 
 
 class _Field(NamedTuple):
@@ -35,6 +39,21 @@ _SHAPE = "must be a 5-field cron expression such as '0 2 * * *'"
 
 def cron_problem(expression: str) -> str | None:
     """What is wrong with ``expression``, or None when Dagster will take it."""
+    # Dagster's vendored croniter is older: what the field rules refuse (``15W``) it refuses.
+    explained = None if expression.startswith("@") else _explained(expression)
+    if explained is not None or not croniter.is_valid(expression):
+        return explained or f"{expression!r} is not a cron expression"
+    fields = croniter.expand(expression)[0]
+    if len(fields) != len(_FIELDS):
+        return _SHAPE
+    days, months = fields[2], fields[3]
+    if months == [2] and len(days) == 1 and days[0] in (30, 31):
+        return f"day of month {expression.split()[2]!r}: February has no day {days[0]}"
+    return None
+
+
+def _explained(expression: str) -> str | None:
+    """The field croniter refused, in words (None when no field rule explains it)."""
     fields = expression.split()
     if len(fields) != len(_FIELDS):
         return _SHAPE
@@ -43,9 +62,6 @@ def cron_problem(expression: str) -> str | None:
             problem = _item_problem(field, item)
             if problem is not None:
                 return f"{field.name} {text!r}: {problem}"
-    day, month = fields[2], fields[3]
-    if month in ("2", "feb", "FEB") and day in ("30", "31"):
-        return f"day of month {day!r}: February has no day {day}"
     return None
 
 
@@ -60,6 +76,8 @@ def _item_problem(field: _Field, item: str) -> str | None:
         return f"{item!r} is not a value, a range or a step"
     if match["step"] is not None and int(match["step"]) == 0:
         return "a step must be at least 1"
+    if match["span"] == "?" and field.name not in ("day of month", "day of week"):
+        return "'?' stands only in the day of month or the day of week"
     if match["span"] in ("*", "?"):
         return None
     problems = [_value_problem(field, value) for value in match["span"].split("-")]

@@ -20,6 +20,8 @@ VALID = [
     "0 0 * JAN-DEC/2 *",
     "0 0 1-31/2 * *",
     "0 0 29 2 *",
+    "@daily",
+    "@hourly",
 ]
 INVALID = {
     "61 * * * *": "minute '61': 61 is not in 0-59",
@@ -33,6 +35,11 @@ INVALID = {
     "0 0 * * 1#6": "day of week '1#6': '1#6' is not a value, a range or a step",
     "0 0 30 2 *": "day of month '30': February has no day 30",
     "0 0 * * * *": "must be a 5-field cron expression such as '0 2 * * *'",
+    "0 0 31 02 *": "day of month '31': February has no day 31",
+    "0 0 30 2/12 *": "day of month '30': February has no day 30",
+    "0 0 31 2,2 *": "day of month '31': February has no day 31",
+    "0 0 30 Feb *": "day of month '30': February has no day 30",
+    "0 0 ? ? *": "month '?': '?' stands only in the day of month or the day of week",
 }
 
 
