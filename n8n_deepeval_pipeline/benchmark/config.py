@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 
 # DeepEval-side fields a dataset column can be mapped to (the seed Trigger's names).
 MappedField = Literal[
@@ -258,7 +259,7 @@ class CompareConfig(ConfigModel):
         description="The baseline version's hash or a prefix of it (default: the version "
         "registered before the candidate).",
     )
-    fail_on: Literal["regression", "likely_regression"] = Field(
+    fail_on: GateVerdict = Field(
         default="regression",
         description="The verdict that fails `compare` and the no_regression check: "
         "regression (Fisher p < 0.05) or also likely_regression (p < 0.20).",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
-    GateVerdict,
     OverallPassRate,
     VersionComparison,
     cases_failing_gate,

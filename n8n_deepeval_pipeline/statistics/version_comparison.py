@@ -45,6 +45,7 @@ from pydantic import BaseModel, ConfigDict
 from scipy.stats import binomtest, fisher_exact
 
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 
 Verdict = Literal[
     "regression",
@@ -428,17 +429,6 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
         verdict_counts={name: counts[name] for name in VERDICTS},
         has_regression=counts["regression"] > 0,
     )
-
-
-GateVerdict = Literal["regression", "likely_regression"]
-"""A verdict a gate (`compare`, the no_regression check) can fail on: compare.failOn."""
-# Verdicts that fail a gate, by how sure the drop is.
-_GATE_SEVERITY: Mapping[str, int] = MappingProxyType({"likely_regression": 1, "regression": 2})
-
-
-def fails_gate(verdict: Verdict, fail_on: GateVerdict) -> bool:
-    """Whether a case with this verdict fails the gate ``fail_on`` (it or a surer regression)."""
-    return _GATE_SEVERITY.get(verdict, 0) >= _GATE_SEVERITY[fail_on]
 
 
 def cases_failing_gate(comparison: VersionComparison, fail_on: GateVerdict) -> list[str]:
