@@ -110,14 +110,22 @@ def _first(run: tuple[int, str, dict[str, Any]]) -> int:
 
 
 def steps_by_session(executions: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Session id → the intermediate steps its execution produced.
+    """Session id → the intermediate steps of its executions, in the order they ran.
 
-    Executions without a session id, or in which no agent ran, are left out.
+    A run that sends several messages is one session of several executions: its steps
+    are all of theirs. Executions without a session id, or in which no agent ran, are
+    left out.
     """
     found: dict[str, list[Any]] = {}
-    for execution in executions:
+    for execution in sorted(executions, key=_run_order):
         session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
         steps = execution_steps(execution)
         if session is not None and steps is not None:
-            found.setdefault(session, steps)
+            found.setdefault(session, []).extend(steps)
     return found
+
+
+def _run_order(execution: dict[str, Any]) -> tuple[str, int]:
+    """When an execution ran (n8n lists the newest first; its ids count up)."""
+    identifier = str(execution.get("id", ""))
+    return str(execution.get("startedAt") or ""), int(identifier) if identifier.isdigit() else 0

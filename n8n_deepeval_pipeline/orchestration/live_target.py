@@ -157,8 +157,10 @@ def with_execution_steps(
     }
     if not missing:
         return outputs
+    # One execution per message sent: a run of several messages is several executions.
+    sent = sum(max(len(output.turns or []) // 2, 1) for output in outputs)
     with n8n.client() as client:
-        steps = steps_by_session(client.executions(workflow_id, limit=len(outputs) + 20))
+        steps = steps_by_session(client.executions(workflow_id, limit=sent + 20))
     found = {session: steps[session] for session in missing if session in steps}
     context.log.info(f"steps read from executions for {len(found)}/{len(missing)} runs")
     return [

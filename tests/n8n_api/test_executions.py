@@ -60,3 +60,15 @@ def test_with_intermediate_steps_off_the_tool_sub_nodes_runs_are_the_steps():
         ],
         "h:r4:0": [],  # the model ran and called no tool
     }  # fmt: skip
+
+
+def test_a_session_of_several_messages_has_the_steps_of_all_its_executions_in_order():
+    # n8n lists the newest execution first: the ticket was opened by the first message.
+    thanks = {**execution("h:r5:0", {"output": "You're welcome", "intermediateSteps": []})}
+    ticket_steps = [{"action": {"tool": "Open_Ticket", "toolInput": {"printer": 12}},
+                     "observation": '[{"ticket":"T-1"}]'}]  # fmt: skip
+    ticket = execution("h:r5:0", {"output": "Opened T-1", "intermediateSteps": ticket_steps})
+    thanks["id"], ticket["id"] = "31", "30"
+    sum_steps = execution("h:r5:0", {"output": "42", "intermediateSteps": STEPS})
+    sum_steps["id"] = "32"
+    assert steps_by_session([sum_steps, thanks, ticket]) == {"h:r5:0": ticket_steps + STEPS}
