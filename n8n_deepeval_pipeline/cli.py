@@ -27,7 +27,7 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
-    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
+    from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, ErrorSummary
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -281,12 +281,7 @@ def run(
             partition = runner.register_current_version(checked.workflow_hash)
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
-            if not materialised.completed:
-                fault = _storage_fault(materialised.errors)
-                raise _Refused(
-                    fault or "the benchmark run failed; see the log above", EXIT_RUN_FAILED
-                )
-            summary = runner.summary(partition)
+            summary, incomplete = _judged(runner, partition, materialised, max_error_rate)
             if selection is not None:
                 trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
                 summary = summary.model_copy(update={"trial": trial})
@@ -296,8 +291,6 @@ def run(
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
-    checked_limit = runner.benchmark.checks.max_error_rate
-    incomplete = _incompleteness(summary.errors, max_error_rate, checked_limit)
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
@@ -308,6 +301,23 @@ def run(
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _judged(
+    runner: Any, partition: str, materialised: Any, max_error_rate: float | None = None
+) -> tuple[BenchmarkSummary, str | None]:
+    """A materialised version's summary, and why it is incomplete (exit 3), if it is.
+
+    A version whose steps failed is refused with exit 4, in the one line of a storage
+    fault when one is behind it; `run` and `backfill` give one answer for a version.
+    """
+    if not materialised.completed:
+        fault = _storage_fault(materialised.errors)
+        message = fault or f"the run of workflow {partition[:12]} failed; see the log above"
+        raise _Refused(message, EXIT_RUN_FAILED)
+    summary = runner.summary(partition)
+    limit = runner.benchmark.checks.max_error_rate
+    return summary, _incompleteness(summary.errors, max_error_rate, limit)
 
 
 def _incompleteness(
@@ -349,6 +359,9 @@ def backfill(file: Path, from_asset: str | None) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
+    Exit codes, as `run`'s: 3 a version is incomplete (judge outage, or errors above
+    checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
+    among the causes).
     """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
@@ -361,18 +374,27 @@ def backfill(file: Path, from_asset: str | None) -> None:
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed = []
+            failed: list[str] = []
+            incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition == current else "metric_scores")
                 what = f"from {start}" if start else "every asset"
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
-                if not runner.materialise(partition, start).completed:
-                    failed.append(partition)
+                try:  # a failed version does not keep the others from being backfilled
+                    _, why = _judged(runner, partition, runner.materialise(partition, start))
+                except _Refused as failure:
+                    failed.append(failure.message)
+                    continue
+                if why:
+                    incomplete.append(f"workflow {partition[:12]}: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    if failed:
-        raise click.ClickException(f"{len(failed)} version(s) failed: {', '.join(failed)}")
+    if failed:  # one storage fault behind every failure is said once
+        raise _Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+    if incomplete:
+        click.echo("\n".join(incomplete), err=True)
+        sys.exit(EXIT_INCOMPLETE)
     click.echo(f"backfilled {len(versions)} version(s)")
 
 
