@@ -106,9 +106,14 @@ def validate(files: tuple[Path, ...]) -> None:
             f"ok {path}: {report.benchmark} · workflow {report.workflow_hash[:12]} · "
             f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
         )
-        for warning in report.warnings:
-            click.echo(f"{path}: warning: {warning}", err=True)
+        _warn(path, report.warnings)
     sys.exit(1 if failed else 0)
+
+
+def _warn(path: Path, warnings: Sequence[str]) -> None:
+    """Say on stderr what in benchmark ``path`` is valid but will not do what it seems to ask."""
+    for warning in warnings:
+        click.echo(f"{path}: warning: {warning}", err=True)
 
 
 @main.command("hash")
@@ -276,6 +281,7 @@ def run(
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
         benchmark, checked = _check(file)  # read once: the run registers the hash it read
+        _warn(file, checked.warnings)
         with _instance_for(file, checked, selection) as instance:
             runner = _runner(file, instance, not no_cache, selection, benchmark)
             partition = runner.register_current_version(checked.workflow_hash)

@@ -7,9 +7,11 @@ score rows it left, as Dagster and the stored tables would.
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, field
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
@@ -118,3 +120,18 @@ def test_backfill_of_complete_versions_exits_0(example_copy, versions):
     scores.update({OLDER: JUDGED, CURRENT: JUDGED})
     done = CliRunner().invoke(main, ["backfill", str(example_copy)])
     assert (done.exit_code, done.stdout) == (0, "backfilled 2 version(s)\n")
+
+
+def test_run_says_the_validation_warnings_on_stderr_as_validate_does(example_copy, versions):
+    ended, scores, _ = versions
+    ended[CURRENT], scores[CURRENT] = COMPLETED, JUDGED
+    document = yaml.safe_load(example_copy.read_text())
+    document["compare"] = {"failOn": "regression"}  # out of reach with runsPerRow 3
+    example_copy.write_text(yaml.safe_dump(document))
+    validated = CliRunner().invoke(main, ["validate", str(example_copy)])
+    warning = f"{example_copy}: warning: compare.failOn: regression can never fire with "
+    assert validated.stderr.startswith(warning)
+    done = CliRunner().invoke(main, ["run", str(example_copy), "--json"])
+    assert done.exit_code == 0, done.output
+    assert validated.stderr in done.stderr
+    assert json.loads(done.stdout)["runs"] == 0  # the warning stays out of the JSON
