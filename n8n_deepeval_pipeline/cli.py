@@ -297,12 +297,14 @@ def run(
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    regressed = "no_regression" in materialised.failed_checks
+    if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
+        gate = runner.benchmark.compare.fail_on
+        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
-    if "no_regression" in materialised.failed_checks:
-        gate = runner.benchmark.compare.fail_on
-        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
+    if regressed:
         sys.exit(EXIT_RUN_REGRESSION)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)

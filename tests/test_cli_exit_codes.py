@@ -135,3 +135,16 @@ def test_run_says_the_validation_warnings_on_stderr_as_validate_does(example_cop
     assert done.exit_code == 0, done.output
     assert validated.stderr in done.stderr
     assert json.loads(done.stdout)["runs"] == 0  # the warning stays out of the JSON
+
+
+def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(example_copy, versions):
+    ended, scores, _ = versions
+    ended[CURRENT] = Materialised(completed=True, failed_checks=("no_regression",), errors=())
+    scores[CURRENT] = OUTAGE
+    done = CliRunner().invoke(main, ["run", str(example_copy)])
+    assert done.exit_code == 3, done.output
+    assert done.stderr.splitlines()[-2:] == [
+        "likely_regression against the previous version: see `n8n-deepeval compare`",
+        "incomplete: the judge was unavailable for 2 scores "
+        "(--max-error-rate sets how many unjudged scores are acceptable)",
+    ]
