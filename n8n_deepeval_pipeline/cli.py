@@ -74,6 +74,8 @@ def _storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]
         try:
             command(*args, **kwargs)
             return
+        except click.ClickException:
+            raise  # the command has already said what went wrong, with its exit code
         except Exception as error:
             fault = _storage_fault(error_messages(error))
             if fault is None:
