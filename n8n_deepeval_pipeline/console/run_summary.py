@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import fmean
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, TARGET_ERROR_KINDS, is_unjudged
 from n8n_deepeval_pipeline.judging.providers import refused_key_status
@@ -64,13 +64,23 @@ class ErrorSummary(BaseModel):
     by_kind: dict[str, int]
     first_message: dict[str, str]
     unjudged: int  # judge or machinery errors: no judgement was made
-    unjudged_rate: float  # share of the score rows
     judge_outage: int  # the judge did not answer at all (its circuit was open)
     runs_with_unjudged: int
-    runs: int = 0  # runs the scores cover
-    failed_target_calls: int = 0  # runs whose workflow call failed: nothing to score
-    failed_target_call_rate: float = 0.0  # share of the runs
+    runs: int  # runs the scores cover
+    failed_target_calls: int  # runs whose workflow call failed: nothing to score
     judge_refused_key: int | None = None  # the HTTP status of a judge refusing its key
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unjudged_rate(self) -> float:
+        """The unjudged share of the score rows."""
+        return self.unjudged / self.scores if self.scores else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failed_target_call_rate(self) -> float:
+        """The share of the runs whose workflow call failed."""
+        return self.failed_target_calls / self.runs if self.runs else 0.0
 
 
 class FailingCase(BaseModel):
@@ -135,12 +145,10 @@ def error_summary(scores: list[MetricScore]) -> ErrorSummary:
         by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
         first_message=first,
         unjudged=len(unjudged),
-        unjudged_rate=len(unjudged) / len(scores) if scores else 0.0,
         judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
         runs_with_unjudged=len({score.run_id for score in unjudged}),
         runs=runs,
         failed_target_calls=failed_calls,
-        failed_target_call_rate=failed_calls / runs if runs else 0.0,
         judge_refused_key=next(
             filter(None, (refused_key_status(s.error or "") for s in unjudged)), None
         ),

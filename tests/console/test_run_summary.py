@@ -65,3 +65,16 @@ def test_the_markdown_table_has_a_row_per_check_and_escapes_pipes():
         "trigger | Orphan, Other \\| odd |"
     )
     assert "⚪ n/a" in lines[4]
+
+
+def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
+    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
+
+    errors = ErrorSummary(
+        scores=40, by_kind={"judge_error": 6, "target_error": 4}, first_message={},
+        unjudged=6, judge_outage=0, runs_with_unjudged=3, runs=20, failed_target_calls=4,
+    )  # fmt: skip
+    dumped = errors.model_dump(mode="json")
+    assert (dumped["unjudged_rate"], dumped["failed_target_call_rate"]) == (0.15, 0.2)
+    nothing = errors.model_copy(update={"scores": 0, "runs": 0})
+    assert (nothing.unjudged_rate, nothing.failed_target_call_rate) == (0.0, 0.0)
