@@ -434,11 +434,12 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
     gate = runner.benchmark.compare.fail_on
+    flagged = cases_failing_gate(comparison, gate)
     if as_json:
-        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+        printed = comparison_json(comparison, before, after, gate, flagged)
+        click.echo(json.dumps(printed, indent=2))
     else:
         click.echo(render_comparison(comparison, before, after))
-    flagged = cases_failing_gate(comparison, gate)
     if flagged:
         click.echo(
             f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
