@@ -7,8 +7,12 @@ from statistics import fmean
 
 from pydantic import BaseModel, computed_field
 
-from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, TARGET_ERROR_KINDS, is_unjudged
-from n8n_deepeval_pipeline.judging.providers import refused_key_status
+from n8n_deepeval_pipeline.evaluation import (
+    OUTAGE_ERROR_KINDS,
+    REFUSED_ERROR_KINDS,
+    TARGET_ERROR_KINDS,
+    is_unjudged,
+)
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
@@ -68,7 +72,6 @@ class ErrorSummary(BaseModel):
     runs_with_unjudged: int
     runs: int  # runs the scores cover
     failed_target_calls: int  # runs whose workflow call failed: nothing to score
-    judge_refused_key: int | None = None  # the HTTP status of a judge refusing its key
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -149,9 +152,6 @@ def error_summary(scores: list[MetricScore]) -> ErrorSummary:
         runs_with_unjudged=len({score.run_id for score in unjudged}),
         runs=runs,
         failed_target_calls=failed_calls,
-        judge_refused_key=next(
-            filter(None, (refused_key_status(s.error or "") for s in unjudged)), None
-        ),
     )
 
 
@@ -402,20 +402,22 @@ def _incomplete_lines(errors: ErrorSummary) -> list[str]:
         f"judgement ({errors.unjudged_rate:.1%}: {counts})",
         f"  first error: {errors.first_message[kinds[0]]}",
     ]
-    if errors.judge_refused_key:
-        lines.append(
-            f"  {judge_trouble(errors)}: give it a valid key and run again (cached answers stay)"
-        )
-    elif errors.judge_outage:
-        lines.append("  the judge was unreachable: fix it and run again (cached answers stay)")
-    return lines
+    refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]
+    fixes = [f"the judge {_REFUSED[status]}: {_FIX[status]}" for status in refusals]
+    if errors.judge_outage and not refusals:  # a circuit opened by refusals is no network fault
+        fixes.append("the judge was unreachable: fix it")
+    return lines + [f"  {fix} and run again (cached answers stay)" for fix in fixes]
+
+
+# What a judge's refusal says of it, and what makes it answer, by HTTP status.
+_REFUSED = {401: "refused the key (HTTP 401)", 403: "refused the calls (HTTP 403)"}
+_FIX = {401: "give it a valid key", 403: "check what its account may use (the model, the region)"}
 
 
 def judge_trouble(errors: ErrorSummary) -> str:
     """What kept the judge from answering, as a user would say it."""
-    if errors.judge_refused_key:
-        return f"the judge refused the key (HTTP {errors.judge_refused_key})"
-    return "the judge was unavailable"
+    refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]
+    return f"the judge {_REFUSED[refusals[0]] if refusals else 'was unavailable'}"
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

@@ -67,7 +67,9 @@ FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType
     {
         "target_error": "target_error",
         "no_output": "target_error",  # the workflow gave nothing to score
+        "judge_auth": "judge_error",
         "judge_error": "judge_error",
+        "judge_forbidden": "judge_error",
         "judge_invalid_output": "judge_error",
         "judge_unavailable": "judge_error",
         "metric_error": "judge_error",  # scoring itself failed, not the workflow

@@ -78,3 +78,26 @@ def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
     assert (dumped["unjudged_rate"], dumped["failed_target_call_rate"]) == (0.15, 0.2)
     nothing = errors.model_copy(update={"scores": 0, "runs": 0})
     assert (nothing.unjudged_rate, nothing.failed_target_call_rate) == (0.0, 0.0)
+
+
+def _judge_errors(**counts):
+    from n8n_deepeval_pipeline.console.run_summary import error_summary
+    from tests.test_cli_exit_codes import score
+
+    kinds = [kind for kind, count in counts.items() for _ in range(count)]
+    rows = [score(run, kind, f"{kind} message") for run, kind in enumerate(kinds)]
+    return error_summary(rows + [score(len(rows) + run) for run in range(10)])
+
+
+def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
+    from n8n_deepeval_pipeline.console.run_summary import _incomplete_lines, judge_trouble
+
+    errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
+    said = [judge_trouble(errors), *_incomplete_lines(errors)]
+    assert said[0] == "the judge refused the calls (HTTP 403)"
+    assert "(50.0%: judge_unavailable 5, judge_forbidden 3, judge_error 2)" in said[1]
+    assert not any("key" in line for line in said)
+    # judge errors of another kind (no answer, a 500) say nothing of a refusal
+    other = _judge_errors(judge_error=3, judge_unavailable=5)
+    assert judge_trouble(other) == "the judge was unavailable"
+    assert _incomplete_lines(other)[-1].startswith("  the judge was unreachable: fix it")
