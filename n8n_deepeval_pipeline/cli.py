@@ -342,7 +342,7 @@ def _incompleteness(
 
     if max_error_rate is None and errors.judge_outage:
         return (
-            f"incomplete: {judge_trouble(errors)} for {errors.judge_outage} scores "
+            f"incomplete: {judge_trouble(errors)} "
             "(--max-error-rate sets how many unjudged scores are acceptable)"
         )
     if max_error_rate is None:

@@ -415,9 +415,15 @@ _FIX = {401: "give it a valid key", 403: "check what its account may use (the mo
 
 
 def judge_trouble(errors: ErrorSummary) -> str:
-    """What kept the judge from answering, as a user would say it."""
-    refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]
-    return f"the judge {_REFUSED[refusals[0]] if refusals else 'was unavailable'}"
+    """What kept the judge from answering, each with the scores it left unjudged."""
+    troubles = [
+        f"{_REFUSED[status]} for {errors.by_kind[kind]} scores"
+        for status, kind in REFUSED_ERROR_KINDS.items()
+        if kind in errors.by_kind
+    ]
+    if errors.judge_outage:
+        troubles.append(f"was unavailable for {errors.judge_outage} scores")
+    return f"the judge {' and '.join(troubles)}"
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:
