@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -672,7 +674,11 @@ _PORTS_TO_TRY = 100
 
 
 def _free_port(first: int) -> int:
-    """The first port from ``first`` up that nothing listens on (on the UI's host)."""
+    """The first port from ``first`` up that nothing listens on (on the UI's host).
+
+    Only a port in use is skipped: any other refusal (a port below 1024 without root)
+    would refuse the next ports too, so it is said as it is.
+    """
     last = min(first + _PORTS_TO_TRY, 65536) - 1
     for port in range(first, last + 1):
         with socket.socket() as probe:
@@ -680,8 +686,13 @@ def _free_port(first: int) -> int:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((_UI_HOST, port))
-            except OSError:
-                continue
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    continue
+                reason = error.strerror or str(error)
+                raise click.ClickException(
+                    f"cannot listen on {_UI_HOST}:{port}: {reason}"
+                ) from None
             return port
     raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
 
@@ -722,14 +733,7 @@ def ui(port: int) -> None:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _SHUTDOWN_S = 5.0  # for dagster dev to stop its processes in order
 _GRACE_S = 2.0  # for what it left behind to stop on SIGTERM, before SIGKILL
-
-
-class _StopRequested(Exception):
-    """A stop signal arrived."""
-
-
-def _request_stop(signum: int, _frame: object) -> None:
-    raise _StopRequested
+_POLL_S = 0.2  # how soon a stop signal is acted on
 
 
 def _serve(command: list[str]) -> int:
@@ -740,26 +744,32 @@ def _serve(command: list[str]) -> int:
     45 s); whatever of its group is left a few seconds later is stopped too. Its exit
     code, or 0 after a stop.
     """
-    # A shell hands a job it starts in the background SIGINT ignored, and an ignored
-    # signal stays ignored across exec; Dagster maps SIGTERM to its SIGINT handling, so
-    # it would ignore both. With default dispositions here the child starts with them.
+    stop = threading.Event()
+    # Set before the child starts, so that no stop signal is missed; a signal only sets
+    # the flag, so a second one (during the shutdown) changes nothing. A shell hands a
+    # background job SIGINT ignored, which exec keeps (and Dagster maps SIGTERM to its
+    # SIGINT handling, so it would ignore both); a handler is reset to the default on
+    # exec, so the child starts with default dispositions.
     for signum in _STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signum, lambda _signum, _frame: stop.set())
     dagster = subprocess.Popen(command, start_new_session=True)
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, _request_stop)
-    try:
-        code = dagster.wait()
-    except _StopRequested:
-        for signum in _STOP_SIGNALS:  # already stopping: a second Ctrl-C changes nothing
-            signal.signal(signum, signal.SIG_IGN)
+    code = _wait(dagster, stop.is_set)
+    if code is None:
         dagster.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            dagster.wait(timeout=_SHUTDOWN_S)
+        shutdown = time.monotonic() + _SHUTDOWN_S
+        _wait(dagster, lambda: time.monotonic() > shutdown)
         code = 0
-    _stop_group(dagster.pid)
+    _stop_group(dagster)
     dagster.wait()
     return code
+
+
+def _wait(process: subprocess.Popen[bytes], until: Callable[[], bool]) -> int | None:
+    """The process's exit code, or None if ``until()`` holds before it exits."""
+    while not until():
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return process.wait(timeout=_POLL_S)
+    return None
 
 
 def _signal_group(group: int, signum: int) -> bool:
@@ -771,11 +781,16 @@ def _signal_group(group: int, signum: int) -> bool:
     return True
 
 
-def _stop_group(group: int) -> None:
-    """SIGTERM what is left of a process group, and SIGKILL it after a grace period."""
+def _stop_group(leader: subprocess.Popen[bytes]) -> None:
+    """SIGTERM what is left of the leader's process group, SIGKILL it after a grace period.
+
+    The leader is reaped as soon as it exits (``poll``): unreaped, it is a zombie still in
+    its group, which then answers signals until the grace period runs out.
+    """
+    group = leader.pid
     deadline = time.monotonic() + _GRACE_S
     if _signal_group(group, signal.SIGTERM):
-        while _signal_group(group, 0) and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (leader.poll() is None or _signal_group(group, 0)):
             time.sleep(0.1)
         _signal_group(group, signal.SIGKILL)
 
