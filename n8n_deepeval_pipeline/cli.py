@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -10,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +29,7 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
-    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
+    from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, ErrorSummary
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
@@ -74,6 +76,8 @@ def _storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]
         try:
             command(*args, **kwargs)
             return
+        except click.ClickException:
+            raise  # the command has already said what went wrong, with its exit code
         except Exception as error:
             fault = _storage_fault(error_messages(error))
             if fault is None:
@@ -106,9 +110,14 @@ def validate(files: tuple[Path, ...]) -> None:
             f"ok {path}: {report.benchmark} · workflow {report.workflow_hash[:12]} · "
             f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
         )
-        for warning in report.warnings:
-            click.echo(f"{path}: warning: {warning}", err=True)
+        _warn(path, report.warnings)
     sys.exit(1 if failed else 0)
+
+
+def _warn(path: Path, warnings: Sequence[str]) -> None:
+    """Say on stderr what in benchmark ``path`` is valid but will not do what it seems to ask."""
+    for warning in warnings:
+        click.echo(f"{path}: warning: {warning}", err=True)
 
 
 @main.command("hash")
@@ -276,17 +285,13 @@ def run(
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
         benchmark, checked = _check(file)  # read once: the run registers the hash it read
+        _warn(file, checked.warnings)
         with _instance_for(file, checked, selection) as instance:
             runner = _runner(file, instance, not no_cache, selection, benchmark)
             partition = runner.register_current_version(checked.workflow_hash)
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
             materialised = runner.materialise(partition)
-            if not materialised.completed:
-                fault = _storage_fault(materialised.errors)
-                raise _Refused(
-                    fault or "the benchmark run failed; see the log above", EXIT_RUN_FAILED
-                )
-            summary = runner.summary(partition)
+            summary, incomplete = _judged(runner, partition, materialised, max_error_rate)
             if selection is not None:
                 trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
                 summary = summary.model_copy(update={"trial": trial})
@@ -296,18 +301,35 @@ def run(
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
-    checked_limit = runner.benchmark.checks.max_error_rate
-    incomplete = _incompleteness(summary.errors, max_error_rate, checked_limit)
+    regressed = "no_regression" in materialised.failed_checks
+    if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
+        gate = runner.benchmark.compare.fail_on
+        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
-    if "no_regression" in materialised.failed_checks:
-        gate = runner.benchmark.compare.fail_on
-        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
+    if regressed:
         sys.exit(EXIT_RUN_REGRESSION)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _judged(
+    runner: Any, partition: str, materialised: Any, max_error_rate: float | None = None
+) -> tuple[BenchmarkSummary, str | None]:
+    """A materialised version's summary, and why it is incomplete (exit 3), if it is.
+
+    A version whose steps failed is refused with exit 4, in the one line of a storage
+    fault when one is behind it; `run` and `backfill` give one answer for a version.
+    """
+    if not materialised.completed:
+        fault = _storage_fault(materialised.errors)
+        message = fault or f"the run of workflow {partition[:12]} failed; see the log above"
+        raise _Refused(message, EXIT_RUN_FAILED)
+    summary = runner.summary(partition)
+    limit = runner.benchmark.checks.max_error_rate
+    return summary, _incompleteness(summary.errors, max_error_rate, limit)
 
 
 def _incompleteness(
@@ -322,7 +344,7 @@ def _incompleteness(
 
     if max_error_rate is None and errors.judge_outage:
         return (
-            f"incomplete: {judge_trouble(errors)} for {errors.judge_outage} scores "
+            f"incomplete: {judge_trouble(errors)} "
             "(--max-error-rate sets how many unjudged scores are acceptable)"
         )
     if max_error_rate is None:
@@ -349,6 +371,9 @@ def backfill(file: Path, from_asset: str | None) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
+    Exit codes, as `run`'s: 3 a version is incomplete (judge outage, or errors above
+    checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
+    among the causes).
     """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
@@ -361,18 +386,27 @@ def backfill(file: Path, from_asset: str | None) -> None:
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed = []
+            failed: list[str] = []
+            incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition == current else "metric_scores")
                 what = f"from {start}" if start else "every asset"
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
-                if not runner.materialise(partition, start).completed:
-                    failed.append(partition)
+                try:  # a failed version does not keep the others from being backfilled
+                    _, why = _judged(runner, partition, runner.materialise(partition, start))
+                except _Refused as failure:
+                    failed.append(failure.message)
+                    continue
+                if why:
+                    incomplete.append(f"workflow {partition[:12]}: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    if failed:
-        raise click.ClickException(f"{len(failed)} version(s) failed: {', '.join(failed)}")
+    if failed:  # one storage fault behind every failure is said once
+        raise _Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+    if incomplete:
+        click.echo("\n".join(incomplete), err=True)
+        sys.exit(EXIT_INCOMPLETE)
     click.echo(f"backfilled {len(versions)} version(s)")
 
 
@@ -402,11 +436,12 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise _Refused(str(error), EXIT_COMPARE_FAILED) from None
     gate = runner.benchmark.compare.fail_on
+    flagged = cases_failing_gate(comparison, gate)
     if as_json:
-        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+        printed = comparison_json(comparison, before, after, gate, flagged)
+        click.echo(json.dumps(printed, indent=2))
     else:
         click.echo(render_comparison(comparison, before, after))
-    flagged = cases_failing_gate(comparison, gate)
     if flagged:
         click.echo(
             f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
@@ -639,7 +674,11 @@ _PORTS_TO_TRY = 100
 
 
 def _free_port(first: int) -> int:
-    """The first port from ``first`` up that nothing listens on (on the UI's host)."""
+    """The first port from ``first`` up that nothing listens on (on the UI's host).
+
+    Only a port in use is skipped: any other refusal (a port below 1024 without root)
+    would refuse the next ports too, so it is said as it is.
+    """
     last = min(first + _PORTS_TO_TRY, 65536) - 1
     for port in range(first, last + 1):
         with socket.socket() as probe:
@@ -647,8 +686,13 @@ def _free_port(first: int) -> int:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind((_UI_HOST, port))
-            except OSError:
-                continue
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    continue
+                reason = error.strerror or str(error)
+                raise click.ClickException(
+                    f"cannot listen on {_UI_HOST}:{port}: {reason}"
+                ) from None
             return port
     raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
 
@@ -689,14 +733,7 @@ def ui(port: int) -> None:
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _SHUTDOWN_S = 5.0  # for dagster dev to stop its processes in order
 _GRACE_S = 2.0  # for what it left behind to stop on SIGTERM, before SIGKILL
-
-
-class _StopRequested(Exception):
-    """A stop signal arrived."""
-
-
-def _request_stop(signum: int, _frame: object) -> None:
-    raise _StopRequested
+_POLL_S = 0.2  # how soon a stop signal is acted on
 
 
 def _serve(command: list[str]) -> int:
@@ -707,26 +744,32 @@ def _serve(command: list[str]) -> int:
     45 s); whatever of its group is left a few seconds later is stopped too. Its exit
     code, or 0 after a stop.
     """
-    # A shell hands a job it starts in the background SIGINT ignored, and an ignored
-    # signal stays ignored across exec; Dagster maps SIGTERM to its SIGINT handling, so
-    # it would ignore both. With default dispositions here the child starts with them.
+    stop = threading.Event()
+    # Set before the child starts, so that no stop signal is missed; a signal only sets
+    # the flag, so a second one (during the shutdown) changes nothing. A shell hands a
+    # background job SIGINT ignored, which exec keeps (and Dagster maps SIGTERM to its
+    # SIGINT handling, so it would ignore both); a handler is reset to the default on
+    # exec, so the child starts with default dispositions.
     for signum in _STOP_SIGNALS:
-        signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signum, lambda _signum, _frame: stop.set())
     dagster = subprocess.Popen(command, start_new_session=True)
-    for signum in _STOP_SIGNALS:
-        signal.signal(signum, _request_stop)
-    try:
-        code = dagster.wait()
-    except _StopRequested:
-        for signum in _STOP_SIGNALS:  # already stopping: a second Ctrl-C changes nothing
-            signal.signal(signum, signal.SIG_IGN)
+    code = _wait(dagster, stop.is_set)
+    if code is None:
         dagster.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            dagster.wait(timeout=_SHUTDOWN_S)
+        shutdown = time.monotonic() + _SHUTDOWN_S
+        _wait(dagster, lambda: time.monotonic() > shutdown)
         code = 0
-    _stop_group(dagster.pid)
+    _stop_group(dagster)
     dagster.wait()
     return code
+
+
+def _wait(process: subprocess.Popen[bytes], until: Callable[[], bool]) -> int | None:
+    """The process's exit code, or None if ``until()`` holds before it exits."""
+    while not until():
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return process.wait(timeout=_POLL_S)
+    return None
 
 
 def _signal_group(group: int, signum: int) -> bool:
@@ -738,11 +781,16 @@ def _signal_group(group: int, signum: int) -> bool:
     return True
 
 
-def _stop_group(group: int) -> None:
-    """SIGTERM what is left of a process group, and SIGKILL it after a grace period."""
+def _stop_group(leader: subprocess.Popen[bytes]) -> None:
+    """SIGTERM what is left of the leader's process group, SIGKILL it after a grace period.
+
+    The leader is reaped as soon as it exits (``poll``): unreaped, it is a zombie still in
+    its group, which then answers signals until the grace period runs out.
+    """
+    group = leader.pid
     deadline = time.monotonic() + _GRACE_S
     if _signal_group(group, signal.SIGTERM):
-        while _signal_group(group, 0) and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (leader.poll() is None or _signal_group(group, 0)):
             time.sleep(0.1)
         _signal_group(group, signal.SIGKILL)
 

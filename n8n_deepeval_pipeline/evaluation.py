@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -15,7 +17,9 @@ from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 ErrorKind = Literal[
     "missing_input",
     "invalid_config",
+    "judge_auth",
     "judge_error",
+    "judge_forbidden",
     "judge_invalid_output",
     "judge_unavailable",
     "metric_error",
@@ -30,6 +34,11 @@ FINAL_ERROR_KINDS: frozenset[str] = frozenset({"missing_input", "invalid_config"
 TARGET_ERROR_KINDS: frozenset[str] = frozenset({"no_output", "target_error"})
 # The judge did not answer (the circuit was open): the run is incomplete, not judged.
 OUTAGE_ERROR_KINDS: frozenset[str] = frozenset({"judge_unavailable"})
+# The judge refused the call, by its HTTP status: the key (401), or what the key may use
+# (403: a model, a region); kept apart from other judge errors so that the summary names it.
+REFUSED_ERROR_KINDS: Mapping[int, ErrorKind] = MappingProxyType(
+    {401: "judge_auth", 403: "judge_forbidden"}
+)
 
 
 def is_unjudged(error_kind: str | None) -> bool:

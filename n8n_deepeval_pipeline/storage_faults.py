@@ -25,14 +25,19 @@ _FULL_BELOW_BYTES = 1 << 20
 
 
 def error_messages(error: BaseException) -> list[str]:
-    """An exception and the ones it came from, each as ``Type: message``."""
+    """An exception and the ones it came from, each as ``Type: message``.
+
+    A context raised ``from None`` is not followed: the code that hid it said it is not
+    what went wrong.
+    """
     messages: list[str] = []
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         messages.append(f"{type(current).__name__}: {current}")
-        current = current.__cause__ or current.__context__
+        hidden = current.__suppress_context__
+        current = current.__cause__ or (None if hidden else current.__context__)
     return messages
 
 
@@ -48,14 +53,16 @@ def storage_fault(messages: Iterable[str], database: Path, folders: Sequence[Pat
             f"{database}: the database is corrupt or truncated: move it aside (its rows "
             "cannot be read) and run again, or point N8N_DEEPEVAL_DUCKDB at another file"
         )
+    no_space = any(sign in text for sign in _NO_SPACE)
+    if not no_space and _DISK_IO not in text:
+        return None  # the disks are looked at only for an error that may be theirs
     full = next((folder for folder in folders if _is_full(folder)), None)
-    if any(sign in text for sign in _NO_SPACE) or (_DISK_IO in text and full is not None):
-        where = full or folders[0]
-        return (
-            f"no space left under {where}: free some space and run again "
-            "(the rows stored before are kept)"
-        )
-    return None
+    if not no_space and full is None:
+        return None
+    return (
+        f"no space left under {full or folders[0]}: free some space and run again "
+        "(the rows stored before are kept)"
+    )
 
 
 def _is_full(folder: Path) -> bool:

@@ -14,12 +14,13 @@ from tests.conftest import EXAMPLE
 
 pytestmark = pytest.mark.slow
 
-# Each process imports everything first, then waits for the go file, so that they all
-# create the instance in the same instant.
+# Each process imports everything first, says so with its ready file, then waits for the
+# go file, so that they all create the instance in the same instant.
 OPEN_WHEN_TOLD = """
 import sys, time
 from pathlib import Path
 from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+Path(sys.argv[2]).touch()
 while not Path(sys.argv[1]).exists():
     time.sleep(0.005)
 with local_instance() as instance:
@@ -42,24 +43,38 @@ def migration_heads(dagster_home: Path) -> dict[str, int]:
     return heads
 
 
+def all_ready(openers: list[subprocess.Popen[str]], ready: list[Path]) -> None:
+    """Wait until every opener has touched its ready file (none may have exited first)."""
+    deadline = time.monotonic() + 300
+    while not all(path.exists() for path in ready):
+        exited = [opener for opener in openers if opener.poll() is not None]
+        errors = [opener.communicate()[1][-2000:] for opener in exited]
+        assert not exited and time.monotonic() < deadline, f"never ready: {errors}"
+        time.sleep(0.01)
+
+
 def test_four_processes_opening_a_fresh_instance_at_once_leave_it_whole(tmp_path):
     home, go = tmp_path / "home", tmp_path / "go"
+    ready = [tmp_path / f"ready-{number}" for number in range(4)]
     openers = [
         subprocess.Popen(
-            [sys.executable, "-c", OPEN_WHEN_TOLD, str(go)],
+            [sys.executable, "-c", OPEN_WHEN_TOLD, str(go), str(path)],
             env=environment(home),
             stderr=subprocess.PIPE,
             text=True,
         )
-        for _ in range(4)
+        for path in ready
     ]
-    time.sleep(8)  # the imports
+    all_ready(openers, ready)
+    assert not (home / "dagster").exists()  # no opener went before the others
     go.touch()
     errors = [opener.communicate(timeout=300)[1] for opener in openers]
     assert [opener.returncode for opener in openers] == [0, 0, 0, 0], errors
     assert migration_heads(home / "dagster") == {"runs.db": 1, "index.db": 1, "schedules.db": 1}
     again = subprocess.run(
-        [sys.executable, "-c", OPEN_WHEN_TOLD, str(go)], env=environment(home), check=False
+        [sys.executable, "-c", OPEN_WHEN_TOLD, str(go), str(tmp_path / "ready-again")],
+        env=environment(home),
+        check=False,
     )
     assert again.returncode == 0
 

@@ -9,8 +9,6 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
     OverallPassRate,
     VersionComparison,
-    cases_failing_gate,
-    directional_p_value,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
@@ -35,7 +33,7 @@ def _case_line(case: CaseComparison, width: int) -> str:
     candidate = f"{case.candidate.passed}/{case.candidate.runs}"
     return (
         f"{case.row_id:<{width}}  {baseline:>8}  {candidate:>9}  {_points(case.delta):>6}  "
-        f"{_p(directional_p_value(case)):>5}  {case.verdict}"
+        f"{_p(case.p_value):>5}  {case.verdict}"
     )
 
 
@@ -75,22 +73,22 @@ def _score_delta(value: float | None) -> str:
 
 
 def comparison_json(
-    comparison: VersionComparison, baseline: str, candidate: str, fail_on: GateVerdict
+    comparison: VersionComparison,
+    baseline: str,
+    candidate: str,
+    fail_on: GateVerdict,
+    flagged: list[str],
 ) -> dict[str, Any]:
     """What `compare --json` prints: the verdict table with intervals, deltas and drift.
 
+    ``flagged``: the cases failing ``fail_on``, as the command's exit code counts them.
     Each case carries ``p_value``, the one-sided p in the direction it moved (the text's
     and the report's), beside both one-sided p-values.
     """
-    result = comparison.model_dump(mode="json")
-    result["cases"] = [
-        {**case.model_dump(mode="json"), "p_value": directional_p_value(case)}
-        for case in comparison.cases
-    ]
     return {
         "baseline": version_key(baseline),
         "candidate": version_key(candidate),
         "fail_on": fail_on,
-        "flagged_cases": cases_failing_gate(comparison, fail_on),
-        "result": result,
+        "flagged_cases": flagged,
+        "result": comparison.model_dump(mode="json"),
     }

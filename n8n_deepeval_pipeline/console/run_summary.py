@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from statistics import fmean
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
-from n8n_deepeval_pipeline.evaluation import OUTAGE_ERROR_KINDS, TARGET_ERROR_KINDS, is_unjudged
-from n8n_deepeval_pipeline.judging.providers import refused_key_status
+from n8n_deepeval_pipeline.evaluation import (
+    OUTAGE_ERROR_KINDS,
+    REFUSED_ERROR_KINDS,
+    TARGET_ERROR_KINDS,
+    is_unjudged,
+)
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
@@ -64,13 +68,22 @@ class ErrorSummary(BaseModel):
     by_kind: dict[str, int]
     first_message: dict[str, str]
     unjudged: int  # judge or machinery errors: no judgement was made
-    unjudged_rate: float  # share of the score rows
     judge_outage: int  # the judge did not answer at all (its circuit was open)
     runs_with_unjudged: int
-    runs: int = 0  # runs the scores cover
-    failed_target_calls: int = 0  # runs whose workflow call failed: nothing to score
-    failed_target_call_rate: float = 0.0  # share of the runs
-    judge_refused_key: int | None = None  # the HTTP status of a judge refusing its key
+    runs: int  # runs the scores cover
+    failed_target_calls: int  # runs whose workflow call failed: nothing to score
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def unjudged_rate(self) -> float:
+        """The unjudged share of the score rows."""
+        return self.unjudged / self.scores if self.scores else 0.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failed_target_call_rate(self) -> float:
+        """The share of the runs whose workflow call failed."""
+        return self.failed_target_calls / self.runs if self.runs else 0.0
 
 
 class FailingCase(BaseModel):
@@ -135,15 +148,10 @@ def error_summary(scores: list[MetricScore]) -> ErrorSummary:
         by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
         first_message=first,
         unjudged=len(unjudged),
-        unjudged_rate=len(unjudged) / len(scores) if scores else 0.0,
         judge_outage=sum(1 for score in failed if score.error_kind in OUTAGE_ERROR_KINDS),
         runs_with_unjudged=len({score.run_id for score in unjudged}),
         runs=runs,
         failed_target_calls=failed_calls,
-        failed_target_call_rate=failed_calls / runs if runs else 0.0,
-        judge_refused_key=next(
-            filter(None, (refused_key_status(s.error or "") for s in unjudged)), None
-        ),
     )
 
 
@@ -394,20 +402,28 @@ def _incomplete_lines(errors: ErrorSummary) -> list[str]:
         f"judgement ({errors.unjudged_rate:.1%}: {counts})",
         f"  first error: {errors.first_message[kinds[0]]}",
     ]
-    if errors.judge_refused_key:
-        lines.append(
-            f"  {judge_trouble(errors)}: give it a valid key and run again (cached answers stay)"
-        )
-    elif errors.judge_outage:
-        lines.append("  the judge was unreachable: fix it and run again (cached answers stay)")
-    return lines
+    refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]
+    fixes = [f"the judge {_REFUSED[status]}: {_FIX[status]}" for status in refusals]
+    if errors.judge_outage and not refusals:  # a circuit opened by refusals is no network fault
+        fixes.append("the judge was unreachable: fix it")
+    return lines + [f"  {fix} and run again (cached answers stay)" for fix in fixes]
+
+
+# What a judge's refusal says of it, and what makes it answer, by HTTP status.
+_REFUSED = {401: "refused the key (HTTP 401)", 403: "refused the calls (HTTP 403)"}
+_FIX = {401: "give it a valid key", 403: "check what its account may use (the model, the region)"}
 
 
 def judge_trouble(errors: ErrorSummary) -> str:
-    """What kept the judge from answering, as a user would say it."""
-    if errors.judge_refused_key:
-        return f"the judge refused the key (HTTP {errors.judge_refused_key})"
-    return "the judge was unavailable"
+    """What kept the judge from answering, each with the scores it left unjudged."""
+    troubles = [
+        f"{_REFUSED[status]} for {errors.by_kind[kind]} scores"
+        for status, kind in REFUSED_ERROR_KINDS.items()
+        if kind in errors.by_kind
+    ]
+    if errors.judge_outage:
+        troubles.append(f"was unavailable for {errors.judge_outage} scores")
+    return f"the judge {' and '.join(troubles)}"
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

@@ -11,7 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget, load_benchmark
+from n8n_deepeval_pipeline.benchmark.config import (
+    Benchmark,
+    DatasetConfig,
+    RecordedTarget,
+    load_benchmark,
+)
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
@@ -49,6 +54,8 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     with pointed_to_by(path):
         rows = load_dataset_rows(benchmark.dataset, digest, records)
+        if not rows:  # refused here: a run of no rows fails far from its cause
+            raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
     warnings = _gate_warnings(benchmark)
@@ -64,6 +71,15 @@ def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark
         warnings=warnings,
     )
     return benchmark, report
+
+
+def _no_rows(dataset: DatasetConfig) -> str:
+    """Why a dataset gives no row: its source, and the filters that matched nothing."""
+    source = dataset.path if dataset.path is not None else f"Data Table {dataset.data_table!r}"
+    if not dataset.filters:
+        return f"dataset: {source} has no rows: nothing would run"
+    filters = ", ".join(f"{column}={value}" for column, value in dataset.filters.items())
+    return f"dataset: no row of {source} matches dataset.filters ({filters}): nothing would run"
 
 
 def _check_harness(

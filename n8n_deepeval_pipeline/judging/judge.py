@@ -52,7 +52,14 @@ T = TypeVar("T")
 
 
 class JudgeCallError(RuntimeError):
-    """The judge could not be reached or kept failing (retries exhausted)."""
+    """The judge could not be reached or kept failing (retries exhausted).
+
+    ``status``: the HTTP status of the last failed call, None when there was no answer.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class JudgeUnavailable(RuntimeError):
@@ -332,7 +339,9 @@ class PipelineJudge(DeepEvalBaseLLM):
                 out_of_time = time.monotonic() - started + delay > policy.max_total_s
                 if not error.retryable or attempt >= policy.max_attempts or out_of_time:
                     self._record_failure(str(error))
-                    raise JudgeCallError(f"{error} (after {attempt} attempt(s))") from None
+                    raise JudgeCallError(
+                        f"{error} (after {attempt} attempt(s))", error.status
+                    ) from None
                 usage.retries += 1
                 await asyncio.sleep(delay)
                 continue

@@ -17,7 +17,6 @@ import asyncio
 import hashlib
 import importlib.util
 import json
-import re
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
@@ -160,16 +159,6 @@ class _HttpProvider:
         except ValueError:
             raise ProviderError(f"{where}: the reply is not JSON", retryable=True) from None
         return data, RateLimits.from_headers(response.headers)
-
-
-# How _post names a refused key in its message ("…: HTTP 401 …"), which results keep.
-_KEY_REFUSED = re.compile(r": HTTP (401|403) ")
-
-
-def refused_key_status(message: str) -> int | None:
-    """401 or 403 when a judge error's message says the judge refused its key, else None."""
-    found = _KEY_REFUSED.search(message)
-    return int(found.group(1)) if found else None
 
 
 def _error_detail(response: httpx2.Response, spec: JudgeSpec) -> str:

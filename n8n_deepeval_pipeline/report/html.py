@@ -16,7 +16,6 @@ from n8n_deepeval_pipeline.report.charts import (
 )
 from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
 from n8n_deepeval_pipeline.report.verdicts import is_flagged
-from n8n_deepeval_pipeline.statistics.version_comparison import directional_p_value
 
 _ENVIRONMENT = Environment(
     loader=PackageLoader("n8n_deepeval_pipeline.report"),
@@ -36,7 +35,6 @@ _ENVIRONMENT.filters.update(
     money=formatting.money,
     thousands=formatting.thousands,
     short_hash=formatting.short_hash,
-    directional_p_value=directional_p_value,
 )
 _ENVIRONMENT.tests["flagged"] = is_flagged
 

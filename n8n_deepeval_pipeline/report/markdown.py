@@ -18,7 +18,7 @@ from n8n_deepeval_pipeline.report.formatting import (
     thousands,
 )
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
-from n8n_deepeval_pipeline.statistics.version_comparison import Verdict, directional_p_value
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
 
 _MARKER: dict[Verdict, str] = {
     "regression": "🔴",
@@ -123,7 +123,7 @@ def _flagged(comparison: ComparisonReport) -> list[str]:
             fraction(case.baseline),
             fraction(case.candidate),
             points(case.delta),
-            p_value(directional_p_value(case)),
+            p_value(case.p_value),
             _verdict(case.verdict),
         )
         for case in comparison.flagged_cases

@@ -41,7 +41,7 @@ from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 from scipy.stats import binomtest, fisher_exact
 
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
@@ -68,7 +68,9 @@ FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType
     {
         "target_error": "target_error",
         "no_output": "target_error",  # the workflow gave nothing to score
+        "judge_auth": "judge_error",
         "judge_error": "judge_error",
+        "judge_forbidden": "judge_error",
         "judge_invalid_output": "judge_error",
         "judge_unavailable": "judge_error",
         "metric_error": "judge_error",  # scoring itself failed, not the workflow
@@ -174,6 +176,14 @@ class CaseComparison(_Frozen):
     p_value_drop: float | None
     p_value_rise: float | None
     verdict: Verdict
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def p_value(self) -> float | None:
+        """The one-sided p in the direction the case moved (a drop's when it did not move)."""
+        if self.delta is not None and self.delta > 0:
+            return self.p_value_rise
+        return self.p_value_drop
 
 
 class MetricSide(_Frozen):
@@ -434,13 +444,6 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
 def cases_failing_gate(comparison: VersionComparison, fail_on: GateVerdict) -> list[str]:
     """Row ids whose verdict is ``fail_on`` or a surer regression."""
     return [case.row_id for case in comparison.cases if fails_gate(case.verdict, fail_on)]
-
-
-def directional_p_value(case: CaseComparison) -> float | None:
-    """The one-sided p-value in the direction the case moved (a drop's when it did not move)."""
-    if case.delta is not None and case.delta > 0:
-        return case.p_value_rise
-    return case.p_value_drop
 
 
 class GateReach(NamedTuple):

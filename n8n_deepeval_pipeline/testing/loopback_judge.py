@@ -8,7 +8,7 @@ form included, get different answers) and reports token usage. A request with
 log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
 fits ``output_config``'s schema). A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``), ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+``Retry-After: 2``), ``403``, ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
@@ -185,7 +185,7 @@ class LoopbackJudge:
 
     def _answer(self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]) -> bool:
         code, _, retry_after = fault.partition(":")
-        if code in ("429", "500", "503"):
+        if code in ("403", "429", "500", "503"):
             extra = {"retry-after": retry_after} if retry_after else {}
             _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
             return True

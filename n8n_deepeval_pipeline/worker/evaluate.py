@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import (
     FINAL_ERROR_KINDS,
+    REFUSED_ERROR_KINDS,
     EvaluationResult,
     EvaluationTask,
     JudgeVote,
@@ -135,7 +136,8 @@ class Evaluator:
         except JudgeUnavailable as error:
             return EvaluationResult.failed(task.task_id, "judge_unavailable", str(error))
         except JudgeCallError as error:
-            return EvaluationResult.failed(task.task_id, "judge_error", str(error))
+            kind = REFUSED_ERROR_KINDS.get(error.status or 0, "judge_error")
+            return EvaluationResult.failed(task.task_id, kind, str(error))
         except Exception as error:
             return EvaluationResult.failed(
                 task.task_id, "metric_error", f"{type(error).__name__}: {_first_line(error)}"

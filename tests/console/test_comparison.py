@@ -7,6 +7,7 @@ from n8n_deepeval_pipeline.console.comparison import comparison_json, render_com
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     MetricRun,
     RunOutcome,
+    cases_failing_gate,
     compare_versions,
 )
 
@@ -47,7 +48,8 @@ def test_each_case_shows_the_p_value_in_the_direction_it_moved():
 
 
 def test_json_has_the_verdict_table_intervals_and_drift():
-    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, "regression")
+    flagged = cases_failing_gate(COMPARISON, "regression")
+    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, "regression", flagged)
     assert (printed["baseline"], printed["candidate"]) == ("a" * 12, "b" * 12)
     assert (printed["fail_on"], printed["flagged_cases"]) == ("regression", ["down"])
     cases = {case["row_id"]: case for case in printed["result"]["cases"]}
@@ -65,3 +67,10 @@ def test_json_has_the_verdict_table_intervals_and_drift():
     drift = {row["category"]: row for row in printed["result"]["failure_drift"]}
     assert drift["below_threshold"]["baseline_count"] == 8  # 5 + 0 + 3 failed runs
     assert drift["below_threshold"]["candidate_count"] == 8  # 0 + 5 + 3
+
+
+def test_every_dump_of_a_case_carries_its_p_value_in_the_direction_it_moved():
+    cases = {case.row_id: case.model_dump(mode="json") for case in COMPARISON.cases}
+    assert cases["up"]["p_value"] == cases["up"]["p_value_rise"]
+    assert cases["down"]["p_value"] == cases["down"]["p_value_drop"]
+    assert cases["flat"]["p_value"] == cases["flat"]["p_value_drop"]  # no move: a drop's

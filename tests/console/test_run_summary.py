@@ -65,3 +65,60 @@ def test_the_markdown_table_has_a_row_per_check_and_escapes_pipes():
         "trigger | Orphan, Other \\| odd |"
     )
     assert "⚪ n/a" in lines[4]
+
+
+def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
+    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
+
+    errors = ErrorSummary(
+        scores=40, by_kind={"judge_error": 6, "target_error": 4}, first_message={},
+        unjudged=6, judge_outage=0, runs_with_unjudged=3, runs=20, failed_target_calls=4,
+    )  # fmt: skip
+    dumped = errors.model_dump(mode="json")
+    assert (dumped["unjudged_rate"], dumped["failed_target_call_rate"]) == (0.15, 0.2)
+    nothing = errors.model_copy(update={"scores": 0, "runs": 0})
+    assert (nothing.unjudged_rate, nothing.failed_target_call_rate) == (0.0, 0.0)
+
+
+def _judge_errors(**counts):
+    from n8n_deepeval_pipeline.console.run_summary import error_summary
+    from tests.test_cli_exit_codes import score
+
+    kinds = [kind for kind, count in counts.items() for _ in range(count)]
+    rows = [score(run, kind, f"{kind} message") for run, kind in enumerate(kinds)]
+    return error_summary(rows + [score(len(rows) + run) for run in range(10)])
+
+
+def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
+    from n8n_deepeval_pipeline.cli import _incompleteness
+    from n8n_deepeval_pipeline.console.run_summary import _incomplete_lines
+
+    errors = _judge_errors(judge_auth=3, judge_unavailable=51)
+    assert _incompleteness(errors, None, 0.05) == (
+        "incomplete: the judge refused the key (HTTP 401) for 3 scores and was unavailable "
+        "for 51 scores (--max-error-rate sets how many unjudged scores are acceptable)"
+    )
+    assert _incomplete_lines(errors)[-1] == (
+        "  the judge refused the key (HTTP 401): give it a valid key and run again "
+        "(cached answers stay)"
+    )
+
+
+def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
+    from n8n_deepeval_pipeline.cli import _incompleteness
+    from n8n_deepeval_pipeline.console.run_summary import _incomplete_lines
+
+    errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
+    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors)]
+    assert said[0] == (
+        "incomplete: the judge refused the calls (HTTP 403) for 3 scores and was unavailable "
+        "for 5 scores (--max-error-rate sets how many unjudged scores are acceptable)"
+    )
+    assert "(50.0%: judge_unavailable 5, judge_forbidden 3, judge_error 2)" in said[1]
+    assert not any("key" in line for line in said)
+    # judge errors of another kind (no answer, a 500) say nothing of a refusal
+    other = _judge_errors(judge_error=3, judge_unavailable=5)
+    assert _incompleteness(other, None, 0.05).startswith(
+        "incomplete: the judge was unavailable for 5 scores"
+    )
+    assert _incomplete_lines(other)[-1].startswith("  the judge was unreachable: fix it")

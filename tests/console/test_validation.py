@@ -179,3 +179,23 @@ def test_a_column_mock_needs_an_object_input(example_copy):
     assert caught.value.problems == [
         "target: mocks: a response read from a column needs an object input"
     ]
+
+
+def test_a_dataset_whose_filters_match_no_row_is_refused_naming_the_dataset_and_filters(
+    example_copy,
+):
+    from click.testing import CliRunner
+
+    from n8n_deepeval_pipeline.cli import main
+
+    document = yaml.safe_load(example_copy.read_text())
+    document["dataset"]["filters"] = {"topic": "weather", "id": "ord-status-1"}
+    example_copy.write_text(yaml.safe_dump(document))
+    result = CliRunner().invoke(main, ["validate", str(example_copy)])
+    assert result.exit_code == 1
+    assert "ok" not in result.output
+    assert result.stderr == (
+        f"{example_copy}: invalid benchmark\n"
+        f"  - dataset: no row of {example_copy.parent / 'dataset.csv'} matches "
+        "dataset.filters (id=ord-status-1, topic=weather): nothing would run\n"
+    )

@@ -181,7 +181,7 @@ def test_a_judge_that_echoes_the_key_gets_it_stored_nowhere(pool, tmp_path):
     refusal = (
         "HTTP 401 Invalid key: Bearer [redacted] (request /v1/chat/completions?token=[redacted])"
     )
-    assert [r.error_kind for r in results] == ["judge_error"] * 3 + ["judge_unavailable"] * 2
+    assert [r.error_kind for r in results] == ["judge_auth"] * 3 + ["judge_unavailable"] * 2
     assert all(refusal in r.error for r in results)  # the last two quote the breaker's record
     assert not any(KEY in r.error or URL_TOKEN in r.error for r in results)
     state_files = [path for path in (tmp_path / "judge").rglob("*") if path.is_file()]
@@ -200,3 +200,14 @@ def test_an_error_stored_unredacted_is_redacted_when_shown(pool, tmp_path):
     (result,) = evaluate_all(pool, correctness(judge))
     assert result.error_kind == "judge_unavailable"
     assert result.error.endswith("Last error: Invalid key [redacted]")
+
+
+def test_a_refusal_is_kept_apart_by_its_status_from_other_judge_errors(pool, tmp_path):
+    server = LoopbackJudge(latency_s=0.0, faults=["401", "403", "500"]).start()
+    judge = spec(server, tmp_path, retry=RetryPolicy(max_attempts=1), breaker_threshold=10)
+    try:
+        results = evaluate_all(pool, correctness(judge, count=3))
+    finally:
+        server.stop()
+    assert [r.error_kind for r in results] == ["judge_auth", "judge_forbidden", "judge_error"]
+    assert "HTTP 403" in results[1].error
