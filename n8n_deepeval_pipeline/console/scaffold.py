@@ -32,7 +32,13 @@ from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
     append_to_file,
     draw_dataset,
 )
-from n8n_deepeval_pipeline.workflow.anatomy import CHAT_INPUT, Anatomy, FieldRead, anatomy
+from n8n_deepeval_pipeline.workflow.anatomy import (
+    CHAT_INPUT,
+    WEBHOOK,
+    Anatomy,
+    FieldRead,
+    anatomy,
+)
 
 _COMMENT_COLUMN = 32
 _PLACEHOLDER = "Replace me: "
@@ -160,21 +166,34 @@ def _target(shape: Anatomy) -> list[str]:
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
-        template = json.dumps(_input_template(shape.columns), ensure_ascii=False)
+        template = json.dumps(_input_template(shape), ensure_ascii=False)
         lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
     return lines
 
 
-def _input_template(reads: list[FieldRead]) -> dict[str, Any]:
-    """The trigger's item rebuilt from a row: each field the start node reads, in place."""
-    item: dict[str, Any] = {}
-    for position, read in enumerate(reads):
+def _input_template(shape: Anatomy) -> Any:
+    """The trigger's item rebuilt from a row: each field the start node reads, in place.
+
+    A Webhook trigger's stand-in puts the request's body under ``body`` itself, so the
+    body's fields are the template's top level and a whole-body read is the template.
+    """
+    item: Any = {}
+    for position, read in enumerate(shape.columns):
         keys = [str(segment) for segment in read.path] or ["input"]
-        holder = item
-        for key in keys[:-1]:
-            holder = holder.setdefault(key, {})
-        holder[keys[-1]] = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+        if shape.trigger_type == WEBHOOK and keys[0] == "body":
+            keys = keys[1:]
+        value = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+        item = _placed(item, keys, value)
     return item
+
+
+def _placed(item: Any, keys: list[str], value: str) -> Any:
+    """``item`` with ``value`` at ``keys``; with no keys left, ``value`` is the whole item."""
+    if not keys:
+        return value
+    holder = dict(item) if isinstance(item, dict) else {}
+    holder[keys[0]] = _placed(holder.get(keys[0]), keys[1:], value)
+    return holder
 
 
 def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:

@@ -10,9 +10,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.console.scaffold import benchmark_name
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_body
+from n8n_deepeval_pipeline.n8n_data.expressions import resolve_path
 from n8n_deepeval_pipeline.n8n_data.templates import render
+from n8n_deepeval_pipeline.workflow.graph import node_type
+from n8n_deepeval_pipeline.workflow.harness import MOCKS_FIELD, WEBHOOK_TRIGGER, feeder
 from tests.live.n8n_server import load_workflow
 from tests.n8n_api.fake_n8n import FakeN8nApi
 from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT, chat_execution
@@ -36,6 +41,22 @@ def slugs(document: dict[str, Any]) -> list[str]:
 def dataset_rows(tmp_path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
     path = tmp_path / "bench" / document["dataset"]["path"]
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def start_item(document: dict[str, Any], workflow: dict[str, Any], row: dict[str, Any]) -> Any:
+    """The item the trigger's stand-in in the harness copy hands the start node for ``row``.
+
+    The request's body is the harness body rendered for the row; the stand-in passes it on
+    (without the mocks), a Webhook trigger's under ``body`` beside the request's parts.
+    """
+    target = WorkflowTarget.model_validate(document["target"])
+    context = {"input": row["input"], "row": row, "sessionId": "session-1"}
+    body = render(harness_body(target, workflow), context)
+    if isinstance(body, dict):
+        body.pop(MOCKS_FIELD, None)
+    if node_type(feeder(workflow, target.start_node_name)) == WEBHOOK_TRIGGER:
+        return {"headers": {}, "params": {}, "query": {}, "body": body}
+    return body
 
 
 def test_a_chat_agent_gets_its_start_and_end_node_and_metrics_by_topology(tmp_path: Path) -> None:
@@ -63,11 +84,16 @@ def test_a_webhook_agent_gets_the_fields_its_prompt_reads_sent_back_in_place(
 ) -> None:
     _, document = init(tmp_path, WEBHOOK_AGENT)
     template = document["target"]["input"]
-    assert template == {"body": {"question": "{{ input }}", "customer": "{{ row['customer'] }}"}}
+    # The stand-in puts the request's body under body: the template is the body itself.
+    assert template == {"question": "{{ input }}", "customer": "{{ row['customer'] }}"}
     (row,) = dataset_rows(tmp_path, document)
     assert render(template, {"input": row["input"], "row": row}) == {
-        "body": {"question": row["input"], "customer": "Replace me: customer"}
+        "question": row["input"],
+        "customer": "Replace me: customer",
     }
+    item = start_item(document, WEBHOOK_AGENT, row)  # what $json is for the agent
+    assert resolve_path(item, ("body", "question")) == row["input"]
+    assert resolve_path(item, ("body", "customer")) == "Replace me: customer"
     assert (document["target"]["startNodeName"], document["target"]["endNodeName"]) == (
         "AI Agent", "Reply")  # fmt: skip
     assert slugs(document) == ["helpfulness", "correctness"]  # no tools, no memory
@@ -131,9 +157,9 @@ def test_benchmark_names_are_lower_snake_case_and_never_reserved() -> None:
 def test_code_reading_a_whole_webhook_body_gets_the_body_sent_back_as_it_came(
     tmp_path: Path,
 ) -> None:
-    _, document = init(tmp_path, load_workflow("agent_echo"))  # its Code node reads .json.body
-    assert document["target"]["input"] == {"body": "{{ row['body'] }}"}
+    workflow = load_workflow("agent_echo")  # its Code node reads .json.body
+    _, document = init(tmp_path, workflow)
+    assert document["target"]["input"] == "{{ row['body'] }}"
     (row,) = dataset_rows(tmp_path, document)
-    assert render(document["target"]["input"], {"row": row}) == {
-        "body": {"input": "Replace me: the request"}
-    }
+    assert render(document["target"]["input"], {"row": row}) == {"input": "Replace me: the request"}
+    assert start_item(document, workflow, row)["body"] == {"input": "Replace me: the request"}
