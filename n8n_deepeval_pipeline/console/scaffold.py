@@ -39,6 +39,7 @@ from n8n_deepeval_pipeline.workflow.anatomy import (
     FieldRead,
     anatomy,
 )
+from n8n_deepeval_pipeline.workflow.harness import default_input, feeder
 
 _COMMENT_COLUMN = 32
 _PLACEHOLDER = "Replace me: "
@@ -91,7 +92,7 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
         _workflow_line(source, out),
         *_dataset(shape, dataset_path, has_expectations),
         _commented("runsPerRow: 1", "3 or more to measure consistency (pass@k, cv)"),
-        *_target(shape),
+        *_target(shape, source.workflow),
         "metrics:",
         *_metrics(shape, has_expectations),
         *_judge(),
@@ -154,7 +155,7 @@ def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
     ]
 
 
-def _target(shape: Anatomy) -> list[str]:
+def _target(shape: Anatomy, workflow: dict[str, Any]) -> list[str]:
     lines = [
         "target:",
         _commented("  type: n8n_workflow", "a harness copy, run from start to end node"),
@@ -166,18 +167,23 @@ def _target(shape: Anatomy) -> list[str]:
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
-        template = json.dumps(_input_template(shape), ensure_ascii=False)
+        assert shape.start is not None
+        trigger = feeder(workflow, shape.start)
+        template = json.dumps(_input_template(shape, trigger), ensure_ascii=False)
         lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
     return lines
 
 
-def _input_template(shape: Anatomy) -> Any:
+def _input_template(shape: Anatomy, trigger: dict[str, Any]) -> Any:
     """The trigger's item rebuilt from a row: each field the start node reads, in place.
 
-    A Webhook trigger's stand-in puts the request's body under ``body`` itself, so the
-    body's fields are the template's top level and a whole-body read is the template.
+    It starts from what the harness sends for this trigger without a template (a Chat
+    Trigger's sessionId and action, which memory and the agent need too). A Webhook
+    trigger's stand-in puts the request's body under ``body`` itself, so the body's
+    fields are the template's top level and a whole-body read is the template.
     """
-    item: Any = {}
+    default = default_input(trigger)
+    item: Any = default if isinstance(default, dict) else {}
     for position, read in enumerate(shape.columns):
         keys = [str(segment) for segment in read.path] or ["input"]
         if shape.trigger_type == WEBHOOK and keys[0] == "body":

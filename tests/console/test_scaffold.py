@@ -99,6 +99,21 @@ def test_a_webhook_agent_gets_the_fields_its_prompt_reads_sent_back_in_place(
     assert slugs(document) == ["helpfulness", "correctness"]  # no tools, no memory
 
 
+def test_a_chat_agent_reading_another_field_keeps_the_session_and_action_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    workflow = load_workflow("chat_agent")
+    agent = next(node for node in workflow["nodes"] if node["name"] == "AI Agent")
+    agent["parameters"]["options"]["systemMessage"] = "=Answer in {{ $json.metadata.language }}"
+    _, document = init(tmp_path, workflow)
+    (row,) = dataset_rows(tmp_path, document)
+    item = start_item(document, workflow, row)
+    # the memory keys its session by sessionId; the chat trigger always says sendMessage
+    assert (item["sessionId"], item["action"]) == ("session-1", "sendMessage")
+    assert item["chatInput"] == row["input"]
+    assert resolve_path(item, ("metadata", "language")) == row["language"] == "Replace me: language"
+
+
 def test_retrieval_adds_the_rag_metric_that_needs_no_passages(tmp_path: Path) -> None:
     workflow = json.loads(json.dumps(WEBHOOK_AGENT))
     workflow["nodes"].append({"name": "Docs", "type": LANGCHAIN + "vectorStoreInMemory",
