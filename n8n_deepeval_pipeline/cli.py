@@ -476,7 +476,9 @@ def init(workflow: str, out: Path | None, from_executions: bool, limit: int, for
             written = write_benchmark(source, out, client, query, _progress)
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    if written.drawn is not None:
+    if written.drawn is not None and not written.drawn.rows:
+        click.echo(_none_drawn(written.drawn, query) + ": no row drawn", err=True)
+    elif written.drawn is not None:
         click.echo(_drawn(written.drawn, len(written.drawn.rows), str(written.dataset)), err=True)
     if written.example_row:
         click.echo(f"wrote one example row to {written.dataset}: replace it", err=True)
@@ -576,6 +578,8 @@ def from_executions(
             )  # fmt: skip
     except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
         raise click.ClickException(str(error)) from None
+    if not draft.rows:
+        raise click.ClickException(_none_drawn(draft, query) + ": nothing written")
     click.echo(_drawn(draft, added, str(out or f"Data Table {data_table!r}")))
 
 
@@ -604,6 +608,13 @@ def _api_client() -> Any:
     if client is None:
         raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
     return client
+
+
+def _none_drawn(draft: Any, query: Any) -> str:
+    """Why the executions gave no row, in the terms of the query."""
+    since = f" since {query.since.isoformat()}" if query.since else ""
+    matched = f"{draft.executions} executions matched (status {query.status}{since})"
+    return matched if not draft.executions else f"{matched}, none with an input to replay"
 
 
 def _drawn(draft: Any, added: int, where: str) -> str:

@@ -270,7 +270,7 @@ def write_benchmark(
     """Write the benchmark at ``out`` and its dataset beside it.
 
     With ``query`` (and the ``client`` to read with) the dataset is drawn from the
-    workflow's executions; when none is found, or without ``query``, it is one example
+    workflow's executions; when they give no row, or without ``query``, it is one example
     row (an existing dataset file is kept as it is).
     """
     drawn = None
@@ -279,10 +279,11 @@ def write_benchmark(
         assert client is not None
         made = scaffold(source, out, has_expectations=False)
         drawn, _ = draw_dataset(client, query, made.dataset_path, progress=progress)
-    if drawn is None or not drawn.rows:
+    drawn_rows = drawn is not None and bool(drawn.rows)
+    if not drawn_rows:
         made = scaffold(source, out, has_expectations=True)
     out.write_text(made.text, encoding="utf-8")
-    example = not made.dataset_path.exists() and bool(made.starter_rows)
+    example = not drawn_rows and not made.dataset_path.exists()
     if example:
         append_to_file(made.dataset_path, made.starter_rows)
     return Written(out, made.dataset_path, drawn, example)

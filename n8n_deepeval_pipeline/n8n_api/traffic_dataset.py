@@ -95,11 +95,14 @@ def draw_dataset(
     """Rows from the workflow's executions, added to a JSONL file or a Data Table.
 
     ``destination`` is the file's Path or the table's name; returns the draft and how
-    many of its rows were new there.
+    many of its rows were new there. No row, nothing written: an empty file or a Data
+    Table without columns is no dataset.
     """
     workflow = dict(extract_workflow(client.workflow(query.workflow_id)))
     executions = read_executions(client, query, progress)
     draft = rows_from_executions(executions, workflow, expected_from_output, redact)
+    if not draft.rows:
+        return draft, 0
     if isinstance(destination, Path):
         return draft, append_to_file(destination, draft.rows)
     return draft, append_to_data_table(client, destination, draft.rows)

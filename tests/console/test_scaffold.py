@@ -153,6 +153,24 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
     )
 
 
+def test_from_executions_without_any_writes_the_example_row_and_validates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeN8nApi() as n8n:
+        n8n.workflows["wf"] = load_workflow("chat_agent")
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        out = tmp_path / "bench" / "benchmark.yaml"
+        result = CliRunner().invoke(main, ["init", "wf", "--from-executions", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "0 executions matched (status success): no row drawn" in result.stderr
+    assert "ok " in result.stdout and "1 rows" in result.stdout  # validated
+    document = yaml.safe_load(out.read_text("utf-8"))
+    (row,) = dataset_rows(tmp_path, document)
+    assert row["rowId"] == "example-1"
+    assert "expectedOutput" in document["dataset"]["columnMapping"]  # the example has answers
+
+
 def test_init_keeps_an_existing_file_and_needs_an_id_for_executions(tmp_path: Path) -> None:
     init(tmp_path, WEBHOOK_AGENT)
     source, out = tmp_path / "workflow.json", tmp_path / "bench" / "benchmark.yaml"

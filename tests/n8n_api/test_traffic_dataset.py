@@ -223,6 +223,26 @@ def test_one_destination_and_an_n8n_are_required(
     assert "set N8N_API_URL and N8N_API_KEY" in CliRunner().invoke(main, alone).output
 
 
+def test_no_row_writes_nothing_and_says_why(n8n: FakeN8nApi, tmp_path: Path) -> None:
+    out = tmp_path / "traffic.jsonl"
+    command = ["dataset", "from-executions", "wf", "--since", "24h"]
+    nothing = CliRunner().invoke(main, [*command, "--out", str(out)])
+    assert nothing.exit_code == 1
+    assert "0 executions matched (status success since " in nothing.output
+    assert "nothing written" in nothing.output and not out.exists()
+    assert CliRunner().invoke(main, [*command, "--data-table", "traffic"]).exit_code == 1
+    assert n8n.tables == {}  # no Data Table without columns
+    n8n.executions = [webhook_execution(1, "x")]
+    del n8n.executions[0]["data"]["resultData"]["runData"]["Webhook"]
+    without_input = CliRunner().invoke(
+        main, ["dataset", "from-executions", "wf", "--out", str(out)]
+    )
+    assert without_input.exit_code == 1 and not out.exists()
+    assert "1 executions matched (status success), none with an input to replay" in (
+        without_input.output
+    )
+
+
 def test_a_body_read_as_a_whole_is_kept_as_text_and_as_it_came_and_no_input_no_row() -> None:
     executions = [webhook_execution(1, "What is 6*7?"), webhook_execution(2, "x")]
     del executions[1]["data"]["resultData"]["runData"]["Webhook"]  # another version's trigger
