@@ -40,6 +40,7 @@ EXIT_RUN_REGRESSION = 5
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
+_REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
 
 
 class _Refused(click.ClickException):
@@ -453,8 +454,11 @@ def report(file: Path, version: str | None, out: Path) -> None:
     help="Draw the dataset from the workflow's successful executions (WORKFLOW is an id).",
 )
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1))
+@click.option("--redact", is_flag=True, help=_REDACT_HELP)
 @click.option("--force", is_flag=True, help="Overwrite an existing benchmark file.")
-def init(workflow: str, out: Path | None, from_executions: bool, limit: int, force: bool) -> None:
+def init(
+    workflow: str, out: Path | None, from_executions: bool, limit: int, redact: bool, force: bool
+) -> None:
     """Write a first, commented benchmark for WORKFLOW (an exported file, or an id in n8n).
 
     The start and end node, the dataset's columns and the metrics are read off the
@@ -473,7 +477,7 @@ def init(workflow: str, out: Path | None, from_executions: bool, limit: int, for
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
             query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-            written = write_benchmark(source, out, client, query, _progress)
+            written = write_benchmark(source, out, client, query, _progress, redact)
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if written.drawn is not None and not written.drawn.rows:
@@ -536,7 +540,7 @@ def dataset() -> None:
     is_flag=True,
     help="Fill expectedOutput and expectedTools from what the workflow answered.",
 )
-@click.option("--redact", is_flag=True, help="Take credentials, e-mails and phone numbers out.")
+@click.option("--redact", is_flag=True, help=_REDACT_HELP)
 @click.option(
     "--include-manual", is_flag=True, help="Also the executions started by hand in the editor."
 )

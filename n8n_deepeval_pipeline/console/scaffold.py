@@ -266,19 +266,21 @@ def write_benchmark(
     client: N8nClient | None = None,
     query: ExecutionQuery | None = None,
     progress: Progress | None = None,
+    redact: bool = False,
 ) -> Written:
     """Write the benchmark at ``out`` and its dataset beside it.
 
     With ``query`` (and the ``client`` to read with) the dataset is drawn from the
-    workflow's executions; when they give no row, or without ``query``, it is one example
-    row (an existing dataset file is kept as it is).
+    workflow's executions (``redact``: without credentials and personal data); when they
+    give no row, or without ``query``, it is one example row (an existing dataset file is
+    kept as it is).
     """
     drawn = None
     out.parent.mkdir(parents=True, exist_ok=True)
     if query is not None:
         assert client is not None
         made = scaffold(source, out, has_expectations=False)
-        drawn, _ = draw_dataset(client, query, made.dataset_path, progress=progress)
+        drawn, _ = draw_dataset(client, query, made.dataset_path, redact=redact, progress=progress)
     drawn_rows = drawn is not None and bool(drawn.rows)
     if not drawn_rows:
         made = scaffold(source, out, has_expectations=True)

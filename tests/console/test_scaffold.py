@@ -153,6 +153,22 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
     )
 
 
+def test_from_executions_can_redact_what_users_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeN8nApi() as n8n:
+        n8n.workflows["wf"] = load_workflow("chat_agent")
+        n8n.executions = [chat_execution(1, "s-a", "I am jane.doe@example.com")]
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        out = tmp_path / "bench" / "benchmark.yaml"
+        command = ["init", "wf", "--from-executions", "--redact", "--out", str(out)]
+        result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    (row,) = dataset_rows(tmp_path, yaml.safe_load(out.read_text("utf-8")))
+    assert row["input"] == "I am [redacted e-mail]" and row["messages"] == [row["input"]]
+
+
 def test_from_executions_without_any_writes_the_example_row_and_validates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
