@@ -42,6 +42,7 @@ EXIT_RUN_REGRESSION = 5
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
+_REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
 
 
 class _Refused(click.ClickException):
@@ -488,8 +489,11 @@ def report(file: Path, version: str | None, out: Path) -> None:
     help="Draw the dataset from the workflow's successful executions (WORKFLOW is an id).",
 )
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1))
+@click.option("--redact", is_flag=True, help=_REDACT_HELP)
 @click.option("--force", is_flag=True, help="Overwrite an existing benchmark file.")
-def init(workflow: str, out: Path | None, from_executions: bool, limit: int, force: bool) -> None:
+def init(
+    workflow: str, out: Path | None, from_executions: bool, limit: int, redact: bool, force: bool
+) -> None:
     """Write a first, commented benchmark for WORKFLOW (an exported file, or an id in n8n).
 
     The start and end node, the dataset's columns and the metrics are read off the
@@ -508,10 +512,12 @@ def init(workflow: str, out: Path | None, from_executions: bool, limit: int, for
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
             query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-            written = write_benchmark(source, out, client, query, _progress)
+            written = write_benchmark(source, out, client, query, _progress, redact)
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
-    if written.drawn is not None:
+    if written.drawn is not None and not written.drawn.rows:
+        click.echo(_none_drawn(written.drawn, query) + ": no row drawn", err=True)
+    elif written.drawn is not None:
         click.echo(_drawn(written.drawn, len(written.drawn.rows), str(written.dataset)), err=True)
     if written.example_row:
         click.echo(f"wrote one example row to {written.dataset}: replace it", err=True)
@@ -569,7 +575,7 @@ def dataset() -> None:
     is_flag=True,
     help="Fill expectedOutput and expectedTools from what the workflow answered.",
 )
-@click.option("--redact", is_flag=True, help="Take credentials, e-mails and phone numbers out.")
+@click.option("--redact", is_flag=True, help=_REDACT_HELP)
 @click.option(
     "--include-manual", is_flag=True, help="Also the executions started by hand in the editor."
 )
@@ -611,6 +617,8 @@ def from_executions(
             )  # fmt: skip
     except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
         raise click.ClickException(str(error)) from None
+    if not draft.rows:
+        raise click.ClickException(_none_drawn(draft, query) + ": nothing written")
     click.echo(_drawn(draft, added, str(out or f"Data Table {data_table!r}")))
 
 
@@ -639,6 +647,13 @@ def _api_client() -> Any:
     if client is None:
         raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
     return client
+
+
+def _none_drawn(draft: Any, query: Any) -> str:
+    """Why the executions gave no row, in the terms of the query."""
+    since = f" since {query.since.isoformat()}" if query.since else ""
+    matched = f"{draft.executions} executions matched (status {query.status}{since})"
+    return matched if not draft.executions else f"{matched}, none with an input to replay"
 
 
 def _drawn(draft: Any, added: int, where: str) -> str:

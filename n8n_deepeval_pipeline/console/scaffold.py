@@ -32,7 +32,14 @@ from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
     append_to_file,
     draw_dataset,
 )
-from n8n_deepeval_pipeline.workflow.anatomy import CHAT_INPUT, Anatomy, FieldRead, anatomy
+from n8n_deepeval_pipeline.workflow.anatomy import (
+    CHAT_INPUT,
+    WEBHOOK,
+    Anatomy,
+    FieldRead,
+    anatomy,
+)
+from n8n_deepeval_pipeline.workflow.harness import default_input, feeder
 
 _COMMENT_COLUMN = 32
 _PLACEHOLDER = "Replace me: "
@@ -85,7 +92,7 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
         _workflow_line(source, out),
         *_dataset(shape, dataset_path, has_expectations),
         _commented("runsPerRow: 1", "3 or more to measure consistency (pass@k, cv)"),
-        *_target(shape),
+        *_target(shape, source.workflow),
         "metrics:",
         *_metrics(shape, has_expectations),
         *_judge(),
@@ -148,7 +155,7 @@ def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
     ]
 
 
-def _target(shape: Anatomy) -> list[str]:
+def _target(shape: Anatomy, workflow: dict[str, Any]) -> list[str]:
     lines = [
         "target:",
         _commented("  type: n8n_workflow", "a harness copy, run from start to end node"),
@@ -160,21 +167,39 @@ def _target(shape: Anatomy) -> list[str]:
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
-        template = json.dumps(_input_template(shape.columns), ensure_ascii=False)
+        assert shape.start is not None
+        trigger = feeder(workflow, shape.start)
+        template = json.dumps(_input_template(shape, trigger), ensure_ascii=False)
         lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
     return lines
 
 
-def _input_template(reads: list[FieldRead]) -> dict[str, Any]:
-    """The trigger's item rebuilt from a row: each field the start node reads, in place."""
-    item: dict[str, Any] = {}
-    for position, read in enumerate(reads):
+def _input_template(shape: Anatomy, trigger: dict[str, Any]) -> Any:
+    """The trigger's item rebuilt from a row: each field the start node reads, in place.
+
+    It starts from what the harness sends for this trigger without a template (a Chat
+    Trigger's sessionId and action, which memory and the agent need too). A Webhook
+    trigger's stand-in puts the request's body under ``body`` itself, so the body's
+    fields are the template's top level and a whole-body read is the template.
+    """
+    default = default_input(trigger)
+    item: Any = default if isinstance(default, dict) else {}
+    for position, read in enumerate(shape.columns):
         keys = [str(segment) for segment in read.path] or ["input"]
-        holder = item
-        for key in keys[:-1]:
-            holder = holder.setdefault(key, {})
-        holder[keys[-1]] = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+        if shape.trigger_type == WEBHOOK and keys[0] == "body":
+            keys = keys[1:]
+        value = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+        item = _placed(item, keys, value)
     return item
+
+
+def _placed(item: Any, keys: list[str], value: str) -> Any:
+    """``item`` with ``value`` at ``keys``; with no keys left, ``value`` is the whole item."""
+    if not keys:
+        return value
+    holder = dict(item) if isinstance(item, dict) else {}
+    holder[keys[0]] = _placed(holder.get(keys[0]), keys[1:], value)
+    return holder
 
 
 def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
@@ -241,23 +266,26 @@ def write_benchmark(
     client: N8nClient | None = None,
     query: ExecutionQuery | None = None,
     progress: Progress | None = None,
+    redact: bool = False,
 ) -> Written:
     """Write the benchmark at ``out`` and its dataset beside it.
 
     With ``query`` (and the ``client`` to read with) the dataset is drawn from the
-    workflow's executions; when none is found, or without ``query``, it is one example
-    row (an existing dataset file is kept as it is).
+    workflow's executions (``redact``: without credentials and personal data); when they
+    give no row, or without ``query``, it is one example row (an existing dataset file is
+    kept as it is).
     """
     drawn = None
     out.parent.mkdir(parents=True, exist_ok=True)
     if query is not None:
         assert client is not None
         made = scaffold(source, out, has_expectations=False)
-        drawn, _ = draw_dataset(client, query, made.dataset_path, progress=progress)
-    if drawn is None or not drawn.rows:
+        drawn, _ = draw_dataset(client, query, made.dataset_path, redact=redact, progress=progress)
+    drawn_rows = drawn is not None and bool(drawn.rows)
+    if not drawn_rows:
         made = scaffold(source, out, has_expectations=True)
     out.write_text(made.text, encoding="utf-8")
-    example = not made.dataset_path.exists() and bool(made.starter_rows)
+    example = not drawn_rows and not made.dataset_path.exists()
     if example:
         append_to_file(made.dataset_path, made.starter_rows)
     return Written(out, made.dataset_path, drawn, example)

@@ -7,8 +7,10 @@ node reads (``anatomy``): the user's message in ``input``, the others by name. T
 outputs and tool calls go to ``expectedOutput`` and ``expectedTools`` only on request:
 a dataset whose expectations are the workflow's own answers measures self-consistency,
 not correctness. A row's id is a hash of its input, so the same input is one row and a
-second read adds only rows never seen; ``redact`` takes credentials, e-mail addresses and
-phone numbers out of every value before the id is computed.
+second read adds only rows never seen; ``redact`` takes credentials (by their shape, or by
+their field's name), e-mail addresses and phone numbers out of every value before the id
+is computed. A whole object read (a Webhook's body) is kept without its session fields, so
+the same request is one row and a replay never joins a real user's memory session.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from n8n_deepeval_pipeline.n8n_api.executions import execution_steps, last_node,
 from n8n_deepeval_pipeline.n8n_data.agent_steps import StepsShapeError, called_tool_names
 from n8n_deepeval_pipeline.n8n_data.expressions import as_text, resolve_path
 from n8n_deepeval_pipeline.n8n_data.responses import normalise_response
-from n8n_deepeval_pipeline.redaction import redact_personal
+from n8n_deepeval_pipeline.redaction import REDACTED, redact_personal
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,
     json_object,
@@ -43,7 +45,8 @@ from n8n_deepeval_pipeline.tables.data_files import (
     read_bytes,
     utf8_text,
 )
-from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
+from n8n_deepeval_pipeline.workflow.anatomy import SESSION_FIELDS, Anatomy, anatomy
+from n8n_deepeval_pipeline.workflow.checks import is_secret_name
 from n8n_deepeval_pipeline.workflow.hashing import extract_workflow
 
 ID_COLUMN = "rowId"
@@ -95,11 +98,14 @@ def draw_dataset(
     """Rows from the workflow's executions, added to a JSONL file or a Data Table.
 
     ``destination`` is the file's Path or the table's name; returns the draft and how
-    many of its rows were new there.
+    many of its rows were new there. No row, nothing written: an empty file or a Data
+    Table without columns is no dataset.
     """
     workflow = dict(extract_workflow(client.workflow(query.workflow_id)))
     executions = read_executions(client, query, progress)
     draft = rows_from_executions(executions, workflow, expected_from_output, redact)
+    if not draft.rows:
+        return draft, 0
     if isinstance(destination, Path):
         return draft, append_to_file(destination, draft.rows)
     return draft, append_to_data_table(client, destination, draft.rows)
@@ -174,10 +180,10 @@ def rows_from_executions(
     shape = anatomy(workflow)
     if shape.trigger is None:
         raise ValueError("the workflow has no trigger node, so its executions have no input")
-    exchanges = [_exchange(execution, shape) for execution in executions]
+    exchanges = [_exchange(execution, shape, redact) for execution in executions]
     found = [exchange for exchange in exchanges if exchange is not None]
     groups = _sessions(found) if shape.is_chat else [[exchange] for exchange in found]
-    rows = [_row(group, expected_from_output, redact, shape.is_chat) for group in groups]
+    rows = [_row(group, expected_from_output, shape.is_chat) for group in groups]
     unique = list({row[ID_COLUMN]: row for row in reversed(rows)}.values())  # newest kept
     unique.sort(key=lambda row: str(row["startedAt"]))
     return DatasetDraft(
@@ -188,13 +194,17 @@ def rows_from_executions(
     )
 
 
-def _exchange(execution: dict[str, Any], shape: Anatomy) -> _Exchange | None:
+def _exchange(execution: dict[str, Any], shape: Anatomy, redact: bool) -> _Exchange | None:
     """The execution's input and answer; None when it has no message to replay."""
     assert shape.trigger is not None
     item = node_item(execution, shape.trigger) or {}
-    values = {read.column: resolve_path(item, read.path) for read in shape.columns}
+    values = {
+        read.column: _without_session(resolve_path(item, read.path)) for read in shape.columns
+    }
     if values["input"] is None:
         return None
+    if redact:  # before a whole body becomes the input's text: its fields go by their name
+        values = _redacted(values)
     values["input"] = as_text(values["input"])
     answered = node_item(execution, shape.end) if shape.end else None
     if answered is None and (final := last_node(execution)) is not None:
@@ -204,14 +214,22 @@ def _exchange(execution: dict[str, Any], shape: Anatomy) -> _Exchange | None:
     except StepsShapeError:
         tools = []  # steps in a shape no agent writes: the row keeps its input
     session = item.get("sessionId")
+    answer = normalise_response(answered).output if answered is not None else None
     return _Exchange(
         execution_id=str(execution.get("id", "")),
         started_at=str(execution.get("startedAt") or ""),
         session=None if session is None else str(session),
         values=values,
-        answer=normalise_response(answered).output if answered is not None else None,
-        tools=tools,
+        answer=_redacted(answer) if redact else answer,
+        tools=tools,  # the workflow's node names, not what users typed
     )
+
+
+def _without_session(value: Any) -> Any:
+    """An object read whole without the session fields of the user who sent it."""
+    if isinstance(value, dict):
+        return {key: item for key, item in value.items() if key not in SESSION_FIELDS}
+    return value
 
 
 def _sessions(exchanges: list[_Exchange]) -> list[list[_Exchange]]:
@@ -228,31 +246,29 @@ def _sent_order(exchange: _Exchange) -> tuple[str, int]:
     return exchange.started_at, int(number) if number.isdigit() else 0
 
 
-def _row(
-    group: list[_Exchange], expected_from_output: bool, redact: bool, chat: bool
-) -> dict[str, Any]:
+def _row(group: list[_Exchange], expected_from_output: bool, chat: bool) -> dict[str, Any]:
     first, last = group[0], group[-1]
     given: dict[str, Any] = dict(first.values)
     if chat:
         given[MESSAGES_COLUMN] = [exchange.values["input"] for exchange in group]
-    if redact:
-        given = _redacted(given)
     digest = hashlib.sha256(json.dumps(given, sort_keys=True, ensure_ascii=False).encode())
     row = {ID_COLUMN: f"{'chat' if chat else 'ex'}-{digest.hexdigest()[:16]}", **given}
     if expected_from_output:
         tools = list(dict.fromkeys(name for exchange in group for name in exchange.tools))
-        expected = {"expectedOutput": last.answer, "expectedTools": tools}
-        row.update(_redacted(expected) if redact else expected)
+        row.update({"expectedOutput": last.answer, "expectedTools": tools})
     row["executionIds"] = [exchange.execution_id for exchange in group]
     row["startedAt"] = first.started_at
     return row
 
 
 def _redacted(value: Any) -> Any:
+    """``value`` without credentials and personal data; a credential's field is named for it."""
     if isinstance(value, str):
         return redact_personal(value)
     if isinstance(value, dict):
-        return {key: _redacted(item) for key, item in value.items()}
+        return {
+            key: REDACTED if is_secret_name(key) else _redacted(item) for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_redacted(item) for item in value]
     return value

@@ -28,7 +28,7 @@ _PROMPTED = AGENT_TYPES | {LANGCHAIN + "chainLlm", LANGCHAIN + "chainRetrievalQa
 # The user's message when a node reads it implicitly (promptType "auto").
 CHAT_INPUT: Segments = ("chatInput",)
 # The session is the pipeline's (one per run): never a dataset column.
-_SESSION_FIELDS = frozenset({"sessionId", "session_id"})
+SESSION_FIELDS = frozenset({"sessionId", "session_id"})
 _UNSAFE_COLUMN = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -188,7 +188,7 @@ def _reads(graph: WorkflowGraph, trigger: str, start: str) -> list[FieldRead]:
                 mine = reference.node is None and index < 2  # the start node's own $json
                 if (mine or reference.node == trigger) and reference.segments:
                     paths.append(reference.segments)
-    kept = [path for path in dict.fromkeys(paths) if str(path[-1]) not in _SESSION_FIELDS]
+    kept = [path for path in dict.fromkeys(paths) if str(path[-1]) not in SESSION_FIELDS]
     return _named(kept)
 
 

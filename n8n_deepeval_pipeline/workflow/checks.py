@@ -233,7 +233,8 @@ def _is_reference(value: str) -> bool:
     return value.startswith("$") or "{{" in value
 
 
-def _secret_name(name: Any) -> bool:
+def is_secret_name(name: Any) -> bool:
+    """Whether a field, header or parameter of this name holds a credential (Authorization too)."""
     return isinstance(name, str) and (
         is_credential_name(name) or name.strip().lower() in _AUTH_HEADERS
     )
@@ -248,11 +249,11 @@ def hard_coded_credentials(parameters: Any, path: str = "") -> Iterator[str]:
     value is a literal, not an expression.
     """
     if isinstance(parameters, Mapping):
-        if _secret_name(parameters.get("name")) and _is_literal(parameters.get("value")):
+        if is_secret_name(parameters.get("name")) and _is_literal(parameters.get("value")):
             yield f"{path}.value".lstrip(".")
         for key, value in parameters.items():
             inner = f"{path}.{key}".lstrip(".")
-            if key != "value" and _secret_name(key) and _is_literal(value):
+            if key != "value" and is_secret_name(key) and _is_literal(value):
                 yield inner
             else:
                 yield from hard_coded_credentials(value, inner)

@@ -8,8 +8,9 @@ resolves. A mock answers a fixed response, or the one the request carries for it
 (under ``MOCKS_FIELD`` of the harness webhook's body).
 
 ``service_nodes`` names what acts on a real service: a node that carries credentials or
-makes HTTP requests, except what a benchmark measures (language models, memory,
-embeddings, rerankers, and vector stores or retrievers that only read).
+makes HTTP requests, except what a benchmark measures: the sub-nodes wired in as a
+language model, memory, embeddings, reranker, output parser or retriever (by the link,
+whatever package the node comes from), and vector stores that only read.
 """
 
 from __future__ import annotations
@@ -33,8 +34,18 @@ from n8n_deepeval_pipeline.workflow.harness import HARNESS_WEBHOOK, MOCKS_FIELD,
 # What a node mocked by ``mocks: services`` answers when the benchmark names no response.
 SERVICES_RESPONSE: dict[str, Any] = {"mocked": True}
 _HTTP_TYPES = frozenset({"httpRequest", "httpRequestTool", "toolHttpRequest", "mcpClientTool"})
-# Sub-nodes the benchmark measures rather than mocks, by the start of their short type.
-_MEASURED = ("lmChat", "lm", "memory", "embeddings", "reranker", "retriever", "outputParser")
+# Sub-nodes the benchmark measures rather than mocks, by the kind of link they are wired in
+# with: a community model (n8n-nodes-deepseek.lmChatDeepSeek) is a model all the same.
+_MEASURED_LINKS = frozenset(
+    {
+        "ai_languageModel",
+        "ai_memory",
+        "ai_embedding",
+        "ai_reranker",
+        "ai_outputParser",
+        "ai_retriever",
+    }
+)
 _READ_ONLY_MODES = frozenset({"load", "retrieve", "retrieve-as-tool"})
 # $fromAI('key', 'description', 'type'): the parameters n8n offers the agent for a tool.
 _FROM_AI = re.compile(
@@ -63,20 +74,18 @@ class ServiceNode:
         return f'"{self.name}" {self.why}'
 
 
-def _is_measured(node: Mapping[str, Any]) -> bool:
-    short = short_type(node)
-    if not node_type(node).startswith(LANGCHAIN):
-        return False
-    if short.startswith("vectorStore"):
+def _is_measured(node: Mapping[str, Any], graph: WorkflowGraph) -> bool:
+    if node_type(node).startswith(LANGCHAIN + "vectorStore"):
         mode = (node.get("parameters") or {}).get("mode", "retrieve")
         return mode in _READ_ONLY_MODES
-    return short.startswith(_MEASURED)
+    name = node.get("name")
+    return any(link.kind in _MEASURED_LINKS for link in graph.links if link.source == name)
 
 
 def _why(node: Mapping[str, Any], graph: WorkflowGraph) -> str | None:
     """How the node acts on a service, or None when it does not (or is measured)."""
     credentials = sorted(node.get("credentials") or {})
-    if _is_measured(node) or not (credentials or short_type(node) in _HTTP_TYPES):
+    if _is_measured(node, graph) or not (credentials or short_type(node) in _HTTP_TYPES):
         return None
     how = "makes HTTP requests" if short_type(node) in _HTTP_TYPES else "calls a service"
     with_what = f" with the credential {', '.join(credentials)}" if credentials else ""

@@ -10,9 +10,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.console.scaffold import benchmark_name
+from n8n_deepeval_pipeline.n8n_api.harness_run import harness_body
+from n8n_deepeval_pipeline.n8n_data.expressions import resolve_path
 from n8n_deepeval_pipeline.n8n_data.templates import render
+from n8n_deepeval_pipeline.workflow.graph import node_type
+from n8n_deepeval_pipeline.workflow.harness import MOCKS_FIELD, WEBHOOK_TRIGGER, feeder
 from tests.live.n8n_server import load_workflow
 from tests.n8n_api.fake_n8n import FakeN8nApi
 from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT, chat_execution
@@ -36,6 +41,22 @@ def slugs(document: dict[str, Any]) -> list[str]:
 def dataset_rows(tmp_path: Path, document: dict[str, Any]) -> list[dict[str, Any]]:
     path = tmp_path / "bench" / document["dataset"]["path"]
     return [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+
+
+def start_item(document: dict[str, Any], workflow: dict[str, Any], row: dict[str, Any]) -> Any:
+    """The item the trigger's stand-in in the harness copy hands the start node for ``row``.
+
+    The request's body is the harness body rendered for the row; the stand-in passes it on
+    (without the mocks), a Webhook trigger's under ``body`` beside the request's parts.
+    """
+    target = WorkflowTarget.model_validate(document["target"])
+    context = {"input": row["input"], "row": row, "sessionId": "session-1"}
+    body = render(harness_body(target, workflow), context)
+    if isinstance(body, dict):
+        body.pop(MOCKS_FIELD, None)
+    if node_type(feeder(workflow, target.start_node_name)) == WEBHOOK_TRIGGER:
+        return {"headers": {}, "params": {}, "query": {}, "body": body}
+    return body
 
 
 def test_a_chat_agent_gets_its_start_and_end_node_and_metrics_by_topology(tmp_path: Path) -> None:
@@ -63,14 +84,34 @@ def test_a_webhook_agent_gets_the_fields_its_prompt_reads_sent_back_in_place(
 ) -> None:
     _, document = init(tmp_path, WEBHOOK_AGENT)
     template = document["target"]["input"]
-    assert template == {"body": {"question": "{{ input }}", "customer": "{{ row['customer'] }}"}}
+    # The stand-in puts the request's body under body: the template is the body itself.
+    assert template == {"question": "{{ input }}", "customer": "{{ row['customer'] }}"}
     (row,) = dataset_rows(tmp_path, document)
     assert render(template, {"input": row["input"], "row": row}) == {
-        "body": {"question": row["input"], "customer": "Replace me: customer"}
+        "question": row["input"],
+        "customer": "Replace me: customer",
     }
+    item = start_item(document, WEBHOOK_AGENT, row)  # what $json is for the agent
+    assert resolve_path(item, ("body", "question")) == row["input"]
+    assert resolve_path(item, ("body", "customer")) == "Replace me: customer"
     assert (document["target"]["startNodeName"], document["target"]["endNodeName"]) == (
         "AI Agent", "Reply")  # fmt: skip
     assert slugs(document) == ["helpfulness", "correctness"]  # no tools, no memory
+
+
+def test_a_chat_agent_reading_another_field_keeps_the_session_and_action_it_is_sent(
+    tmp_path: Path,
+) -> None:
+    workflow = load_workflow("chat_agent")
+    agent = next(node for node in workflow["nodes"] if node["name"] == "AI Agent")
+    agent["parameters"]["options"]["systemMessage"] = "=Answer in {{ $json.metadata.language }}"
+    _, document = init(tmp_path, workflow)
+    (row,) = dataset_rows(tmp_path, document)
+    item = start_item(document, workflow, row)
+    # the memory keys its session by sessionId; the chat trigger always says sendMessage
+    assert (item["sessionId"], item["action"]) == ("session-1", "sendMessage")
+    assert item["chatInput"] == row["input"]
+    assert resolve_path(item, ("metadata", "language")) == row["language"] == "Replace me: language"
 
 
 def test_retrieval_adds_the_rag_metric_that_needs_no_passages(tmp_path: Path) -> None:
@@ -112,6 +153,40 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
     )
 
 
+def test_from_executions_can_redact_what_users_typed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeN8nApi() as n8n:
+        n8n.workflows["wf"] = load_workflow("chat_agent")
+        n8n.executions = [chat_execution(1, "s-a", "I am jane.doe@example.com")]
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        out = tmp_path / "bench" / "benchmark.yaml"
+        command = ["init", "wf", "--from-executions", "--redact", "--out", str(out)]
+        result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    (row,) = dataset_rows(tmp_path, yaml.safe_load(out.read_text("utf-8")))
+    assert row["input"] == "I am [redacted e-mail]" and row["messages"] == [row["input"]]
+
+
+def test_from_executions_without_any_writes_the_example_row_and_validates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeN8nApi() as n8n:
+        n8n.workflows["wf"] = load_workflow("chat_agent")
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        out = tmp_path / "bench" / "benchmark.yaml"
+        result = CliRunner().invoke(main, ["init", "wf", "--from-executions", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "0 executions matched (status success): no row drawn" in result.stderr
+    assert "ok " in result.stdout and "1 rows" in result.stdout  # validated
+    document = yaml.safe_load(out.read_text("utf-8"))
+    (row,) = dataset_rows(tmp_path, document)
+    assert row["rowId"] == "example-1"
+    assert "expectedOutput" in document["dataset"]["columnMapping"]  # the example has answers
+
+
 def test_init_keeps_an_existing_file_and_needs_an_id_for_executions(tmp_path: Path) -> None:
     init(tmp_path, WEBHOOK_AGENT)
     source, out = tmp_path / "workflow.json", tmp_path / "bench" / "benchmark.yaml"
@@ -131,9 +206,9 @@ def test_benchmark_names_are_lower_snake_case_and_never_reserved() -> None:
 def test_code_reading_a_whole_webhook_body_gets_the_body_sent_back_as_it_came(
     tmp_path: Path,
 ) -> None:
-    _, document = init(tmp_path, load_workflow("agent_echo"))  # its Code node reads .json.body
-    assert document["target"]["input"] == {"body": "{{ row['body'] }}"}
+    workflow = load_workflow("agent_echo")  # its Code node reads .json.body
+    _, document = init(tmp_path, workflow)
+    assert document["target"]["input"] == "{{ row['body'] }}"
     (row,) = dataset_rows(tmp_path, document)
-    assert render(document["target"]["input"], {"row": row}) == {
-        "body": {"input": "Replace me: the request"}
-    }
+    assert render(document["target"]["input"], {"row": row}) == {"input": "Replace me: the request"}
+    assert start_item(document, workflow, row)["body"] == {"input": "Replace me: the request"}

@@ -10,7 +10,9 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
     HARNESS_PREFIX,
     Owner,
     harness_body,
+    harness_problems,
     is_stale,
+    mock_answers,
     remove_stale_copies,
 )
 from n8n_deepeval_pipeline.workflow.harness import MOCKS_FIELD
@@ -77,3 +79,12 @@ def test_the_body_is_the_triggers_shape_with_the_rows_mock_responses():
     webhook_like = {**CHAT_AGENT, "nodes": [{**trigger, "type": "n8n-nodes-base.webhook"}, *others]}
     assert harness_body(target(mocks=mocks), webhook_like) == {
         **DEFAULT_BODY, MOCKS_FIELD: {"Calculator": '{{ row.get("calc") }}'}}  # fmt: skip
+
+
+def test_mocking_services_leaves_a_community_model_with_credentials_to_be_measured():
+    trigger, agent, model, *others = CHAT_AGENT["nodes"]
+    deepseek = {**model, "type": "n8n-nodes-deepseek.lmChatDeepSeek"}  # keeps its credentials
+    workflow = {**CHAT_AGENT, "nodes": [trigger, agent, deepseek, *others]}
+    services = target(mocks="services")
+    assert harness_problems(services, workflow) == []  # the benchmark is not refused
+    assert "OpenAI Chat Model" not in mock_answers(services, workflow)

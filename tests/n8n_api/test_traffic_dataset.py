@@ -223,14 +223,53 @@ def test_one_destination_and_an_n8n_are_required(
     assert "set N8N_API_URL and N8N_API_KEY" in CliRunner().invoke(main, alone).output
 
 
+def test_no_row_writes_nothing_and_says_why(n8n: FakeN8nApi, tmp_path: Path) -> None:
+    out = tmp_path / "traffic.jsonl"
+    command = ["dataset", "from-executions", "wf", "--since", "24h"]
+    nothing = CliRunner().invoke(main, [*command, "--out", str(out)])
+    assert nothing.exit_code == 1
+    assert "0 executions matched (status success since " in nothing.output
+    assert "nothing written" in nothing.output and not out.exists()
+    assert CliRunner().invoke(main, [*command, "--data-table", "traffic"]).exit_code == 1
+    assert n8n.tables == {}  # no Data Table without columns
+    n8n.executions = [webhook_execution(1, "x")]
+    del n8n.executions[0]["data"]["resultData"]["runData"]["Webhook"]
+    without_input = CliRunner().invoke(
+        main, ["dataset", "from-executions", "wf", "--out", str(out)]
+    )
+    assert without_input.exit_code == 1 and not out.exists()
+    assert "1 executions matched (status success), none with an input to replay" in (
+        without_input.output
+    )
+
+
 def test_a_body_read_as_a_whole_is_kept_as_text_and_as_it_came_and_no_input_no_row() -> None:
     executions = [webhook_execution(1, "What is 6*7?"), webhook_execution(2, "x")]
     del executions[1]["data"]["resultData"]["runData"]["Webhook"]  # another version's trigger
     draft = rows_from_executions(executions, load_workflow("agent_echo"))
     (row,) = draft.rows
-    body = {"question": "What is 6*7?", "customer": "C-7", "sessionId": "s1"}
+    body = {"question": "What is 6*7?", "customer": "C-7"}  # the user's sessionId left out
     assert row["body"] == body and json.loads(row["input"]) == body
     assert draft.without_input == 1
+
+
+def test_a_whole_body_is_kept_without_its_session_so_one_request_is_one_row() -> None:
+    executions = [webhook_execution(1, "What is 6*7?"), webhook_execution(2, "What is 6*7?")]
+    draft = rows_from_executions(executions, load_workflow("agent_echo"))
+    (row,) = draft.rows  # sessions s1 and s2, the same request
+    assert draft.duplicates == 1
+    assert "s1" not in json.dumps(row["body"]) and "s2" not in row["input"]
+
+
+def test_redact_takes_out_a_credential_by_its_fields_name() -> None:
+    execution = webhook_execution(1, "Hi")
+    body = execution["data"]["resultData"]["runData"]["Webhook"][0]["data"]["main"][0][0]["json"]
+    body["body"] |= {"apiKey": "abc123", "Authorization": "Basic dXNlcjpwYXNz", "pin": 1234}
+    (row,) = rows_from_executions([execution], load_workflow("agent_echo"), redact=True).rows
+    assert row["body"]["apiKey"] == row["body"]["Authorization"] == "[redacted]"
+    assert row["body"]["pin"] == 1234  # not a credential's name
+    for secret in ("abc123", "dXNlcjpwYXNz"):
+        assert secret not in json.dumps(row)  # in the body and in the input's text
 
 
 def test_editor_runs_only_on_request_and_n8n_evaluation_runs_never(

@@ -65,6 +65,20 @@ def test_the_nodes_that_act_on_a_real_service_are_named_in_plain_words():
     assert [n.name for n in service_nodes(AGENT, "AI Agent", "Format", mocked)] == ["Order Lookup"]
 
 
+def test_a_community_model_is_measured_for_the_link_it_is_wired_in_with():
+    workflow = json.loads(json.dumps(AGENT))
+    model = next(n for n in workflow["nodes"] if n["name"] == "OpenAI Chat Model")
+    model |= {"name": "DeepSeek", "type": "n8n-nodes-deepseek.lmChatDeepSeek",
+              "credentials": {"deepSeekApi": {"id": "6"}}}  # fmt: skip
+    workflow["connections"]["DeepSeek"] = workflow["connections"].pop("OpenAI Chat Model")
+    names = [found.name for found in service_nodes(workflow, "AI Agent", "Format")]
+    assert names == ["Notify", "Order Lookup", "Send email"]  # the model is not a service
+    assert check_mocks(workflow, "AI Agent", "Format", ["DeepSeek"]) == [
+        'mock "DeepSeek": only main-path nodes and tools can be mocked, not a '
+        "lmChatDeepSeek sub-node (it is what the benchmark measures)"
+    ]
+
+
 def test_a_mock_must_name_a_node_that_runs():
     assert check_mocks(AGENT, "AI Agent", "Format", ["Notify", "After the end"]) == [
         'mock "After the end": no node of that name runs between "AI Agent" and "Format"'
