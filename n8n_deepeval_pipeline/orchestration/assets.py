@@ -356,8 +356,11 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         description="This version's report (report.html, eval-results.json, "
         "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case.",
         ins={
-            **_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
-            **_ins(benchmark, "agent_outputs", "consistency_stats", "dataset_rows"),
+            # Every version's outputs too: a flagged case sets the baseline's beside its own.
+            **_every_version(
+                benchmark, "expanded_runs", "run_aggregates", "metric_scores", "agent_outputs"
+            ),
+            **_ins(benchmark, "consistency_stats", "dataset_rows"),
         },
         **{**common, "metadata": {}},
     )

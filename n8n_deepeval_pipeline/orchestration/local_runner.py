@@ -250,9 +250,14 @@ class BenchmarkRunner:
     def report(self, partition: str) -> Report:
         """The version's report, compared with its baseline when it has one."""
         baseline = self.baseline_of(partition)
-        stored = self.stored_versions([partition] + ([baseline] if baseline else []))
+        versions = [partition] + ([baseline] if baseline else [])
+        stored = self.stored_versions(versions)
         own = ReportOnlyTables(
-            outputs=self._table("agent_outputs", AgentOutput, partition),
+            outputs=[
+                output
+                for version in versions
+                for output in self._table("agent_outputs", AgentOutput, version)
+            ],
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
         )

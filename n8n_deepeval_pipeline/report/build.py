@@ -4,24 +4,30 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, MetricSummary
-from n8n_deepeval_pipeline.report.cases import case_details
+from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.tables.rows import (
-    AgentOutput,
-    DatasetRow,
-    ExpandedRun,
-    MetricScore,
-    RunAggregate,
-)
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, MetricScore
 
 SCORE_BINS = 10
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The version the report's version is compared with: its rows and the comparison."""
+
+    workflow_hash: str
+    rows: VersionRows
+    comparison: VersionComparison
+    fail_on: GateVerdict  # the benchmark's compare.failOn
 
 
 def _headline(
@@ -86,35 +92,34 @@ def _metric_rows(summary: BenchmarkSummary, scores: Sequence[MetricScore]) -> tu
 
 def build_report(
     summary: BenchmarkSummary,
-    runs: Sequence[ExpandedRun],
-    outputs: Sequence[AgentOutput],
-    scores: Sequence[MetricScore],
-    aggregates: Sequence[RunAggregate],
+    candidate: VersionRows,
     *,
-    comparison: VersionComparison | None = None,
-    baseline_hash: str | None = None,
+    baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
-    ``comparison`` is this version (the candidate) against the baseline ``baseline_hash``;
+    ``baseline``: the version it is compared with (this one is the candidate);
     ``dataset`` adds each case's input and expected output to the drill-down.
     """
-    outcomes = [RunOutcome(passed=aggregate.overall_success) for aggregate in aggregates]
+    outcomes = [RunOutcome(passed=aggregate.overall_success) for aggregate in candidate.aggregates]
+    comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
-        headline=_headline(summary, outcomes, outputs),
-        metrics=_metric_rows(summary, scores),
-        comparison=ComparisonReport(baseline_hash=baseline_hash, result=comparison)
-        if comparison
+        headline=_headline(summary, outcomes, candidate.outputs),
+        metrics=_metric_rows(summary, candidate.scores),
+        comparison=ComparisonReport(
+            baseline_hash=baseline.workflow_hash,
+            result=baseline.comparison,
+            fail_on=baseline.fail_on,
+        )
+        if baseline
         else None,
         cases=case_details(
-            runs,
-            outputs,
-            scores,
-            aggregates,
+            candidate,
+            baseline.rows if baseline else None,
             dataset,
             verdicts,
             [metric.metric for metric in summary.metrics],

@@ -1,13 +1,23 @@
-"""The per-case drill-down: every run's output, why it failed and each metric's result."""
+"""The per-case drill-down: every run's output, why it failed and each metric's result.
+
+Against a baseline, each case carries the baseline's runs too, for the page to set them
+beside the candidate's, and what made the case drop.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from n8n_deepeval_pipeline.report.causes import drop_causes
 from n8n_deepeval_pipeline.report.model import CaseDetail, Excerpt, MetricResult, RunDetail
-from n8n_deepeval_pipeline.report.verdicts import attention_rank
-from n8n_deepeval_pipeline.statistics.version_comparison import Verdict, run_failure_categories
+from n8n_deepeval_pipeline.report.verdicts import attention_order
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    Verdict,
+    pass_count,
+    run_failure_categories,
+)
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -23,11 +33,21 @@ OUTPUT_LIMIT = 1500
 FIELD_LIMIT = 600  # inputs, expected outputs, reasons and errors
 
 
+@dataclass(frozen=True)
+class VersionRows:
+    """One version's stored rows that the drill-down reads."""
+
+    runs: list[ExpandedRun]
+    outputs: list[AgentOutput]
+    scores: list[MetricScore]
+    aggregates: list[RunAggregate]
+
+
 def _excerpt(text: str | None, limit: int = FIELD_LIMIT) -> Excerpt | None:
     return None if text is None else Excerpt.of(text, limit)
 
 
-def _metric_result(score: MetricScore) -> MetricResult:
+def _metric_result(score: MetricScore, counted: bool) -> MetricResult:
     return MetricResult(
         metric=score.metric,
         score=score.score,
@@ -38,6 +58,7 @@ def _metric_result(score: MetricScore) -> MetricResult:
         error=_excerpt(score.error),
         error_kind=score.error_kind,
         dry_run=score.dry_run,
+        counted=counted,
     )
 
 
@@ -49,7 +70,8 @@ def _run_detail(
     metric_rank: Mapping[str, int],
 ) -> RunDetail:
     ordered = sorted(scores, key=lambda score: metric_rank.get(score.metric, len(metric_rank)))
-    categories = run_failure_categories(run_outcome(aggregate, list(ordered)))
+    outcome = run_outcome(aggregate, list(ordered))
+    categories = run_failure_categories(outcome)
     return RunDetail(
         run_id=run.run_id,
         run_index=run.run_index,
@@ -59,56 +81,79 @@ def _run_detail(
         output_error=_excerpt(output.error) if output else None,
         latency_s=output.latency_s if output else None,
         failure_categories=tuple(sorted(categories)),
-        metrics=tuple(_metric_result(score) for score in ordered),
+        metrics=tuple(
+            _metric_result(score, result.counted)
+            for score, result in zip(ordered, outcome.metrics, strict=True)
+        ),
     )
 
 
 def _case(
-    row_id: str, details: list[RunDetail], row: DatasetRow | None, verdict: Verdict | None
+    row_id: str,
+    runs: list[RunDetail],
+    baseline: list[RunDetail],
+    row: DatasetRow | None,
+    verdict: Verdict | None,
 ) -> CaseDetail:
+    runs = sorted(runs, key=lambda detail: detail.run_index)
+    baseline = sorted(baseline, key=lambda detail: detail.run_index)
     return CaseDetail(
         row_id=row_id,
         input=_excerpt(row.input) if row else None,
         expected_output=_excerpt(row.expected_output) if row else None,
         verdict=verdict,
-        passed=sum(detail.passed for detail in details),
-        runs=tuple(sorted(details, key=lambda detail: detail.run_index)),
+        passed=sum(detail.passed for detail in runs),
+        runs=tuple(runs),
+        baseline_passed=sum(detail.passed for detail in baseline),
+        baseline_runs=tuple(baseline),
+        causes=drop_causes(baseline, runs),
     )
 
 
 def _attention_order(case: CaseDetail) -> tuple[int, float, str]:
-    """Flagged verdicts first, then the cases that pass least often."""
-    return attention_rank(case.verdict), case.passed / len(case.runs), case.row_id
+    passes = pass_count([run.passed for run in case.runs])
+    return attention_order(case.verdict, passes, case.row_id)
 
 
-def case_details(
-    runs: Sequence[ExpandedRun],
-    outputs: Sequence[AgentOutput],
-    scores: Sequence[MetricScore],
-    aggregates: Sequence[RunAggregate],
-    dataset: Sequence[DatasetRow],
-    verdicts: Mapping[str, Verdict],
-    metric_order: Sequence[str],
-) -> tuple[CaseDetail, ...]:
-    """Every scored run of the version, by dataset row, the rows that need attention first.
-
-    Metrics appear in ``metric_order`` (the benchmark file's), any others after them.
-    """
-    metric_rank = {metric: rank for rank, metric in enumerate(metric_order)}
-    run_of = {run.run_id: run for run in runs}
-    output_of = {output.run_id: output for output in outputs}
-    scores_of = scores_by_run(scores)
+def _runs_by_row(rows: VersionRows, metric_rank: Mapping[str, int]) -> dict[str, list[RunDetail]]:
+    run_of = {run.run_id: run for run in rows.runs}
+    output_of = {output.run_id: output for output in rows.outputs}
+    scores_of = scores_by_run(rows.scores)
     by_row: dict[str, list[RunDetail]] = defaultdict(list)
-    for aggregate in aggregates:
+    for aggregate in rows.aggregates:
         run = run_of[aggregate.run_id]
         by_row[run.row_id].append(
             _run_detail(
                 run, aggregate, output_of.get(run.run_id), scores_of[run.run_id], metric_rank
             )
         )
+    return by_row
+
+
+def case_details(
+    candidate: VersionRows,
+    baseline: VersionRows | None,
+    dataset: Sequence[DatasetRow],
+    verdicts: Mapping[str, Verdict],
+    metric_order: Sequence[str],
+) -> tuple[CaseDetail, ...]:
+    """Every scored run of the candidate, by dataset row, the rows that need attention first.
+
+    A case the baseline has too carries the baseline's runs. Metrics appear in
+    ``metric_order`` (the benchmark file's), any others after them.
+    """
+    metric_rank = {metric: rank for rank, metric in enumerate(metric_order)}
+    by_row = _runs_by_row(candidate, metric_rank)
+    baseline_by_row = _runs_by_row(baseline, metric_rank) if baseline else {}
     row_of = {row.row_id: row for row in dataset}
     cases = [
-        _case(row_id, details, row_of.get(row_id), verdicts.get(row_id))
+        _case(
+            row_id,
+            details,
+            baseline_by_row.get(row_id, []),
+            row_of.get(row_id),
+            verdicts.get(row_id),
+        )
         for row_id, details in by_row.items()
     ]
     return tuple(sorted(cases, key=_attention_order))

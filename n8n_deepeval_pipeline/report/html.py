@@ -14,8 +14,10 @@ from n8n_deepeval_pipeline.report.charts import (
     paired_rate_bars,
     rate_bars,
 )
+from n8n_deepeval_pipeline.report.gate_status import gate_status
 from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
-from n8n_deepeval_pipeline.report.verdicts import is_flagged
+from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_flagged
+from n8n_deepeval_pipeline.statistics.gates import fails_gate
 
 _ENVIRONMENT = Environment(
     loader=PackageLoader("n8n_deepeval_pipeline.report"),
@@ -36,7 +38,8 @@ _ENVIRONMENT.filters.update(
     thousands=formatting.thousands,
     short_hash=formatting.short_hash,
 )
-_ENVIRONMENT.tests["flagged"] = is_flagged
+_ENVIRONMENT.tests.update(flagged=is_flagged, failing_gate=fails_gate)
+_ENVIRONMENT.globals.update(gate_status=gate_status, guidance=GUIDANCE)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,16 @@ from n8n_deepeval_pipeline.report.formatting import (
     signed_figure,
     thousands,
 )
-from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
+from n8n_deepeval_pipeline.report.gate_status import gate_status
+from n8n_deepeval_pipeline.report.model import (
+    CaseDetail,
+    ComparisonReport,
+    DropCause,
+    Headline,
+    MetricRow,
+    Report,
+)
+from n8n_deepeval_pipeline.report.verdicts import FLAGGED, GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
 
 _MARKER: dict[Verdict, str] = {
@@ -46,23 +55,15 @@ def _verdict(verdict: Verdict) -> str:
     return f"{_MARKER[verdict]} {verdict}"
 
 
+_ALERT = {"bad": "> [!CAUTION]\n> ", "warn": "> [!WARNING]\n> ", "good": ""}
+
+
 def _status(comparison: ComparisonReport | None) -> str:
     if comparison is None:
         return "No baseline to compare with: this is the version's own summary."
-    counts = comparison.result.verdict_counts
-    baseline = f"baseline `{short_hash(comparison.baseline_hash)}`"
-    if comparison.result.has_regression:
-        regressed = [
-            case.row_id for case in comparison.flagged_cases if case.verdict == "regression"
-        ]
-        names = ", ".join(_text(row_id) for row_id in regressed)
-        return f"> [!CAUTION]\n> **Regression** against {baseline}: {names}."
-    if counts["likely_regression"]:
-        return (
-            f"> [!WARNING]\n> No regression against {baseline}; "
-            f"{counts['likely_regression']} likely regression(s)."
-        )
-    return f"No regression against {baseline}."
+    status = gate_status(comparison, _text)
+    baseline = f"**Against baseline `{short_hash(comparison.baseline_hash)}`:** "
+    return _ALERT[status.level] + baseline + status.text
 
 
 def _headline(h: Headline) -> list[str]:
@@ -71,7 +72,8 @@ def _headline(h: Headline) -> list[str]:
     if k is not None:
         consistency += f" · pass@{k} {figure(h.pass_at_k[k])} · pass^{k} {figure(h.pass_hat_k[k])}"
     lines = [
-        f"**Pass rate {percent(h.pass_rate.rate)}** ({h.pass_rate.passed}/{h.pass_rate.runs} runs, "
+        f"**Pass rate {percent(h.pass_rate.rate)}** over every case "
+        f"({h.pass_rate.passed}/{h.pass_rate.runs} runs, "
         f"95% CI {interval(h.pass_rate.interval)}, {h.pass_rule}) · "
         f"mean overall score {figure(h.mean_overall_score)}  ",
         consistency + "  ",
@@ -89,11 +91,28 @@ def _headline(h: Headline) -> list[str]:
     return lines
 
 
-def _comparison(comparison: ComparisonReport) -> list[str]:
+def _shared_note(comparison: ComparisonReport, headline: Headline) -> str:
+    """Why the comparison's candidate pass rate may differ from the headline's."""
+    shared = comparison.result.candidate_overall
+    note = f"Pass rates over the {comparison.shared_cases} cases both versions have"
+    if shared.runs == headline.pass_rate.runs:
+        return note + ": both versions have every case, so the candidate's is the headline's."
+    return (
+        note + f": the headline's {percent(headline.pass_rate.rate)} counts every case of this "
+        "version; cases only one version has are left out here, so that both are measured "
+        "on the same cases."
+    )
+
+
+def _comparison(
+    comparison: ComparisonReport, headline: Headline, details: dict[str, CaseDetail]
+) -> list[str]:
     result = comparison.result
     lines = [
         "",
-        _row("version", "pass rate", "95% CI", "runs"),
+        _shared_note(comparison, headline),
+        "",
+        _row("version", "pass rate (shared cases)", "95% CI", "runs"),
         _row("---", "---:", "---:", "---:"),
     ]
     for name, overall in (
@@ -103,19 +122,42 @@ def _comparison(comparison: ComparisonReport) -> list[str]:
         lines.append(
             _row(name, percent(overall.rate), interval(overall.interval), fraction(overall))
         )
-    lines += ["", "#### Flagged cases", "", *_flagged(comparison)]
+    lines += ["", "#### Flagged cases", "", *_flagged(comparison, details)]
     counts = " · ".join(f"{n} {verdict}" for verdict, n in result.verdict_counts.items() if n)
-    lines += ["", f"Verdicts: {counts}."]
+    lines += ["", f"Verdicts: {counts}.", "", *_guidance(comparison)]
     lines += _drift(comparison)
     return lines
 
 
-def _flagged(comparison: ComparisonReport) -> list[str]:
+def _cause(cause: DropCause) -> str:
+    counts = (
+        f"{cause.candidate_failed}/{cause.candidate_runs} "
+        f"(was {cause.baseline_failed}/{cause.baseline_runs})"
+    )
+    if cause.kind == "metric":
+        return f"{_text(cause.name)} fails {counts}"
+    return f"{_text(cause.name.replace('_', ' '))} {counts}"
+
+
+def _causes(case: CaseDetail | None) -> str:
+    return "; ".join(_cause(cause) for cause in case.causes) if case else ""
+
+
+def _guidance(comparison: ComparisonReport) -> list[str]:
+    """What each verdict present asks of the reader."""
+    return [
+        f"- {_verdict(verdict)}: {GUIDANCE[verdict]}"
+        for verdict in FLAGGED
+        if comparison.result.verdict_counts[verdict]
+    ]
+
+
+def _flagged(comparison: ComparisonReport, details: dict[str, CaseDetail]) -> list[str]:
     if not comparison.flagged_cases:
         return ["None."]
     lines = [
-        _row("case", "baseline", "candidate", "change", "p", "verdict"),
-        _row("---", "---:", "---:", "---:", "---:", "---"),
+        _row("case", "baseline", "candidate", "change", "p", "verdict", "why it dropped"),
+        _row("---", "---:", "---:", "---:", "---:", "---", "---"),
     ]
     lines += [
         _row(
@@ -125,6 +167,7 @@ def _flagged(comparison: ComparisonReport) -> list[str]:
             points(case.delta),
             p_value(case.p_value),
             _verdict(case.verdict),
+            _causes(details.get(case.row_id)),
         )
         for case in comparison.flagged_cases
     ]
@@ -193,7 +236,7 @@ def pr_comment(report: Report) -> str:
         *_headline(report.headline),
     ]
     if report.comparison:
-        lines += _comparison(report.comparison)
+        lines += _comparison(report.comparison, report.headline, report.case_by_id)
         lines += ["", "#### Metrics (candidate, change from baseline)", ""]
         lines += _metric_deltas(report.comparison)
     else:

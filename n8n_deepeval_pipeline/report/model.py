@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
-from n8n_deepeval_pipeline.report.verdicts import attention_rank, is_flagged
+from n8n_deepeval_pipeline.report.verdicts import attention_order, is_flagged
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
@@ -90,13 +93,37 @@ class ComparisonReport(_Frozen):
 
     baseline_hash: str | None
     result: VersionComparison
+    fail_on: GateVerdict  # the benchmark's compare.failOn: what fails `compare` and the check
 
     @property
     def ordered_cases(self) -> tuple[CaseComparison, ...]:
-        """Every case, the flagged ones first, the most serious first."""
+        """Every case, the flagged ones first, the most serious first (as the case details)."""
         return tuple(
-            sorted(self.result.cases, key=lambda case: (attention_rank(case.verdict), case.row_id))
+            sorted(
+                self.result.cases,
+                key=lambda case: attention_order(case.verdict, case.candidate, case.row_id),
+            )
         )
+
+    @property
+    def gate_failures(self) -> tuple[CaseComparison, ...]:
+        """The cases that fail the gate (``fail_on`` or a surer regression), as they exit 1."""
+        return tuple(case for case in self.ordered_cases if fails_gate(case.verdict, self.fail_on))
+
+    @property
+    def drops_below_gate(self) -> tuple[CaseComparison, ...]:
+        """Likely regressions the gate lets through (it fails on regression only)."""
+        return tuple(
+            case
+            for case in self.ordered_cases
+            if fails_gate(case.verdict, "likely_regression")
+            and not fails_gate(case.verdict, self.fail_on)
+        )
+
+    @property
+    def shared_cases(self) -> int:
+        """Cases both versions have runs of: the ones the comparison's pass rates cover."""
+        return sum(1 for case in self.result.cases if case.verdict != "insufficient_data")
 
     @property
     def flagged_cases(self) -> tuple[CaseComparison, ...]:
@@ -121,6 +148,12 @@ class MetricResult(_Frozen):
     error: Excerpt | None
     error_kind: str | None
     dry_run: bool
+    counted: bool  # decides the run under the pass rule; else reported only
+
+    @property
+    def failed(self) -> bool:
+        """Whether this result counts against its run: it failed or errored."""
+        return not self.success or self.error_kind is not None
 
 
 class RunDetail(_Frozen):
@@ -137,8 +170,26 @@ class RunDetail(_Frozen):
     metrics: tuple[MetricResult, ...]
 
 
+class DropCause(_Frozen):
+    """A metric or failure category that fails more of a case's runs than in the baseline.
+
+    Counted over failed runs, as "Why runs failed" counts them: a metric that fails in a
+    run that passed (or that does not decide runs) causes no drop.
+    """
+
+    kind: Literal["metric", "category"]
+    name: str
+    baseline_failed: int
+    baseline_runs: int
+    candidate_failed: int
+    candidate_runs: int
+
+
 class CaseDetail(_Frozen):
-    """One dataset row's runs in this version, with its verdict against the baseline."""
+    """One dataset row's runs in this version and, against a baseline, the baseline's runs.
+
+    ``causes``: what made the case drop, the largest rise first (empty unless it dropped).
+    """
 
     row_id: str
     input: Excerpt | None
@@ -146,6 +197,9 @@ class CaseDetail(_Frozen):
     verdict: Verdict | None
     passed: int  # runs that passed
     runs: tuple[RunDetail, ...]
+    baseline_passed: int
+    baseline_runs: tuple[RunDetail, ...]
+    causes: tuple[DropCause, ...]
 
 
 class Report(_Frozen):
@@ -157,6 +211,11 @@ class Report(_Frozen):
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first
+
+    @property
+    def case_by_id(self) -> dict[str, CaseDetail]:
+        """The case details by row id, for the cases table to name each drop's cause."""
+        return {case.row_id: case for case in self.cases}
 
     @property
     def directions(self) -> dict[str, Direction]:

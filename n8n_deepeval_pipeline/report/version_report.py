@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import summarise
-from n8n_deepeval_pipeline.report.build import build_report
+from n8n_deepeval_pipeline.report.build import Baseline, build_report
+from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
@@ -19,7 +20,10 @@ from n8n_deepeval_pipeline.tables.rows import (
 
 @dataclass(frozen=True)
 class ReportOnlyTables:
-    """The candidate's tables that only the report reads (the comparison needs none)."""
+    """The tables that only the report reads (the comparison needs none).
+
+    ``outputs`` holds the candidate's and the baseline's, to set their runs side by side.
+    """
 
     outputs: list[AgentOutput]
     consistency: list[ConsistencyStats]
@@ -38,20 +42,31 @@ def version_report(
     Versions may be named by key or hash; the report shows their full hashes.
     """
     candidate = stored.full_hash(candidate)
-    baseline = stored.full_hash(baseline) if baseline else None
-    runs = of_version(stored.runs, candidate)
-    aggregates = of_version(stored.aggregates, candidate)
-    scores = of_version(stored.scores, candidate)
+    rows = _rows(stored, own, candidate)
     summary = summarise(
-        benchmark.name, candidate, scores, aggregates, own.consistency, benchmark.metric_labels
+        benchmark.name,
+        candidate,
+        rows.scores,
+        rows.aggregates,
+        own.consistency,
+        benchmark.metric_labels,
     )
-    return build_report(
-        summary,
-        runs,
-        own.outputs,
-        scores,
-        aggregates,
-        comparison=stored.compare(baseline, candidate) if baseline else None,
-        baseline_hash=baseline,
-        dataset=own.dataset,
+    against = None
+    if baseline:
+        baseline = stored.full_hash(baseline)
+        against = Baseline(
+            workflow_hash=baseline,
+            rows=_rows(stored, own, baseline),
+            comparison=stored.compare(baseline, candidate),
+            fail_on=benchmark.compare.fail_on,
+        )
+    return build_report(summary, rows, baseline=against, dataset=own.dataset)
+
+
+def _rows(stored: StoredVersions, own: ReportOnlyTables, version: str) -> VersionRows:
+    return VersionRows(
+        runs=of_version(stored.runs, version),
+        outputs=of_version(own.outputs, version),
+        scores=of_version(stored.scores, version),
+        aggregates=of_version(stored.aggregates, version),
     )

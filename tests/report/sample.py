@@ -19,8 +19,11 @@ from pathlib import Path
 
 from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.report import Report, build_report, write_report
+from n8n_deepeval_pipeline.report.build import Baseline
+from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
 from n8n_deepeval_pipeline.statistics.consistency import RunResult, case_consistency
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised, passes
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_versions
 from n8n_deepeval_pipeline.tables.comparison import version_runs
@@ -98,6 +101,9 @@ class Version:
     scores: list[MetricScore]
     aggregates: list[RunAggregate]
     consistency: list[ConsistencyStats]
+
+    def rows(self) -> VersionRows:
+        return VersionRows(self.runs, self.outputs, self.scores, self.aggregates)
 
     def summary(self) -> BenchmarkSummary:
         return summarise(
@@ -255,25 +261,19 @@ def version(workflow_hash: str) -> Version:
     return Version(workflow_hash, dataset, runs, outputs, scores, aggregates, consistency)
 
 
-def sample_report(with_baseline: bool = True) -> Report:
+def sample_report(with_baseline: bool = True, fail_on: GateVerdict = "regression") -> Report:
     """The candidate's report, against the baseline or on its own."""
     candidate = version(CANDIDATE)
-    comparison = None
+    against = None
     if with_baseline:
         baseline = version(BASELINE)
         comparison = compare_versions(
             version_runs(baseline.runs, baseline.aggregates, baseline.scores),
             version_runs(candidate.runs, candidate.aggregates, candidate.scores),
         )
+        against = Baseline(BASELINE, baseline.rows(), comparison, fail_on)
     return build_report(
-        candidate.summary(),
-        candidate.runs,
-        candidate.outputs,
-        candidate.scores,
-        candidate.aggregates,
-        comparison=comparison,
-        baseline_hash=BASELINE if with_baseline else None,
-        dataset=candidate.dataset,
+        candidate.summary(), candidate.rows(), baseline=against, dataset=candidate.dataset
     )
 
 

@@ -18,7 +18,7 @@ from n8n_deepeval_pipeline.report import (
     write_report,
 )
 from n8n_deepeval_pipeline.report.build import score_bins
-from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT
+from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT, VersionRows
 from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
 from n8n_deepeval_pipeline.report.model import Excerpt
 from tests.conftest import wilson_by_hand
@@ -160,9 +160,13 @@ def test_an_excerpt_of_a_short_text_is_the_text():
 def test_pr_comment_headline(report):
     comment = pr_comment(report)
     assert comment.startswith(f"### Benchmark support\\_agent · `{CANDIDATE[:12]}`\n")
-    assert f"**Regression** against baseline `{BASELINE[:12]}`: refund." in comment
     assert (
-        "**Pass rate 62.5%** (15/24 runs, 95% CI 42.7–78.8%, allPass) · "
+        f"> [!CAUTION]\n> **Against baseline `{BASELINE[:12]}`:** Regression: refund passes "
+        "significantly less often than in the baseline. The gate fails on 1 case: this "
+        "benchmark fails on regression (compare.failOn), so compare exits 1 and run exits 5."
+    ) in comment
+    assert (
+        "**Pass rate 62.5%** over every case (15/24 runs, 95% CI 42.7–78.8%, allPass) · "
         "mean overall score 0.850" in comment
     )
     assert "pass@4 0.833 · pass^4 0.333" in comment
@@ -174,11 +178,13 @@ def test_pr_comment_lists_only_flagged_cases_the_most_serious_first(report):
     flagged = comment.split("#### Flagged cases")[1].split("Verdicts:")[0]
     rows = [line for line in flagged.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows == [
-        "| case | baseline | candidate | change | p | verdict |",
-        "| refund | 4/4 | 0/4 | −100.0 pts | 0.014 | 🔴 regression |",
-        "| billing | 4/4 | 1/4 | −75.0 pts | 0.071 | 🟠 likely_regression |",
-        "| order\\_status | 0/4 | 4/4 | +100.0 pts | 0.014 | 🟢 improvement |",
-        "| address | 1/4 | 3/4 | +50.0 pts | 0.243 | 🟡 worth_watching |",
+        "| case | baseline | candidate | change | p | verdict | why it dropped |",
+        "| refund | 4/4 | 0/4 | −100.0 pts | 0.014 | 🔴 regression "
+        "| exact\\_answer fails 4/4 (was 0/4); below threshold 4/4 (was 0/4) |",
+        "| billing | 4/4 | 1/4 | −75.0 pts | 0.071 | 🟠 likely_regression "
+        "| helpfulness fails 3/4 (was 0/4); below threshold 3/4 (was 0/4) |",
+        "| order\\_status | 0/4 | 4/4 | +100.0 pts | 0.014 | 🟢 improvement |  |",
+        "| address | 1/4 | 3/4 | +50.0 pts | 0.243 | 🟡 worth_watching |  |",
     ]
     assert "Verdicts: 1 regression · 1 likely_regression · 1 improvement" in comment
 
@@ -254,7 +260,7 @@ def test_write_report_writes_the_three_files(report, tmp_path):
 
 def test_a_version_without_scored_runs_still_gets_a_report():
     summary = summarise("empty", CANDIDATE, [], [], [], [])
-    report = build_report(summary, [], [], [], [])
+    report = build_report(summary, VersionRows([], [], [], []))
     assert results_json(report)["headline"]["pass_rate"] == {
         "passed": 0,
         "runs": 0,
