@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,7 +15,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, MetricScore
+from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
 
 SCORE_BINS = 10
 
@@ -30,10 +30,25 @@ class Baseline:
     fail_on: GateVerdict  # the benchmark's compare.failOn
 
 
-def _headline(
-    summary: BenchmarkSummary, outcomes: Sequence[RunOutcome], outputs: Sequence[AgentOutput]
-) -> Headline:
+def _errors_failing_no_run(rows: VersionRows) -> dict[str, int]:
+    """Errored results by kind that failed no run, as run_failure_categories skips them."""
+    deciding = {
+        aggregate.run_id: {str(outcome["metric"]) for outcome in aggregate.metrics}
+        for aggregate in rows.aggregates
+        if not aggregate.overall_success
+    }
+    return dict(
+        Counter(
+            str(score.error_kind)
+            for score in rows.scores
+            if score.error_kind and score.metric not in deciding.get(score.run_id, set())
+        ).most_common()
+    )
+
+
+def _headline(summary: BenchmarkSummary, rows: VersionRows) -> Headline:
     consistency, errors = summary.consistency, summary.errors
+    outcomes = [RunOutcome(passed=aggregate.overall_success) for aggregate in rows.aggregates]
     return Headline(
         pass_rate=overall_pass_rate(outcomes),
         pass_rule=summary.pass_rule,
@@ -54,8 +69,9 @@ def _headline(
         scores=errors.scores,
         score_errors=sum(errors.by_kind.values()),
         errors_by_kind=errors.by_kind,
+        errors_failing_no_run=_errors_failing_no_run(rows),
         unjudged_scores=errors.unjudged,
-        output_errors=sum(1 for output in outputs if output.error_kind),
+        output_errors=sum(1 for output in rows.outputs if output.error_kind),
     )
 
 
@@ -102,13 +118,12 @@ def build_report(
     ``baseline``: the version it is compared with (this one is the candidate);
     ``dataset`` adds each case's input and expected output to the drill-down.
     """
-    outcomes = [RunOutcome(passed=aggregate.overall_success) for aggregate in candidate.aggregates]
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
-        headline=_headline(summary, outcomes, candidate.outputs),
+        headline=_headline(summary, candidate),
         metrics=_metric_rows(summary, candidate.scores),
         comparison=ComparisonReport(
             baseline_hash=baseline.workflow_hash,

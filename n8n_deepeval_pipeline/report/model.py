@@ -65,6 +65,9 @@ class Headline(_Frozen):
     scores: int  # metric results, each run × metric
     score_errors: int
     errors_by_kind: dict[str, int]
+    # Of those, the ones that failed no run: in a metric that decides none (reported only)
+    # or in a run that passed anyway; "Why runs failed" leaves them out.
+    errors_failing_no_run: dict[str, int]
     unjudged_scores: int
     output_errors: int  # runs whose workflow gave no output
 

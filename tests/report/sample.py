@@ -49,6 +49,10 @@ METRICS = [
     ("bias", "bias", "lower_is_better", 0.5, True),
 ]
 
+# Reported beside the others but deciding no run (not in aggregate.metrics); with
+# ``reported_only`` the candidate has it, and it errors on every run (no retrieval context).
+REPORTED_ONLY = ("faithfulness", "faithfulness", "higher_is_better", 0.5, True)
+
 # passed runs out of RUNS_PER_ROW in each version
 PASSES = {
     "refund": (4, 0),
@@ -223,8 +227,23 @@ def _output(run: ExpandedRun, passed: bool, no_output: bool) -> AgentOutput:
     )  # fmt: skip
 
 
-def version(workflow_hash: str) -> Version:
-    """One version's tables: the baseline's or the candidate's pass counts in PASSES."""
+def _missing_context(run: ExpandedRun) -> MetricScore:
+    label, slug, direction, threshold, _ = REPORTED_ONLY
+    return MetricScore(
+        workflow_hash=run.workflow_hash, run_id=run.run_id, case_id=run.case_id, metric=label,
+        metric_slug=slug, score=None, threshold=threshold, success=False, direction=direction,
+        reason=None, error="faithfulness needs retrieval_context, which the row has not",
+        error_kind="missing_input", judge=None, dry_run=False, judge_calls=0, judge_retries=0,
+        cached_calls=0, prompt_tokens=0, completion_tokens=0, tokens=0, cost_usd=None,
+        latency_s=0.0,
+    )  # fmt: skip
+
+
+def version(workflow_hash: str, reported_only: bool = False) -> Version:
+    """One version's tables: the baseline's or the candidate's pass counts in PASSES.
+
+    ``reported_only`` adds REPORTED_ONLY's errored results, which fail no run.
+    """
     side = 0 if workflow_hash == BASELINE else 1
     dataset, runs, outputs, scores, aggregates, consistency = [], [], [], [], [], []
     for position, (row_id, counts) in enumerate(PASSES.items(), start=1):
@@ -249,6 +268,8 @@ def version(workflow_hash: str) -> Version:
             run_scores = [_score(run, metric, failing, no_output) for metric in METRICS]
             aggregate = _aggregate(run, run_scores)
             assert aggregate.overall_success == passed
+            if reported_only:
+                run_scores.append(_missing_context(run))
             runs.append(run)
             outputs.append(_output(run, passed, no_output))
             case_scores += run_scores
@@ -261,9 +282,11 @@ def version(workflow_hash: str) -> Version:
     return Version(workflow_hash, dataset, runs, outputs, scores, aggregates, consistency)
 
 
-def sample_report(with_baseline: bool = True, fail_on: GateVerdict = "regression") -> Report:
-    """The candidate's report, against the baseline or on its own."""
-    candidate = version(CANDIDATE)
+def sample_report(
+    with_baseline: bool = True, fail_on: GateVerdict = "regression", reported_only: bool = False
+) -> Report:
+    """The candidate's report, against the baseline or on its own (see ``version``)."""
+    candidate = version(CANDIDATE, reported_only)
     against = None
     if with_baseline:
         baseline = version(BASELINE)

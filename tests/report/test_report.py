@@ -6,8 +6,10 @@ its 24 runs and ``refund`` falls from 4/4 to 0/4.
 
 import json
 import math
+import re
 
 import pytest
+from markupsafe import escape
 
 from n8n_deepeval_pipeline.console.run_summary import summarise
 from n8n_deepeval_pipeline.report import (
@@ -17,12 +19,23 @@ from n8n_deepeval_pipeline.report import (
     results_json,
     write_report,
 )
-from n8n_deepeval_pipeline.report.build import score_bins
+from n8n_deepeval_pipeline.report.build import Baseline, score_bins
 from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT, VersionRows
 from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
-from n8n_deepeval_pipeline.report.model import Excerpt
+from n8n_deepeval_pipeline.report.gate_status import gate_status
+from n8n_deepeval_pipeline.report.model import ComparisonReport, DropCause, Excerpt
+from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
+from n8n_deepeval_pipeline.statistics.version_comparison import RunOutcome, compare_versions
+from n8n_deepeval_pipeline.tables.comparison import version_runs
 from tests.conftest import wilson_by_hand
-from tests.report.sample import BAD_ANSWERS, BASELINE, CANDIDATE, sample_report
+from tests.report.sample import (
+    BAD_ANSWERS,
+    BASELINE,
+    CANDIDATE,
+    GOOD_ANSWERS,
+    sample_report,
+    version,
+)
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +282,177 @@ def test_a_version_without_scored_runs_still_gets_a_report():
     }
     assert '<div class="value">—</div>' in render_html(report)
     assert "(0/0 runs, 95% CI —" in pr_comment(report)
+
+
+# --- the gate, the causes of each drop and the two versions side by side ------------------
+
+
+def _gate_report(fail_on):
+    """One case, 3/3 → 0/3: Fisher's p is 0.05 exactly, a likely regression at most."""
+    comparison = compare_versions(
+        {"ord-missing": [RunOutcome(passed=True)] * 3},
+        {"ord-missing": [RunOutcome(passed=False)] * 3},
+    )
+    return ComparisonReport(baseline_hash=BASELINE, result=comparison, fail_on=fail_on)
+
+
+def test_a_likely_regression_fails_a_gate_on_likely_regression_and_the_status_says_so():
+    status = gate_status(_gate_report("likely_regression"))
+    assert status.level == "bad"
+    assert status.text == (
+        "Likely regression: ord-missing passes less often than in the baseline, by more than "
+        "repeated runs usually explain. The gate fails on 1 case: this benchmark fails on "
+        "likely_regression (compare.failOn), so compare exits 1 and run exits 5."
+    )
+    below = gate_status(_gate_report("regression"))
+    assert below.level == "warn"
+    assert below.text == (
+        "The gate passes: no case fails on regression (compare.failOn). "
+        "1 likely regression below it to look at: ord-missing."
+    )
+
+
+def test_banner_and_pr_comment_speak_the_benchmarks_gate():
+    gated = sample_report(fail_on="likely_regression")
+    assert [case.row_id for case in gated.comparison.gate_failures] == ["refund", "billing"]
+    html, comment = render_html(gated), pr_comment(gated)
+    expected = (
+        "Regression: refund passes significantly less often than in the baseline. "
+        "Likely regression: billing passes less often than in the baseline, by more than "
+        "repeated runs usually explain. The gate fails on 2 cases: this benchmark fails on "
+        "likely_regression (compare.failOn), so compare exits 1 and run exits 5."
+    )
+    assert f'<div class="banner bad">{expected}</div>' in html
+    assert f"> [!CAUTION]\n> **Against baseline `{BASELINE[:12]}`:** {expected}" in comment
+    assert "No regression" not in html + comment
+    # The chip marks the verdicts that fail this benchmark's gate, and only those.
+    assert html.count('<span class="chip gate">fails the gate</span>') == 2
+    assert render_html(sample_report()).count("fails the gate</span>") == 1
+
+
+def test_errors_that_fail_no_run_are_named_on_the_errors_card_and_under_why_runs_failed():
+    report = sample_report(reported_only=True)
+    headline = report.headline
+    # 24 missing_input results of a reported-only metric; the no_output and timeout
+    # results each failed their run, so "Why runs failed" counts them.
+    assert headline.errors_by_kind == {"missing_input": 24, "no_output": 3, "timeout": 1}
+    assert headline.errors_failing_no_run == {"missing_input": 24}
+    drift = {d.category: d for d in report.comparison.result.failure_drift}
+    assert drift["missing_input"].candidate_count == 0
+    assert drift["target_error"].candidate_count == 1  # the address run without output
+    html = render_html(report)
+    assert (
+        "metric results; failing no run: missing_input 24 "
+        "(reported-only metrics or runs that passed anyway)" in html
+    )
+    assert (
+        "The candidate's errored results that failed no run are not here: "
+        "missing_input 24 (the Errors card counts them)." in html
+    )
+    assert "failing no run" not in render_html(sample_report())
+
+
+def test_each_dropped_case_says_which_metric_and_category_made_it_drop(report, html):
+    cases = report.case_by_id
+    assert cases["refund"].causes == (
+        DropCause(kind="metric", name="exact_answer", baseline_failed=0, baseline_runs=4,
+                  candidate_failed=4, candidate_runs=4),
+        DropCause(kind="category", name="below_threshold", baseline_failed=0, baseline_runs=4,
+                  candidate_failed=4, candidate_runs=4),
+    )  # fmt: skip
+    assert [(c.name, c.candidate_failed) for c in cases["billing"].causes] == [
+        ("helpfulness", 3),
+        ("below_threshold", 3),
+    ]
+    assert cases["address"].causes == ()  # it rose
+    assert cases["shipping"].causes == ()  # 3/4 in both
+    refund_row = html.split('<a href="#case-refund">refund</a>')[1].split("</tr>")[0]
+    assert '<span class="cause">exact_answer fails 4/4 (was 0/4)</span>' in refund_row
+    assert '<span class="chip">below threshold 4/4 (was 0/4)</span>' in refund_row
+
+
+def _case_html(html, row_id):
+    return html.split(f'id="case-{row_id}"')[1].split('<details class="case"')[0]
+
+
+def test_a_flagged_case_sets_the_baseline_runs_beside_the_candidates(report, html):
+    refund = report.case_by_id["refund"]
+    assert (refund.baseline_passed, len(refund.baseline_runs), refund.passed) == (4, 4, 0)
+    assert refund.baseline_runs[0].output.text == GOOD_ANSWERS["refund"]
+    section = _case_html(html, "refund")
+    baseline, candidate = section.split('<div class="side candidate">')
+    assert f"baseline <code>{BASELINE[:12]}</code> · 4 of 4 runs pass" in baseline
+    assert f"candidate <code>{CANDIDATE[:12]}</code> · 0 of 4 runs pass" in candidate
+    good, bad = escape(GOOD_ANSWERS["refund"]), escape(BAD_ANSWERS["refund"])
+    assert good in baseline and good not in candidate
+    assert bad in candidate and bad not in baseline
+    # The candidate's failing metric, with its reason, marked as the one that failed the run.
+    assert '<tr class="failing">\n        <td>exact_answer</td>' in candidate
+    assert "exact_answer scored 0.00 against 0.5." in candidate
+    assert "baseline 4/4 → 0/4 runs pass" in section
+    # A stable case keeps to the candidate's runs.
+    assert '<div class="sides">' not in _case_html(html, "greeting")
+
+
+def test_passing_runs_are_folded_and_failing_ones_open(html):
+    section = _case_html(html, "billing")  # baseline 4/4, candidate 1/4
+    assert section.count('<details class="run pass">') == 4 + 1
+    assert section.count('<details class="run fail" open>') == 3
+    assert '<details class="run pass" open>' not in html
+
+
+def test_case_details_come_in_the_order_of_the_cases_table(report, html):
+    table = html.split("<h3>Cases</h3>")[1].split("</table>")[0]
+    linked = re.findall(r'<a href="#case-([^"]+)">', table)
+    details = re.findall(r'<details class="case" id="case-([^"]+)"', html)
+    assert linked == details == [case.row_id for case in report.cases]
+    assert details == ["refund", "billing", "order_status", "address", "shipping", "greeting"]
+
+
+def _without_greeting_in_the_baseline():
+    base, cand = version(BASELINE), version(CANDIDATE)
+    kept = [run for run in base.runs if run.row_id != "greeting"]
+    ids = {run.run_id for run in kept}
+    rows = VersionRows(
+        kept,
+        [o for o in base.outputs if o.run_id in ids],
+        [s for s in base.scores if s.run_id in ids],
+        [a for a in base.aggregates if a.run_id in ids],
+    )
+    comparison = compare_versions(
+        version_runs(rows.runs, rows.aggregates, rows.scores),
+        version_runs(cand.runs, cand.aggregates, cand.scores),
+    )
+    against = Baseline(BASELINE, rows, comparison, "regression")
+    return build_report(cand.summary(), cand.rows(), baseline=against, dataset=cand.dataset)
+
+
+def test_both_candidate_pass_rates_say_which_cases_they_cover(html):
+    assert '<div class="label">Pass rate · every case</div>' in html
+    assert "15 of 24 runs pass (allPass) over all 6 cases of this version" in html
+    assert (
+        "Pass rate over the 6 cases both versions have: candidate 62.5% (15 of 24 runs) "
+        "against the baseline's 66.7%.\nBoth versions have every case, so it is the "
+        "headline's pass rate." in html
+    )
+    partial = _without_greeting_in_the_baseline()
+    page, comment = render_html(partial), pr_comment(partial)
+    # greeting passes 4/4 in the candidate: without it, 11 of 20 runs pass.
+    assert "Pass rate over the 5 cases both versions have: candidate 55.0% (11 of 20 runs)" in page
+    assert "The headline's 62.5% counts every case of this version; this one leaves out" in page
+    assert (
+        "Pass rates over the 5 cases both versions have: the headline's 62.5% counts every "
+        "case of this version" in comment
+    )
+    assert "| candidate | 55.0% | " in comment
+
+
+def test_each_verdict_present_says_what_it_asks_of_the_reader(report, html):
+    guidance = html.split("What each verdict asks of you")[1].split("</dl>")[0]
+    present = ["likely_regression", "regression", "improvement", "worth_watching", "stable"]
+    for verdict in present:
+        assert escape(GUIDANCE[verdict]) in guidance
+    assert GUIDANCE["insufficient_data"] not in guidance
+    comment = pr_comment(report)
+    assert f"- 🟠 likely_regression: {GUIDANCE['likely_regression']}" in comment
+    assert "worth a glance" not in GUIDANCE["likely_regression"]  # our own words
