@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Screenshot a written report (OUT_DIR/report.html) with headless Chromium.
 
-    scripts/report_screenshot.py OUT_DIR PNG [--height 2000]
+    scripts/report_screenshot.py OUT_DIR PNG [--height 2000] [--case ROW_ID]
 
+``--case`` pictures one case alone (a flagged one shows the baseline's runs beside the
+candidate's): a copy of the page, written next to the PNG, hides everything else.
 The page loads nothing, so Chromium runs with networking off; it needs /usr/bin/chromium
 (scripts/install_chromium.sh).
 """
@@ -10,6 +12,7 @@ The page loads nothing, so Chromium runs with networking off; it needs /usr/bin/
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -42,11 +45,29 @@ def screenshot(page: Path, png: Path, height: int) -> None:
         )
 
 
+def focus_on_case(page: Path, row_id: str, copy: Path) -> Path:
+    """A copy of ``page`` that shows only the case ``row_id``, opened; the copy's path."""
+    html = page.read_text(encoding="utf-8")
+    anchor = f'id="case-{row_id}"'
+    if anchor not in html:
+        raise SystemExit(f"{page} has no case {row_id!r}")
+    # A CSS string in JSON's quoting is a valid CSS string: the id needs no escaping by hand.
+    selector = f"details.case[id={json.dumps('case-' + row_id)}]"
+    style = (
+        "<style>main > *:not(#cases), #cases > :not(details), "
+        f"details.case:not({selector}) {{ display: none; }}</style>"
+    )
+    focused = html.replace(anchor, anchor + " open", 1).replace("</head>", style + "</head>", 1)
+    copy.write_text(focused, encoding="utf-8")
+    return copy
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="a folder holding report.html")
     parser.add_argument("png", type=Path, help="the screenshot to write")
     parser.add_argument("--height", type=int, default=2000, help="pixels of the page to keep")
+    parser.add_argument("--case", help="picture only this case (its row id)")
     arguments = parser.parse_args()
     page = arguments.out_dir / "report.html"
     if not page.is_file():
@@ -56,6 +77,8 @@ def main() -> int:
         print(f"{CHROMIUM} is missing: run scripts/install_chromium.sh", file=sys.stderr)
         return 2
     arguments.png.parent.mkdir(parents=True, exist_ok=True)
+    if arguments.case is not None:
+        page = focus_on_case(page, arguments.case, arguments.png.with_suffix(".html"))
     screenshot(page, arguments.png, arguments.height)
     print(arguments.png)
     return 0

@@ -87,3 +87,14 @@ def distinct_colours(png: Png) -> int:
     for row in pixel_rows(png):
         colours.update(row[i : i + bpp] for i in range(0, len(row), bpp))
     return len(colours)
+
+
+def tallest_line(png: Png, colour: tuple[int, int, int], columns: range) -> int:
+    """The most pixels of exactly ``colour`` that one pixel column in ``columns`` holds."""
+    bpp = BYTES_PER_PIXEL[png.colour_type]
+    wanted, counts = bytes(colour), dict.fromkeys(columns, 0)
+    for row in pixel_rows(png):
+        for x in columns:
+            if row[x * bpp : x * bpp + 3] == wanted:
+                counts[x] += 1
+    return max(counts.values(), default=0)
