@@ -343,3 +343,18 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     assert results["comparison"]["result"]["verdict_counts"]["likely_regression"] == 2
     assert "| ord-missing | 3/3 | 0/3 |" in (out / "eval-pr-comment.md").read_text()
     assert "18.5%" in (out / "report.html").read_text()
+    # The gate (failOn: likely_regression) fails, and the report says so: run exited 5.
+    comment, page = (out / "eval-pr-comment.md").read_text(), (out / "report.html").read_text()
+    gate = "The gate fails on 2 cases: this benchmark fails on likely_regression"
+    assert gate in comment and gate in page
+    assert "No regression" not in comment + page
+    # The report `run` wrote (the Dagster asset) and the one `report` wrote (the CLI's
+    # runner) both set the baseline's stored runs, outputs included, beside the candidate's.
+    written = cli_home / "reports" / "support_agent" / "f7b1504dcb09" / "eval-results.json"
+    for results in (results, json.loads(written.read_text())):
+        case = next(c for c in results["cases"] if c["row_id"] == "ord-missing")
+        assert (case["baseline_passed"], len(case["baseline_runs"]), case["passed"]) == (3, 3, 0)
+        assert all(run["output"]["text"] for run in case["baseline_runs"])
+        assert case["baseline_runs"][0]["output"] != case["runs"][0]["output"]
+        causes = [(c["name"], c["candidate_failed"], c["baseline_failed"]) for c in case["causes"]]
+        assert ("tool_correctness", 3, 0) in causes
