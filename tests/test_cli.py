@@ -351,8 +351,8 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     # The report `run` wrote (the Dagster asset) and the one `report` wrote (the CLI's
     # runner) both set the baseline's stored runs, outputs included, beside the candidate's.
     written = cli_home / "reports" / "support_agent" / "f7b1504dcb09" / "eval-results.json"
-    for results in (results, json.loads(written.read_text())):
-        case = next(c for c in results["cases"] if c["row_id"] == "ord-missing")
+    for stored in (results, json.loads(written.read_text())):
+        case = next(c for c in stored["cases"] if c["row_id"] == "ord-missing")
         assert (case["baseline_passed"], len(case["baseline_runs"]), case["passed"]) == (3, 3, 0)
         assert all(run["output"]["text"] for run in case["baseline_runs"])
         assert case["baseline_runs"][0]["output"] != case["runs"][0]["output"]
