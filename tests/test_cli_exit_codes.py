@@ -61,7 +61,9 @@ class FakeRunner:
     def known_versions(self) -> list[str]:
         return list(self.ended)
 
-    def materialise(self, partition: str, from_asset: str | None = None) -> Materialised:
+    def materialise(
+        self, partition: str, from_asset: str | None = None, verbose: bool = False
+    ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
+from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
@@ -188,7 +189,7 @@ def build_metric_scores_asset(
         scores, to_run = planned.resume(journal.completed())
         resumed = len(scores)
         if scores:
-            context.log.info(f"resuming: {resumed} rows kept from an interrupted attempt")
+            say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")
         context.log.info(
             f"chunk {chunk.chunk_id}: scoring {len(to_run)} evaluations on "
             f"{worker_pool.size} workers"
@@ -199,8 +200,8 @@ def build_metric_scores_asset(
             scores.append(planned.row_for(result))
             if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
                 pacing = _pacing_line(judge, planned)
-                context.log.info(
-                    f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
+                say_progress(
+                    context, f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
                 )
         pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
         yield dg.Output(
