@@ -337,6 +337,9 @@ def _judged(
         fault = _storage_fault(materialised.errors)
         raise _Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
     summary = runner.summary(partition)
+    if materialised.attempts is not None:  # what the judge cost every attempt, and this run
+        spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
+        summary = summary.model_copy(update=spend)
     limit = runner.benchmark.checks.max_error_rate
     return summary, _incompleteness(summary.errors, max_error_rate, limit)
 

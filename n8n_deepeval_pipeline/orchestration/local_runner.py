@@ -12,12 +12,14 @@ from typing import Any, NamedTuple
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 from filelock import FileLock
+from pydantic import TypeAdapter
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
+from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
@@ -31,6 +33,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     resolve_version,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
@@ -57,6 +60,7 @@ _VERBOSE_LOGS = _console_log("INFO")
 
 
 INSTANCE_LOCK = "instance.lock"
+_SPEND_BY_RUN = TypeAdapter(dict[str, JudgeSpend])
 
 
 def prepare_dagster_home() -> Path:
@@ -122,6 +126,9 @@ class Materialised(NamedTuple):
     completed: bool  # every step ran (a failed blocking check stops only its own)
     failed_checks: tuple[str, ...]
     errors: tuple[str, ...]  # the failed steps' errors and their causes, as text
+    run_id: str | None = None
+    attempts: dict[str, JudgeSpend] | None = None
+    """Each Dagster run's judge spend on the scores this run stored (None: it stored none)."""
 
 
 def _error_chain(error: SerializableErrorInfo | None) -> Iterator[str]:
@@ -204,7 +211,19 @@ class BenchmarkRunner:
         gated = failed_steps == {self._step("version_comparison")} and (
             "no_regression" in failed_checks
         )
-        return Materialised(result.success or gated, failed_checks, errors)
+        return Materialised(
+            result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
+        )
+
+    def _spend(self, result: dg.ExecuteInProcessResult) -> dict[str, JudgeSpend] | None:
+        """The judge spend of every attempt, from the run's materialisation of metric_scores."""
+        key = dg.AssetKey([self.benchmark.name, "metric_scores"])
+        for event in result.get_asset_materialization_events():
+            materialisation = event.step_materialization_data.materialization
+            entry = materialisation.metadata.get(ATTEMPTS_METADATA)
+            if materialisation.asset_key == key and entry is not None:
+                return _SPEND_BY_RUN.validate_python(entry.value)
+        return None
 
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"
