@@ -43,6 +43,9 @@ EXIT_RUN_REGRESSION = 5
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
 _REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
+_verbose = click.option(
+    "--verbose", is_flag=True, help="Show Dagster's log (without: only progress and errors)."
+)
 
 
 class _Refused(click.ClickException):
@@ -262,6 +265,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     metavar="TEXT",
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
+@_verbose
 @_storage_faults_refused
 def run(
     file: Path,
@@ -272,6 +276,7 @@ def run(
     record: Path | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    verbose: bool,
 ) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary.
 
@@ -291,8 +296,8 @@ def run(
             runner = _runner(file, instance, not no_cache, selection, benchmark)
             partition = runner.register_current_version(checked.workflow_hash)
             click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
-            materialised = runner.materialise(partition)
-            summary, incomplete = _judged(runner, partition, materialised, max_error_rate)
+            materialised = runner.materialise(partition, verbose=verbose)
+            summary, incomplete = _judged(runner, partition, materialised, max_error_rate, verbose)
             if selection is not None:
                 trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
                 summary = summary.model_copy(update={"trial": trial})
@@ -317,7 +322,11 @@ def run(
 
 
 def _judged(
-    runner: Any, partition: str, materialised: Any, max_error_rate: float | None = None
+    runner: Any,
+    partition: str,
+    materialised: Any,
+    max_error_rate: float | None = None,
+    verbose: bool = False,
 ) -> tuple[BenchmarkSummary, str | None]:
     """A materialised version's summary, and why it is incomplete (exit 3), if it is.
 
@@ -326,11 +335,20 @@ def _judged(
     """
     if not materialised.completed:
         fault = _storage_fault(materialised.errors)
-        message = fault or f"the run of workflow {partition[:12]} failed; see the log above"
-        raise _Refused(message, EXIT_RUN_FAILED)
+        raise _Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
     summary = runner.summary(partition)
+    if materialised.attempts is not None:  # what the judge cost every attempt, and this run
+        spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
+        summary = summary.model_copy(update=spend)
     limit = runner.benchmark.checks.max_error_rate
     return summary, _incompleteness(summary.errors, max_error_rate, limit)
+
+
+def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
+    """Why a version's run failed: its steps' errors, outermost first, once each."""
+    said = "".join(f"\n  {error}" for error in dict.fromkeys(errors))
+    where = "see the log above" if verbose else "--verbose shows Dagster's log"
+    return f"the run of workflow {partition[:12]} failed ({where})" + (f":{said}" if said else "")
 
 
 def _incompleteness(
@@ -367,8 +385,9 @@ def _incompleteness(
     help="Re-materialise this asset and everything downstream (e.g. metric_scores), "
     "from stored upstream tables.",
 )
+@_verbose
 @_storage_faults_refused
-def backfill(file: Path, from_asset: str | None) -> None:
+def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
@@ -395,7 +414,8 @@ def backfill(file: Path, from_asset: str | None) -> None:
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
                 try:  # a failed version does not keep the others from being backfilled
-                    _, why = _judged(runner, partition, runner.materialise(partition, start))
+                    ended = runner.materialise(partition, start, verbose)
+                    _, why = _judged(runner, partition, ended, verbose=verbose)
                 except _Refused as failure:
                     failed.append(failure.message)
                     continue

@@ -61,7 +61,9 @@ class FakeRunner:
     def known_versions(self) -> list[str]:
         return list(self.ended)
 
-    def materialise(self, partition: str, from_asset: str | None = None) -> Materialised:
+    def materialise(
+        self, partition: str, from_asset: str | None = None, verbose: bool = False
+    ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]
 
@@ -148,3 +150,27 @@ def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(example_cop
         "incomplete: the judge was unavailable for 2 scores "
         "(--max-error-rate sets how many unjudged scores are acceptable)",
     ]
+
+
+def test_two_runs_of_one_version_each_say_their_own_judge_calls_and_the_attempts_total(
+    example_copy, versions
+):
+    from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
+
+    ended, scores, _ = versions
+    scores[CURRENT] = JUDGED  # the stored rows: 40 calls, whichever run wrote them last
+    spend = {
+        "run-a": JudgeSpend(evaluations=30, judge_calls=30),
+        "run-b": JudgeSpend(evaluations=40, judge_calls=40),
+    }
+    said = {}
+    for run_id in ("run-a", "run-b"):
+        ended[CURRENT] = COMPLETED._replace(run_id=run_id, attempts=spend)
+        done = CliRunner().invoke(main, ["run", str(example_copy), "--json"])
+        assert done.exit_code == 0, done.output
+        summary = json.loads(done.stdout)
+        said[run_id] = (summary["run_id"], summary["attempts"][run_id]["judge_calls"])
+        assert summary["judge_calls"] == 40
+        text = CliRunner().invoke(main, ["run", str(example_copy)]).stdout
+        assert "judge over 2 attempts · calls 70 (+0 cached)" in text
+    assert said == {"run-a": ("run-a", 30), "run-b": ("run-b", 40)}

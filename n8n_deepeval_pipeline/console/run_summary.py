@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.rows import (
     ConsistencyStats,
     MetricScore,
@@ -122,6 +123,11 @@ class BenchmarkSummary(BaseModel):
     """The version's workflow checks (structure, AI wiring, security); they gate nothing."""
     trial: str | None = None
     """A trial of a few rows (``run --filter``): which ones; its results are kept apart."""
+    run_id: str | None = None
+    """The Dagster run that stored these scores."""
+    attempts: dict[str, JudgeSpend] = {}
+    """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
+    or that scored the same version beside it (the rows carry only the calls behind them)."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -310,6 +316,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
         f"tokens {summary.tokens} · cost "
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
+    lines += _attempts_lines(summary)
     lines += _incomplete_lines(summary.errors)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
@@ -338,6 +345,24 @@ def render_summary(summary: BenchmarkSummary) -> str:
     if summary.workflow_checks:
         lines += ["", render_workflow_checks(summary.workflow_checks)]
     return "\n".join(lines)
+
+
+def _cost(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.4f}"
+
+
+def _attempts_lines(summary: BenchmarkSummary) -> list[str]:
+    """The judge's spend over every attempt, and this run's own, when other runs spent too."""
+    if set(summary.attempts) <= {summary.run_id}:
+        return []
+    every = sum(summary.attempts.values(), JudgeSpend())
+    own = summary.attempts.get(summary.run_id or "", JudgeSpend())
+    return [
+        f"judge over {len(summary.attempts)} attempts · calls {every.judge_calls} "
+        f"(+{every.cached_calls} cached) · tokens {every.tokens} · cost {_cost(every.cost_usd)}"
+        f" · this run: calls {own.judge_calls} (+{own.cached_calls} cached) · "
+        f"cost {_cost(own.cost_usd)}"
+    ]
 
 
 def _judges_heading(summary: BenchmarkSummary) -> str:

@@ -28,12 +28,14 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
+from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, merged, spend_by_run
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     DatasetRow,
@@ -51,6 +53,8 @@ from n8n_deepeval_pipeline.tables.scoring_chunks import (
 from n8n_deepeval_pipeline.tables.steps import snapshot_tools
 
 CHUNK_SIZE_ENV = "N8N_DEEPEVAL_CHUNK_SIZE"
+ATTEMPTS_METADATA = "attempts/judge_spend"
+"""Metadata of ``metric_scores``: each Dagster run's judge spend on the version's scores."""
 STEP_IO_MANAGER = "step_io_manager"
 """Resource key of the IO manager that keeps chunk specs and chunk rows between steps."""
 
@@ -188,23 +192,29 @@ def build_metric_scores_asset(
         scores, to_run = planned.resume(journal.completed())
         resumed = len(scores)
         if scores:
-            context.log.info(f"resuming: {resumed} rows kept from an interrupted attempt")
+            say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")
         context.log.info(
             f"chunk {chunk.chunk_id}: scoring {len(to_run)} evaluations on "
             f"{worker_pool.size} workers"
         )
         tasks = {task.task_id: task for task in to_run}
         for result in worker_pool.evaluate(to_run):
-            journal.record(tasks[result.task_id], result)
+            journal.record(tasks[result.task_id], result, context.run_id)
             scores.append(planned.row_for(result))
             if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
                 pacing = _pacing_line(judge, planned)
-                context.log.info(
-                    f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
+                say_progress(
+                    context, f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
                 )
         pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
+        # This run's own spend from its own results: another run of the version beside it
+        # shares the journal, and may clear it.
+        others = [entry for entry in journal.attempts() if entry[0] != context.run_id]
+        spend = planned.spend_of(others) | spend_by_run(
+            (context.run_id, row) for row in scores[resumed:]
+        )
         yield dg.Output(
-            ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool),
+            ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
             metadata={
                 "rows": len(scores),
                 "evaluated": len(to_run),
@@ -242,6 +252,7 @@ def build_metric_scores_asset(
             "evaluated": sum(chunk.evaluated for chunk in ordered),
             "resumed": sum(chunk.resumed for chunk in ordered),
             "chunks": len(ordered),
+            **attempts_metadata(context.run_id, merged(chunk.spend for chunk in ordered)),
         }
         yield dg.Output(to_frame(MetricScore, scores), output_name="result", metadata=metadata)
         score_journal.clear_partition(benchmark.name, context.partition_key)
@@ -329,6 +340,26 @@ def _pool_metadata(chunks: list[ChunkScores]) -> dict[str, Any]:
         else:
             merged[key] = round(statistics.median(values), 3)
     return {f"pool/{key}": merged[key] for key in sorted(merged)}
+
+
+def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, Any]:
+    """The judge's spend of every attempt at these scores, and of this run alone.
+
+    ``judge_calls`` counts the calls behind the stored rows; an attempt that was
+    interrupted, or whose evaluations were scored again, spent more.
+    """
+    everything = sum(spend.values(), JudgeSpend())
+    own = spend.get(run_id, JudgeSpend())
+    return {
+        ATTEMPTS_METADATA: dg.MetadataValue.json(
+            {run: part.model_dump() for run, part in spend.items()}
+        ),
+        "attempts/count": dg.MetadataValue.int(len(spend)),
+        "attempts/judge_calls": dg.MetadataValue.int(everything.judge_calls),
+        "attempts/cost_usd": dg.MetadataValue.float(everything.cost_usd or 0.0),
+        "run/judge_calls": dg.MetadataValue.int(own.judge_calls),
+        "run/cost_usd": dg.MetadataValue.float(own.cost_usd or 0.0),
+    }
 
 
 def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
     unmocked_services,
 )
 from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
+from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
@@ -91,7 +92,7 @@ def _call(
 
     def progress(done: int, total: int) -> None:
         if done % step == 0 or done == total:
-            context.log.info(f"called {done}/{total}")
+            say_progress(context, f"called {done}/{total}")
 
     try:
         return caller.outputs(runs, {row.row_id: row for row in rows}, progress)

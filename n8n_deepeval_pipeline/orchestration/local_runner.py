@@ -5,21 +5,24 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import dagster as dg
 from dagster_shared.error import SerializableErrorInfo
 from filelock import FileLock
+from pydantic import TypeAdapter
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
+from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
+from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
@@ -30,6 +33,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     resolve_version,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.recorded_outputs import recording_lines
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
@@ -45,10 +49,18 @@ from n8n_deepeval_pipeline.tables.rows import (
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
-_QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "INFO"}}}}
+
+def _console_log(level: str) -> dict[str, Any]:
+    return {"loggers": {"console": {"config": {"log_level": level}}}}
+
+
+# A quiet run shows only its steps' progress; the events stay in the instance for the UI.
+_QUIET_LOGS = _console_log("CRITICAL")
+_VERBOSE_LOGS = _console_log("INFO")
 
 
 INSTANCE_LOCK = "instance.lock"
+_SPEND_BY_RUN = TypeAdapter(dict[str, JudgeSpend])
 
 
 def prepare_dagster_home() -> Path:
@@ -114,6 +126,9 @@ class Materialised(NamedTuple):
     completed: bool  # every step ran (a failed blocking check stops only its own)
     failed_checks: tuple[str, ...]
     errors: tuple[str, ...]  # the failed steps' errors and their causes, as text
+    run_id: str | None = None
+    attempts: dict[str, JudgeSpend] | None = None
+    """Each Dagster run's judge spend on the scores this run stored (None: it stored none)."""
 
 
 def _error_chain(error: SerializableErrorInfo | None) -> Iterator[str]:
@@ -160,23 +175,30 @@ class BenchmarkRunner:
         """Every workflow version (its key) the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
-    def materialise(self, partition: str, from_asset: str | None = None) -> Materialised:
-        """Run every asset (or ``from_asset`` and what is downstream of it) for one version."""
+    def materialise(
+        self, partition: str, from_asset: str | None = None, verbose: bool = False
+    ) -> Materialised:
+        """Run every asset (or ``from_asset`` and what is downstream of it) for one version.
+
+        Dagster's log goes to stderr only when ``verbose``; otherwise only the steps'
+        progress lines do, and the errors are in what it returns.
+        """
         job = self.defs.resolve_job_def(job_name(self.benchmark))
         selection = None
         if from_asset is not None:
             if from_asset not in ASSET_NAMES:
                 raise ValueError(f"unknown asset {from_asset!r}; assets: {', '.join(ASSET_NAMES)}")
             selection = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
-        result = job.execute_in_process(
-            partition_key=partition,
-            instance=self.instance,
-            run_config=_QUIET_LOGS,
-            raise_on_error=False,
-            asset_selection=list(selection.resolve(self.defs.resolve_asset_graph()))
-            if selection is not None
-            else None,
-        )
+        with nullcontext() if verbose else progress_on_stderr():
+            result = job.execute_in_process(
+                partition_key=partition,
+                instance=self.instance,
+                run_config=_VERBOSE_LOGS if verbose else _QUIET_LOGS,
+                raise_on_error=False,
+                asset_selection=list(selection.resolve(self.defs.resolve_asset_graph()))
+                if selection is not None
+                else None,
+            )
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -189,7 +211,19 @@ class BenchmarkRunner:
         gated = failed_steps == {self._step("version_comparison")} and (
             "no_regression" in failed_checks
         )
-        return Materialised(result.success or gated, failed_checks, errors)
+        return Materialised(
+            result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
+        )
+
+    def _spend(self, result: dg.ExecuteInProcessResult) -> dict[str, JudgeSpend] | None:
+        """The judge spend of every attempt, from the run's materialisation of metric_scores."""
+        key = dg.AssetKey([self.benchmark.name, "metric_scores"])
+        for event in result.get_asset_materialization_events():
+            materialisation = event.step_materialization_data.materialization
+            entry = materialisation.metadata.get(ATTEMPTS_METADATA)
+            if materialisation.asset_key == key and entry is not None:
+                return _SPEND_BY_RUN.validate_python(entry.value)
+        return None
 
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"

@@ -27,6 +27,22 @@ INSTANCE_YAML = {
     "kubernetes": _TELEMETRY_OFF + _POSTGRES_STORAGE,
 }
 _EXTRA_HINT = "pip install 'n8n-deepeval-pipeline[distributed]'"
+STEP_REQUEUE_S = 3600
+"""How long a step taken by a worker lost whole waits in Redis before another worker takes it.
+
+Redis gives an unacknowledged step to another worker after this long even when its worker
+is still at it, so it must exceed the longest step (a chunk of 1,000 evaluations).
+"""
+CELERY_SETTINGS = {
+    # A step is acknowledged when it ends, not when a worker takes it: a worker lost whole
+    # (its main process too) leaves it unacknowledged, and another worker takes it again.
+    "task_acks_late": True,
+    # A step whose process alone died still fails (WorkerLostError), never loops re-queued.
+    "task_reject_on_worker_lost": False,
+    "worker_prefetch_multiplier": 1,  # a worker holds only the step it runs
+    "broker_transport_options": {"visibility_timeout": STEP_REQUEUE_S},
+}
+"""The Celery settings of the executor, and of every worker (``deploy/celery/worker.yaml``)."""
 
 
 def instance_yaml(profile: str) -> str:
@@ -60,7 +76,11 @@ def celery_executor() -> dg.ExecutorDefinition:
     except ImportError as error:  # pragma: no cover - depends on the install
         raise ImportError(f"the distributed profile runs steps on Celery: {_EXTRA_HINT}") from error
     configured: dg.ExecutorDefinition = executor.configured(
-        {"broker": {"env": REDIS_URL_ENV}, "backend": {"env": REDIS_URL_ENV}},
+        {
+            "broker": {"env": REDIS_URL_ENV},
+            "backend": {"env": REDIS_URL_ENV},
+            "config_source": CELERY_SETTINGS,
+        },
         name="celery_redis",
     )
     return configured

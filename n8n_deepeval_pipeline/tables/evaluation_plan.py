@@ -40,6 +40,7 @@ from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule, combine_panel
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, spend_by_run
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 from n8n_deepeval_pipeline.tables.run_items import (
     ExpressionFoundNothingError,
@@ -198,6 +199,18 @@ class EvaluationPlan:
     def total(self) -> int:
         """Score rows this plan produces."""
         return self.task_count + len(self.without_output) + len(self.unresolved)
+
+    def spend_of(self, attempts: list[tuple[str, str, EvaluationResult]]) -> dict[str, JudgeSpend]:
+        """Each run's judge spend on this plan's tasks, from (run id, fingerprint, result)."""
+        tasks = {task.fingerprint(): task for task in self.tasks}
+        return spend_by_run(
+            (
+                run_id,
+                self.row_for(result.model_copy(update={"task_id": tasks[fingerprint].task_id})),
+            )
+            for run_id, fingerprint, result in attempts
+            if fingerprint in tasks
+        )
 
     def row_for(self, result: EvaluationResult) -> MetricScore:
         """The stored row of a finished task."""

@@ -11,8 +11,9 @@ digits and underscores only) and name the chunk's journal file.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 
 DEFAULT_CHUNK_SIZE = 1000
@@ -74,3 +75,5 @@ class ChunkScores:
     resumed: int
     pool: dict[str, float | int]
     """The chunk's worker-pool figures (warm-up, overhead, memory)."""
+    spend: dict[str, JudgeSpend] = field(default_factory=dict)
+    """The judge's spend on the chunk, by Dagster run: this one and the attempts it resumed."""

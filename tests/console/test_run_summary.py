@@ -122,3 +122,27 @@ def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
         "incomplete: the judge was unavailable for 5 scores"
     )
     assert _incomplete_lines(other)[-1].startswith("  the judge was unreachable: fix it")
+
+
+def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
+    from n8n_deepeval_pipeline.console.run_summary import render_summary, summarise
+    from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
+    from tests.test_cli_exit_codes import score
+
+    summary = summarise("bench", "a" * 64, [score(run) for run in range(40)], [], [], [])
+    alone = summary.model_copy(
+        update={"run_id": "r2", "attempts": {"r2": JudgeSpend(evaluations=40, judge_calls=40)}}
+    )
+    assert "attempts" not in render_summary(alone)  # one run: the headline says it all
+    attempts = {
+        "r1": JudgeSpend(evaluations=30, judge_calls=263, cached_calls=2, tokens=900, cost_usd=0.5),
+        "r2": JudgeSpend(evaluations=10, judge_calls=20, cached_calls=75, tokens=100, cost_usd=0.1),
+    }
+    resumed = summary.model_copy(update={"run_id": "r2", "attempts": attempts})
+    lines = render_summary(resumed).splitlines()
+    assert lines[3] == (
+        "judge over 2 attempts · calls 283 (+77 cached) · tokens 1000 · cost $0.6000 · "
+        "this run: calls 20 (+75 cached) · cost $0.1000"
+    )
+    dumped = resumed.model_dump(mode="json")["attempts"]
+    assert dumped["r1"]["judge_calls"] == 263 and dumped["r2"]["cost_usd"] == 0.1

@@ -6,7 +6,9 @@ process group with its own working folder and Dagster home (two stand-ins for tw
 machines: ``machine-a@host`` and ``machine-b@host``), pointed at the same PostgreSQL
 instance storage and the same Redis broker. This process is the run's orchestrator
 (``execute_job`` of a reconstructable job, as dagster-celery requires); every step runs
-on a worker. Runs only with N8N_DEEPEVAL_DISTRIBUTED=1 (.ci/run sets it).
+on a worker. The workers' config is ``deploy/celery/worker.yaml`` with a shorter visibility
+timeout (``REQUEUE_S``), so that the step of a worker lost whole is re-queued within the
+test. Runs only with N8N_DEEPEVAL_DISTRIBUTED=1 (.ci/run sets it).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 
 from n8n_deepeval_pipeline import load_benchmark
@@ -44,6 +47,7 @@ DISTRIBUTED = os.environ.get("N8N_DEEPEVAL_DISTRIBUTED") == "1"
 JOB = "support_agent__benchmark"
 CHUNK_STEP = "support_agent__metric_scores.score["  # one step per chunk of evaluations
 RUNS, SCORES = 27, 189  # 9 rows × 3 runs; × 7 metrics
+REQUEUE_S = 120  # longer than any step of the example takes on a busy 2-core machine
 
 
 @dataclass
@@ -54,6 +58,22 @@ class Cluster:
     benchmark: Path
     workers: dict[str, CeleryWorker]
     job: ReconstructableJob
+    folder: Path
+    worker_env: dict[str, str]  # the environment every worker shares
+    config_yaml: Path
+
+    def start_worker(self, name: str) -> CeleryWorker:
+        """Another worker machine, with its own working folder and Dagster home."""
+        home = self.folder / name / "home"
+        (home / "dagster").mkdir(parents=True)
+        (home / "dagster" / "dagster.yaml").write_text(instance_yaml("distributed"))
+        env = {
+            **self.worker_env,
+            "N8N_DEEPEVAL_HOME": str(home),
+            "DAGSTER_HOME": str(home / "dagster"),
+        }
+        self.workers[name] = start_worker(name, self.folder / name, env, self.config_yaml)
+        return self.workers[name]
 
     def runner(self) -> BenchmarkRunner:
         return BenchmarkRunner(load_benchmark(self.benchmark), self.benchmark, self.instance)
@@ -100,20 +120,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "DEEPEVAL_POOL_SIZE": "2",
             "N8N_DEEPEVAL_CHUNK_SIZE": "100",  # 189 evaluations: two chunks
         }
-        config_yaml = ROOT / "deploy" / "celery" / "worker.yaml"
+        config_yaml = folder / "worker.yaml"
+        deployed = yaml.safe_load((ROOT / "deploy" / "celery" / "worker.yaml").read_text())
+        settings = deployed["execution"]["config"]["config_source"]
+        settings["broker_transport_options"]["visibility_timeout"] = REQUEUE_S
+        config_yaml.write_text(yaml.safe_dump(deployed))
         workers: dict[str, CeleryWorker] = {}
         try:
-            for name in ("machine-a", "machine-b"):
-                home = folder / name / "home"
-                (home / "dagster").mkdir(parents=True)
-                (home / "dagster" / "dagster.yaml").write_text(instance_yaml("distributed"))
-                worker_env = {
-                    **os.environ,
-                    **shared,
-                    "N8N_DEEPEVAL_HOME": str(home),
-                    "DAGSTER_HOME": str(home / "dagster"),
-                }
-                workers[name] = start_worker(name, folder / name, worker_env, config_yaml)
             # This process: the orchestrator, with a working folder of its own.
             for name, value in shared.items():
                 env.setenv(name, value)
@@ -125,14 +138,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
                 "n8n_deepeval_pipeline.orchestration.definitions", "defs", str(ROOT)
             ).get_reconstructable_job(JOB)
             with dg.DagsterInstance.get() as instance:
-                yield Cluster(
+                cluster = Cluster(
                     instance,
                     postgres.url,
                     redis.url,
                     benchmarks / "support_agent" / "benchmark.yaml",
                     workers,
                     job,
+                    folder,
+                    {**os.environ, **shared},
+                    config_yaml,
                 )
+                for name in ("machine-a", "machine-b"):
+                    cluster.start_worker(name)
+                yield cluster
         finally:
             for worker in workers.values():
                 worker.kill(signal.SIGTERM)
@@ -296,5 +315,78 @@ def test_a_killed_worker_s_steps_finish_after_reexecution_from_failure(cluster: 
     assert any(step.startswith(CHUNK_STEP) for step in hosts), hosts  # only the lost chunk(s)
     assert "support_agent__agent_outputs" not in hosts, hosts  # not re-run: it had succeeded
     assert {host.split("@")[0] for host, _ in hosts.values()} == {"machine-a"}, hosts
+    _assert_rows(cluster.postgres_url, key)
+    assert cluster.runner().summary(key).runs == RUNS
+
+
+def test_a_worker_lost_whole_mid_run_has_its_step_requeued_and_the_run_ends_whole(
+    cluster: Cluster,
+) -> None:
+    runner = cluster.runner()
+    for lost in [
+        name for name, worker in cluster.workers.items() if worker.process.poll() is not None
+    ]:
+        del cluster.workers[lost]
+    doomed = cluster.start_worker("machine-c")
+    app = cluster.celery()
+    deadline = time.monotonic() + 120
+    while not any(
+        name.startswith("machine-c@") for reply in app.control.ping(timeout=5) for name in reply
+    ):
+        assert time.monotonic() < deadline, doomed.log.read_text()[-2000:]
+    survivors = [
+        name
+        for reply in app.control.ping(timeout=5)
+        for name in reply
+        if not name.startswith("machine-c@")
+    ]
+    assert survivors, "no other worker is up"
+    app.control.cancel_consumer("dagster", destination=survivors, reply=True, timeout=5)
+    key = runner.register_current_version()
+    earlier = {run.run_id for run in cluster.instance.get_runs()}
+    lost: dict[str, object] = {}
+
+    def lose_c_while_scoring() -> None:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            runs = [run for run in cluster.instance.get_runs(limit=1) if run.run_id not in earlier]
+            if runs:
+                hosts = _step_hosts(cluster.instance, runs[0].run_id)
+                running = _running_for(cluster.instance, runs[0].run_id, min_s=1.0)
+                scoring = [step for step in running if step.startswith(CHUNK_STEP)]
+                if scoring:
+                    host, _ = hosts[scoring[0]]
+                    assert host.startswith("machine-c@"), host
+                    os.killpg(doomed.process.pid, signal.SIGKILL)  # the machine, whole
+                    lost.update(step=scoring[0], at=time.monotonic())
+                    app.control.add_consumer(
+                        "dagster", destination=survivors, reply=True, timeout=5
+                    )
+                    return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=lose_c_while_scoring, daemon=True)
+    watcher.start()
+    started = time.monotonic()
+    # Without re-queueing the run would wait for machine-c for ever: bound the wait here.
+    outcome: dict[str, dg.ExecuteJobResult] = {}
+    running = threading.Thread(
+        target=lambda: outcome.update(result=_execute(cluster, key)), daemon=True
+    )
+    running.start()
+    running.join(REQUEUE_S + 600)
+    watcher.join(10)
+    assert lost, "machine-c never ran a scoring step"
+    assert "result" in outcome, (
+        f"the run still waits {time.monotonic() - started:.0f} s after it began"
+    )
+    result = outcome["result"]
+    assert result.success, [str(event) for event in result.all_events if event.is_failure]
+    assert doomed.process.wait(10) is not None and not doomed.processes() - {doomed.process.pid}
+    hosts = _step_hosts(cluster.instance, result.run_id)
+    assert not hosts[lost["step"]][0].startswith("machine-c@"), hosts  # taken by a survivor
+    waited = time.monotonic() - lost["at"]
+    print(f"a worker lost whole: its step re-queued and the run ended {waited:.0f} s later")
+    assert waited >= REQUEUE_S - 10  # re-queued by the visibility timeout, nothing else
     _assert_rows(cluster.postgres_url, key)
     assert cluster.runner().summary(key).runs == RUNS

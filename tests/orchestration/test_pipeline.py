@@ -301,10 +301,10 @@ class FailingJournal(ScoreJournalResource):
         limit = self.fail_after
 
         class Journal(type(real)):
-            def record(self, task, result):
+            def record(self, task, result, run_id=""):
                 if len(self.path.read_text().splitlines() if self.path.exists() else []) >= limit:
                     raise OSError("disk full (test double)")
-                super().record(task, result)
+                super().record(task, result, run_id)
 
         return Journal(real.path, real.shared)
 
@@ -343,6 +343,19 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     metadata = {k: v.value for k, v in materialisation.metadata.items()}
     # every journaled result is kept (none is a crash, timeout or judge error)
     assert (metadata["resumed"], metadata["evaluated"]) == (40, 27 * 7 - 40)
+    # The judge's spend of both attempts, and of the resuming run alone.
+    earlier = sum(json.loads(line)["result"]["judge_calls"] for line in kept)
+    assert json.loads(kept[0])["run"] == failed.run_id
+    assert earlier > 0 and metadata["judge_calls"] > earlier
+    spend = metadata["attempts/judge_spend"]
+    assert set(spend) == {failed.run_id, rerun.run_id}
+    assert (spend[failed.run_id]["evaluations"], spend[rerun.run_id]["evaluations"]) == (40, 149)
+    assert spend[failed.run_id]["judge_calls"] == earlier
+    assert (metadata["attempts/count"], metadata["attempts/judge_calls"]) == (
+        2,
+        metadata["judge_calls"],
+    )
+    assert metadata["run/judge_calls"] == metadata["judge_calls"] - earlier
     assert not (journal_dir / "support_agent" / key).exists()
     assert query(environment, "select count(*) from support_agent.metric_scores") == [(189,)]
     assert worker_processes() == before

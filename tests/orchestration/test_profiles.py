@@ -115,3 +115,14 @@ def test_the_kubernetes_profile_names_its_extra_when_dagster_k8s_is_missing(
             build_executor()
     else:
         assert build_executor().name == "k8s"
+
+
+def test_every_celery_worker_acknowledges_a_step_when_it_ends_as_the_executor_does(distributed):
+    cli = pytest.importorskip("dagster_celery.cli", reason="the distributed extra is not installed")
+    from n8n_deepeval_pipeline.orchestration.profiles import CELERY_SETTINGS, STEP_REQUEUE_S
+    from tests.conftest import ROOT
+
+    worker = cli.get_validated_config(str(ROOT / "deploy" / "celery" / "worker.yaml"))
+    assert worker["config_source"] == CELERY_SETTINGS
+    assert CELERY_SETTINGS["task_acks_late"] is True  # a step of a worker lost whole is re-queued
+    assert CELERY_SETTINGS["broker_transport_options"] == {"visibility_timeout": STEP_REQUEUE_S}

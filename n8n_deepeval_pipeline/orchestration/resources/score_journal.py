@@ -55,13 +55,33 @@ class ScoreJournal:
                     results.setdefault(entry["fingerprint"], result)
         return results
 
-    def record(self, task: EvaluationTask, result: EvaluationResult) -> None:
-        """Append one finished evaluation."""
+    def record(self, task: EvaluationTask, result: EvaluationResult, run_id: str = "") -> None:
+        """Append one finished evaluation, made by Dagster run ``run_id``."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"fingerprint": task.fingerprint(), "result": result.model_dump()})
+        entry = {"fingerprint": task.fingerprint(), "result": result.model_dump(), "run": run_id}
+        line = json.dumps(entry)
         with self.path.open("a", encoding="utf-8") as journal:
             journal.write(line + "\n")
             journal.flush()
+
+    def attempts(self) -> list[tuple[str, str, EvaluationResult]]:
+        """Every evaluation this chunk's journal holds, kept or not: (run id, fingerprint, result).
+
+        Only this chunk's own file: a sibling's evaluations are counted by the sibling.
+        """
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        entries = []
+        for line in text.splitlines():
+            try:
+                entry = json.loads(line)
+                result = EvaluationResult.model_validate(entry["result"])
+            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+                continue
+            entries.append((str(entry.get("run", "")), str(entry["fingerprint"]), result))
+        return entries
 
     def clear(self) -> None:
         """Forget this journal's results (its rows are stored)."""
