@@ -151,6 +151,9 @@ class FakeN8nApi(_FakeServer):
         parts = path.removeprefix("/api/v1/").split("/")
         if parts == ["executions"]:
             return self.list_executions(query)
+        if parts[0] == "executions" and len(parts) == 2:
+            by_id = {str(execution["id"]): execution for execution in self.executions}
+            return by_id[parts[1]]
         if parts[0] == "workflows" and len(parts) == 2:
             return self.workflows[parts[1]]
         if parts == ["data-tables"] and method == "GET":
