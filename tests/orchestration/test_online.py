@@ -95,7 +95,7 @@ def chat_execution(number: int, session: str, message: str, started: datetime) -
                         {"sessionId": session, "action": "sendMessage", "chatInput": message}
                     ),
                     "AI Agent": run({"output": f"Echo: {message}"}),
-                },  # fmt: skip
+                },
                 "lastNodeExecuted": "AI Agent",
             }
         },
@@ -123,10 +123,7 @@ def benchmark_file(tmp_path: Path, text: str = BENCHMARK) -> Path:
 
 
 def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, cursor=None):
-    sensor = defs.resolve_sensor_def(next(iter(defs.sensors or [])).name)
-    for candidate in defs.sensors or []:
-        if candidate.name.endswith("__online"):
-            sensor = defs.resolve_sensor_def(candidate.name)
+    sensor = defs.resolve_sensor_def("support_online__online")
     n8n = N8nResource(base_url=fake.base_url, api_key="test-key")
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"n8n": n8n})
     return sensor(context)
