@@ -3,8 +3,11 @@
 An execution is one run: the trigger's message as its input, what the workflow answered
 as its output, the agent's tool calls as its steps. A chat session is one conversation:
 its executions' messages and answers, in the order they were sent, as its turns. Each row
-is tagged with the workflow version that served it: the hash of the workflow n8n stored
-with the execution (the current one when n8n stored none).
+is tagged with the workflow version that served it: the current workflow's hash when n8n
+says the execution ran its current version (``workflowVersionId``), else the hash of the
+workflow n8n stored with the execution. That copy has every parameter's default filled
+in, so its hash names a past version apart from the others but is not a version key of
+the benchmark's own partitions.
 """
 
 from __future__ import annotations
@@ -60,8 +63,20 @@ def score_id(item: ScoreItem) -> str:
     return f"{item.kind}:{item.key}"
 
 
-def served_by(execution: dict[str, Any], current_hash: str) -> str:
+def version_id(workflow: dict[str, Any]) -> str | None:
+    """n8n's id of the version its triggers run: the published one, else the only one."""
+    found = workflow.get("activeVersionId") if workflow.get("active") else None
+    found = found or workflow.get("versionId")
+    return None if found is None else str(found)
+
+
+def served_by(
+    execution: dict[str, Any], current_hash: str, current_version: str | None = None
+) -> str:
     """The hash of the workflow version that ran the execution."""
+    ran = execution.get("workflowVersionId")
+    if ran is not None and str(ran) == current_version:
+        return current_hash
     try:
         return workflow_hash(execution["workflowData"])
     except (KeyError, TypeError, WorkflowShapeError):
@@ -87,19 +102,18 @@ class OnlineRuns:
         current_hash: str,
     ) -> None:
         self.items = {score_id(item): item for item in items}
+        self.current = (current_hash, version_id(workflow))
         self.rows: list[DatasetRow] = []
         self.runs: list[ExpandedRun] = []
         self.outputs: list[AgentOutput] = []
         shape = anatomy(workflow)
         for item in items:
             found = [executions[number] for number in item.execution_ids if number in executions]
-            self._add(item, found, shape, current_hash)
+            self._add(item, found, shape)
 
-    def _add(
-        self, item: ScoreItem, found: list[dict[str, Any]], shape: Anatomy, current_hash: str
-    ) -> None:
+    def _add(self, item: ScoreItem, found: list[dict[str, Any]], shape: Anatomy) -> None:
         identifier = score_id(item)
-        version = served_by(found[-1], current_hash) if found else current_hash
+        version = served_by(found[-1], *self.current) if found else self.current[0]
         exchanges = [e for e in (exchange_of(x, shape) for x in found) if e is not None]
         first = exchanges[0] if exchanges else None
         self.rows.append(DatasetRow(
