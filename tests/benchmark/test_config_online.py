@@ -39,7 +39,7 @@ def test_an_online_section_is_read_with_its_defaults(tmp_path):
          "online.maxCostUsdPerDay: Input should be greater than or equal to 0"),
         ("{metrics: [bias], dropCheck: {failOn: stable}}",
          "online.dropCheck.failOn: Input should be 'regression' or 'likely_regression'"),
-        ("{metrics: []}", "online.metrics: List should have at least 1 item after validation"),
+        ("{metrics: []}", "online.metrics: List should have at least 1 item"),
         ("{metrics: [bias], sampleRat: 0.5}", "online.sampleRat: unknown field (check the spelling"),
     ],
 )  # fmt: skip
