@@ -264,3 +264,23 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         )
         rows = query(environment, "select score_id, execution_ids from chat_online.online_scores")
         assert rows == [("session:s1", json.dumps(["1", "2", "3"]))]
+
+
+def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_none(
+    n8n, tmp_path, environment
+):
+    with_sink = BENCHMARK + "sink:\n  onlineScores: {dataTable: online_scores}\n"
+    defs = build_definitions([benchmark_file(tmp_path, with_sink)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        n8n.executions = [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (1, 2)]
+        (request,) = tick(defs, instance, n8n, cursor).run_requests
+        for _ in range(2):
+            _run_tick(defs, instance, request)
+    (table,) = n8n.tables.values()
+    assert table["meta"]["name"] == "online_scores"
+    assert sorted((row["scoreId"], row["metric"], row["success"]) for row in table["rows"]) == [
+        ("execution:1", "no_refund", True),
+        ("execution:2", "no_refund", True),
+    ]
+    assert table["rows"][0]["startedAt"].startswith("2026-11-30T08:01")
