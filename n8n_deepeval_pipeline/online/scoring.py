@@ -59,8 +59,14 @@ class OnlineScore(TableRow):
 
 
 def score_id(item: ScoreItem) -> str:
-    """The id of an item's rows: ``execution:<id>`` or ``session:<id>``."""
-    return f"{item.kind}:{item.key}"
+    """The id of an item's rows: ``execution:<id>``, or ``session:<id>:<first execution>``.
+
+    A chat that resumes after it was scored is another conversation: its first execution
+    tells the two apart, so neither replaces the other's rows.
+    """
+    if item.kind == "session":
+        return f"session:{item.key}:{item.execution_ids[0]}"
+    return f"execution:{item.key}"
 
 
 def version_id(workflow: dict[str, Any]) -> str | None:

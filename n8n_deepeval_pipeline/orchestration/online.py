@@ -32,7 +32,12 @@ from n8n_deepeval_pipeline.online.cursor import (
     plan_tick,
 )
 from n8n_deepeval_pipeline.online.scoring import OnlineRuns, OnlineScore
-from n8n_deepeval_pipeline.online.windows import DaySummary, compare_windows, summarise_day
+from n8n_deepeval_pipeline.online.windows import (
+    DaySummary,
+    WindowComparison,
+    compare_windows,
+    summarise_day,
+)
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
@@ -163,7 +168,7 @@ def _fetch(client: N8nClient, items: list[ScoreItem]) -> dict[int, dict[str, Any
     return found
 
 
-def _summary_metadata(total: DaySummary, comparison: Any) -> dict[str, Any]:
+def _summary_metadata(total: DaySummary, comparison: WindowComparison) -> dict[str, Any]:
     return {
         "online_pass_rate": total.pass_rate if total.pass_rate is not None else 0.0,
         "items": total.items,
@@ -175,6 +180,21 @@ def _summary_metadata(total: DaySummary, comparison: Any) -> dict[str, Any]:
         **{f"mean/{metric}": mean for metric, mean in total.metric_means.items()},
         "window_verdict": comparison.verdict,
     }
+
+
+def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
+    """The verdict, p-value, and each window's pass rate, items and Wilson interval."""
+    found: dict[str, Any] = {
+        "verdict": comparison.verdict,
+        "p_value_drop": comparison.p_value_drop if comparison.p_value_drop is not None else 1.0,
+    }
+    for side, window in (("before", comparison.before), ("last", comparison.last)):
+        found[f"{side}/days"] = f"{window.first_day} … {window.last_day}"
+        found[f"{side}/items"] = window.items
+        found[f"{side}/pass_rate"] = window.rate if window.rate is not None else 0.0
+        if window.interval is not None:
+            found[f"{side}/wilson"] = f"[{window.interval.lower:.3f}, {window.interval.upper:.3f}]"
+    return found
 
 
 def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:
@@ -221,12 +241,7 @@ def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinitio
             check_name=DROP_CHECK,
             passed=not comparison.dropped,
             severity=dg.AssetCheckSeverity.WARN,
-            metadata={
-                "verdict": comparison.verdict,
-                "p_value_drop": comparison.p_value_drop if comparison.p_value_drop else 1.0,
-                "before": comparison.before.model_dump_json(),
-                "last": comparison.last.model_dump_json(),
-            },
+            metadata=_check_metadata(comparison),
         )
 
     return online_summary
@@ -318,6 +333,17 @@ def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     return requests
 
 
+def _start(n8n: N8nResource, workflow_id: str) -> dg.SensorResult:
+    """The first tick: where the traffic stands (the workflow's past is not scored)."""
+    with n8n.client() as client:
+        newest = next(iter(next(client.execution_pages(workflow_id, page_size=1), [])), None)
+    last_id = int(newest["id"]) if newest is not None else 0
+    return dg.SensorResult(
+        skip_reason=f"online evaluation starts after execution {last_id}",
+        cursor=OnlineCursor(started=True, last_id=last_id).model_dump_json(),
+    )
+
+
 def _left_out(tick: Tick) -> str:
     return (
         f"not sampled {tick.not_sampled} · over maxPerHour {tick.capped} · "
@@ -351,19 +377,13 @@ def build_online_sensor(benchmark: Benchmark, job: Any) -> dg.SensorDefinition:
             )
         cursor = OnlineCursor.read(context.cursor)
         try:
+            if not cursor.started:
+                return _start(n8n, _workflow_id(benchmark))
             workflow, _ = n8n.workflow(benchmark)
             with n8n.client() as client:
                 seen = new_executions(client, workflow, _workflow_id(benchmark), cursor.last_id)
         except (N8nApiError, N8nNotConfiguredError) as error:
             return dg.SkipReason(f"cannot read the executions now: {error}")
-        if not cursor.started:
-            # The sensor scores traffic from the moment it is on, not the workflow's past.
-            newest = max((execution.id for execution in seen), default=0)
-            started = OnlineCursor(started=True, last_id=newest)
-            return dg.SensorResult(
-                skip_reason=f"online evaluation starts after execution {newest}",
-                cursor=started.model_dump_json(),
-            )
         tick = plan_tick(cursor, seen, online, now, single_turn, conversational)
         requests = run_requests(benchmark, tick)
         context.log.info(f"{len(tick.items)} to score ({_left_out(tick)})")

@@ -202,6 +202,7 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
                 execute(defs, name, instance, request)
                 assert tick(defs, name, instance, opened.cursor).run_requests == []
             rows = query(env, f"select score_id, metric, error_kind from {name}.online_scores")
-            assert rows == [("session:online-a", "turn_relevancy", None)]
+            first = item["execution_ids"][0]
+            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None)]
         finally:
             n8n.delete_workflow(workflow_id)

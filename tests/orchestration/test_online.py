@@ -262,8 +262,20 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         defs.resolve_job_def("chat_online__online").execute_in_process(
             partition_key=request.partition_key, run_config=request.run_config, instance=instance
         )
-        rows = query(environment, "select score_id, execution_ids from chat_online.online_scores")
-        assert rows == [("session:s1", json.dumps(["1", "2", "3"]))]
+        # the user comes back to the same chat later: another conversation, kept beside it
+        n8n.executions.append(chat_execution(4, "s1", "again", now - timedelta(minutes=6)))
+        (later,) = chat_tick(result.cursor).run_requests
+        defs.resolve_job_def("chat_online__online").execute_in_process(
+            partition_key=later.partition_key, run_config=later.run_config, instance=instance
+        )
+        rows = query(
+            environment,
+            "select score_id, execution_ids from chat_online.online_scores order by 1",
+        )
+        assert rows == [
+            ("session:s1:1", json.dumps(["1", "2", "3"])),
+            ("session:s1:4", json.dumps(["4"])),
+        ]
 
 
 def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_none(
