@@ -184,6 +184,7 @@ def _run_tick(defs, instance, request):
     )
 
 
+@pytest.mark.slow  # the worker pool scores
 def test_scores_are_upserted_by_execution_and_the_drop_check_warns_on_a_planted_regression(
     n8n, tmp_path, environment
 ):
@@ -237,6 +238,7 @@ def test_scores_are_upserted_by_execution_and_the_drop_check_warns_on_a_planted_
         assert materialization.metadata["items"].value == 10
 
 
+@pytest.mark.slow  # the worker pool scores
 def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
@@ -278,6 +280,7 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         ]
 
 
+@pytest.mark.slow  # the worker pool scores
 def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_none(
     n8n, tmp_path, environment
 ):
