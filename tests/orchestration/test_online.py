@@ -299,3 +299,9 @@ def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_non
         ("execution:2", "no_refund", True),
     ]
     assert table["rows"][0]["startedAt"].startswith("2026-11-30T08:01")
+
+
+def test_online_evaluation_is_refused_where_scores_cannot_be_upserted(n8n, tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_PROFILE", "distributed")
+    with pytest.raises(ValueError, match="online evaluation stores its scores in DuckDB"):
+        build_definitions([benchmark_file(tmp_path)])
