@@ -1,10 +1,12 @@
 """What one sensor tick hands to runs: the cursor, sampling, idle sessions and the hourly cap.
 
-The cursor is the highest execution id decided (handed to a run, or left out by sampling,
-the cap or its status) and the chat sessions still open. It only moves past an execution
-once that is decided, and never past one still running, so a restart (the cursor read
-back) neither scores an execution twice nor skips one. Sampling hashes the execution's id
-(a session's id for a conversation) against ``sampleRate``: a restart samples the same ones.
+The cursor is the highest execution id seen, the executions below it still running or
+waiting (``pending``: they are looked at again each tick until they end) and the chat
+sessions still open. An execution is decided once: handed to a run, or left out by
+sampling, the cap or its status; the cursor is stored with the tick, so a restart (the
+cursor read back) neither scores an execution twice nor skips one. Sampling hashes the
+execution's id (a session's id for a conversation) against ``sampleRate``: a restart
+samples the same ones.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class OnlineCursor(BaseModel):
 
     started: bool = False  # a first tick only notes where the traffic stands
     last_id: int = 0
+    pending: list[int] = Field(default_factory=list)  # below last_id, not ended yet
     hour: str | None = None  # the clock hour scored_in_hour counts in
     scored_in_hour: int = 0
     open_sessions: dict[str, OpenSession] = Field(default_factory=dict)
@@ -99,18 +102,11 @@ def is_production(execution: SeenExecution, include_manual: bool) -> bool:
     return execution.mode != "evaluation" and (include_manual or execution.mode != "manual")
 
 
-def decidable(executions: Iterable[SeenExecution], after: int) -> list[SeenExecution]:
-    """The executions after ``after`` up to the first unfinished one, in id order.
-
-    An execution still running may yet succeed: the cursor must not pass it.
-    """
-    ordered = sorted((e for e in executions if e.id > after), key=lambda e: e.id)
-    decided = []
-    for execution in ordered:
-        if execution.status in UNFINISHED:
-            break
-        decided.append(execution)
-    return decided
+def undecided(executions: Iterable[SeenExecution], cursor: OnlineCursor) -> list[SeenExecution]:
+    """The executions the cursor has not decided: above its last id, or pending; id order."""
+    pending = set(cursor.pending)
+    found = {e.id: e for e in executions if e.id > cursor.last_id or e.id in pending}
+    return [found[number] for number in sorted(found)]
 
 
 def _hour(now: datetime) -> str:
@@ -190,17 +186,24 @@ def plan_tick(
 ) -> Tick:
     """The items a tick scores and the cursor after it.
 
-    ``single_turn``: the metrics include ones scored per execution; ``conversational``:
-    ones scored per chat session (its executions are gathered until it is idle).
+    ``executions``: those above the cursor's last id, and its pending ones as they are
+    now (one n8n no longer has is dropped). ``single_turn``: the metrics include ones
+    scored per execution; ``conversational``: ones scored per chat session (its
+    executions are gathered until it is idle).
     """
     planner = _Planner(cursor, config, now)
-    decided = decidable(executions, cursor.last_id)
-    for execution in decided:
-        planner.see(execution, single_turn, conversational)
+    seen = undecided(executions, cursor)
+    pending = []
+    for execution in seen:
+        if execution.status in UNFINISHED:  # it may yet succeed: looked at again next tick
+            pending.append(execution.id)
+        else:
+            planner.see(execution, single_turn, conversational)
     planner.close_idle()
     planner.tick.cursor = OnlineCursor(
         started=True,
-        last_id=decided[-1].id if decided else cursor.last_id,
+        last_id=max([cursor.last_id, *(execution.id for execution in seen)]),
+        pending=pending,
         hour=_hour(now),
         scored_in_hour=planner.scored_in_hour,
         open_sessions=planner.sessions,

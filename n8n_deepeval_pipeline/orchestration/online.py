@@ -43,7 +43,7 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredEr
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
-from n8n_deepeval_pipeline.workflow.anatomy import anatomy
+from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
 # The first day a daily partition can be; today's partition exists before the day ends.
@@ -288,9 +288,23 @@ def new_executions(
         for execution in page:
             if int(execution["id"]) <= after:
                 return seen
-            found = exchange_of(execution, shape) if shape.trigger else None
-            seen.append(seen_execution(execution, found.session if found else None))
+            seen.append(_seen(execution, shape))
     return seen
+
+
+def pending_executions(
+    client: N8nClient, workflow: dict[str, Any], pending: list[int]
+) -> list[SeenExecution]:
+    """The executions still running at an earlier tick, as they are now."""
+    shape = anatomy(workflow)
+    found = _fetch(client, [ScoreItem(kind="execution", key="pending", execution_ids=pending,
+                                      started_at=datetime.now(UTC))])  # fmt: skip
+    return [_seen(execution, shape) for execution in found.values()]
+
+
+def _seen(execution: dict[str, Any], shape: Anatomy) -> SeenExecution:
+    found = exchange_of(execution, shape) if shape.trigger else None
+    return seen_execution(execution, found.session if found else None)
 
 
 def cost_today(instance: dg.DagsterInstance, key: dg.AssetKey, now: datetime) -> float:
@@ -382,6 +396,7 @@ def build_online_sensor(benchmark: Benchmark, job: Any) -> dg.SensorDefinition:
             workflow, _ = n8n.workflow(benchmark)
             with n8n.client() as client:
                 seen = new_executions(client, workflow, _workflow_id(benchmark), cursor.last_id)
+                seen += pending_executions(client, workflow, cursor.pending)
         except (N8nApiError, N8nNotConfiguredError) as error:
             return dg.SkipReason(f"cannot read the executions now: {error}")
         tick = plan_tick(cursor, seen, online, now, single_turn, conversational)

@@ -42,11 +42,17 @@ def test_two_ticks_and_a_restart_score_every_execution_exactly_once():
     assert keys(again) == [] and again.cursor.last_id == 4
 
 
-def test_the_cursor_stops_before_a_running_execution_and_scores_it_once_it_ends():
-    tick = plan_tick(STARTED, [seen(1), seen(2, status="running"), seen(3)], config(), NOON)
-    assert keys(tick) == ["1"] and tick.cursor.last_id == 1  # 3 waits for 2
-    later = plan_tick(tick.cursor, [seen(1), seen(2), seen(3)], config(), NOON)
-    assert keys(later) == ["2", "3"]
+def test_a_running_execution_is_held_and_scored_once_it_ends_while_later_ones_go_on():
+    tick = plan_tick(STARTED, [seen(1), seen(2, status="waiting"), seen(3)], config(), NOON)
+    assert keys(tick) == ["1", "3"] and tick.cursor.last_id == 3
+    assert tick.cursor.pending == [2]
+    restarted = OnlineCursor.read(tick.cursor.model_dump_json())
+    still = plan_tick(restarted, [seen(2, status="running")], config(), NOON)
+    assert keys(still) == [] and still.cursor.pending == [2]
+    ended = plan_tick(still.cursor, [seen(4), seen(2)], config(), NOON)
+    assert keys(ended) == ["2", "4"] and ended.cursor.pending == []
+    # listed again (n8n lists the old ones too): decided already, not scored again
+    assert keys(plan_tick(ended.cursor, [seen(n) for n in (1, 2, 3, 4)], config(), NOON)) == []
 
 
 def test_manual_evaluation_and_failed_runs_are_passed_over_and_counted():

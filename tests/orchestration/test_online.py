@@ -158,6 +158,19 @@ def test_the_sensor_scores_new_executions_once_over_ticks_and_a_restart(n8n, tmp
         assert scored(third) == [["5"]] and third.run_requests[0].partition_key == "2026-12-01"
 
 
+def test_a_waiting_execution_is_scored_by_the_tick_after_it_ended(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        n8n.executions = [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (1, 2)]
+        n8n.executions[0]["status"] = "waiting"  # a Wait node, for a person's answer
+        first = tick(defs, instance, n8n, cursor)
+        assert scored(first) == [["2"]]
+        assert tick(defs, instance, n8n, first.cursor).run_requests == []  # still waiting
+        n8n.executions[0]["status"] = "success"
+        assert scored(tick(defs, instance, n8n, first.cursor)) == [["1"]]
+
+
 def test_the_sensor_skips_once_the_day_s_judge_cost_reached_the_cap(n8n, tmp_path):
     defs = build_definitions([benchmark_file(tmp_path)])
     with dg.instance_for_test() as instance:
