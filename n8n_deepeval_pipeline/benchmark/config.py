@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WebhookTarget,
     WorkflowTarget,
 )
+from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath
@@ -321,6 +322,10 @@ class Benchmark(ConfigModel):
     judge: JudgeOverride | None = None
     compare: CompareConfig = CompareConfig()
     checks: ChecksConfig = ChecksConfig()
+    online: OnlineConfig | None = Field(
+        default=None,
+        description="Score the workflow's production executions as they happen (off: unset).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -427,6 +432,29 @@ class Benchmark(ConfigModel):
             raise ValueError(
                 f"target.env lists {shared[0]}, a judge's key (apiKeyEnv): templates never see it"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _online_metrics_reference_free(self) -> Benchmark:
+        if self.online is None:
+            return self
+        if not isinstance(self.workflow, N8nWorkflowRef):
+            raise ValueError(
+                "online reads the workflow's executions in n8n: name it with workflow: {id: …}"
+            )
+        by_label = {metric.result_label(): metric for metric in self.metrics}
+        for label in self.online.metrics:
+            if label not in by_label:
+                raise ValueError(
+                    f"online.metrics names unknown metric {label!r}; known: {list(by_label)}"
+                )
+            metric = by_label[label]
+            needs = set(entry_for(metric).fields_needed(metric)) - REFERENCE_FREE_FIELDS
+            if needs:
+                raise ValueError(
+                    f"online.metrics: {label!r} needs {', '.join(sorted(needs))}, which "
+                    "production executions do not have (choose reference-free metrics)"
+                )
         return self
 
     def for_trial(self) -> Benchmark:

@@ -277,3 +277,6 @@ class DataTableSink(ConfigModel):
 
     run_aggregates: DataTableOutput | None = None
     consistency_stats: DataTableOutput | None = None
+    online_scores: DataTableOutput | None = Field(
+        default=None, description="The online section's scores, upserted by score id."
+    )

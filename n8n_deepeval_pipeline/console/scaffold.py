@@ -96,6 +96,7 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
         "metrics:",
         *_metrics(shape, has_expectations),
         *_judge(),
+        *_online(shape, source),
     ]
     starter = [] if not has_expectations else [_example_row(shape)]
     return Scaffold(name, "\n".join(lines) + "\n", dataset_path, starter)
@@ -235,6 +236,29 @@ def _judge() -> list[str]:
         "#   model: gpt-4o-mini",
         "#   apiKeyEnv: OPENAI_API_KEY",
     ]
+
+
+def _online_metrics(shape: Anatomy) -> list[str]:
+    """The proposed metrics that need no reference: what production traffic can be scored by."""
+    found = ["helpfulness"]
+    found += ["tool_permission"] if shape.tools else []
+    found += ["turn_relevancy", "knowledge_retention"] if shape.memories else []
+    found += ["answer_relevancy"] if shape.retrievers else []
+    return found
+
+
+def _online(shape: Anatomy, source: WorkflowSource) -> list[str]:
+    where = "" if source.workflow_id else " (needs workflow: {id: …})"
+    lines = [
+        _commented("# online:", f"score production executions as they happen{where}"),
+        _commented(f"#   metrics: [{', '.join(_online_metrics(shape))}]", "reference-free only"),
+        _commented("#   sampleRate: 0.1", "the share of executions scored"),
+        _commented("#   maxPerHour: 60", "the rest of an hour's are not"),
+        _commented("#   maxCostUsdPerDay: 5", "judge cost a UTC day may reach"),
+    ]
+    if shape.is_chat:
+        lines.append(_commented("#   sessionIdleMinutes: 30", "a chat is scored once quiet"))
+    return lines
 
 
 def _example_row(shape: Anatomy) -> dict[str, Any]:

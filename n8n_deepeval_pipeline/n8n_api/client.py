@@ -201,6 +201,12 @@ class N8nClient:
         params = {"workflowId": workflow_id, "includeData": "true"}
         return list(islice(self._pages("/executions", params), limit))
 
+    def execution(self, execution_id: int | str) -> dict[str, Any]:
+        """One execution with its data."""
+        return dict(
+            self._request("GET", f"/executions/{execution_id}", params={"includeData": "true"})
+        )
+
     def execution_pages(
         self,
         workflow_id: str,

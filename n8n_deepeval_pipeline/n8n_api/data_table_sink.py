@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
@@ -32,6 +33,8 @@ def seed_record(row: TableRow) -> dict[str, Any]:
     for name, value in row.model_dump().items():
         if isinstance(value, (list, dict)):
             value = json.dumps(value, ensure_ascii=False, sort_keys=True)
+        elif isinstance(value, datetime):
+            value = value.isoformat()
         record[_camel(name)] = value
     return record
 

@@ -159,7 +159,7 @@ def _before(execution: dict[str, Any], since: datetime | None) -> bool:
 
 
 @dataclass(frozen=True)
-class _Exchange:
+class Exchange:
     """One execution: the fields its trigger emitted, and what the workflow answered."""
 
     execution_id: str
@@ -180,7 +180,7 @@ def rows_from_executions(
     shape = anatomy(workflow)
     if shape.trigger is None:
         raise ValueError("the workflow has no trigger node, so its executions have no input")
-    exchanges = [_exchange(execution, shape, redact) for execution in executions]
+    exchanges = [exchange_of(execution, shape, redact) for execution in executions]
     found = [exchange for exchange in exchanges if exchange is not None]
     groups = _sessions(found) if shape.is_chat else [[exchange] for exchange in found]
     rows = [_row(group, expected_from_output, shape.is_chat) for group in groups]
@@ -194,7 +194,7 @@ def rows_from_executions(
     )
 
 
-def _exchange(execution: dict[str, Any], shape: Anatomy, redact: bool) -> _Exchange | None:
+def exchange_of(execution: dict[str, Any], shape: Anatomy, redact: bool = False) -> Exchange | None:
     """The execution's input and answer; None when it has no message to replay."""
     assert shape.trigger is not None
     item = node_item(execution, shape.trigger) or {}
@@ -215,7 +215,7 @@ def _exchange(execution: dict[str, Any], shape: Anatomy, redact: bool) -> _Excha
         tools = []  # steps in a shape no agent writes: the row keeps its input
     session = item.get("sessionId")
     answer = normalise_response(answered).output if answered is not None else None
-    return _Exchange(
+    return Exchange(
         execution_id=str(execution.get("id", "")),
         started_at=str(execution.get("startedAt") or ""),
         session=None if session is None else str(session),
@@ -232,21 +232,21 @@ def _without_session(value: Any) -> Any:
     return value
 
 
-def _sessions(exchanges: list[_Exchange]) -> list[list[_Exchange]]:
+def _sessions(exchanges: list[Exchange]) -> list[list[Exchange]]:
     """Exchanges grouped by chat session, each in the order its messages were sent."""
-    groups: dict[str, list[_Exchange]] = {}
+    groups: dict[str, list[Exchange]] = {}
     for exchange in exchanges:
         key = exchange.session if exchange.session is not None else f"#{exchange.execution_id}"
         groups.setdefault(key, []).append(exchange)
     return [sorted(group, key=_sent_order) for group in groups.values()]
 
 
-def _sent_order(exchange: _Exchange) -> tuple[str, int]:
+def _sent_order(exchange: Exchange) -> tuple[str, int]:
     number = exchange.execution_id
     return exchange.started_at, int(number) if number.isdigit() else 0
 
 
-def _row(group: list[_Exchange], expected_from_output: bool, chat: bool) -> dict[str, Any]:
+def _row(group: list[Exchange], expected_from_output: bool, chat: bool) -> dict[str, Any]:
     first, last = group[0], group[-1]
     given: dict[str, Any] = dict(first.values)
     if chat:

@@ -23,6 +23,11 @@ from n8n_deepeval_pipeline.orchestration.automation import (
     build_sensor,
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import STEP_IO_MANAGER
+from n8n_deepeval_pipeline.orchestration.online import (
+    build_online_assets,
+    build_online_job,
+    build_online_sensor,
+)
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
@@ -202,6 +207,12 @@ def build_definitions(
         jobs += [job, build_rescore_job(benchmark, partitions)]
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
+        if benchmark.online is not None and selection is None:
+            _check_online_storage(path)
+            online_job = build_online_job(benchmark)
+            assets += build_online_assets(benchmark)
+            jobs.append(online_job)
+            sensors.append(build_online_sensor(benchmark, online_job))
     return dg.Definitions(
         assets=assets,
         jobs=jobs,
@@ -210,6 +221,15 @@ def build_definitions(
         resources=build_resources(judge_cache),
         executor=build_executor(),
     )
+
+
+def _check_online_storage(path: Path) -> None:
+    # Online scores are upserted by score id: the PostgreSQL store only replaces partitions.
+    if settings.profile() != "local":
+        raise ValueError(
+            f"{path}: online evaluation stores its scores in DuckDB, with the local profile "
+            f"only ({settings.PROFILE_ENV}={settings.profile()})"
+        )
 
 
 def _check_schema_name(benchmark: Benchmark) -> None:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.console.scaffold import benchmark_name
@@ -212,3 +213,20 @@ def test_code_reading_a_whole_webhook_body_gets_the_body_sent_back_as_it_came(
     (row,) = dataset_rows(tmp_path, document)
     assert render(document["target"]["input"], {"row": row}) == {"input": "Replace me: the request"}
     assert start_item(document, workflow, row)["body"] == {"input": "Replace me: the request"}
+
+
+def test_the_commented_online_section_validates_once_uncommented(tmp_path: Path) -> None:
+    init(tmp_path, load_workflow("chat_agent"))
+    path = tmp_path / "bench" / "benchmark.yaml"
+    lines = path.read_text("utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("# online:"))
+    assert "(needs workflow: {id: …})" in lines[start]  # the file is not a workflow in n8n
+    online = [line.removeprefix("# ").split("  #")[0] for line in lines[start:]]
+    kept = [line for line in lines[:start] if not line.startswith("#")]
+    kept = ["workflow: {id: wf1}" if line.startswith("workflow:") else line for line in kept]
+    path.write_text("\n".join(kept + online) + "\n", encoding="utf-8")
+    online_config = load_benchmark(path).online
+    assert online_config is not None
+    assert online_config.metrics == [
+        "helpfulness", "tool_permission", "turn_relevancy", "knowledge_retention"]  # fmt: skip
+    assert (online_config.sample_rate, online_config.session_idle_minutes) == (0.1, 30)

@@ -147,10 +147,24 @@ class FakeN8nApi(_FakeServer):
             page = [{k: v for k, v in e.items() if k != "data"} for e in page]
         return {"data": page, "nextCursor": str(start + limit) if more else None}
 
+    @staticmethod
+    def upsert(rows: list[dict[str, Any]], body: dict[str, Any]) -> int:
+        """n8n's upsert: the rows equal to the filter's values updated, else one added."""
+        wanted = {f["columnName"]: f["value"] for f in body["filter"]["filters"]}
+        matching = [row for row in rows if all(row.get(k) == v for k, v in wanted.items())]
+        for row in matching:
+            row.update(body["data"])
+        if not matching:
+            rows.append({"id": len(rows) + 1, **body["data"]})
+        return 1
+
     def answer(self, method: str, path: str, query: dict[str, str], body: Any) -> Any:
         parts = path.removeprefix("/api/v1/").split("/")
         if parts == ["executions"]:
             return self.list_executions(query)
+        if parts[0] == "executions" and len(parts) == 2:
+            by_id = {str(execution["id"]): execution for execution in self.executions}
+            return by_id[parts[1]]
         if parts[0] == "workflows" and len(parts) == 2:
             return self.workflows[parts[1]]
         if parts == ["data-tables"] and method == "GET":
@@ -163,6 +177,8 @@ class FakeN8nApi(_FakeServer):
         rows = self.tables[parts[1]]["rows"]
         if method == "GET":
             return {"data": rows, "nextCursor": None}
+        if parts[-1] == "upsert":
+            return self.upsert(rows, body)
         rows.extend({"id": len(rows) + 1, **row} for row in body["data"])
         return len(body["data"])
 

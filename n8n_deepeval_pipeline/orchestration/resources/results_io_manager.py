@@ -4,7 +4,10 @@ A table written by an older version of the project may lack columns added since:
 are added (older rows read them as NULL) and rows are inserted by column name, never by
 position. A column whose type changed cannot be migrated safely; the step stops and says
 which file, table and column, and what to do. A partition is replaced in one
-transaction, so a write that fails keeps the rows it was to replace.
+transaction, so a write that fails keeps the rows it was to replace. An asset whose
+metadata names an ``upsert_key`` column is written row by row instead: its rows replace
+the stored rows with the same key and leave the partition's others (rows that arrive a
+few at a time, such as online scores; a re-run writes no duplicates).
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from dagster_duckdb.io_manager import DuckDbClient
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 
 from n8n_deepeval_pipeline.settings import PRIVATE_FILE_MODE
+
+UPSERT_KEY = "upsert_key"
+
+
+def upsert_key(context: dg.OutputContext) -> str | None:
+    """The key column of an asset written row by row (None: partitions are replaced)."""
+    key = (context.definition_metadata or {}).get(UPSERT_KEY)
+    return None if key is None else str(key)
 
 
 class OutdatedTableError(dg.Failure):
@@ -118,6 +129,11 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
         stored = {} if obj.empty else stored_columns(connection, schema, table)
         if stored:
             added = migrate(connection, schema, table, obj, stored)
+            key = upsert_key(context)
+            if key is not None:
+                connection.execute(
+                    f'delete from {schema}.{table} where "{key}" in (select "{key}" from obj)'
+                )
             connection.execute(f"insert into {schema}.{table} by name select * from obj")
         elif not obj.empty:
             connection.execute(f"create table {schema}.{table} as select * from obj")
@@ -149,8 +165,13 @@ class AtomicDuckDbClient(DuckDbClient):
     def delete_table_slice(
         context: dg.OutputContext, table_slice: TableSlice, connection: Any
     ) -> None:
-        """Delete the partition's rows, if there is a table (an error would end the transaction)."""
-        if stored_columns(connection, table_slice.schema, table_slice.table):
+        """Delete the partition's rows, if there is a table (an error would end the transaction).
+
+        Not for an asset written row by row: its rows replace only those of their key.
+        """
+        if upsert_key(context) is None and stored_columns(
+            connection, table_slice.schema, table_slice.table
+        ):
             DuckDbClient.delete_table_slice(context, table_slice, connection)
 
 

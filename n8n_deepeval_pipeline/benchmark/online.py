@@ -1,0 +1,61 @@
+"""The benchmark file's ``online`` section: production executions scored as they happen.
+
+Apart from the benchmark's dataset runs: the sensor reads the workflow's new executions
+in n8n, samples them and scores them with the reference-free metrics named here (they
+need no expected answer: production traffic has none).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from n8n_deepeval_pipeline.config.model import ConfigModel
+from n8n_deepeval_pipeline.statistics.gates import GateVerdict
+
+# What a production execution can give a metric: no expected output, tools or context.
+REFERENCE_FREE_FIELDS = frozenset({"input", "actual_output", "tools_called", "trace", "turns"})
+
+
+class DropCheck(ConfigModel):
+    """The asset check comparing the last window's pass rate with the window before it."""
+
+    window_days: int = Field(default=1, ge=1, le=90, description="Days in each window.")
+    fail_on: GateVerdict = Field(
+        default="likely_regression",
+        description="The comparison's tier that warns: likely_regression or regression.",
+    )
+
+
+class OnlineConfig(ConfigModel):
+    """Score the workflow's production executions, sampled and capped."""
+
+    metrics: list[str] = Field(
+        min_length=1,
+        description="Labels of the benchmark's metrics to score production traffic with; "
+        "each must be reference-free (no expected output, expected tools or context). "
+        "Conversational ones score a chat session, the others each execution.",
+    )
+    sample_rate: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="Share of executions (chat sessions) scored, chosen by a hash of the "
+        "execution (session) id, so a restart picks the same ones.",
+    )
+    max_per_hour: int = Field(
+        default=60, ge=1, description="At most this many scored a clock hour; the rest are not."
+    )
+    session_idle_minutes: float = Field(
+        default=30,
+        gt=0,
+        description="A chat session is scored as one conversation once idle this long.",
+    )
+    max_cost_usd_per_day: float | None = Field(
+        default=None,
+        ge=0,
+        description="Judge cost a UTC day may reach; then the sensor skips until the next day.",
+    )
+    include_manual: bool = Field(
+        default=False, description="Also score runs started by hand in the editor."
+    )
+    drop_check: DropCheck = DropCheck()

@@ -1,0 +1,1 @@
+"""Production executions scored as they happen: cursor, sampling, sessions, windows."""

@@ -1,0 +1,206 @@
+"""Production executions as the runs a metric scores, and the ``online_scores`` rows.
+
+An execution is one run: the trigger's message as its input, what the workflow answered
+as its output, the agent's tool calls as its steps. A chat session is one conversation:
+its executions' messages and answers, in the order they were sent, as its turns. Each row
+is tagged with the workflow version that served it: the current workflow's hash when n8n
+says the execution ran its current version (``workflowVersionId``), else the hash of the
+workflow n8n stored with the execution. That copy has every parameter's default filled
+in, so its hash names a past version apart from the others but is not a version key of
+the benchmark's own partitions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.judging.prices import PriceTable
+from n8n_deepeval_pipeline.judging.spec import JudgeResolver
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.n8n_api.executions import execution_steps
+from n8n_deepeval_pipeline.n8n_api.traffic_dataset import Exchange, exchange_of
+from n8n_deepeval_pipeline.online.cursor import ItemKind, ScoreItem
+from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    TableRow,
+)
+from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
+from n8n_deepeval_pipeline.workflow.hashing import WorkflowShapeError, workflow_hash
+
+RUN_NAME = "online"
+
+
+class OnlineScore(TableRow):
+    """One metric on one production execution or chat session."""
+
+    score_id: str  # kind:key, what a re-run of a tick replaces
+    kind: ItemKind
+    item_key: str  # the execution id, or the session id
+    execution_ids: list[str]
+    started_at: datetime
+    scored_at: datetime
+    metric: str
+    metric_slug: str
+    score: float | None
+    threshold: float
+    success: bool
+    reason: str | None
+    error_kind: str | None
+    judge: str | None
+    dry_run: bool
+    tokens: int
+    cost_usd: float | None
+
+
+def score_id(item: ScoreItem) -> str:
+    """The id of an item's rows: ``execution:<id>``, or ``session:<id>:<first execution>``.
+
+    A chat that resumes after it was scored is another conversation: its first execution
+    tells the two apart, so neither replaces the other's rows.
+    """
+    if item.kind == "session":
+        return f"session:{item.key}:{item.execution_ids[0]}"
+    return f"execution:{item.key}"
+
+
+def version_id(workflow: dict[str, Any]) -> str | None:
+    """n8n's id of the version its triggers run: the published one, else the only one."""
+    found = workflow.get("activeVersionId") if workflow.get("active") else None
+    found = found or workflow.get("versionId")
+    return None if found is None else str(found)
+
+
+def served_by(
+    execution: dict[str, Any], current_hash: str, current_version: str | None = None
+) -> str:
+    """The hash of the workflow version that ran the execution."""
+    ran = execution.get("workflowVersionId")
+    if ran is not None and str(ran) == current_version:
+        return current_hash
+    try:
+        return workflow_hash(execution["workflowData"])
+    except (KeyError, TypeError, WorkflowShapeError):
+        return current_hash  # n8n stored no workflow with it
+
+
+def _turns(exchanges: list[Exchange]) -> list[dict[str, str]]:
+    turns = []
+    for exchange in exchanges:
+        turns.append({"role": "user", "content": str(exchange.values["input"])})
+        turns.append({"role": "assistant", "content": exchange.answer or ""})
+    return turns
+
+
+class OnlineRuns:
+    """The items of a run as dataset rows, runs and outputs, ready for an evaluation plan."""
+
+    def __init__(
+        self,
+        items: list[ScoreItem],
+        executions: dict[int, dict[str, Any]],
+        workflow: dict[str, Any],
+        current_hash: str,
+    ) -> None:
+        self.items = {score_id(item): item for item in items}
+        self.current = (current_hash, version_id(workflow))
+        self.rows: list[DatasetRow] = []
+        self.runs: list[ExpandedRun] = []
+        self.outputs: list[AgentOutput] = []
+        shape = anatomy(workflow)
+        for item in items:
+            found = [executions[number] for number in item.execution_ids if number in executions]
+            self._add(item, found, shape)
+
+    def _add(self, item: ScoreItem, found: list[dict[str, Any]], shape: Anatomy) -> None:
+        identifier = score_id(item)
+        version = served_by(found[-1], *self.current) if found else self.current[0]
+        exchanges = [e for e in (exchange_of(x, shape) for x in found) if e is not None]
+        first = exchanges[0] if exchanges else None
+        self.rows.append(DatasetRow(
+            workflow_hash=version, row_id=identifier, position=1, raw={},
+            input=None if first is None else str(first.values["input"]),
+        ))  # fmt: skip
+        self.runs.append(ExpandedRun(
+            workflow_hash=version, run_id=identifier, case_id=identifier, run_index=1,
+            row_id=identifier, run_name=RUN_NAME,
+        ))  # fmt: skip
+        self.outputs.append(self._output(item, identifier, version, found, exchanges))
+
+    @staticmethod
+    def _output(
+        item: ScoreItem,
+        identifier: str,
+        version: str,
+        found: list[dict[str, Any]],
+        exchanges: list[Exchange],
+    ) -> AgentOutput:
+        if not exchanges or len(found) < len(item.execution_ids):
+            return AgentOutput(
+                workflow_hash=version, run_id=identifier, error_kind="no_output",
+                error=f"{identifier}: n8n holds no message and answer for every execution "
+                f"({len(exchanges)} of {len(item.execution_ids)} found)",
+            )  # fmt: skip
+        steps = [step for execution in found for step in execution_steps(execution) or []]
+        return AgentOutput(
+            workflow_hash=version,
+            run_id=identifier,
+            actual_output=exchanges[-1].answer,
+            intermediate_steps=steps,
+            turns=_turns(exchanges) if item.kind == "session" else None,
+            session_id=exchanges[-1].session,
+        )
+
+    def plans(
+        self,
+        benchmark: Benchmark,
+        metrics: list[str],
+        judge: JudgeResolver,
+        timeout_s: float,
+        prices: PriceTable,
+    ) -> list[EvaluationPlan]:
+        """An evaluation plan per kind: single-turn metrics per execution, others per session."""
+        plans = []
+        for kind in ("execution", "session"):
+            chosen = [
+                m for m in benchmark.metrics
+                if m.result_label() in metrics and entry_for(m).needs_turns == (kind == "session")
+            ]  # fmt: skip
+            ids = {key for key, item in self.items.items() if item.kind == kind}
+            if not chosen or not ids:
+                continue
+            subset = benchmark.model_copy(update={"metrics": chosen})
+            plans.append(EvaluationPlan(
+                subset, [r for r in self.runs if r.run_id in ids], self.rows, self.outputs,
+                judge, timeout_s, prices,
+            ))  # fmt: skip
+        return plans
+
+    def score_row(self, score: MetricScore, scored_at: datetime) -> OnlineScore:
+        """The stored row of one metric's score of an item."""
+        item = self.items[score.run_id]
+        return OnlineScore(
+            workflow_hash=score.workflow_hash,
+            score_id=score.run_id,
+            kind=item.kind,
+            item_key=item.key,
+            execution_ids=[str(number) for number in item.execution_ids],
+            started_at=item.started_at,
+            scored_at=scored_at,
+            metric=score.metric,
+            metric_slug=score.metric_slug,
+            score=score.score,
+            threshold=score.threshold,
+            success=score.success,
+            reason=score.reason,
+            error_kind=score.error_kind,
+            judge=score.judge,
+            dry_run=score.dry_run,
+            tokens=score.tokens,
+            cost_usd=score.cost_usd,
+        )

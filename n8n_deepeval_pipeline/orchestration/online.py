@@ -1,0 +1,411 @@
+"""Online evaluation of a benchmark: the sensor on production executions, its assets, its check.
+
+The sensor reads the workflow's new executions in n8n (never calls the workflow), plans
+what to score (``online.cursor``) and launches a run per day; ``online_scores`` scores the
+run's executions and sessions and upserts them by score id, ``online_summary`` sums the
+day up and warns when the last window's pass rate dropped from the window before. Their
+partitions are days, apart from the version partitions of the benchmark's own assets.
+"""
+
+# No postponed annotations: Dagster inspects the annotations of asset functions.
+import hashlib
+from collections import defaultdict
+from collections.abc import Iterator
+from datetime import UTC, date, datetime
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef
+from n8n_deepeval_pipeline.benchmark.online import OnlineConfig
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
+from n8n_deepeval_pipeline.n8n_api.data_table_sink import write_rows
+from n8n_deepeval_pipeline.n8n_api.traffic_dataset import exchange_of
+from n8n_deepeval_pipeline.online.cursor import (
+    OnlineCursor,
+    ScoreItem,
+    SeenExecution,
+    Tick,
+    plan_tick,
+)
+from n8n_deepeval_pipeline.online.scoring import OnlineRuns, OnlineScore
+from n8n_deepeval_pipeline.online.windows import (
+    DaySummary,
+    WindowComparison,
+    compare_windows,
+    summarise_day,
+)
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
+from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
+from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+
+# The first day a daily partition can be; today's partition exists before the day ends.
+FIRST_DAY = "2025-01-01"
+DROP_CHECK = "no_pass_rate_drop"
+
+
+def online_partitions(benchmark: Benchmark) -> dg.DailyPartitionsDefinition:
+    """One partition per UTC day (the day an execution started)."""
+    return dg.DailyPartitionsDefinition(start_date=FIRST_DAY, end_offset=1)
+
+
+def _key(benchmark: Benchmark, name: str) -> dg.AssetKey:
+    return dg.AssetKey([benchmark.name, name])
+
+
+def online_job_name(benchmark: Benchmark) -> str:
+    """The job the online sensor launches."""
+    return f"{benchmark.name}__online"
+
+
+class OnlineItem(dg.Config):
+    """One execution, or one chat session's executions, to score."""
+
+    kind: str
+    key: str
+    execution_ids: list[int]
+    started_at: str
+
+    def item(self) -> ScoreItem:
+        return ScoreItem.model_validate(self.model_dump())
+
+
+class OnlineBatch(dg.Config):
+    """What the sensor handed to this run."""
+
+    items: list[OnlineItem]
+
+
+def _online(benchmark: Benchmark) -> OnlineConfig:
+    assert benchmark.online is not None  # built only for benchmarks with an online section
+    return benchmark.online
+
+
+def _workflow_id(benchmark: Benchmark) -> str:
+    assert isinstance(benchmark.workflow, N8nWorkflowRef)  # the model requires it with online
+    return benchmark.workflow.id
+
+
+def _score(
+    benchmark: Benchmark,
+    runs: OnlineRuns,
+    judge: JudgeResource,
+    worker_pool: WorkerPoolResource,
+) -> list[OnlineScore]:
+    now = datetime.now(UTC)
+    plans = runs.plans(
+        benchmark, _online(benchmark).metrics, judge.spec_for, worker_pool.timeout_s,
+        judge.prices(),
+    )  # fmt: skip
+    scores = []
+    for plan in plans:
+        scores += plan.rows_without_output()
+        scores += [plan.row_for(result) for result in worker_pool.evaluate(plan.tasks)]
+    return [runs.score_row(score, now) for score in scores]
+
+
+def _scores_metadata(rows: list[OnlineScore], items: int) -> dict[str, Any]:
+    costs = [row.cost_usd for row in rows if row.cost_usd is not None]
+    return {
+        "items": items,
+        "scores": len(rows),
+        "score_pass_rate": sum(r.success for r in rows) / len(rows) if rows else 0.0,
+        "errors": sum(r.error_kind is not None for r in rows),
+        "cost_usd": float(sum(costs)),
+        "dry_run": any(r.dry_run for r in rows),
+        "versions": ", ".join(sorted({r.workflow_hash[:12] for r in rows})),
+    }
+
+
+def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:
+    @dg.asset(
+        name="online_scores",
+        key_prefix=[benchmark.name],
+        group_name=group,
+        partitions_def=online_partitions(benchmark),
+        metadata={"partition_expr": "started_at", UPSERT_KEY: "score_id"},
+        description="Reference-free scores of sampled production executions and chat "
+        "sessions, each tagged with the workflow version that served it.",
+    )
+    def online_scores(
+        context: dg.AssetExecutionContext,
+        config: OnlineBatch,
+        n8n: N8nResource,
+        judge: JudgeResource,
+        worker_pool: WorkerPoolResource,
+    ) -> pd.DataFrame:
+        items = [entry.item() for entry in config.items]
+        workflow, _ = n8n.workflow(benchmark)
+        with n8n.client() as client:
+            executions = _fetch(client, items)
+            runs = OnlineRuns(items, executions, workflow, workflow_hash(workflow))
+            rows = _score(benchmark, runs, judge, worker_pool)
+            sink = benchmark.sink.online_scores if benchmark.sink else None
+            if sink is not None and rows:
+                write_rows(client, sink, rows, ("scoreId", "metric"))
+        context.add_output_metadata(_scores_metadata(rows, len(items)))
+        return to_frame(OnlineScore, rows)
+
+    return online_scores
+
+
+def _fetch(client: N8nClient, items: list[ScoreItem]) -> dict[int, dict[str, Any]]:
+    """The items' executions with their data (one n8n has deleted since is left out)."""
+    found = {}
+    for number in sorted({n for item in items for n in item.execution_ids}):
+        try:
+            found[number] = client.execution(number)
+        except N8nApiError as error:
+            if error.status != 404:
+                raise
+    return found
+
+
+def _summary_metadata(total: DaySummary, comparison: WindowComparison) -> dict[str, Any]:
+    return {
+        "online_pass_rate": total.pass_rate if total.pass_rate is not None else 0.0,
+        "items": total.items,
+        "executions": total.executions,
+        "sessions": total.sessions,
+        "errors": total.errors,
+        "cost_usd": total.cost_usd,
+        "tokens": total.tokens,
+        **{f"mean/{metric}": mean for metric, mean in total.metric_means.items()},
+        "window_verdict": comparison.verdict,
+    }
+
+
+def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
+    """The verdict, p-value, and each window's pass rate, items and Wilson interval."""
+    found: dict[str, Any] = {
+        "verdict": comparison.verdict,
+        "p_value_drop": comparison.p_value_drop if comparison.p_value_drop is not None else 1.0,
+    }
+    for side, window in (("before", comparison.before), ("last", comparison.last)):
+        found[f"{side}/days"] = f"{window.first_day} … {window.last_day}"
+        found[f"{side}/items"] = window.items
+        found[f"{side}/pass_rate"] = window.rate if window.rate is not None else 0.0
+        if window.interval is not None:
+            found[f"{side}/wilson"] = f"[{window.interval.lower:.3f}, {window.interval.upper:.3f}]"
+    return found
+
+
+def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:
+    check = _online(benchmark).drop_check
+    scores_key = _key(benchmark, "online_scores")
+    # The day's scores and enough days before it for both windows of the drop check.
+    window = dg.TimeWindowPartitionMapping(
+        start_offset=-(2 * check.window_days - 1), allow_nonexistent_upstream_partitions=True
+    )
+
+    @dg.asset(
+        name="online_summary",
+        key_prefix=[benchmark.name],
+        group_name=group,
+        partitions_def=online_partitions(benchmark),
+        ins={"online_scores": dg.AssetIn(key=scores_key, partition_mapping=window)},
+        metadata={"partition_expr": "day"},
+        check_specs=[
+            dg.AssetCheckSpec(
+                DROP_CHECK,
+                asset=_key(benchmark, "online_summary"),
+                description=f"The pass rate of the last {check.window_days} day(s) did not "
+                f"drop from the {check.window_days} before ({check.fail_on} or surer).",
+            )
+        ],
+        description="A day of online scores per workflow version: items, pass rate with "
+        "its Wilson interval, errors, judge cost.",
+    )
+    def online_summary(
+        context: dg.AssetExecutionContext, online_scores: pd.DataFrame
+    ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
+        day = date.fromisoformat(context.partition_key)
+        scores = from_frame(OnlineScore, online_scores)
+        by_version: dict[str, list[OnlineScore]] = defaultdict(list)
+        for score in scores:
+            by_version[score.workflow_hash].append(score)
+        rows = [summarise_day(day, of_version, version)
+                for version, of_version in sorted(by_version.items())]  # fmt: skip
+        rows = [row for row in rows if row.items]
+        total = summarise_day(day, scores, "all")
+        comparison = compare_windows(scores, day, check)
+        yield dg.Output(to_frame(DaySummary, rows), metadata=_summary_metadata(total, comparison))
+        yield dg.AssetCheckResult(
+            check_name=DROP_CHECK,
+            passed=not comparison.dropped,
+            severity=dg.AssetCheckSeverity.WARN,
+            metadata=_check_metadata(comparison),
+        )
+
+    return online_summary
+
+
+def build_online_job(benchmark: Benchmark) -> Any:
+    """Score what the sensor hands on, then sum the day up and check it."""
+    return dg.define_asset_job(
+        name=online_job_name(benchmark),
+        selection=dg.AssetSelection.assets(
+            _key(benchmark, "online_scores"), _key(benchmark, "online_summary")
+        ),
+        partitions_def=online_partitions(benchmark),
+        description=f"Score production executions of {benchmark.name}'s workflow that the "
+        "online sensor sampled; never calls the workflow.",
+    )
+
+
+def build_online_assets(benchmark: Benchmark) -> list[dg.AssetsDefinition]:
+    """``online_scores`` and ``online_summary``, in their own group."""
+    group = f"{benchmark.name}_online"
+    return [_build_scores_asset(benchmark, group), _build_summary_asset(benchmark, group)]
+
+
+def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecution:
+    """What the cursor needs of an execution listed by n8n."""
+    started = execution.get("startedAt") or execution.get("createdAt")
+    return SeenExecution(
+        id=int(execution["id"]),
+        started_at=datetime.fromisoformat(str(started).replace("Z", "+00:00")),
+        mode=execution.get("mode"),
+        status=execution.get("status"),
+        session=session,
+    )
+
+
+def new_executions(
+    client: N8nClient, workflow: dict[str, Any], workflow_id: str, after: int
+) -> list[SeenExecution]:
+    """The workflow's executions with an id above ``after``, pages read until one is not."""
+    shape = anatomy(workflow)
+    seen: list[SeenExecution] = []
+    for page in client.execution_pages(workflow_id):
+        for execution in page:
+            if int(execution["id"]) <= after:
+                return seen
+            seen.append(_seen(execution, shape))
+    return seen
+
+
+def pending_executions(
+    client: N8nClient, workflow: dict[str, Any], pending: list[int]
+) -> list[SeenExecution]:
+    """The executions still running at an earlier tick, as they are now."""
+    shape = anatomy(workflow)
+    found = _fetch(client, [ScoreItem(kind="execution", key="pending", execution_ids=pending,
+                                      started_at=datetime.now(UTC))])  # fmt: skip
+    return [_seen(execution, shape) for execution in found.values()]
+
+
+def _seen(execution: dict[str, Any], shape: Anatomy) -> SeenExecution:
+    found = exchange_of(execution, shape) if shape.trigger else None
+    return seen_execution(execution, found.session if found else None)
+
+
+def cost_today(instance: dg.DagsterInstance, key: dg.AssetKey, now: datetime) -> float:
+    """The judge cost of ``online_scores`` materialised since midnight UTC."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=key, after_timestamp=midnight.timestamp()), limit=10_000
+    ).records
+    total = 0.0
+    for record in records:
+        materialization = record.asset_materialization
+        cost = materialization.metadata.get("cost_usd") if materialization else None
+        total += float(cost.value) if cost is not None else 0.0  # type: ignore[arg-type]
+    return total
+
+
+def _metric_kinds(benchmark: Benchmark) -> tuple[bool, bool]:
+    """Whether the online metrics include single-turn ones, and conversational ones."""
+    chosen = [m for m in benchmark.metrics if m.result_label() in _online(benchmark).metrics]
+    turns = [entry_for(metric).needs_turns for metric in chosen]
+    return not all(turns), any(turns)
+
+
+def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
+    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice."""
+    by_day: dict[str, list[ScoreItem]] = defaultdict(list)
+    for item in tick.items:
+        by_day[item.day].append(item)
+    op = _key(benchmark, "online_scores").to_python_identifier()
+    requests = []
+    for day, items in sorted(by_day.items()):
+        listed = [item.model_dump(mode="json") for item in items]
+        ids = ",".join(f"{item.kind}:{item.key}" for item in items)
+        requests.append(dg.RunRequest(
+            run_key=f"online:{day}:{hashlib.sha256(ids.encode()).hexdigest()[:16]}",
+            partition_key=day,
+            run_config={"ops": {op: {"config": {"items": listed}}}},
+            tags={"n8n_deepeval/trigger": "online", "n8n_deepeval/items": str(len(items))},
+        ))  # fmt: skip
+    return requests
+
+
+def _start(n8n: N8nResource, workflow_id: str) -> dg.SensorResult:
+    """The first tick: where the traffic stands (the workflow's past is not scored)."""
+    with n8n.client() as client:
+        newest = next(iter(next(client.execution_pages(workflow_id, page_size=1), [])), None)
+    last_id = int(newest["id"]) if newest is not None else 0
+    return dg.SensorResult(
+        skip_reason=f"online evaluation starts after execution {last_id}",
+        cursor=OnlineCursor(started=True, last_id=last_id).model_dump_json(),
+    )
+
+
+def _left_out(tick: Tick) -> str:
+    return (
+        f"not sampled {tick.not_sampled} · over maxPerHour {tick.capped} · "
+        f"not a success {tick.not_scored_status} · not production {tick.not_production} · "
+        f"open sessions {len(tick.cursor.open_sessions)}"
+    )
+
+
+def build_online_sensor(benchmark: Benchmark, job: Any) -> dg.SensorDefinition:
+    """Read new production executions, plan what to score, launch a run per day."""
+    online = _online(benchmark)
+    single_turn, conversational = _metric_kinds(benchmark)
+    scores_key = _key(benchmark, "online_scores")
+
+    @dg.sensor(
+        name=f"{benchmark.name}__online",
+        job=job,
+        minimum_interval_seconds=60,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+    )
+    def online_sensor(
+        context: dg.SensorEvaluationContext, n8n: N8nResource
+    ) -> dg.SensorResult | dg.SkipReason:
+        now = datetime.now(UTC)
+        spent = cost_today(context.instance, scores_key, now)
+        limit = online.max_cost_usd_per_day
+        if limit is not None and spent >= limit:
+            return dg.SkipReason(
+                f"judge cost today ${spent:.4f} reached online.maxCostUsdPerDay ${limit:.4f}: "
+                "scoring resumes tomorrow (UTC) from where it stopped"
+            )
+        cursor = OnlineCursor.read(context.cursor)
+        try:
+            if not cursor.started:
+                return _start(n8n, _workflow_id(benchmark))
+            workflow, _ = n8n.workflow(benchmark)
+            with n8n.client() as client:
+                seen = new_executions(client, workflow, _workflow_id(benchmark), cursor.last_id)
+                seen += pending_executions(client, workflow, cursor.pending)
+        except (N8nApiError, N8nNotConfiguredError) as error:
+            return dg.SkipReason(f"cannot read the executions now: {error}")
+        tick = plan_tick(cursor, seen, online, now, single_turn, conversational)
+        requests = run_requests(benchmark, tick)
+        context.log.info(f"{len(tick.items)} to score ({_left_out(tick)})")
+        return dg.SensorResult(
+            run_requests=requests,
+            skip_reason=None if requests else f"nothing to score: {_left_out(tick)}",
+            cursor=tick.cursor.model_dump_json(),
+        )
+
+    return online_sensor

@@ -1,0 +1,208 @@
+"""Online evaluation on the real n8n: production executions scored as they happen.
+
+A webhook workflow and the chat agent (FakeOpenAI as its model) are called as users would
+call them; the online sensor reads the executions n8n stored, through the API, and the
+online job scores them (the pattern metric is real, the conversational one dry-run).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from n8n_deepeval_pipeline.benchmark.config import load_benchmark
+from n8n_deepeval_pipeline.orchestration.automation import current_hash
+from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from tests.live.fake_llm import FakeOpenAI
+from tests.live.n8n_server import N8nServer, load_workflow
+from tests.live.test_live_traffic import ECHO_WORKFLOW, _chat, wait_for_executions
+from tests.orchestration.conftest import query
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]
+
+PATH = "online-echo"
+BENCHMARK = """
+name: {name}
+workflow: {{id: {workflow_id}}}
+dataset: {{path: dataset.jsonl, idColumn: rowId}}
+target: {{type: n8n_workflow, startNodeName: {start}, endNodeName: {end}}}
+metrics:
+  - metric: pattern_match
+    label: no_refund
+    pattern: "^(?!.*[Rr]efund issued).*$"
+  - metric: turn_relevancy
+online:
+  metrics: [{metric}]
+  sessionIdleMinutes: 0.05
+"""
+
+
+@pytest.fixture
+def env(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    database = tmp_path / "db" / "results.duckdb"
+    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
+                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
+                        "N8N_DEEPEVAL_DUCKDB": str(database),
+                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    return database
+
+
+def benchmark(tmp_path: Path, **fields: str) -> Path:
+    folder = tmp_path / fields["name"]
+    folder.mkdir()
+    (folder / "dataset.jsonl").write_text('{"rowId": "r1", "input": "hello"}\n')
+    path = folder / "benchmark.yaml"
+    path.write_text(BENCHMARK.format(**fields))
+    return path
+
+
+def tick(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, cursor: str | None):
+    sensor = defs.resolve_sensor_def(f"{name}__online")
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"n8n": n8n_resource()}
+    )
+    return sensor(context)
+
+
+def items(request: dg.RunRequest, name: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = request.run_config["ops"][f"{name}__online_scores"]["config"][
+        "items"
+    ]
+    return found
+
+
+def execute(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, request: dg.RunRequest):
+    return defs.resolve_job_def(f"{name}__online").execute_in_process(
+        partition_key=request.partition_key, run_config=request.run_config, instance=instance
+    )
+
+
+def as_yesterday(request: dg.RunRequest, name: str) -> dg.RunRequest:
+    """The same items, as if their executions had run a day earlier."""
+    config = copy.deepcopy(request.run_config)
+    for item in items(dg.RunRequest(run_config=config), name):
+        started = datetime.fromisoformat(item["started_at"]) - timedelta(days=1)
+        item["started_at"] = started.isoformat()
+    day = (date.fromisoformat(request.partition_key or "") - timedelta(days=1)).isoformat()
+    return request._replace(run_config=config, partition_key=day)
+
+
+def test_new_executions_are_scored_once_over_two_ticks_and_a_restart_and_a_drop_warns(
+    n8n: N8nServer, env: Path, tmp_path: Path
+) -> None:
+    workflow = copy.deepcopy(ECHO_WORKFLOW)
+    workflow["name"] = "online echo"
+    workflow["nodes"][0]["parameters"]["path"] = PATH
+    workflow["nodes"][0]["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e021"
+    workflow_id = n8n.create_workflow(workflow)
+    name = "live_online"
+    file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="Answer", end="Answer",
+                     metric="no_refund")  # fmt: skip
+    try:
+        assert n8n.wait_for_webhook(PATH, body={"question": "before"}).status_code == 200
+        wait_for_executions(n8n, workflow_id, 1)
+        defs = build_definitions([file])
+        with dg.instance_for_test() as instance:
+            first = tick(defs, name, instance, None)
+            assert first.run_requests == []  # traffic from before the sensor is not scored
+            for question in ("Where is my order?", "Can I change the address?"):
+                n8n.call_webhook(PATH, {"question": question})
+            wait_for_executions(n8n, workflow_id, 3)
+            second = tick(defs, name, instance, first.cursor)
+            (request,) = second.run_requests
+            assert len(items(request, name)) == 2
+            assert tick(defs, name, instance, second.cursor).run_requests == []
+            # a new process (the cursor read back): nothing twice, and the next one once
+            restarted = build_definitions([file])
+            assert tick(restarted, name, instance, second.cursor).run_requests == []
+            # yesterday: the first two, all passing; today: a regression planted in the traffic
+            execute(restarted, name, instance, as_yesterday(request, name))
+            for number in range(3):
+                n8n.call_webhook(PATH, {"question": f"Refund issued for order {number}?"})
+            wait_for_executions(n8n, workflow_id, 6)
+            third = tick(restarted, name, instance, second.cursor)
+            (today,) = third.run_requests
+            assert len(items(today, name)) == 3
+            ran = execute(restarted, name, instance, today)
+            execute(restarted, name, instance, today)  # the same tick's run again
+            (check,) = ran.get_asset_check_evaluations()
+            print(check.metadata)  # the closing note quotes the day's check
+            assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+            assert check.metadata["verdict"].value in ("regression", "likely_regression")
+        # the version the benchmark's own partitions name (n8n's published workflow)
+        resource = N8nResource(base_url=n8n.base_url, api_key=n8n.api_key)
+        current = current_hash(load_benchmark(file), resource)
+        rows = query(
+            env,
+            f"select strftime(started_at, '%Y-%m-%d'), workflow_hash, count(*), "
+            f"count(distinct score_id), sum(success::int) from {name}.online_scores "
+            "group by all order by 1",
+        )
+        today_key = date.today().isoformat()
+        yesterday_key = (date.today() - timedelta(days=1)).isoformat()
+        assert rows == [(yesterday_key, current, 2, 2, 2), (today_key, current, 3, 3, 0)]
+        summary = query(env, f"select * from {name}.online_summary order by day")
+        print(summary)  # the online summary of a day, for the closing note
+        assert [(row[2], row[5]) for row in summary] == [(2, 2), (3, 0)]
+    finally:
+        n8n.delete_workflow(workflow_id)
+
+
+def test_a_chat_session_is_scored_as_one_conversation_once_idle(
+    n8n: N8nServer, env: Path, tmp_path: Path
+) -> None:
+    name = "live_online_chat"
+    with FakeOpenAI() as llm:
+        credential = n8n.api(
+            "POST",
+            "/credentials",
+            json={"name": "Fake OpenAI (online)", "type": "openAiApi",
+                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
+        ).json()  # fmt: skip
+        workflow = json.loads(
+            json.dumps(load_workflow("chat_agent")).replace(
+                "__OPENAI_CREDENTIAL_ID__", credential["id"]
+            )
+        )
+        workflow["name"] = "online chat agent"
+        trigger = workflow["nodes"][0]
+        trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"
+        trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
+        workflow_id = n8n.create_workflow(workflow)
+        file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="AI Agent",
+                         end="Format", metric="turn_relevancy")  # fmt: skip
+        try:
+            defs = build_definitions([file])
+            with dg.instance_for_test() as instance:
+                started = tick(defs, name, instance, None)
+                url = n8n.webhook_url(f"{trigger['webhookId']}/chat")
+                for message in ("Hello", "What is 6*7?", "Thanks"):
+                    body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": message}
+                    assert _chat(url, body).status_code == 200
+                wait_for_executions(n8n, workflow_id, 3)
+                opened = tick(defs, name, instance, started.cursor)
+                cursor = opened.cursor
+                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
+                    time.sleep(4)
+                    opened = tick(defs, name, instance, cursor)
+                (request,) = opened.run_requests
+                (item,) = items(request, name)
+                assert (item["kind"], item["key"], len(item["execution_ids"])) == (
+                    "session", "online-a", 3)  # fmt: skip
+                assert item["execution_ids"] == sorted(item["execution_ids"])
+                execute(defs, name, instance, request)
+                assert tick(defs, name, instance, opened.cursor).run_requests == []
+            rows = query(env, f"select score_id, metric, error_kind from {name}.online_scores")
+            first = item["execution_ids"][0]
+            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None)]
+        finally:
+            n8n.delete_workflow(workflow_id)

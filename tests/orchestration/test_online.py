@@ -1,0 +1,320 @@
+"""Online evaluation in Dagster: the sensor on FakeN8nApi (a fake of n8n's public API), the
+daily assets, their upsert and the drop check."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from tests.n8n_api.fake_n8n import FakeN8nApi
+from tests.n8n_api.test_traffic_dataset import TRIGGER, WEBHOOK_AGENT, run
+from tests.orchestration.conftest import query
+
+DAY = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+BENCHMARK = """
+name: support_online
+workflow: {id: wf}
+dataset: {path: dataset.jsonl, idColumn: rowId}
+target: {type: n8n_workflow, startNodeName: AI Agent, endNodeName: Reply}
+metrics:
+  - metric: pattern_match
+    label: no_refund
+    pattern: "^(?!.*[Rr]efund issued).*$"
+online:
+  metrics: [no_refund]
+  maxCostUsdPerDay: 1.0
+"""
+CHAT_AGENT = {
+    "name": "chat",
+    "nodes": [
+        {"name": TRIGGER, "type": "@n8n/n8n-nodes-langchain.chatTrigger", "typeVersion": 1.1,
+         "parameters": {}},
+        {"name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 3.1,
+         "parameters": {}},
+    ],
+    "connections": {TRIGGER: {"main": [[{"node": "AI Agent", "type": "main", "index": 0}]]}},
+}  # fmt: skip
+CHAT_BENCHMARK = """
+name: chat_online
+workflow: {id: chat}
+dataset: {path: dataset.jsonl, idColumn: rowId}
+target: {type: n8n_workflow, startNodeName: AI Agent, endNodeName: AI Agent}
+metrics:
+  - metric: turn_relevancy
+online:
+  metrics: [turn_relevancy]
+  sessionIdleMinutes: 5
+"""
+
+
+def webhook_execution(
+    number: int, answer: str, started: datetime, workflow: dict[str, Any] = WEBHOOK_AGENT
+) -> dict[str, Any]:
+    body = {"question": f"question {number}", "customer": "C-7"}
+    return {
+        "id": str(number),
+        "workflowId": "wf",
+        "status": "success",
+        "mode": "webhook",
+        "startedAt": started.isoformat(),
+        "workflowData": workflow,
+        "data": {
+            "resultData": {
+                "runData": {
+                    "Webhook": run({"body": body}),
+                    "AI Agent": run({"output": answer}),
+                    "Reply": run({"output": answer}),
+                },
+                "lastNodeExecuted": "Reply",
+            }
+        },
+    }
+
+
+def chat_execution(number: int, session: str, message: str, started: datetime) -> dict[str, Any]:
+    return {
+        "id": str(number),
+        "workflowId": "chat",
+        "status": "success",
+        "mode": "webhook",
+        "startedAt": started.isoformat(),
+        "data": {
+            "resultData": {
+                "runData": {
+                    TRIGGER: run(
+                        {"sessionId": session, "action": "sendMessage", "chatInput": message}
+                    ),
+                    "AI Agent": run({"output": f"Echo: {message}"}),
+                },
+                "lastNodeExecuted": "AI Agent",
+            }
+        },
+    }
+
+
+@pytest.fixture
+def n8n(monkeypatch: pytest.MonkeyPatch, environment: Path) -> Iterator[FakeN8nApi]:
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "1")
+    with FakeN8nApi() as fake:
+        fake.workflows["wf"] = WEBHOOK_AGENT
+        fake.workflows["chat"] = CHAT_AGENT
+        monkeypatch.setenv("N8N_API_URL", fake.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        yield fake
+
+
+def benchmark_file(tmp_path: Path, text: str = BENCHMARK) -> Path:
+    folder = tmp_path / "bench"
+    folder.mkdir(exist_ok=True)
+    (folder / "dataset.jsonl").write_text('{"rowId": "r1", "input": "hello"}\n')
+    path = folder / f"{len(list(folder.glob('*.yaml')))}.benchmark.yaml"
+    path.write_text(text)
+    return path
+
+
+def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, cursor=None):
+    sensor = defs.resolve_sensor_def("support_online__online")
+    n8n = N8nResource(base_url=fake.base_url, api_key="test-key")
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"n8n": n8n})
+    return sensor(context)
+
+
+def scored(result) -> list[list[str]]:
+    return [
+        [item["key"] for item in request.run_config["ops"]["support_online__online_scores"][
+            "config"]["items"]]
+        for request in result.run_requests
+    ]  # fmt: skip
+
+
+def test_the_sensor_scores_new_executions_once_over_ticks_and_a_restart(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    n8n.executions = [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (1, 2)]
+    with dg.instance_for_test() as instance:
+        first = tick(defs, instance, n8n)
+        assert (
+            first.run_requests == []
+            and "starts after execution 2" in first.skip_reason.skip_message
+        )
+        n8n.executions += [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (3, 4)]
+        second = tick(defs, instance, n8n, first.cursor)
+        assert scored(second) == [["3", "4"]]
+        assert second.run_requests[0].partition_key == "2026-11-30"
+        assert tick(defs, instance, n8n, second.cursor).run_requests == []
+        # a new process reads the stored cursor back: nothing again, then only the new one
+        restarted = build_definitions([benchmark_file(tmp_path)])
+        n8n.executions.append(webhook_execution(5, "fine", DAY + timedelta(days=1)))
+        third = tick(restarted, instance, n8n, second.cursor)
+        assert scored(third) == [["5"]] and third.run_requests[0].partition_key == "2026-12-01"
+
+
+def test_a_waiting_execution_is_scored_by_the_tick_after_it_ended(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        n8n.executions = [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (1, 2)]
+        n8n.executions[0]["status"] = "waiting"  # a Wait node, for a person's answer
+        first = tick(defs, instance, n8n, cursor)
+        assert scored(first) == [["2"]]
+        assert tick(defs, instance, n8n, first.cursor).run_requests == []  # still waiting
+        n8n.executions[0]["status"] = "success"
+        assert scored(tick(defs, instance, n8n, first.cursor)) == [["1"]]
+
+
+def test_the_sensor_skips_once_the_day_s_judge_cost_reached_the_cap(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        started = tick(defs, instance, n8n)
+        n8n.executions = [webhook_execution(1, "fine", DAY)]
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                asset_key=dg.AssetKey(["support_online", "online_scores"]),
+                partition="2026-11-30",
+                metadata={"cost_usd": 1.25},
+            )
+        )
+        capped = tick(defs, instance, n8n, started.cursor)
+        assert isinstance(capped, dg.SkipReason)
+        assert (
+            "judge cost today $1.2500 reached online.maxCostUsdPerDay $1.0000"
+            in capped.skip_message
+        )
+
+
+def _run_tick(defs, instance, request):
+    return defs.resolve_job_def("support_online__online").execute_in_process(
+        partition_key=request.partition_key, run_config=request.run_config, instance=instance
+    )
+
+
+@pytest.mark.slow  # the worker pool scores
+def test_scores_are_upserted_by_execution_and_the_drop_check_warns_on_a_planted_regression(
+    n8n, tmp_path, environment
+):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    edited = copy.deepcopy(WEBHOOK_AGENT)
+    edited["nodes"][1]["parameters"]["text"] = "={{ $json.body.question }} (settle refunds)"
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        yesterday, today = DAY - timedelta(days=1), DAY
+        n8n.executions = [
+            webhook_execution(n, "Your order ships Monday.", yesterday + timedelta(minutes=n))
+            for n in range(1, 11)
+        ]
+        n8n.executions += [webhook_execution(n, "Refund issued, sorry!", today
+                                             + timedelta(minutes=n), edited)
+                           for n in range(11, 21)]  # fmt: skip
+        result = tick(defs, instance, n8n, cursor)
+        assert [r.partition_key for r in result.run_requests] == ["2026-11-29", "2026-11-30"]
+        runs = [_run_tick(defs, instance, request) for request in result.run_requests]
+        _run_tick(defs, instance, result.run_requests[1])  # a tick's run again: no duplicates
+        # a later run of the same day adds to its rows instead of replacing the partition
+        config = copy.deepcopy(result.run_requests[1].run_config)
+        items = config["ops"]["support_online__online_scores"]["config"]["items"]
+        del items[5:]
+        _run_tick(defs, instance, result.run_requests[1]._replace(run_config=config))
+        rows = query(
+            environment,
+            "select strftime(started_at, '%Y-%m-%d'), left(workflow_hash, 12), count(*), "
+            "count(distinct score_id), sum(success::int) from support_online.online_scores "
+            "group by all order by 1",
+        )
+        assert rows == [
+            ("2026-11-29", workflow_hash(WEBHOOK_AGENT)[:12], 10, 10, 10),
+            ("2026-11-30", workflow_hash(edited)[:12], 10, 10, 0),
+        ]
+        (first_check,) = runs[0].get_asset_check_evaluations()
+        assert first_check.passed  # one day: no window before it to drop from
+        (check,) = runs[1].get_asset_check_evaluations()
+        assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
+        assert check.metadata["verdict"].value == "regression"
+        summary = query(
+            environment,
+            "select strftime(day, '%Y-%m-%d'), items, passed, pass_rate "
+            "from support_online.online_summary order by 1",
+        )
+        assert summary == [("2026-11-29", 10, 10, 1.0), ("2026-11-30", 10, 0, 0.0)]
+        materialization = runs[1].asset_materializations_for_node("support_online__online_summary")[
+            0
+        ]
+        assert materialization.metadata["online_pass_rate"].value == 0.0
+        assert materialization.metadata["items"].value == 10
+
+
+@pytest.mark.slow  # the worker pool scores
+def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
+    defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
+    with dg.instance_for_test() as instance:
+        sensor = defs.resolve_sensor_def("chat_online__online")
+        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
+
+        def chat_tick(cursor):
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, resources={"n8n": resource}
+            )
+            return sensor(context)
+
+        cursor = chat_tick(None).cursor
+        now = datetime.now(UTC)
+        n8n.executions = [
+            chat_execution(n, "s1", f"message {n}", now - timedelta(minutes=20 - n))
+            for n in (1, 2, 3)
+        ]
+        result = chat_tick(cursor)
+        (request,) = result.run_requests
+        (item,) = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
+        assert (item["kind"], item["key"], item["execution_ids"]) == ("session", "s1", [1, 2, 3])
+        defs.resolve_job_def("chat_online__online").execute_in_process(
+            partition_key=request.partition_key, run_config=request.run_config, instance=instance
+        )
+        # the user comes back to the same chat later: another conversation, kept beside it
+        n8n.executions.append(chat_execution(4, "s1", "again", now - timedelta(minutes=6)))
+        (later,) = chat_tick(result.cursor).run_requests
+        defs.resolve_job_def("chat_online__online").execute_in_process(
+            partition_key=later.partition_key, run_config=later.run_config, instance=instance
+        )
+        rows = query(
+            environment,
+            "select score_id, execution_ids from chat_online.online_scores order by 1",
+        )
+        assert rows == [
+            ("session:s1:1", json.dumps(["1", "2", "3"])),
+            ("session:s1:4", json.dumps(["4"])),
+        ]
+
+
+@pytest.mark.slow  # the worker pool scores
+def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_none(
+    n8n, tmp_path, environment
+):
+    with_sink = BENCHMARK + "sink:\n  onlineScores: {dataTable: online_scores}\n"
+    defs = build_definitions([benchmark_file(tmp_path, with_sink)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        n8n.executions = [webhook_execution(n, "fine", DAY + timedelta(minutes=n)) for n in (1, 2)]
+        (request,) = tick(defs, instance, n8n, cursor).run_requests
+        for _ in range(2):
+            _run_tick(defs, instance, request)
+    (table,) = n8n.tables.values()
+    assert table["meta"]["name"] == "online_scores"
+    assert sorted((row["scoreId"], row["metric"], row["success"]) for row in table["rows"]) == [
+        ("execution:1", "no_refund", True),
+        ("execution:2", "no_refund", True),
+    ]
+    assert table["rows"][0]["startedAt"].startswith("2026-11-30T08:01")
+
+
+def test_online_evaluation_is_refused_where_scores_cannot_be_upserted(n8n, tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_PROFILE", "distributed")
+    with pytest.raises(ValueError, match="online evaluation stores its scores in DuckDB"):
+        build_definitions([benchmark_file(tmp_path)])
