@@ -70,7 +70,11 @@ def live_outputs(
             context, target, workflow, rows, judge.spec_for(benchmark.judge)
         )
         called = [run for run in runs if run.row_id not in failed]
-        outputs = _through_harness(context, benchmark.name, target, workflow, n8n, called, rows)
+        outputs = (  # no copy is made when no row is left to call
+            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows)
+            if called
+            else []
+        )
         by_run = {output.run_id: output for output in outputs + unmocked_runs(runs, failed)}
         outputs = [by_run[run.run_id] for run in runs]
     else:

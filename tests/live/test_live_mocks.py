@@ -327,6 +327,37 @@ def test_a_judge_mocked_tool_answers_what_the_judge_wrote_and_never_reaches_the_
             assert answer.startswith("Agent said: The answer is [{") and answer.endswith("queued")
 
 
+def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing_is_called(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service, llm = orders["service"], orders["llm"]
+    service.requests.clear()
+    judge = LoopbackJudge(latency_s=0.0, faults=["invalid_json"] * 4)  # 2 rows, asked twice
+    judge.start()
+    settings = {"provider": "openai-compatible", "model": "garbling", "baseUrl": judge.base_url}
+    mocks = {"nodes": {"Order Lookup": "judge"}}
+    asked = len(llm.chat_requests())
+    try:
+        path = write_benchmark(tmp_path, orders["ids"][True], name="live_judge_garbled",
+                               judge=settings, mocks=mocks)  # fmt: skip
+        result = CliRunner().invoke(main, ["run", str(path)])
+    finally:
+        judge.stop()
+    print(result.stdout, result.stderr[-1500:])
+    assert result.exit_code == 3  # every target call failed: not a passing run
+    assert sum(service.requests.values()) == 0 and len(llm.chat_requests()) == asked
+    assert "calling n8n:webhook" not in result.stderr  # no harness copy for no row
+    errors = [error for _, _, error, _ in outputs(environment, "live_judge_garbled").values()]
+    assert len(errors) == 4
+    assert all(
+        error.startswith(
+            'target_error: mock "Order Lookup": the judge wrote no response: the judge '
+            "answered twice with JSON that does not fit MockResponse"
+        )
+        for error in errors
+    ), errors
+
+
 def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answered(
     n8n: N8nServer, orders: dict[str, Any], tmp_path: Path
 ) -> None:
