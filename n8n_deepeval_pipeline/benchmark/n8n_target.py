@@ -143,7 +143,7 @@ class WebhookTarget(ConfigModel):
 
 
 class NodeMock(ConfigModel):
-    """What one node answers instead of running: a fixed response, or a dataset column's."""
+    """What one node answers instead of running: fixed, a dataset column's, or the judge's."""
 
     response: Any = Field(
         default=None,
@@ -156,12 +156,33 @@ class NodeMock(ConfigModel):
         description="Dataset column holding each row's response (JSON text or text), so "
         "each case scripts its own answer.",
     )
+    judge: bool = Field(
+        default=False,
+        description="The judge writes a plausible response for each row from the node's "
+        "type, parameters and the row's input (once per row, cached like every judge call).",
+    )
 
     @model_validator(mode="after")
     def _one_answer(self) -> NodeMock:
-        if (self.response is None) == (self.column is None):
-            raise ValueError("a mock needs exactly one of 'response' or 'column'")
+        if [self.response is not None, self.column is not None, self.judge].count(True) != 1:
+            raise ValueError("a mock needs exactly one of 'response', 'column' or 'judge'")
         return self
+
+    @property
+    def per_row(self) -> bool:
+        """Whether the answer differs by row (read from the run's request)."""
+        return self.column is not None or self.judge
+
+
+def _judge_shorthand(value: Any) -> Any:
+    """A node mocked as ``judge`` is ``{judge: true}``."""
+    return {"judge": True} if value == "judge" else value
+
+
+def _or_judge(schema: dict[str, Any]) -> None:
+    """Editors accept the shorthand too."""
+    mock = schema["additionalProperties"]
+    schema["additionalProperties"] = {"anyOf": [{"const": "judge", "type": "string"}, mock]}
 
 
 class Mocks(ConfigModel):
@@ -173,8 +194,11 @@ class Mocks(ConfigModel):
         "language models, memory, embeddings, rerankers and read-only vector stores and "
         'retrievers; those not named under nodes answer {"mocked": true}.',
     )
-    nodes: dict[str, NodeMock] = Field(
-        default_factory=dict, description="Node name → its mock (main-path nodes and tools)."
+    nodes: dict[str, Annotated[NodeMock, BeforeValidator(_judge_shorthand)]] = Field(
+        default_factory=dict,
+        json_schema_extra=_or_judge,
+        description='Node name → its mock (main-path nodes and tools); "judge" (= {judge: '
+        "true}) has the judge write it.",
     )
 
 

@@ -25,6 +25,7 @@ import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.harness import (
     MOCKS_FIELD,
     check_start_and_end,
@@ -115,7 +116,7 @@ def mock_answers(target: WorkflowTarget, workflow: dict[str, Any]) -> dict[str, 
     """
     mocks = target.mocks
     answers = {
-        name: MockAnswer(response=mock.response, per_row=mock.column is not None)
+        name: MockAnswer(response=mock.response, per_row=mock.per_row)
         for name, mock in mocks.nodes.items()
     }
     if mocks.services:
@@ -153,14 +154,51 @@ def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:
     body = target.input
     if body is None:
         body = default_input(feeder(workflow, target.start_node_name))
-    columns = {name: mock.column for name, mock in target.mocks.nodes.items() if mock.column}
+    columns = {
+        name: mock.column or judge_mock_column(name)
+        for name, mock in target.mocks.nodes.items()
+        if mock.per_row
+    }
     if not columns:
         return body
     body = DEFAULT_BODY if body is None else body
     if not isinstance(body, dict):
-        raise ValueError("target.mocks: a response read from a column needs an object input")
+        raise ValueError(
+            "target.mocks: a response read from a column or written by the judge needs an "
+            "object input"
+        )
     cells = {name: f"{{{{ row.get({json.dumps(column)}) }}}}" for name, column in columns.items()}
     return {**body, MOCKS_FIELD: cells}
+
+
+def judge_mock_column(name: str) -> str:
+    """The row field the judge's response for node ``name`` travels in, as a column would."""
+    return f"__judgeMock:{name}"
+
+
+def judge_mocked(target: WorkflowTarget) -> list[str]:
+    """The nodes whose responses the judge writes, by name."""
+    return [name for name, mock in target.mocks.nodes.items() if mock.judge]
+
+
+def with_judge_mocks(
+    rows: list[DatasetRow], written: dict[str, dict[str, str]]
+) -> list[DatasetRow]:
+    """The rows carrying the judge's responses (row id → node → JSON text) as columns."""
+    return [
+        row.model_copy(
+            update={
+                "raw": {
+                    **row.raw,
+                    **{
+                        judge_mock_column(name): text
+                        for name, text in written.get(row.row_id, {}).items()
+                    },
+                }
+            }
+        )
+        for row in rows
+    ]
 
 
 @contextmanager

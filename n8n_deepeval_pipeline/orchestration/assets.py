@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.report import (
@@ -161,6 +162,7 @@ def build_benchmark_assets(
     def agent_outputs(
         context: dg.AssetExecutionContext,
         n8n: N8nResource,
+        judge: JudgeResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> pd.DataFrame:
@@ -170,7 +172,7 @@ def build_benchmark_assets(
             with pointed_to_by(source):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
         else:
-            outputs = live_outputs(context, benchmark, n8n, runs, rows)
+            outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
         context.add_output_metadata(outputs_metadata(outputs))
         return to_frame(AgentOutput, outputs)
 

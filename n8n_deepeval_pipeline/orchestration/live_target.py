@@ -26,7 +26,9 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
     unmocked_services,
 )
 from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
+from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows, unmocked_runs
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
+from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
@@ -56,6 +58,7 @@ def live_outputs(
     context: dg.AssetExecutionContext,
     benchmark: Benchmark,
     n8n: N8nResource,
+    judge: JudgeResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
@@ -64,7 +67,17 @@ def live_outputs(
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
     if isinstance(target, WorkflowTarget):
-        outputs = _through_harness(context, benchmark.name, target, workflow, n8n, runs, rows)
+        rows, failed = judge_written_rows(
+            context, target, workflow, rows, judge.spec_for(benchmark.judge)
+        )
+        called = [run for run in runs if run.row_id not in failed]
+        outputs = (  # no copy is made when no row is left to call
+            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows)
+            if called
+            else []
+        )
+        by_run = {output.run_id: output for output in outputs + unmocked_runs(runs, failed)}
+        outputs = [by_run[run.run_id] for run in runs]
     else:
         assert isinstance(target, WebhookTarget)
         if not isinstance(benchmark.workflow, N8nWorkflowRef):

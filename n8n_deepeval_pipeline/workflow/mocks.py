@@ -5,7 +5,8 @@ runs for real on the mocked answers. A mocked tool sub-node becomes a Code Tool 
 same name, description and input schema, so the agent is offered the same tool; a mocked
 main-path node becomes a Code node of the same name, so ``$('Name').item.json…`` still
 resolves. A mock answers a fixed response, or the one the request carries for its row
-(under ``MOCKS_FIELD`` of the harness webhook's body).
+(under ``MOCKS_FIELD`` of the harness webhook's body): a dataset column's, or one the
+judge wrote for the row from ``mock_request``, what the node is without its secrets.
 
 ``service_nodes`` names what acts on a real service: a node that carries credentials or
 makes HTTP requests, except what a benchmark measures: the sub-nodes wired in as a
@@ -21,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from n8n_deepeval_pipeline.redaction import REDACTED, redact
 from n8n_deepeval_pipeline.workflow.agent_tools import tool_description
+from n8n_deepeval_pipeline.workflow.checks import is_secret_name
 from n8n_deepeval_pipeline.workflow.graph import (
     LANGCHAIN,
     WorkflowGraph,
@@ -200,3 +203,42 @@ def _replacing(
     """A node of another type in the mocked node's place: same name, id and position."""
     kept: dict[str, Any] = {key: node[key] for key in ("id", "name", "position") if key in node}
     return {**kept, "type": kind, "typeVersion": version, "parameters": parameters}
+
+
+def mock_request(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+    """What the judge is told of a node it writes a response for: never a secret.
+
+    Its type and parameters (credential-named fields and ``{name, value}`` entries, and
+    credential-shaped text, redacted; the node's credentials are never read), and for a
+    tool what the agent is offered: its description and arguments.
+    """
+    graph = WorkflowGraph(workflow)
+    node = graph.nodes[name]
+    request: dict[str, Any] = {
+        "node": name,
+        "type": node_type(node),
+        "parameters": without_secrets(node.get("parameters") or {}),
+    }
+    if name in _tools(graph):
+        schema = _input_schema(node).get("inputSchema")
+        request["tool"] = {
+            "description": tool_description(node),
+            "arguments": json.loads(schema) if schema else "one text input",
+        }
+    return request
+
+
+def without_secrets(value: Any) -> Any:
+    """Parameters with every credential taken out, by the name of its field or its shape."""
+    if isinstance(value, Mapping):
+        secret_entry = is_secret_name(value.get("name"))
+        return {
+            key: REDACTED
+            if (is_secret_name(key) or (secret_entry and key == "value"))
+            and isinstance(item, str | int | float)
+            else without_secrets(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [without_secrets(item) for item in value]
+    return redact(value) if isinstance(value, str) else value

@@ -142,7 +142,8 @@ def test_validate_lists_in_plain_words_the_nodes_that_act_on_a_real_service(exam
         "(n8n-nodes-base.httpRequestTool) makes HTTP requests with the credential "
         "httpHeaderAuth, as a tool of AI Agent, on every run (mock it in target.mocks)\n"
     )
-    for mocks in ("services", {"nodes": {"order_lookup": {"column": "expectedOutput"}}}):
+    judged = {"nodes": {"order_lookup": "judge"}}  # a judge-mocked node does not act
+    for mocks in ("services", {"nodes": {"order_lookup": {"column": "expectedOutput"}}}, judged):
         mocked = _with(example_copy, target=_harness_target(mocks=mocks))
         assert CliRunner().invoke(main, ["validate", str(mocked)]).stderr == ""
 
@@ -166,18 +167,19 @@ def test_a_mock_needs_one_answer_and_the_error_names_its_field(example_copy):
         check_benchmark(path)
     assert caught.value.problems == [
         "target.n8n_workflow.mocks.nodes.order_lookup: Value error, a mock needs exactly one "
-        "of 'response' or 'column'"
+        "of 'response', 'column' or 'judge'"
     ]
 
 
-def test_a_column_mock_needs_an_object_input(example_copy):
-    mocks = {"nodes": {"order_lookup": {"column": "expectedOutput"}}}
+@pytest.mark.parametrize("mock", [{"column": "expectedOutput"}, "judge"])
+def test_a_column_or_judge_mock_needs_an_object_input(example_copy, mock):
+    mocks = {"nodes": {"order_lookup": mock}}
     target = _harness_target(input="{{ input }}", mocks=mocks)
     path = _with(example_copy, runsPerRow=2, target=target)
     with pytest.raises(BenchmarkConfigError) as caught:
         check_benchmark(path)
     assert caught.value.problems == [
-        "target: mocks: a response read from a column needs an object input"
+        "target: mocks: a response read from a column or written by the judge needs an object input"
     ]
 
 

@@ -5,7 +5,9 @@ Real n8n nodes: Webhook → AI Agent (OpenAI Chat Model, an HTTP Request Tool "O
 payload, `$json.body.chatInput`. Both HTTP nodes call a loopback service that counts its
 requests; the language model is a loopback fake (FakeOpenAI) that calls the tool the
 question names. Mocked, the service sees nothing and the agent answers from the mocks;
-unmocked, it sees one request per node and run, and `validate` names both nodes.
+unmocked, it sees one request per node and run, and `validate` names both nodes. Mocked
+as `judge`, the tool answers what a loopback judge wrote for the row, one judge call per
+row whatever the runs, none on a second run (the judge's cache).
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.judging.mock_writer import MockResponse
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 
@@ -154,7 +158,11 @@ def environment(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def write_benchmark(
-    tmp_path: Path, workflow_id: str, name: str = "live_orders", **target: Any
+    tmp_path: Path,
+    workflow_id: str,
+    name: str = "live_orders",
+    judge: dict[str, Any] | None = None,
+    **target: Any,
 ) -> Path:
     (tmp_path / "cases.csv").write_text(
         "id,question,expected,tools,lookup\n"
@@ -176,6 +184,7 @@ def write_benchmark(
                    "endNodeName": "Format", **target},
         "metrics": [{"metric": "exact_match"}, {"metric": "tool_correctness"}],
         "compare": {"failOn": "likely_regression"},  # reachable with 2 runs per case
+        **({"judge": judge} if judge else {}),
     }  # fmt: skip
     path = tmp_path / f"{name}.benchmark.yaml"
     path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
@@ -266,6 +275,87 @@ def test_with_intermediate_steps_off_the_mocked_tool_calls_are_read_from_the_exe
          "observation": '[{"response":"{\\"mocked\\":true}"}]', "mocked": True}
     ]  # fmt: skip
     assert {score for *_, score in by_run.values()} == {1.0}
+
+
+def mock_requests(judge: LoopbackJudge) -> list[dict[str, Any]]:
+    """The requests the judge got to write a mock (not to score a metric)."""
+    return [body for body in judge.bodies
+            if "You stand in for one node" in prompt_text(body.get("messages", []))]  # fmt: skip
+
+
+def test_a_judge_mocked_tool_answers_what_the_judge_wrote_and_never_reaches_the_service(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service = orders["service"]
+    service.requests.clear()
+    judge = LoopbackJudge(latency_s=0.0).start()
+    mocks = {"nodes": {"Order Lookup": "judge", "Notify": {"response": {"status": "queued"}}}}
+    settings = {"provider": "openai-compatible", "model": "loopback", "baseUrl": judge.base_url}
+    try:
+        path = write_benchmark(tmp_path, orders["ids"][True], name="live_judge_mocks",
+                               judge=settings, mocks=mocks)  # fmt: skip
+        validated = CliRunner().invoke(main, ["validate", str(path)])
+        assert (validated.exit_code, validated.stderr) == (0, "")  # a judge mock does not act
+        result = CliRunner().invoke(main, ["run", str(path)])
+        print(result.stdout, "service requests with judge mocks:", dict(service.requests))
+        assert result.exit_code == 0, result.output
+        written = mock_requests(judge)
+        again = CliRunner().invoke(main, ["run", str(path)])
+        assert again.exit_code == 0, again.output
+        asked_again = len(mock_requests(judge)) - len(written)
+    finally:
+        judge.stop()
+    assert sum(service.requests.values()) == 0
+    # One judge call per row (2 rows, 2 runs each), none on the second run: the cache.
+    assert (len(written), asked_again) == (2, 0)
+    prompt = prompt_text(written[0]["messages"])
+    assert "n8n-nodes-base.httpRequestTool" in prompt and "Looks up an order by id" in prompt
+    by_run = outputs(environment, "live_judge_mocks")
+    for case in ("o17", "o42"):
+        (request,) = [body for body in written
+                      if f"order {case[1:]}" in prompt_text(body["messages"])]  # fmt: skip
+        items = MockResponse.model_validate_json(answer_for(request)).as_items()
+        for run in (0, 1):  # both runs of the case got the one answer written for it
+            answer, steps, error, tool_score = by_run[f"{case}:{run}"]
+            (step,) = json.loads(steps)
+            assert (error, tool_score, step["mocked"]) == (None, 1.0, True)
+            assert step["action"]["tool"] == "Order_Lookup"
+            assert step["action"]["toolInput"] == {"orderId": case[1:]}
+            # n8n records a Code Tool's text as its item's response: the judge's items.
+            (observed,) = json.loads(step["observation"])
+            assert json.loads(observed["response"]) == items
+            assert answer.startswith("Agent said: The answer is [{") and answer.endswith("queued")
+
+
+def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing_is_called(
+    orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    service, llm = orders["service"], orders["llm"]
+    service.requests.clear()
+    judge = LoopbackJudge(latency_s=0.0, faults=["invalid_json"] * 4)  # 2 rows, asked twice
+    judge.start()
+    settings = {"provider": "openai-compatible", "model": "garbling", "baseUrl": judge.base_url}
+    mocks = {"nodes": {"Order Lookup": "judge"}}
+    asked = len(llm.chat_requests())
+    try:
+        path = write_benchmark(tmp_path, orders["ids"][True], name="live_judge_garbled",
+                               judge=settings, mocks=mocks)  # fmt: skip
+        result = CliRunner().invoke(main, ["run", str(path)])
+    finally:
+        judge.stop()
+    print(result.stdout, result.stderr[-1500:])
+    assert result.exit_code == 3  # every target call failed: not a passing run
+    assert sum(service.requests.values()) == 0 and len(llm.chat_requests()) == asked
+    assert "calling n8n:webhook" not in result.stderr  # no harness copy for no row
+    errors = [error for _, _, error, _ in outputs(environment, "live_judge_garbled").values()]
+    assert len(errors) == 4
+    assert all(
+        error.startswith(
+            'target_error: mock "Order Lookup": the judge wrote no response: the judge '
+            "answered twice with JSON that does not fit MockResponse"
+        )
+        for error in errors
+    ), errors
 
 
 def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answered(
