@@ -340,7 +340,8 @@ def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing
     try:
         path = write_benchmark(tmp_path, orders["ids"][True], name="live_judge_garbled",
                                judge=settings, mocks=mocks)  # fmt: skip
-        result = CliRunner().invoke(main, ["run", str(path)])
+        # --verbose: Dagster's log says whether a harness copy was called
+        result = CliRunner().invoke(main, ["run", str(path), "--verbose"])
     finally:
         judge.stop()
     print(result.stdout, result.stderr[-1500:])
@@ -366,14 +367,16 @@ def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answer
                            maxConcurrency=1)  # fmt: skip
     cli = Path(sys.executable).parent / "n8n-deepeval"
     processes = []
-    llm.delay_s = 2.0  # 4 runs × 2 model calls, one at a time: the first run lasts ~16 s
+    # 4 runs × 2 model calls, one at a time: the first run calls for ~32 s, long enough for
+    # the second to start up and call its copy on a loaded machine
+    llm.delay_s = 4.0
     try:
         for index in range(2):
             env = {**os.environ, "N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
                    "N8N_DEEPEVAL_HOME": str(tmp_path / f"home{index}"),
                    "DEEPEVAL_POOL_SIZE": "1"}  # fmt: skip
             processes.append(subprocess.Popen(
-                [str(cli), "run", str(path)], env=env, stdout=subprocess.PIPE,
+                [str(cli), "run", str(path), "--verbose"], env=env, stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True))  # fmt: skip
             if index == 0:  # the second starts while the first is calling its copy
                 wait_for_copy(n8n, "live_overlap")
