@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import dagster as dg
@@ -41,18 +42,9 @@ class ScoreJournal:
         """Results worth keeping, by task fingerprint (a torn last line is ignored)."""
         results: dict[str, EvaluationResult] = {}
         for path in self._files():
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:  # none yet, or a sibling cleared meanwhile
-                continue
-            for line in text.splitlines():
-                try:
-                    entry = json.loads(line)
-                    result = EvaluationResult.model_validate(entry["result"])
-                except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
-                    continue
+            for _, fingerprint, result in _entries(path):
                 if not is_unjudged(result.error_kind):
-                    results.setdefault(entry["fingerprint"], result)
+                    results.setdefault(fingerprint, result)
         return results
 
     def record(self, task: EvaluationTask, result: EvaluationResult, run_id: str = "") -> None:
@@ -69,19 +61,7 @@ class ScoreJournal:
 
         Only this chunk's own file: a sibling's evaluations are counted by the sibling.
         """
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return []
-        entries = []
-        for line in text.splitlines():
-            try:
-                entry = json.loads(line)
-                result = EvaluationResult.model_validate(entry["result"])
-            except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
-                continue
-            entries.append((str(entry.get("run", "")), str(entry["fingerprint"]), result))
-        return entries
+        return list(_entries(self.path))
 
     def clear(self) -> None:
         """Forget this journal's results (its rows are stored)."""
@@ -109,3 +89,19 @@ class ScoreJournalResource(dg.ConfigurableResource):
             path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):  # not empty: a chunk is writing again
             folder.rmdir()
+
+
+def _entries(path: Path) -> Iterator[tuple[str, str, EvaluationResult]]:
+    """The journal file's readable entries: (run id, fingerprint, result); torn lines skipped."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:  # none yet, or a sibling cleared meanwhile
+        return
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+            result = EvaluationResult.model_validate(entry["result"])
+            fingerprint = str(entry["fingerprint"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValidationError):
+            continue
+        yield str(entry.get("run", "")), fingerprint, result
