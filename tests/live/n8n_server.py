@@ -297,6 +297,21 @@ class N8nServer:
             raise RuntimeError("the owner and API key are not set up")
         return self._public.request(method, path + encode_query(params), **kwargs)
 
+    def openai_credential(self, name: str, base_url: str) -> str:
+        """Create an `openAiApi` credential whose model calls go to ``base_url``; its id."""
+        data = {"apiKey": "sk-fake", "url": base_url}
+        body = {"name": name, "type": "openAiApi", "data": data}
+        credential_id: str = _check(self.api("POST", "/credentials", json=body)).json()["id"]
+        return credential_id
+
+    def chat_agent(self, credential_id: str) -> dict[str, Any]:
+        """The bundled chat agent workflow, its model wired to ``credential_id``."""
+        text = json.dumps(load_workflow("chat_agent"))
+        workflow: dict[str, Any] = json.loads(
+            text.replace("__OPENAI_CREDENTIAL_ID__", credential_id)
+        )
+        return workflow
+
     def create_workflow(self, workflow: dict[str, Any], activate: bool = True) -> str:
         """Create a workflow from an export-like dict (extra fields dropped); return its id."""
         body = {key: workflow[key] for key in WRITABLE_WORKFLOW_FIELDS if key in workflow}

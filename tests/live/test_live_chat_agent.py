@@ -22,7 +22,7 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
 from tests.live.fake_llm import FakeOpenAI
-from tests.live.n8n_server import N8nServer, load_workflow
+from tests.live.n8n_server import N8nServer
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 TRIGGER = "When chat message received"
@@ -32,16 +32,8 @@ TRIGGER = "When chat message received"
 def chat_agent(n8n: N8nServer) -> Iterator[dict[str, Any]]:
     """The user's agent in n8n (not published: the pipeline never calls its trigger)."""
     with FakeOpenAI() as llm:
-        credential = n8n.api(
-            "POST",
-            "/credentials",
-            json={"name": "Fake OpenAI", "type": "openAiApi",
-                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
-        ).json()  # fmt: skip
-        text = json.dumps(load_workflow("chat_agent")).replace(
-            "__OPENAI_CREDENTIAL_ID__", credential["id"]
-        )
-        workflow_id = n8n.create_workflow(json.loads(text), activate=False)
+        workflow = n8n.chat_agent(n8n.openai_credential("Fake OpenAI", llm.base_url))
+        workflow_id = n8n.create_workflow(workflow, activate=False)
         yield {"id": workflow_id, "llm": llm}
 
 

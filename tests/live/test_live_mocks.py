@@ -133,12 +133,7 @@ def orders(n8n: N8nServer) -> Iterator[dict[str, Any]]:
     """Both versions of the agent in n8n (unpublished: only harness copies are called)."""
     service = CountingService()
     with FakeOpenAI() as llm:
-        credential = n8n.api(
-            "POST",
-            "/credentials",
-            json={"name": "Fake OpenAI", "type": "openAiApi",
-                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
-        ).json()["id"]  # fmt: skip
+        credential = n8n.openai_credential("Fake OpenAI", llm.base_url)
         ids = {
             steps: n8n.create_workflow(orders_agent(credential, service.url, steps), False)
             for steps in (True, False)

@@ -8,7 +8,6 @@ online job scores them (the pattern metric is real, the conversational one dry-r
 from __future__ import annotations
 
 import copy
-import json
 import time
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -22,7 +21,7 @@ from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from tests.live.fake_llm import FakeOpenAI
-from tests.live.n8n_server import N8nServer, load_workflow
+from tests.live.n8n_server import N8nServer
 from tests.live.test_live_traffic import ECHO_WORKFLOW, _chat, wait_for_executions
 from tests.orchestration.conftest import query
 
@@ -162,17 +161,7 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
 ) -> None:
     name = "live_online_chat"
     with FakeOpenAI() as llm:
-        credential = n8n.api(
-            "POST",
-            "/credentials",
-            json={"name": "Fake OpenAI (online)", "type": "openAiApi",
-                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
-        ).json()  # fmt: skip
-        workflow = json.loads(
-            json.dumps(load_workflow("chat_agent")).replace(
-                "__OPENAI_CREDENTIAL_ID__", credential["id"]
-            )
-        )
+        workflow = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (online)", llm.base_url))
         workflow["name"] = "online chat agent"
         trigger = workflow["nodes"][0]
         trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"

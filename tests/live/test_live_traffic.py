@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
 from tests.live.fake_llm import FakeOpenAI
-from tests.live.n8n_server import N8nServer, load_workflow
+from tests.live.n8n_server import N8nServer
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
@@ -106,17 +106,7 @@ def test_webhook_executions_become_one_row_each_and_a_second_read_adds_none(
 def chatted(n8n: N8nServer) -> Iterator[str]:
     """The chat agent, published with a public chat, after two users' sessions with it."""
     with FakeOpenAI() as llm:
-        credential = n8n.api(
-            "POST",
-            "/credentials",
-            json={"name": "Fake OpenAI (traffic)", "type": "openAiApi",
-                  "data": {"apiKey": "sk-fake", "url": llm.base_url}},
-        ).json()  # fmt: skip
-        workflow = json.loads(
-            json.dumps(load_workflow("chat_agent")).replace(
-                "__OPENAI_CREDENTIAL_ID__", credential["id"]
-            )
-        )
+        workflow = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (traffic)", llm.base_url))
         workflow["name"] = "traffic chat agent"
         trigger = workflow["nodes"][0]
         trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
