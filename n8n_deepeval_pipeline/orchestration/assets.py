@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
+from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.report import (
@@ -75,11 +76,6 @@ ASSET_NAMES = (
 )
 # Tables keep the full hash; a partition's rows are those whose hash starts with its key.
 _PARTITION_METADATA = {"partition_expr": f"left(workflow_hash, {VERSION_KEY_LENGTH})"}
-
-
-def partitions_for(benchmark: Benchmark) -> dg.DynamicPartitionsDefinition:
-    """One partition per workflow version, keyed by its version key (12 hex of the hash)."""
-    return dg.DynamicPartitionsDefinition(name=f"{benchmark.name}__workflow_hash")
 
 
 def _key(benchmark: Benchmark, asset: str) -> dg.AssetKey:
@@ -306,9 +302,10 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         "compare.baseline): pass counts, Fisher's exact test, and a verdict.",
         ins=_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
         check_specs=[
-            dg.AssetCheckSpec(
+            version_check(
                 "no_regression",
-                asset=key,
+                benchmark,
+                key,
                 blocking=benchmark.compare.blocking,
                 description=f"No case has the verdict {gate!r} (or worse) against the "
                 "baseline version.",

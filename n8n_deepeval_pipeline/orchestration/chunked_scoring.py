@@ -28,6 +28,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
+from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
@@ -364,19 +365,24 @@ def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
     asset = _key(benchmark)
     limit = benchmark.checks.max_error_rate
     return [
-        dg.AssetCheckSpec(
-            "every_run_scored", asset=asset, description="Every run has a row for every metric."
+        version_check(
+            "every_run_scored",
+            benchmark,
+            asset,
+            description="Every run has a row for every metric.",
         ),
-        dg.AssetCheckSpec(
+        version_check(
             "error_rate",
-            asset=asset,
+            benchmark,
+            asset,
             description=f"At most {limit:.0%} of the workflow calls failed and at most "
             f"{limit:.0%} of the scores have no judgement (judge or worker errors; "
             "checks.maxErrorRate, the limit `run` exits 3 above).",
         ),
-        dg.AssetCheckSpec(
+        version_check(
             "no_metric_errors",
-            asset=asset,
+            benchmark,
+            asset,
             description="No score row carries an error of any kind (missing input included).",
         ),
     ]
