@@ -185,9 +185,8 @@ def build_benchmark_assets(
             from_frame(MetricScore, metric_scores),
         )
         passed = [row.overall_success for row in rows]
-        context.add_output_metadata(
-            {"runs": len(rows), "run_pass_rate": fmean(passed) if passed else 0.0}
-        )
+        rate = _rounded(fmean(passed)) if passed else 0.0
+        context.add_output_metadata({"runs": len(rows), "run_pass_rate": rate})
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -415,29 +414,36 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
         "report": dg.MetadataValue.path(str(html)),
         "report_url": dg.MetadataValue.url(html.as_uri()),
         "summary": dg.MetadataValue.md(pr_comment(report)),
-        "run_pass_rate": dg.MetadataValue.float(headline.pass_rate.rate or 0.0),
-        "cost_usd": dg.MetadataValue.float(headline.cost_usd or 0.0),
+        "run_pass_rate": dg.MetadataValue.float(_rounded(headline.pass_rate.rate or 0.0)),
     }
+    if headline.cost_usd is not None:  # the report's "—": unpriced is not free
+        metadata["cost_usd"] = dg.MetadataValue.float(round(headline.cost_usd, 6))
     if headline.mean_overall_score is not None:
-        metadata["mean_overall_score"] = dg.MetadataValue.float(headline.mean_overall_score)
+        metadata["mean_overall_score"] = dg.MetadataValue.float(
+            _rounded(headline.mean_overall_score)
+        )
     return metadata
 
 
 def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
     counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
-    return {
-        "baseline": baseline[:12],
-        "baseline_hash": baseline,
-        "run_pass_rate_delta": comparison.overall_delta or 0.0,
-        **counts,
-    }
+    metadata: dict[str, Any] = {"baseline": baseline[:12], **counts}
+    if comparison.overall_delta is not None:
+        delta = _rounded(comparison.overall_delta)
+        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(delta)
+    return metadata
+
+
+def _rounded(value: float) -> float:
+    """A rate as the UI shows it: -0.125, not -0.12500000000000006 (float sums' noise)."""
+    return round(value, 6)
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
-    return {
-        "cases": len(rows),
-        "mean_cv": mean_of_present([row.cv for row in rows]) or 0.0,
-        "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows])
-        or 0.0,
-        "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]) or 0.0,
+    means = {
+        "mean_cv": mean_of_present([row.cv for row in rows]),
+        "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows]),
+        "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]),
     }
+    present = {name: _rounded(value) for name, value in means.items() if value is not None}
+    return {"cases": len(rows), **present}
