@@ -19,6 +19,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
@@ -58,6 +59,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    TableRow,
     WorkflowSnapshot,
 )
 from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
@@ -242,6 +244,10 @@ def build_benchmark_assets(
     return assets, partitions
 
 
+# A sink table: where it goes, the asset it comes from, its rows' model, them, its keys.
+_SinkTable = tuple[DataTableOutput | None, str, type[TableRow], pd.DataFrame, tuple[str, ...]]
+
+
 def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """Results written back to n8n Data Tables; a failure here loses nothing in DuckDB."""
     sink = benchmark.sink
@@ -259,23 +265,28 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
         run_aggregates: pd.DataFrame,
         consistency_stats: pd.DataFrame,
     ) -> dg.MaterializeResult:
+        tables: list[_SinkTable] = [
+            (sink.run_aggregates, "run_aggregates", RunAggregate, run_aggregates, AGGREGATE_KEYS),
+            (
+                sink.consistency_stats,
+                "consistency_stats",
+                ConsistencyStats,
+                consistency_stats,
+                CONSISTENCY_KEYS,
+            ),
+        ]
         written: dict[str, Any] = {}
         with n8n.client() as client:
-            if sink.run_aggregates is not None:
-                written["run_aggregates_rows"] = write_rows(
-                    client,
-                    sink.run_aggregates,
-                    from_frame(RunAggregate, run_aggregates),
-                    AGGREGATE_KEYS,
+            for output, name, model, frame, keys in tables:
+                if output is None:
+                    continue
+                done = write_rows(client, output, from_frame(model, frame), keys, model)
+                written[f"{name}_rows_written"] = done.written
+                written[f"{name}_rows_already_there"] = done.already_there
+                context.log.info(
+                    f"{output.data_table}: {done.written} rows written, "
+                    f"{done.already_there} already there"
                 )
-            if sink.consistency_stats is not None:
-                written["consistency_stats_rows"] = write_rows(
-                    client,
-                    sink.consistency_stats,
-                    from_frame(ConsistencyStats, consistency_stats),
-                    CONSISTENCY_KEYS,
-                )
-        context.log.info(f"written to n8n Data Tables: {written}")
         return dg.MaterializeResult(metadata=written)
 
     sink_asset: dg.AssetsDefinition = data_table_sink
