@@ -446,8 +446,8 @@ def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[s
 
 
 def _rounded(value: float) -> float:
-    """A rate as the UI shows it: -0.125, not -0.12500000000000006 (float sums' noise)."""
-    return round(value, 6)
+    """A rate without float sums' noise: -0.125, not -0.12500000000000006 (9 places kept)."""
+    return round(value, 9)
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
