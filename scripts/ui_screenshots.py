@@ -9,8 +9,9 @@ of the first version, `run` of its second (`workflow.v2.json`, which regresses: 
 Chromium (/usr/bin/chromium, scripts/install_chromium.sh) writes into OUT_DIR:
 
 - ``job_runs.png``: the benchmark job's runs page, listing the CLI's runs;
-- ``checks.png``: the checks of ``version_comparison`` after the backfill;
-- ``check_partitions.png``: the ``no_regression`` check's executions, each with its partition.
+- ``comparison_partitions.png``: ``version_comparison``'s partitions (one per version);
+- ``check_partitions.png``: its ``no_regression`` check after the backfill, its latest
+  execution with the partition (the version) it failed for.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CLI = Path(sys.executable).parent / "n8n-deepeval"
 LOCATION = "n8n_deepeval_pipeline.orchestration.definitions"
 PAGES = {
     "job_runs.png": f"/locations/{LOCATION}/jobs/support_agent__benchmark/runs",
-    "checks.png": "/assets/support_agent/version_comparison?view=checks",
+    "comparison_partitions.png": "/assets/support_agent/version_comparison?view=partitions",
     "check_partitions.png": "/assets/support_agent/version_comparison?view=checks"
     "&checkDetail=no_regression",
 }
