@@ -742,6 +742,7 @@ def _free_port(first: int) -> int:
 )
 def ui(port: int) -> None:
     """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
+    from n8n_deepeval_pipeline.orchestration.code_location import DEFINITIONS_MODULE
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     with local_instance() as instance:  # created here, so that Dagster's processes find it made
@@ -760,7 +761,7 @@ def ui(port: int) -> None:
         "-p",
         str(chosen),
         "-m",
-        "n8n_deepeval_pipeline.orchestration.definitions",
+        DEFINITIONS_MODULE,
     ]
     sys.exit(_serve(command))
 

@@ -19,6 +19,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
@@ -27,6 +28,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
+from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
@@ -58,6 +60,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    TableRow,
     WorkflowSnapshot,
 )
 from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
@@ -76,11 +79,6 @@ ASSET_NAMES = (
 )
 # Tables keep the full hash; a partition's rows are those whose hash starts with its key.
 _PARTITION_METADATA = {"partition_expr": f"left(workflow_hash, {VERSION_KEY_LENGTH})"}
-
-
-def partitions_for(benchmark: Benchmark) -> dg.DynamicPartitionsDefinition:
-    """One partition per workflow version, keyed by its version key (12 hex of the hash)."""
-    return dg.DynamicPartitionsDefinition(name=f"{benchmark.name}__workflow_hash")
 
 
 def _key(benchmark: Benchmark, asset: str) -> dg.AssetKey:
@@ -191,9 +189,8 @@ def build_benchmark_assets(
             from_frame(MetricScore, metric_scores),
         )
         passed = [row.overall_success for row in rows]
-        context.add_output_metadata(
-            {"runs": len(rows), "run_pass_rate": fmean(passed) if passed else 0.0}
-        )
+        rate = _rounded(fmean(passed)) if passed else 0.0
+        context.add_output_metadata({"runs": len(rows), "run_pass_rate": rate})
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -249,6 +246,10 @@ def build_benchmark_assets(
     return assets, partitions
 
 
+# A sink table: where it goes, the asset it comes from, its rows' model, them, its keys.
+_SinkTable = tuple[DataTableOutput | None, str, type[TableRow], pd.DataFrame, tuple[str, ...]]
+
+
 def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """Results written back to n8n Data Tables; a failure here loses nothing in DuckDB."""
     sink = benchmark.sink
@@ -266,23 +267,28 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
         run_aggregates: pd.DataFrame,
         consistency_stats: pd.DataFrame,
     ) -> dg.MaterializeResult:
+        tables: list[_SinkTable] = [
+            (sink.run_aggregates, "run_aggregates", RunAggregate, run_aggregates, AGGREGATE_KEYS),
+            (
+                sink.consistency_stats,
+                "consistency_stats",
+                ConsistencyStats,
+                consistency_stats,
+                CONSISTENCY_KEYS,
+            ),
+        ]
         written: dict[str, Any] = {}
         with n8n.client() as client:
-            if sink.run_aggregates is not None:
-                written["run_aggregates_rows"] = write_rows(
-                    client,
-                    sink.run_aggregates,
-                    from_frame(RunAggregate, run_aggregates),
-                    AGGREGATE_KEYS,
+            for output, name, model, frame, keys in tables:
+                if output is None:
+                    continue
+                done = write_rows(client, output, from_frame(model, frame), keys, model)
+                written[f"{name}_rows_written"] = done.written
+                written[f"{name}_rows_already_there"] = done.already_there
+                context.log.info(
+                    f"{output.data_table}: {done.written} rows written, "
+                    f"{done.already_there} already there"
                 )
-            if sink.consistency_stats is not None:
-                written["consistency_stats_rows"] = write_rows(
-                    client,
-                    sink.consistency_stats,
-                    from_frame(ConsistencyStats, consistency_stats),
-                    CONSISTENCY_KEYS,
-                )
-        context.log.info(f"written to n8n Data Tables: {written}")
         return dg.MaterializeResult(metadata=written)
 
     sink_asset: dg.AssetsDefinition = data_table_sink
@@ -308,9 +314,10 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         "compare.baseline): pass counts, Fisher's exact test, and a verdict.",
         ins=_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
         check_specs=[
-            dg.AssetCheckSpec(
+            version_check(
                 "no_regression",
-                asset=key,
+                benchmark,
+                key,
                 blocking=benchmark.compare.blocking,
                 description=f"No case has the verdict {gate!r} (or worse) against the "
                 "baseline version.",
@@ -423,29 +430,36 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
         "report": dg.MetadataValue.path(str(html)),
         "report_url": dg.MetadataValue.url(html.as_uri()),
         "summary": dg.MetadataValue.md(pr_comment(report)),
-        "run_pass_rate": dg.MetadataValue.float(headline.pass_rate.rate or 0.0),
-        "cost_usd": dg.MetadataValue.float(headline.cost_usd or 0.0),
+        "run_pass_rate": dg.MetadataValue.float(_rounded(headline.pass_rate.rate or 0.0)),
     }
+    if headline.cost_usd is not None:  # the report's "—": unpriced is not free
+        metadata["cost_usd"] = dg.MetadataValue.float(round(headline.cost_usd, 6))
     if headline.mean_overall_score is not None:
-        metadata["mean_overall_score"] = dg.MetadataValue.float(headline.mean_overall_score)
+        metadata["mean_overall_score"] = dg.MetadataValue.float(
+            _rounded(headline.mean_overall_score)
+        )
     return metadata
 
 
 def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
     counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
-    return {
-        "baseline": baseline[:12],
-        "baseline_hash": baseline,
-        "run_pass_rate_delta": comparison.overall_delta or 0.0,
-        **counts,
-    }
+    metadata: dict[str, Any] = {"baseline": baseline[:12], **counts}
+    if comparison.overall_delta is not None:
+        delta = _rounded(comparison.overall_delta)
+        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(delta)
+    return metadata
+
+
+def _rounded(value: float) -> float:
+    """A rate without float sums' noise: -0.125, not -0.12500000000000006 (9 places kept)."""
+    return round(value, 9)
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
-    return {
-        "cases": len(rows),
-        "mean_cv": mean_of_present([row.cv for row in rows]) or 0.0,
-        "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows])
-        or 0.0,
-        "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]) or 0.0,
+    means = {
+        "mean_cv": mean_of_present([row.cv for row in rows]),
+        "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows]),
+        "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]),
     }
+    present = {name: _rounded(value) for name, value in means.items() if value is not None}
+    return {"cases": len(rows), **present}

@@ -14,6 +14,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
+from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
@@ -139,6 +140,7 @@ def build_sensor(
         if isinstance(current, dg.SkipReason):
             return current
         shorten_old_keys(context.instance, partitions_name)
+        fail_abandoned_runs(context.instance)  # a CLI killed mid-run left its run STARTED
         key = version_key(current)
         if context.instance.has_dynamic_partition(partitions_name, key):
             return dg.SkipReason(f"workflow version {key} is already a partition")

@@ -28,6 +28,7 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
+from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
@@ -207,6 +208,7 @@ def build_metric_scores_asset(
                     context, f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
                 )
         pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
+        pool[_POOL_PROCESS] = os.getpid()  # chunks run by one process share its pool
         # This run's own spend from its own results: another run of the version beside it
         # shares the journal, and may clear it.
         others = [entry for entry in journal.attempts() if entry[0] != context.run_id]
@@ -323,9 +325,24 @@ def _op_config(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_POOL_PROCESS = "process"
+
+
 def _pool_metadata(chunks: list[ChunkScores]) -> dict[str, Any]:
-    """The chunks' pool figures: totals of sizes and memory, the worst of the rest."""
-    stats = [chunk.pool for chunk in chunks if chunk.pool]
+    """The pools' figures: totals of sizes and memory, the worst of the rest.
+
+    A pool's figures are counted once however many chunks it scored (its counts are
+    running totals: a chunk's are the pool's so far); pools of separate step processes
+    add up.
+    """
+    pools: dict[object, dict[str, Any]] = {}
+    for chunk in chunks:
+        owner = chunk.pool.get(_POOL_PROCESS)
+        latest = pools.setdefault(owner, {})
+        for key, value in chunk.pool.items():
+            if key != _POOL_PROCESS:
+                latest[key] = max(latest.get(key, value), value)
+    stats = [entry for entry in pools.values() if entry]
     if not stats:
         return {}
     summed = ("workers", "replacements", "rss_mb_total")
@@ -373,10 +390,14 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
         "judge_calls": dg.MetadataValue.int(sum(s.judge_calls for s in scores)),
         "judge_retries": dg.MetadataValue.int(sum(s.judge_retries for s in scores)),
         "cached_calls": dg.MetadataValue.int(sum(s.cached_calls for s in scores)),
-        "tokens": dg.MetadataValue.int(sum(s.tokens for s in scores)),
-        "cost_usd": dg.MetadataValue.float(sum(s.cost_usd or 0.0 for s in scores)),
         "dry_run_judge": dg.MetadataValue.bool(any(s.dry_run for s in scores)),
     }
+    judged = [s for s in scores if not s.dry_run]
+    if judged:  # the dry-run judge spends no tokens: a flat 0 would chart nothing true
+        metadata["tokens"] = dg.MetadataValue.int(sum(s.tokens for s in judged))
+    costs = [s.cost_usd for s in judged if s.cost_usd is not None]
+    if costs:  # unpriced (a dry run, a model without a price): no cost, as the report's "—"
+        metadata["cost_usd"] = dg.MetadataValue.float(round(sum(costs), 6))
     for metric in sorted({s.metric for s in scores}):
         values = [s.score for s in scores if s.metric == metric and s.score is not None]
         if values:
@@ -386,7 +407,8 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
             metadata[f"judge_agreement/{metric}"] = dg.MetadataValue.float(agreement)
     judges = judge_usage(scores)
     for usage in judges if len(judges) > 1 else []:
-        metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd or 0.0)
+        if usage.cost_usd is not None:
+            metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(round(usage.cost_usd, 6))
     return metadata
 
 
@@ -395,19 +417,24 @@ def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
     asset = _key(benchmark)
     limit = benchmark.checks.max_error_rate
     return [
-        dg.AssetCheckSpec(
-            "every_run_scored", asset=asset, description="Every run has a row for every metric."
+        version_check(
+            "every_run_scored",
+            benchmark,
+            asset,
+            description="Every run has a row for every metric.",
         ),
-        dg.AssetCheckSpec(
+        version_check(
             "error_rate",
-            asset=asset,
+            benchmark,
+            asset,
             description=f"At most {limit:.0%} of the workflow calls failed and at most "
             f"{limit:.0%} of the scores have no judgement (judge or worker errors; "
             "checks.maxErrorRate, the limit `run` exits 3 above).",
         ),
-        dg.AssetCheckSpec(
+        version_check(
             "no_metric_errors",
-            asset=asset,
+            benchmark,
+            asset,
             description="No score row carries an error of any kind (missing input included).",
         ),
     ]

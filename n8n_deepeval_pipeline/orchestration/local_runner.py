@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import dagster as dg
+from dagster._core.definitions.job_base import InMemoryJob
+from dagster._core.execution.api import execute_run
+from dagster._core.execution.execute_in_process import merge_run_tags
+from dagster._core.execution.execution_result import ExecutionResult
 from dagster_shared.error import SerializableErrorInfo
 from filelock import FileLock
 from pydantic import TypeAdapter
@@ -17,13 +21,16 @@ from pydantic import TypeAdapter
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
-from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, partitions_for, scored_versions
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
+from n8n_deepeval_pipeline.orchestration.code_location import ui_job_origin
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.tables.comparison import (
@@ -154,6 +161,7 @@ class BenchmarkRunner:
         self.defs = build_definitions([source], judge_cache, selection)
         self.partitions_name = partitions_for(benchmark).name or ""
         shorten_old_keys(instance, self.partitions_name)
+        fail_abandoned_runs(instance)  # a CLI killed mid-run left its run STARTED
 
     def n8n(self) -> N8nResource:
         """The n8n resource of these definitions, its settings read from the environment."""
@@ -183,22 +191,15 @@ class BenchmarkRunner:
         Dagster's log goes to stderr only when ``verbose``; otherwise only the steps'
         progress lines do, and the errors are in what it returns.
         """
-        job = self.defs.resolve_job_def(job_name(self.benchmark))
         selection = None
         if from_asset is not None:
-            if from_asset not in ASSET_NAMES:
-                raise ValueError(f"unknown asset {from_asset!r}; assets: {', '.join(ASSET_NAMES)}")
-            selection = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
+            if from_asset not in self.asset_names():
+                names = ", ".join(self.asset_names())
+                raise ValueError(f"unknown asset {from_asset!r}; assets: {names}")
+            chosen = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
+            selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
         with nullcontext() if verbose else progress_on_stderr():
-            result = job.execute_in_process(
-                partition_key=partition,
-                instance=self.instance,
-                run_config=_VERBOSE_LOGS if verbose else _QUIET_LOGS,
-                raise_on_error=False,
-                asset_selection=list(selection.resolve(self.defs.resolve_asset_graph()))
-                if selection is not None
-                else None,
-            )
+            result = self._execute(partition, selection, _VERBOSE_LOGS if verbose else _QUIET_LOGS)
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -215,7 +216,7 @@ class BenchmarkRunner:
             result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
         )
 
-    def _spend(self, result: dg.ExecuteInProcessResult) -> dict[str, JudgeSpend] | None:
+    def _spend(self, result: ExecutionResult) -> dict[str, JudgeSpend] | None:
         """The judge spend of every attempt, from the run's materialisation of metric_scores."""
         key = dg.AssetKey([self.benchmark.name, "metric_scores"])
         for event in result.get_asset_materialization_events():
@@ -224,6 +225,34 @@ class BenchmarkRunner:
             if materialisation.asset_key == key and entry is not None:
                 return _SPEND_BY_RUN.validate_python(entry.value)
         return None
+
+    def asset_names(self) -> list[str]:
+        """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
+        keys = self.defs.resolve_asset_graph().get_all_asset_keys()
+        return [name for name in (*ASSET_NAMES, "data_table_sink") if self._key(name) in keys]
+
+    def _key(self, asset: str) -> dg.AssetKey:
+        return dg.AssetKey([self.benchmark.name, asset])
+
+    def _execute(
+        self, partition: str, selection: list[dg.AssetKey] | None, run_config: dict[str, Any]
+    ) -> ExecutionResult:
+        """Run the benchmark's job in this process, as a run of the UI's code location.
+
+        ``execute_in_process`` makes runs without an origin, which the UI shows on no job,
+        partition or asset page; this one has the origin of the job the UI loads.
+        """
+        job = self.defs.resolve_job_def(job_name(self.benchmark))
+        tags = merge_run_tags(job, partition, owner_tags(), selection, self.instance, None)
+        in_process = job.as_ephemeral_job(resource_defs={}, input_values={})
+        run = self.instance.create_run_for_job(
+            job_def=in_process,
+            run_config=run_config,
+            tags=tags,
+            asset_selection=frozenset(selection) if selection is not None else None,
+            remote_job_origin=ui_job_origin(job.name),
+        )
+        return execute_run(InMemoryJob(in_process), run, self.instance)
 
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"

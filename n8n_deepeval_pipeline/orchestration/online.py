@@ -149,7 +149,11 @@ def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition
             rows = _score(benchmark, runs, judge, worker_pool)
             sink = benchmark.sink.online_scores if benchmark.sink else None
             if sink is not None and rows:
-                write_rows(client, sink, rows, ("scoreId", "metric"))
+                done = write_rows(client, sink, rows, ("scoreId", "metric"), OnlineScore)
+                context.log.info(
+                    f"{sink.data_table}: {done.written} rows written, "
+                    f"{done.already_there} already there"
+                )
         context.add_output_metadata(_scores_metadata(rows, len(items)))
         return to_frame(OnlineScore, rows)
 

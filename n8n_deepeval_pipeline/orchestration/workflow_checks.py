@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.console.run_summary import (
     workflow_check_counts,
     workflow_checks_markdown,
 )
+from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck, WorkflowSnapshot
@@ -53,9 +54,10 @@ def build_workflow_checks_asset(
             "workflow_snapshot": dg.AssetIn(key=dg.AssetKey([benchmark.name, "workflow_snapshot"]))
         },
         check_specs=[
-            dg.AssetCheckSpec(
+            version_check(
                 CHECK,
-                asset=key,
+                benchmark,
+                key,
                 blocking=False,
                 description="No workflow check fails (a warning: the checks never fail the "
                 "benchmark; see the asset's `checks` table for the nodes concerned).",

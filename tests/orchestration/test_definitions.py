@@ -87,3 +87,22 @@ def test_two_benchmarks_with_one_name_are_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
     with pytest.raises(ValueError, match="already used"):
         build_definitions([EXAMPLE / "benchmark.yaml", EXAMPLE / "benchmark.yaml"])
+
+
+def _no_regression_spec(defs):
+    graph = defs.resolve_asset_graph()
+    key = dg.AssetCheckKey(dg.AssetKey(["support_agent", "version_comparison"]), "no_regression")
+    return graph.get_check_spec(key)
+
+
+def test_no_regression_is_a_verdict_by_default_and_blocks_only_when_asked(
+    monkeypatch, tmp_path, example_copy
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
+    default = _no_regression_spec(build_definitions([example_copy]))
+    assert not default.blocking
+    assert default.partitions_def.name == "support_agent__workflow_hash"  # a result per version
+    text = example_copy.read_text()
+    example_copy.write_text(text.replace("compare:\n", "compare:\n  blocking: true\n", 1))
+    assert "blocking: true" in example_copy.read_text()
+    assert _no_regression_spec(build_definitions([example_copy])).blocking

@@ -268,6 +268,9 @@ class RecordingClient:
     def find_data_table(self, name):
         return None
 
+    def rows(self, table_id, filter_=None):
+        return []
+
     def create_data_table(self, name, columns):
         self.created.append((name, [column.name for column in columns]))
         return DataTable(id="t1", name=name)
@@ -283,7 +286,7 @@ def test_the_seed_column_names_reach_the_data_table():
     )
     (aggregate,) = steps.run_aggregates(bench, RUNS[:1], SCORES)
     client = RecordingClient()
-    write_rows(client, bench.sink.run_aggregates, [aggregate], AGGREGATE_KEYS)
+    write_rows(client, bench.sink.run_aggregates, [aggregate], AGGREGATE_KEYS, RunAggregate)
     ((name, columns),) = client.created
     assert name == "runs" and {"run", "score", "overallSuccess", "metrics"} <= set(columns)
     assert not {"runId", "overallScore"} & set(columns)

@@ -1,0 +1,66 @@
+"""What the UI shows and charts of a materialisation: true figures, rounded, nothing made up."""
+
+from typing import ClassVar
+
+from n8n_deepeval_pipeline.orchestration.assets import _comparison_metadata, _consistency_metadata
+from n8n_deepeval_pipeline.orchestration.chunked_scoring import _pool_metadata, summary_metadata
+from n8n_deepeval_pipeline.tables.rows import MetricScore
+from n8n_deepeval_pipeline.tables.scoring_chunks import ChunkScores
+
+HASH = "a" * 64
+
+
+def score(run: int, dry_run: bool, cost_usd: float | None, tokens: int = 0) -> MetricScore:
+    return MetricScore(
+        workflow_hash=HASH, run_id=f"{HASH}:r:{run}", case_id=f"{HASH}:r",
+        metric="helpfulness", metric_slug="g_eval", score=1.0, threshold=0.5, success=True,
+        direction="higher_is_better", reason=None, error=None, error_kind=None,
+        judge="dry-run" if dry_run else "openai:gpt-4o-mini", dry_run=dry_run, judge_calls=1,
+        judge_retries=0, cached_calls=0, prompt_tokens=0, completion_tokens=0, tokens=tokens,
+        cost_usd=cost_usd, latency_s=0.0,
+    )  # fmt: skip
+
+
+def test_a_dry_run_charts_no_cost_and_no_tokens_and_a_priced_judge_both():
+    dry = summary_metadata([score(run, True, None) for run in range(3)])
+    assert "cost_usd" not in dry and "tokens" not in dry  # the report says "—", not 0
+    priced = summary_metadata([score(run, False, 0.1, tokens=7) for run in range(3)])
+    assert priced["cost_usd"].value == 0.3  # 0.30000000000000004 summed
+    assert priced["tokens"].value == 21
+
+
+def test_one_pool_that_scored_two_chunks_is_counted_once():
+    pool = {"workers": 4, "replacements": 1, "rss_mb_total": 800.0, "warmup_s": 2.5}
+    later = {**pool, "replacements": 2, "rss_mb_total": 820.0, "process": 11}
+    chunks = [
+        ChunkScores("c0", [], 1, 0, {**pool, "process": 11}),
+        ChunkScores("c1", [], 1, 0, later),
+    ]
+    assert _pool_metadata(chunks) == {
+        "pool/replacements": 2,
+        "pool/rss_mb_total": 820.0,
+        "pool/warmup_s": 2.5,
+        "pool/workers": 4,
+    }
+    # two step processes, a pool each, add up
+    other = ChunkScores("c2", [], 1, 0, {**pool, "process": 12})
+    assert _pool_metadata([*chunks, other])["pool/workers"] == 8
+
+
+def test_consistency_means_are_rounded_and_absent_when_unknown():
+    assert _consistency_metadata([]) == {"cases": 0}
+
+
+class ComparisonStandIn:
+    """The two figures of a VersionComparison the metadata reads."""
+
+    overall_delta = 0.375 - 0.5000000000000001  # -0.12500000000000006, a float sum's noise
+    verdict_counts: ClassVar = {"stable": 7, "likely_regression": 2}
+
+
+def test_the_comparison_names_its_baseline_once_and_its_delta_rounded():
+    metadata = _comparison_metadata(ComparisonStandIn(), "f7ee35b359b4" + "0" * 52)
+    assert metadata["run_pass_rate_delta"].value == -0.125
+    assert metadata["baseline"] == "f7ee35b359b4"
+    assert "baseline_hash" not in metadata
+    assert metadata["verdicts/likely_regression"] == 2
