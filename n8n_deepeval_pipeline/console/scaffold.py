@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from n8n_deepeval_pipeline.benchmark.config import CompareConfig
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
@@ -32,6 +33,7 @@ from n8n_deepeval_pipeline.n8n_api.traffic_dataset import (
     append_to_file,
     draw_dataset,
 )
+from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.workflow.anatomy import (
     CHAT_INPUT,
     WEBHOOK,
@@ -40,6 +42,7 @@ from n8n_deepeval_pipeline.workflow.anatomy import (
     anatomy,
 )
 from n8n_deepeval_pipeline.workflow.harness import default_input, feeder
+from n8n_deepeval_pipeline.workflow.mocks import service_nodes
 
 _COMMENT_COLUMN = 32
 _PLACEHOLDER = "Replace me: "
@@ -91,7 +94,7 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
         f"name: {name}",
         _workflow_line(source, out),
         *_dataset(shape, dataset_path, has_expectations),
-        _commented("runsPerRow: 1", "3 or more to measure consistency (pass@k, cv)"),
+        _runs_per_row(),
         *_target(shape, source.workflow),
         "metrics:",
         *_metrics(shape, has_expectations),
@@ -100,6 +103,13 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
     ]
     starter = [] if not has_expectations else [_example_row(shape)]
     return Scaffold(name, "\n".join(lines) + "\n", dataset_path, starter)
+
+
+def _runs_per_row() -> str:
+    """The fewest runs per case at which a drop can fail the default gate (fewer warn)."""
+    fail_on = CompareConfig().fail_on
+    runs = gate_reach(fail_on, 1).fewest_runs
+    return _commented(f"runsPerRow: {runs}", f"the fewest where compare.failOn {fail_on} fires")
 
 
 def _commented(line: str, comment: str) -> str:
@@ -167,12 +177,28 @@ def _target(shape: Anatomy, workflow: dict[str, Any]) -> list[str]:
         lines.append(
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
+    lines.extend(_mocks(workflow, shape))
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
         assert shape.start is not None
         trigger = feeder(workflow, shape.start)
         template = json.dumps(_input_template(shape, trigger), ensure_ascii=False)
         lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
     return lines
+
+
+def _mocks(workflow: dict[str, Any], shape: Anatomy) -> list[str]:
+    """``mocks: services`` when a node of the copy acts on a real service, each one named."""
+    assert shape.start is not None and shape.end is not None
+    acting = service_nodes(workflow, shape.start, shape.end)
+    if not acting:
+        return []
+    return [
+        _commented("  mocks:", "a benchmark run must not act on the world:"),
+        _commented("    services: true", "these answer {mocked: true} instead of acting"),
+        *(f"    #   unmocked, {node}" for node in acting),
+        "    # nodes:                    # or script a node's answer per row:",
+        f"    #   {json.dumps(acting[0].name)}: judge  # the judge writes each row's answer",
+    ]
 
 
 def _input_template(shape: Anatomy, trigger: dict[str, Any]) -> Any:

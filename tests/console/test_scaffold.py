@@ -230,3 +230,35 @@ def test_the_commented_online_section_validates_once_uncommented(tmp_path: Path)
     assert online_config.metrics == [
         "helpfulness", "tool_permission", "turn_relevancy", "knowledge_retention"]  # fmt: skip
     assert (online_config.sample_rate, online_config.session_idle_minutes) == (0.1, 30)
+
+
+def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path: Path) -> None:
+    workflow = json.loads(json.dumps(WEBHOOK_AGENT))
+    workflow["nodes"] += [
+        {"name": "Open Ticket", "type": "n8n-nodes-base.httpRequestTool", "typeVersion": 4.2,
+         "parameters": {"url": "https://tickets.example.com/api", "method": "POST"}},
+        {"name": "Notify", "type": "n8n-nodes-base.slack", "typeVersion": 2.3,
+         "parameters": {}, "credentials": {"slackApi": {"id": "1", "name": "Slack"}}},
+    ]  # fmt: skip
+    workflow["connections"]["Open Ticket"] = {
+        "ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]
+    }
+    workflow["connections"]["AI Agent"] = {
+        "main": [[{"node": "Notify", "type": "main", "index": 0}]]
+    }
+    workflow["connections"]["Notify"] = {"main": [[{"node": "Reply", "type": "main", "index": 0}]]}
+    result, document = init(tmp_path, workflow)
+    assert document["target"]["mocks"] == {"services": True}
+    text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
+    assert '#   unmocked, "Notify" (n8n-nodes-base.slack) calls a service' in text
+    assert '#   unmocked, "Open Ticket" (n8n-nodes-base.httpRequestTool) makes HTTP' in text
+    # 4 runs per case: the fewest at which a drop can be a regression, compare.failOn's default
+    assert document["runsPerRow"] == 4
+    checked = CliRunner().invoke(main, ["validate", str(tmp_path / "bench" / "benchmark.yaml")])
+    assert (checked.exit_code, checked.stderr) == (0, "")  # no warning: nothing acts, gate fires
+    assert "warning" not in result.stderr
+
+
+def test_a_workflow_acting_on_no_service_gets_no_mocks(tmp_path: Path) -> None:
+    _, document = init(tmp_path, WEBHOOK_AGENT)
+    assert "mocks" not in document["target"]
