@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, get_args
+from types import UnionType
+from typing import Any, NamedTuple, Union, get_args, get_origin
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.n8n_api.client import (
@@ -48,7 +49,9 @@ def seed_record(row: TableRow) -> dict[str, Any]:
 
 def _column_kind(annotation: Any) -> str:
     """A Data Table column type from a row field's type (None left out: nullable)."""
-    kinds = [kind for kind in get_args(annotation) if kind is not type(None)] or [annotation]
+    # Only a union's members are kinds: dict[int, float]'s arguments are not (passAtK is text).
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ()
+    kinds = [kind for kind in members if kind is not type(None)] or [annotation]
     if all(kind is bool for kind in kinds):
         return "boolean"
     if all(kind in (int, float) for kind in kinds):

@@ -7,9 +7,13 @@ import yaml
 from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.n8n_api.client import DataTable, N8nApiError
-from n8n_deepeval_pipeline.n8n_api.data_table_sink import AGGREGATE_KEYS, write_rows
+from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
+    AGGREGATE_KEYS,
+    declared_columns,
+    write_rows,
+)
 from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
-from n8n_deepeval_pipeline.tables.rows import RunAggregate
+from n8n_deepeval_pipeline.tables.rows import ConsistencyStats, RunAggregate
 
 HASH = "c" * 64
 
@@ -44,6 +48,9 @@ class FakeDataTables:
         return [row for row in self.stored if all(row[k] == v for k, v in wanted.items())]
 
     def upsert_row(self, table_id, keys, row):
+        for name, value in row.items():  # n8n refuses a value of another type than its column
+            if value is not None and self.columns.get(name) == "number":
+                assert isinstance(value, (int, float)), f"{name}: {value!r} in a number column"
         if self.fail_after is not None and self.writes >= self.fail_after:
             raise N8nApiError("n8n is unreachable", None)
         self.writes += 1
@@ -64,6 +71,14 @@ def test_columns_are_typed_by_the_row_model_even_when_the_first_cost_is_null():
     assert tables.columns["metricsPassed"] == "number"
     assert tables.columns["metrics"] == "string"  # JSON text
     assert tables.columns["runId"] == "string"
+
+
+def test_maps_and_lists_of_numbers_are_text_columns_as_their_json_is():
+    columns = declared_columns(ConsistencyStats)
+    assert columns["passAtK"] == "string"  # dict[int, float]: JSON text, not a number
+    assert all(kind in {"string", "number", "boolean", "date"} for kind in columns.values())
+    optional_numbers = [name for name, kind in columns.items() if kind == "number"]
+    assert "passAtK" not in optional_numbers and optional_numbers
 
 
 def test_a_write_cut_off_by_an_outage_is_completed_by_running_it_again():
