@@ -22,8 +22,10 @@ CHROMIUM = Path("/usr/bin/chromium")
 WIDTH = 1280
 
 
-def screenshot(page: Path, png: Path, height: int) -> None:
-    """Render ``page`` at WIDTH × ``height`` pixels into ``png``."""
+def chromium_screenshot(
+    url: str, png: Path, size: tuple[int, int], *flags: str, timeout_s: float = 120
+) -> None:
+    """Render ``url`` in headless Chromium at ``size`` (width, height) pixels into ``png``."""
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
             [
@@ -32,17 +34,24 @@ def screenshot(page: Path, png: Path, height: int) -> None:
                 "--no-sandbox",  # CI and containers run as root, where the sandbox cannot start
                 "--disable-gpu",
                 "--no-first-run",
-                "--disable-background-networking",
                 "--hide-scrollbars",
                 f"--user-data-dir={profile}",
-                f"--window-size={WIDTH},{height}",
+                f"--window-size={size[0]},{size[1]}",
+                *flags,
                 f"--screenshot={png.resolve()}",
-                page.resolve().as_uri(),
+                url,
             ],
             check=True,
             capture_output=True,
-            timeout=120,
+            timeout=timeout_s,
         )
+
+
+def screenshot(page: Path, png: Path, height: int) -> None:
+    """Render the report ``page`` at WIDTH × ``height`` pixels into ``png``."""
+    chromium_screenshot(
+        page.resolve().as_uri(), png, (WIDTH, height), "--disable-background-networking"
+    )
 
 
 def focus_on_case(page: Path, row_id: str, copy: Path) -> Path:

@@ -27,9 +27,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from report_screenshot import CHROMIUM, chromium_screenshot  # beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent"
-CHROMIUM = Path("/usr/bin/chromium")
 CLI = Path(sys.executable).parent / "n8n-deepeval"
 LOCATION = "n8n_deepeval_pipeline.orchestration.definitions"
 PAGES = {
@@ -92,25 +93,8 @@ def _wait_for(url: str, timeout_s: float = 180) -> None:
 
 def screenshot(url: str, png: Path) -> None:
     """Render the UI page at ``url`` once its queries have had time to answer."""
-    with tempfile.TemporaryDirectory() as profile:
-        subprocess.run(
-            [
-                str(CHROMIUM),
-                "--headless",
-                "--no-sandbox",  # CI and containers run as root, where the sandbox cannot start
-                "--disable-gpu",
-                "--no-first-run",
-                "--hide-scrollbars",
-                f"--user-data-dir={profile}",
-                "--window-size=1600,1000",
-                "--virtual-time-budget=25000",  # the UI loads its data after the page
-                f"--screenshot={png.resolve()}",
-                url,
-            ],
-            check=True,
-            capture_output=True,
-            timeout=180,
-        )
+    budget = "--virtual-time-budget=25000"  # the UI loads its data after the page
+    chromium_screenshot(url, png, (1600, 1000), budget, timeout_s=180)
 
 
 def main() -> int:
