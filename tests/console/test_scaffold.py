@@ -129,18 +129,28 @@ def test_retrieval_adds_the_rag_metric_that_needs_no_passages(tmp_path: Path) ->
     assert "# - metric: faithfulness      # needs a retrievalContext column" in text
 
 
-def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def init_from_executions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, executions: list[Any], *args: str
+) -> tuple[Any, Path]:
+    """``init wf --from-executions`` of the chat agent on a fake n8n holding ``executions``."""
     with FakeN8nApi() as n8n:
         n8n.workflows["wf"] = load_workflow("chat_agent")
-        n8n.executions = [chat_execution(1, "s-a", "Hello"), chat_execution(2, "s-a", "6*7?"),
-                          chat_execution(3, "s-b", "Hi")]  # fmt: skip
+        n8n.executions = executions
         monkeypatch.setenv("N8N_API_URL", n8n.base_url)
         monkeypatch.setenv("N8N_API_KEY", "test-key")
         out = tmp_path / "bench" / "benchmark.yaml"
-        result = CliRunner().invoke(main, ["init", "wf", "--from-executions", "--out", str(out)])
+        command = ["init", "wf", "--from-executions", *args, "--out", str(out)]
+        result = CliRunner().invoke(main, command)
     assert result.exit_code == 0, result.output
+    return result, out
+
+
+def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    executions = [chat_execution(1, "s-a", "Hello"), chat_execution(2, "s-a", "6*7?"),
+                  chat_execution(3, "s-b", "Hi")]  # fmt: skip
+    result, out = init_from_executions(tmp_path, monkeypatch, executions)
     assert "3 executions → 2 rows" in result.stderr
     document = yaml.safe_load(out.read_text("utf-8"))
     assert document["workflow"] == {"id": "wf"}
@@ -157,15 +167,8 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
 def test_from_executions_can_redact_what_users_typed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeN8nApi() as n8n:
-        n8n.workflows["wf"] = load_workflow("chat_agent")
-        n8n.executions = [chat_execution(1, "s-a", "I am jane.doe@example.com")]
-        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
-        monkeypatch.setenv("N8N_API_KEY", "test-key")
-        out = tmp_path / "bench" / "benchmark.yaml"
-        command = ["init", "wf", "--from-executions", "--redact", "--out", str(out)]
-        result = CliRunner().invoke(main, command)
-    assert result.exit_code == 0, result.output
+    executions = [chat_execution(1, "s-a", "I am jane.doe@example.com")]
+    _, out = init_from_executions(tmp_path, monkeypatch, executions, "--redact")
     (row,) = dataset_rows(tmp_path, yaml.safe_load(out.read_text("utf-8")))
     assert row["input"] == "I am [redacted e-mail]" and row["messages"] == [row["input"]]
 
@@ -173,13 +176,7 @@ def test_from_executions_can_redact_what_users_typed(
 def test_from_executions_without_any_writes_the_example_row_and_validates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with FakeN8nApi() as n8n:
-        n8n.workflows["wf"] = load_workflow("chat_agent")
-        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
-        monkeypatch.setenv("N8N_API_KEY", "test-key")
-        out = tmp_path / "bench" / "benchmark.yaml"
-        result = CliRunner().invoke(main, ["init", "wf", "--from-executions", "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    result, out = init_from_executions(tmp_path, monkeypatch, [])
     assert "0 executions matched (status success): no row drawn" in result.stderr
     assert "ok " in result.stdout and "1 rows" in result.stdout  # validated
     document = yaml.safe_load(out.read_text("utf-8"))
