@@ -191,16 +191,20 @@ def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def _check(path: Path) -> Any:
-    """Validate a benchmark; what lives in n8n is read with the environment's API key."""
+def _check(path: Path, for_run: bool = False) -> Any:
+    """Validate a benchmark; what lives in n8n is read with the environment's API key.
+
+    ``for_run``: what the run needs (n8n for a harness copy) is refused here, in one line,
+    rather than by a failed step.
+    """
     from n8n_deepeval_pipeline.console.validation import check_benchmark
     from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
 
     client = client_from_environment()  # not the Dagster resource: validate starts fast
     if client is None:
-        return check_benchmark(path)
+        return check_benchmark(path, for_run=for_run)
     with client:
-        return check_benchmark(path, client)
+        return check_benchmark(path, client, for_run)
 
 
 def _runner(
@@ -290,7 +294,7 @@ def run(
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
-        benchmark, checked = _check(file)  # read once: the run registers the hash it read
+        benchmark, checked = _check(file, for_run=True)  # read once: the run registers it
         _warn(file, checked.warnings)
         with _instance_for(file, checked, selection) as instance:
             runner = _runner(file, instance, not no_cache, selection, benchmark)
@@ -399,7 +403,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
 
     try:
         with local_instance() as instance:
-            benchmark, checked = _check(file)
+            benchmark, checked = _check(file, for_run=True)
             runner = _runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
             current = None if from_asset else runner.register_current_version(checked.workflow_hash)

@@ -43,9 +43,22 @@ class CheckReport(BaseModel):
     """What is valid but will not do what the file seems to ask."""
 
 
-def check_benchmark(path: Path, n8n: N8nClient | None = None) -> tuple[Benchmark, CheckReport]:
-    """Validate the file, the workflow, the dataset and the recorded outputs."""
+_HARNESS_NEEDS_N8N = (
+    "target: n8n_workflow runs a harness copy in n8n: set N8N_API_URL and N8N_API_KEY "
+    "(Settings → n8n API in n8n) to run it"
+)
+
+
+def check_benchmark(
+    path: Path, n8n: N8nClient | None = None, for_run: bool = False
+) -> tuple[Benchmark, CheckReport]:
+    """Validate the file, the workflow, the dataset and the recorded outputs.
+
+    ``for_run``: what only a run needs is an error, not a warning (n8n for a harness copy).
+    """
     benchmark = load_benchmark(path)
+    if for_run and n8n is None and isinstance(benchmark.target, WorkflowTarget):
+        raise BenchmarkConfigError(path, [_HARNESS_NEEDS_N8N])
     try:
         workflow = _workflow(benchmark, path, n8n)
         digest = workflow_hash(workflow)

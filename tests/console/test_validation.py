@@ -201,3 +201,24 @@ def test_a_dataset_whose_filters_match_no_row_is_refused_naming_the_dataset_and_
         f"  - dataset: no row of {example_copy.parent / 'dataset.csv'} matches "
         "dataset.filters (id=ord-status-1, topic=weather): nothing would run\n"
     )
+
+
+def test_run_refuses_a_harness_target_without_n8n_in_one_line_before_any_step(
+    example_copy, monkeypatch, tmp_path
+):
+    from click.testing import CliRunner
+
+    from n8n_deepeval_pipeline.cli import main
+
+    for name in ("N8N_API_URL", "N8N_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    path = _with(example_copy, runsPerRow=4, target=_harness_target(mocks="services"))
+    assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 0  # the file is valid
+    result = CliRunner().invoke(main, ["run", str(path)])
+    assert result.exit_code == 2, result.output  # a configuration to mend, not a failed run
+    assert result.stderr.endswith(
+        "target: n8n_workflow runs a harness copy in n8n: set N8N_API_URL and N8N_API_KEY "
+        "(Settings → n8n API in n8n) to run it\n"
+    )
+    assert "Dagster" not in result.stderr and not (tmp_path / "home" / "results.duckdb").exists()
