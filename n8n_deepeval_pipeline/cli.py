@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -222,6 +223,20 @@ def _runner(
     return BenchmarkRunner(benchmark, path, instance, judge_cache, selection)
 
 
+def _workers_warming(wanted: bool) -> AbstractContextManager[None]:
+    """The worker pool's zygote warming beside the run's start-up, if its steps run here.
+
+    Its DeepEval imports take seconds; started first, they overlap the checks and the
+    Dagster imports on another CPU, and the scoring step finds it ready.
+    """
+    if not (wanted and settings.steps_run_in_this_process()):
+        return nullcontext()
+    from n8n_deepeval_pipeline.worker.pool import warm_ahead
+
+    settings.point_at_homes()  # as the run's instance does: the pool's environment matches
+    return warm_ahead()
+
+
 def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     """The shared local instance, or a throwaway one for a trial of a few rows."""
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance, trial_instance
@@ -294,20 +309,27 @@ def run(
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
     try:
-        benchmark, checked = _check(file, for_run=True)  # read once: the run registers it
-        _warn(file, checked.warnings)
-        with _instance_for(file, checked, selection) as instance:
-            runner = _runner(file, instance, not no_cache, selection, benchmark)
-            partition = runner.register_current_version(checked.workflow_hash)
-            click.echo(f"running {runner.benchmark.name} for workflow {partition[:12]} …", err=True)
-            materialised = runner.materialise(partition, verbose=verbose)
-            summary, incomplete = _judged(runner, partition, materialised, max_error_rate, verbose)
-            if selection is not None:
-                trial = f"{summary.runs} runs of {selection.describe()}, kept in {settings.home()}"
-                summary = summary.model_copy(update={"trial": trial})
-            if record is not None:
-                written = runner.record(partition, record)
-                click.echo(f"recorded {written} outputs of {partition[:12]} in {record}", err=True)
+        with _workers_warming(selection is None):
+            benchmark, checked = _check(file, for_run=True)  # read once: the run registers it
+            _warn(file, checked.warnings)
+            with _instance_for(file, checked, selection) as instance:
+                runner = _runner(file, instance, not no_cache, selection, benchmark)
+                partition = runner.register_current_version(checked.workflow_hash)
+                name = runner.benchmark.name
+                click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
+                materialised = runner.materialise(partition, verbose=verbose)
+                summary, incomplete = _judged(
+                    runner, partition, materialised, max_error_rate, verbose
+                )
+                if selection is not None:
+                    kept = settings.home()
+                    trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
+                    summary = summary.model_copy(update={"trial": trial})
+                if record is not None:
+                    written = runner.record(partition, record)
+                    click.echo(
+                        f"recorded {written} outputs of {partition[:12]} in {record}", err=True
+                    )
     except BenchmarkConfigError as error:
         raise _Refused(str(error), EXIT_INVALID_CONFIG) from None
     click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
@@ -529,7 +551,7 @@ def init(
 
     client = None if Path(workflow).is_file() else _api_client()
     try:
-        with client or contextlib.nullcontext():
+        with client or nullcontext():
             source = _workflow_source(workflow, client, from_executions)
             name = benchmark_name(str(source.workflow.get("name") or ""))
             out = out or Path(f"{name}.benchmark.yaml")

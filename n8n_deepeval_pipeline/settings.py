@@ -18,6 +18,7 @@ JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
 PROFILE_ENV = "N8N_DEEPEVAL_PROFILE"
 POSTGRES_URL_ENV = "N8N_DEEPEVAL_POSTGRES_URL"
 REDIS_URL_ENV = "N8N_DEEPEVAL_REDIS_URL"
+LOCAL_EXECUTOR_ENV = "N8N_DEEPEVAL_LOCAL_EXECUTOR"
 PROFILES = ("local", "distributed", "kubernetes")
 _REPO_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml", "*.benchmark.yml")
@@ -55,6 +56,30 @@ def dagster_home() -> Path:
     """The local Dagster instance the CLI and the UI share (``$DAGSTER_HOME`` if set)."""
     configured = os.environ.get("DAGSTER_HOME")
     return Path(configured).resolve() if configured else home() / "dagster"
+
+
+def point_at_homes() -> Path:
+    """Export ``DAGSTER_HOME`` and the working folder as absolute paths; the Dagster home.
+
+    Every process started after (the UI's code servers, the worker pool) then finds the
+    same instance and database whatever its working directory.
+    """
+    dagster = private_dir(dagster_home())
+    os.environ["DAGSTER_HOME"] = str(dagster)
+    os.environ[HOME_ENV] = str(home())
+    return dagster
+
+
+def local_executor() -> str:
+    """How the ``local`` profile runs steps: ``in_process`` (default) or ``multiprocess``."""
+    return os.environ.get(LOCAL_EXECUTOR_ENV, "in_process").strip() or "in_process"
+
+
+def steps_run_in_this_process() -> bool:
+    """Whether a run started here runs its steps in this process (the local default)."""
+    with contextlib.suppress(ValueError):  # a bad profile is refused where it is used
+        return profile() == "local" and local_executor() == "in_process"
+    return False
 
 
 def database_path() -> Path:

@@ -137,9 +137,6 @@ def step_io_manager() -> dg.ConfigurableIOManager | dg.ConfigurableIOManagerFact
     return dg.FilesystemIOManager(base_dir=str(settings.home() / "steps"))
 
 
-LOCAL_EXECUTOR_ENV = "N8N_DEEPEVAL_LOCAL_EXECUTOR"
-
-
 def local_executor() -> dg.ExecutorDefinition:
     """The ``local`` profile's executor: in process, or forked steps for parallel chunks.
 
@@ -151,11 +148,13 @@ def local_executor() -> dg.ExecutorDefinition:
     imported the project once (well under a second a step) and chunks run in parallel, up
     to ``$N8N_DEEPEVAL_MAX_STEPS`` at once (default the number of CPUs).
     """
-    chosen = os.environ.get(LOCAL_EXECUTOR_ENV, "in_process").strip() or "in_process"
+    chosen = settings.local_executor()
     if chosen == "in_process":
         return dg.in_process_executor
     if chosen != "multiprocess":
-        raise ValueError(f"{LOCAL_EXECUTOR_ENV}={chosen!r}: choose in_process or multiprocess")
+        raise ValueError(
+            f"{settings.LOCAL_EXECUTOR_ENV}={chosen!r}: choose in_process or multiprocess"
+        )
     config: dict[str, object] = {
         "start_method": {"forkserver": {"preload_modules": list(PRELOADED_MODULES)}}
     }

@@ -72,16 +72,13 @@ _SPEND_BY_RUN = TypeAdapter(dict[str, JudgeSpend])
 
 def prepare_dagster_home() -> Path:
     """Point DAGSTER_HOME at the project's instance (created on first use, telemetry off)."""
-    home = settings.private_dir(settings.dagster_home())
+    home = settings.point_at_homes()
     config = home / "dagster.yaml"
     # The profile's instance (SQLite, or PostgreSQL from $N8N_DEEPEVAL_POSTGRES_URL); a
     # dagster.yaml edited by hand is left as it is.
     with FileLock(home / INSTANCE_LOCK):  # a second process never reads it half-written
         if not config.exists() or is_generated_instance_yaml(config.read_text(encoding="utf-8")):
             config.write_text(instance_yaml(settings.profile()), encoding="utf-8")
-    os.environ["DAGSTER_HOME"] = str(home)
-    # Absolute, so that the UI's code servers find the same database whatever their cwd.
-    os.environ[settings.HOME_ENV] = str(settings.home())
     return home
 
 

@@ -65,14 +65,18 @@ class WorkerCrashed(RuntimeError):
 
 
 class _Zygote:
-    """The warmed interpreter that forks workers (see ``worker.zygote``)."""
+    """The warmed interpreter that forks workers (see ``worker.zygote``).
 
-    def __init__(
-        self, scratch: Path, log_path: Path, evaluator: str, environment: dict[str, str]
-    ) -> None:
+    It lives in a scratch working folder of its own; its log sits beside the folder, not
+    in it, so that the folder goes with the pool and the log stays when a worker failed.
+    """
+
+    def __init__(self, evaluator: str, environment: dict[str, str]) -> None:
         parent_end, child_end = Pipe(duplex=True)
+        self.evaluator = evaluator
         self.environment = environment
-        self.log_path = log_path
+        self.scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
+        self.log_path = log_path = self.scratch.with_name(f"{self.scratch.name}.log")
         self.control: Connection = parent_end
         module = "n8n_deepeval_pipeline.worker.zygote"
         with log_path.open("ab") as log:
@@ -80,7 +84,7 @@ class _Zygote:
                 [sys.executable, "-m", module, str(child_end.fileno()), evaluator],
                 pass_fds=[child_end.fileno()],
                 env=environment,
-                cwd=scratch,
+                cwd=self.scratch,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -121,6 +125,50 @@ class _Zygote:
             self.process.kill()
             self.process.wait()
         self.control.close()
+
+    def discard(self) -> None:
+        """Kill it at once, even mid-import: it never forked a worker."""
+        self.process.kill()
+        self.process.wait()
+        self.control.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        self.log_path.unlink(missing_ok=True)
+
+
+_AHEAD: list[_Zygote] = []  # warming before any pool of this process asked (``warm_ahead``)
+_AHEAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def warm_ahead(evaluator: str = DEFAULT_EVALUATOR) -> Iterator[None]:
+    """Warm a zygote while the caller gets ready, for the first pool of this process.
+
+    Its imports (seconds) then overlap the caller's own start-up on another CPU. A pool
+    takes it only if it would start the same evaluator with the same environment (so no
+    credential it leaves out is in it); one no pool took is stopped when the block ends.
+    """
+    zygote = _Zygote(evaluator, worker_environment())
+    with _AHEAD_LOCK:
+        _AHEAD.append(zygote)
+    try:
+        yield
+    finally:
+        with _AHEAD_LOCK:
+            untaken = zygote in _AHEAD
+            if untaken:
+                _AHEAD.remove(zygote)
+        if untaken:
+            zygote.discard()
+
+
+def _warmed_ahead(evaluator: str, environment: dict[str, str]) -> _Zygote | None:
+    """The zygote ``warm_ahead`` started for exactly this evaluator and environment."""
+    with _AHEAD_LOCK:
+        for zygote in _AHEAD:
+            if zygote.evaluator == evaluator and zygote.environment == environment:
+                _AHEAD.remove(zygote)
+                return zygote
+    return None
 
 
 class _Worker:
@@ -173,9 +221,13 @@ class _Worker:
         self.evaluations += 1
         return message["result"], bool(message["clean"])
 
-    def stop(self, grace_s: float = 2.0) -> None:
+    def hang_up(self) -> None:
+        """Ask it to finish: it exits once its connection says there is no more work."""
         with contextlib.suppress(OSError, ValueError):
             self.connection.send(None)
+
+    def stop(self, grace_s: float = 2.0) -> None:
+        """Wait up to ``grace_s`` for it to exit after ``hang_up``, then kill it."""
         deadline = time.monotonic() + grace_s
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -238,13 +290,12 @@ class WorkerPool:
         if self._workers:
             return
         started = time.perf_counter()
-        self._scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
-        # Beside the working folder, not in it: the folder goes with the pool, the log
-        # stays when a worker failed.
-        self._log_path = self._scratch.with_name(f"{self._scratch.name}.log")
         environment = worker_environment(secrets)
+        zygote = _warmed_ahead(self.evaluator, environment)
+        if zygote is None:
+            zygote = _Zygote(self.evaluator, environment)
+        self._zygote, self._scratch, self._log_path = zygote, zygote.scratch, zygote.log_path
         try:
-            self._zygote = _Zygote(self._scratch, self._log_path, self.evaluator, environment)
             self._zygote.wait_ready(self.start_timeout_s)
             self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
@@ -385,6 +436,8 @@ class WorkerPool:
         The log is kept when a worker died or did not start: it holds what it printed.
         """
         workers, self._workers = self._workers, []
+        for worker in workers:  # all at once: each takes a moment to exit
+            worker.hang_up()
         for worker in workers:
             worker.stop()
         if self._zygote is not None:

@@ -6,10 +6,12 @@ import socket
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from n8n_deepeval_pipeline import EvaluationItem, EvaluationTask, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline.worker.pool import warm_ahead
 from tests.conftest import DRY_RUN, evaluate_all, make_task, worker_processes
 
 pytestmark = pytest.mark.slow
@@ -367,3 +369,41 @@ def test_evaluations_in_flight_together_in_one_worker_keep_their_own_results(tmp
     assert together == alone
     assert all(r["error"] is None and r["judge_calls"] > 0 for r in together)
     assert together[2]["score_path"] == "logprob_weighted"
+
+
+def _parent_of(pid):
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_pool_forks_its_workers_from_the_zygote_warmed_ahead_and_none_is_left():
+    before = worker_processes()
+    with warm_ahead(POLLUTER):
+        (warmed,) = worker_processes() - before
+        pool = WorkerPool(size=2, timeout_s=30, evaluator=POLLUTER)
+        try:
+            (result,) = evaluate(pool, labelled("inspect"))
+            assert result.score == 1.0
+            assert {_parent_of(pid) for pid in pool.pids} == {warmed}
+        finally:
+            pool.close()
+        assert worker_processes() == before  # the pool stopped it with its workers
+    assert worker_processes() == before
+
+
+def test_a_zygote_warmed_with_a_secret_in_its_environment_is_not_taken(monkeypatch):
+    # a judge key under a name no rule knows: only the task tells it is a secret
+    monkeypatch.setenv("SUPPORT_JUDGE", "tents-and-lanterns")
+    before = worker_processes()
+    with warm_ahead(POLLUTER):
+        (warmed,) = worker_processes() - before
+        pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+        keyed = JudgeSpec(provider="dry-run", model="dry-run", api_key="tents-and-lanterns")
+        try:
+            evaluate(pool, labelled("inspect").model_copy(update={"judge": keyed}))
+            (worker,) = pool.pids
+            assert _parent_of(worker) != warmed
+            assert b"tents-and-lanterns" not in Path(f"/proc/{worker}/environ").read_bytes()
+        finally:
+            pool.close()
+        assert worker_processes() - before == {warmed}  # untaken, still there
+    assert worker_processes() == before  # and stopped when the block ends
