@@ -5,9 +5,8 @@
 Each command runs in a fresh interpreter with ``python -X importtime`` and an environment
 without n8n settings (``N8N_API_URL`` and ``N8N_API_KEY`` removed): ``--help``,
 ``metrics`` and ``validate`` of the bundled example. For each it prints the median wall
-time, which of Dagster, SciPy and DeepEval were imported (none for ``--help`` and
-``metrics``; ``validate`` takes SciPy for its compare.failOn check, never Dagster), and the
-``--top`` imports with the largest cumulative time in the last round, as
+time, which of Dagster, SciPy and DeepEval were imported (none of them for any of the
+three), and the ``--top`` imports with the largest cumulative time in the last round, as
 ``-X importtime`` reports them (microseconds, a package including what it imports).
 """
 

@@ -45,10 +45,9 @@ def test_help_and_metrics_import_neither_dagster_scipy_nor_deepeval(args, no_n8n
     assert _imported_after(*args, env=no_n8n_env) == {"code": 0, "heavy": []}
 
 
-def test_validate_of_a_benchmark_of_files_imports_no_dagster(no_n8n_env):
+def test_validate_of_a_benchmark_of_files_imports_none_of_them(no_n8n_env):
     imported = _imported_after("validate", str(EXAMPLE / "benchmark.yaml"), env=no_n8n_env)
-    assert imported["code"] == 0
-    assert "dagster" not in imported["heavy"] and "deepeval" not in imported["heavy"]
+    assert imported == {"code": 0, "heavy": []}  # its failOn check needs no SciPy
     # an n8n configured in the environment is not reached for a benchmark of files
     configured = {**no_n8n_env, "N8N_API_URL": "http://127.0.0.1:9", "N8N_API_KEY": "k"}
     again = _imported_after("validate", str(EXAMPLE / "benchmark.yaml"), env=configured)

@@ -37,12 +37,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import count
+from math import comb, sqrt
+from statistics import NormalDist
 from types import MappingProxyType
 from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, computed_field
-from scipy.stats import binomtest, fisher_exact
 
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
@@ -106,6 +107,9 @@ _DROP_TIERS: tuple[tuple[Verdict, _Gate], ...] = (
 _WATCH_MOVE = Fraction(35, 100)
 _DRIFT_MIN_RATE_MOVE = Fraction(5, 100)
 _DRIFT_MIN_COUNT_CHANGE = 3
+
+
+_Z_95 = NormalDist().inv_cdf(0.975)  # the two-sided 95% quantile
 
 
 class _Frozen(BaseModel):
@@ -241,6 +245,8 @@ def pass_count(passes: Sequence[bool]) -> PassCount:
 
 def fisher_p_values(baseline: PassCount, candidate: PassCount) -> PValues:
     """One-sided Fisher's exact tests on the table [[cand pass, cand fail], [base ...]]."""
+    from scipy.stats import fisher_exact  # a second to import: only when a case is compared
+
     table = np.array(
         [
             [candidate.passed, candidate.runs - candidate.passed],
@@ -254,11 +260,21 @@ def fisher_p_values(baseline: PassCount, candidate: PassCount) -> PValues:
 
 
 def wilson_interval(passed: int, runs: int) -> Interval | None:
-    """The Wilson 95% score interval of ``passed / runs``; None without runs."""
+    """The Wilson 95% score interval of ``passed / runs``; None without runs.
+
+    Its closed form, as SciPy's ``binomtest(...).proportion_ci(method="wilson")`` computes
+    it (the tests compare the two), without SciPy's second of imports for a report.
+    """
     if runs == 0:
         return None
-    interval = binomtest(passed, runs).proportion_ci(confidence_level=0.95, method="wilson")
-    return Interval(lower=float(interval.low), upper=float(interval.high))
+    z = _Z_95
+    rate = passed / runs
+    denominator = 1 + z * z / runs
+    centre = (rate + z * z / (2 * runs)) / denominator
+    half = z * sqrt(rate * (1 - rate) / runs + z * z / (4 * runs * runs)) / denominator
+    lower = 0.0 if passed == 0 else max(centre - half, 0.0)
+    upper = 1.0 if passed == runs else min(centre + half, 1.0)
+    return Interval(lower=lower, upper=upper)
 
 
 def _verdict(baseline: PassCount, candidate: PassCount, p_values: PValues) -> Verdict:
@@ -288,7 +304,11 @@ def compare_case(
             p_value_rise=None,
             verdict="insufficient_data",
         )
-    p_values = fisher_p_values(base, cand)
+    return _compared(row_id, base, cand, fisher_p_values(base, cand))
+
+
+def _compared(row_id: str, base: PassCount, cand: PassCount, p_values: PValues) -> CaseComparison:
+    assert base.rate is not None and cand.rate is not None  # both sides have runs
     return CaseComparison(
         row_id=row_id,
         baseline=base,
@@ -461,8 +481,14 @@ class GateReach(NamedTuple):
 
 
 def _surest_drop(runs: int) -> CaseComparison:
-    # Smallest p-value, largest drop, best baseline: if any case fails a gate, this one does.
-    return compare_case("", [True] * runs, [False] * runs)
+    """Every run passes before and fails after: if any case fails a gate, this one does.
+
+    Its table is the only one as extreme as itself, so Fisher's one-sided p-value is
+    that table's hypergeometric probability, 1 / C(2n, n): the exact value, where SciPy's
+    may differ in the last digit (validate then starts without SciPy).
+    """
+    base, cand = pass_count([True] * runs), pass_count([False] * runs)
+    return _compared("", base, cand, PValues(drop=1 / comb(2 * runs, runs), rise=1.0))
 
 
 def gate_reach(fail_on: GateVerdict, runs: int) -> GateReach:

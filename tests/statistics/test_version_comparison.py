@@ -2,9 +2,10 @@ import math
 from typing import get_args
 
 import pytest
-from scipy.stats import fisher_exact
+from scipy.stats import binomtest, fisher_exact
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind
+from n8n_deepeval_pipeline.statistics.gates import fails_gate
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     FAILURE_CATEGORIES,
     FAILURE_CATEGORY_OF_ERROR_KIND,
@@ -15,6 +16,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     compare_versions,
     failure_drift,
     fisher_p_values,
+    gate_reach,
     metric_deltas,
     pass_count,
     run_failure_categories,
@@ -81,6 +83,17 @@ def test_p_values_against_hand_computed_hypergeometric_values():
     assert case((1, 3), (3, 3)).p_value_rise == pytest.approx(4 / 20)
 
 
+@pytest.mark.parametrize("fail_on", ["regression", "likely_regression"])
+@pytest.mark.parametrize("runs", range(1, 31))
+def test_gate_reach_without_scipy_agrees_with_scipy_s_surest_drop(fail_on, runs):
+    # validate predicts from 1 / C(2n, n); a run compares with SciPy's Fisher test
+    reach = gate_reach(fail_on, runs)
+    by_scipy = compare_case("", [True] * runs, [False] * runs)
+    assert reach.surest_drop_p_value == pytest.approx(by_scipy.p_value_drop, rel=1e-12)
+    assert reach.reachable == fails_gate(by_scipy.verdict, fail_on)
+    assert reach.fewest_runs == {"regression": 4, "likely_regression": 2}[fail_on]
+
+
 # --- Wilson interval ------------------------------------------------------------------------
 
 
@@ -91,6 +104,16 @@ def test_wilson_interval_matches_the_score_formula(passed, runs):
     assert interval is not None
     assert interval.lower == pytest.approx(lower, rel=1e-6, abs=1e-9)
     assert interval.upper == pytest.approx(upper, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 5, 8, 13, 40, 101, 1000])
+def test_wilson_interval_is_scipy_s_wilson_interval(runs):
+    for passed in range(runs + 1):
+        by_scipy = binomtest(passed, runs).proportion_ci(confidence_level=0.95, method="wilson")
+        interval = wilson_interval(passed, runs)
+        assert interval is not None
+        assert interval.lower == pytest.approx(by_scipy.low, rel=1e-12, abs=1e-15)
+        assert interval.upper == pytest.approx(by_scipy.high, rel=1e-12, abs=1e-15)
 
 
 def test_wilson_interval_pins_the_bounds_at_zero_and_all_passing():
