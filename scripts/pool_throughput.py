@@ -442,12 +442,13 @@ def profile(
     wall_s: float,
     per_second: float,
     tokens: bool,
+    latency_s: float,
 ) -> dict[str, Any]:
     """Where a rate-limited run's time went, from when the judge let each call in.
 
     Seconds of the run are full when the binding budget (requests, or tokens) was used at
-    90 % or more: the start is the time before the first full second (``alone_s`` of it
-    the first call with nothing else in flight, while the limits were unknown), the tail
+    90 % or more: the start is the time before the first full second (the first calls
+    go before any answer has told the limits: ``unknown_calls`` of them), the tail
     the time after the last one (the last evaluations' remaining calls, one after the
     other, and the last call's latency), and the steady share is the budget used between.
     """
@@ -456,12 +457,12 @@ def profile(
         used[min(max(int(at - started_at), 0), len(used) - 1)] += cost if tokens else 1
     full = [second for second, units in enumerate(used) if units >= 0.9 * per_second]
     if not full:
-        return {"start_s": wall_s, "alone_s": wall_s, "tail_s": 0.0, "steady": 0.0}
+        return {"start_s": wall_s, "unknown_calls": 0, "tail_s": 0.0, "steady": 0.0}
     first, last = full[0], full[-1]
     times = sorted(at for at, _ in admitted)
     return {
         "start_s": float(first),
-        "alone_s": times[1] - times[0] if len(times) > 1 else wall_s,
+        "unknown_calls": sum(1 for at in times if at < times[0] + latency_s),
         "tail_s": max(wall_s - (last + 1), 0.0),
         "tail_calls": sum(1 for at in times if at - started_at >= last + 1),
         "steady": sum(used[first : last + 1]) / ((last + 1 - first) * per_second),
@@ -491,7 +492,9 @@ def paced(
     spent = sum(cost for _, cost in admitted) if tokens else len(admitted)
     per_minute = spent / run["wall_s"] * 60
     share_429 = served["rate_limited"] / max(served["requests"], 1)
-    shape = profile(admitted, run["started_at"], run["wall_s"], limit / 60, tokens)
+    shape = profile(
+        admitted, run["started_at"], run["wall_s"], limit / 60, tokens, latency_ms / 1000
+    )
     unit = "tokens" if tokens else "requests"
     print(
         f"\nrate-limited judge: {limit} {unit}/min, {latency_ms:g} ms · {run['evaluations']} "
@@ -502,7 +505,8 @@ def paced(
         f"{served['requests']} requests ({share_429:.1%}) · scores lost {run['errors']}"
     )
     print(
-        f"  start {shape['start_s']:.0f} s (the first call alone {shape['alone_s']:.1f} s) · "
+        f"  start {shape['start_s']:.0f} s ({shape['unknown_calls']} calls before the first "
+        f"answer told the limits) · "
         f"steady {shape['steady']:.1%} of the limit over {shape.get('steady_s', 0):.0f} s · "
         f"tail {shape['tail_s']:.1f} s ({shape.get('tail_calls', 0)} calls, then the last "
         f"one's {latency_ms / 1000:g} s)"

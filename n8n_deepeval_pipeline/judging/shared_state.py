@@ -211,13 +211,10 @@ class SharedState:
             return None
         return Concurrency(limit=row[0], ceiling=row[1], threshold=row[2], decreased_at=row[3])
 
-    def concurrency(self, judge: str, ceiling: int) -> Concurrency:
-        """The calls ``judge`` may have in flight now.
-
-        A judge that never answered gets one call: its first answer's headers tell the
-        provider's limits before a burst can overrun them.
-        """
-        return self._fitted(judge, ceiling) or Concurrency(limit=1.0, ceiling=ceiling)
+    def concurrency(self, judge: str, ceiling: int, first: int = 1) -> Concurrency:
+        """The calls ``judge`` may have in flight now; ``first`` until it has answered."""
+        fitted = self._fitted(judge, ceiling)
+        return fitted or Concurrency(limit=float(min(max(first, 1), ceiling)), ceiling=ceiling)
 
     def record_outcome(
         self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None
