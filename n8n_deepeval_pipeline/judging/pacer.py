@@ -4,8 +4,8 @@ Before a call: wait for an in-flight slot within the concurrency fitted so far, 
 while the judge is paused (a budget that must reset first), then for its turn in the
 requests and tokens per minute (configured, or as the provider's headers said). After it: fit the
 concurrency to the outcome (``pacing.Concurrency``), keep the budget the provider
-reported, pause every call until a spent budget resets, and correct the call's token
-estimate from the usage the answer reported.
+reported, pause every call until a spent budget has room for the next, and correct the
+token estimates from the usage the answer reported.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 
 # Tokens a call is assumed to cost before its answer says: the prompt at ~4 characters a
-# token (the provider's tokenizer needs files the machine may not have), plus the answer.
+# token (tiktoken, OpenAI's tokenizer, downloads its encodings on first use, which a
+# machine without the internet cannot), plus the answer.
 _CHARS_PER_TOKEN = 4
 _ANSWER_TOKENS = 256
 _FIRST_WINDOW = 4

@@ -188,7 +188,8 @@ class SharedState:
             ).fetchone()
             due = max(float(row[0]) if row else now, now)
             if due > now and due + cost * step - now > burst * step:
-                return max(due + cost * step - burst * step - now, 0.005)
+                # A call bigger than the burst may go at ``due`` itself.
+                return max(due + min(cost - burst, 0.0) * step - now, 0.005)
             self._db.execute(
                 "insert or replace into paced values (?, ?, ?)", (judge, budget, due + cost * step)
             )

@@ -209,3 +209,24 @@ def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path)
     wait = pacer.state.take_paced(pacer.judge, "tokens", 600, 0, burst=1)
     assert 2.5 < wait <= 2.9  # 30 tokens booked ahead, less one token's burst
     assert pacer.estimates.corrected(30) == 10
+
+
+def test_a_budget_a_call_short_pauses_for_the_missing_part_at_the_told_rate():
+    """A provider refills continuously (OpenAI): one request short at 600 a minute is
+    0.1 s, not the reset (the time until the whole budget is back), which is the most."""
+    limits = RateLimits(
+        remaining_requests=0, remaining_tokens=100, reset_requests_s=1.0, reset_tokens_s=0.9,
+        limit_requests=600, limit_tokens=200000,
+    )  # fmt: skip
+    assert limits.pause_s(tokens_needed=100) == pytest.approx(0.1)  # the request
+    assert limits.pause_s(tokens_needed=1100) == pytest.approx(0.3)  # 1000 tokens short
+    assert limits.pause_s(tokens_needed=10**6) == 0.9  # never past the reset
+
+
+def test_a_call_bigger_than_the_burst_is_told_to_wait_until_the_booking_ahead_ends(tmp_path):
+    """Not until its own booking would end: every waiting call slept one call too long,
+    and tokens paced from the headers (a burst of one token) idled half the time."""
+    state = SharedState(tmp_path / "s.sqlite")
+    assert state.take_paced("j", "tokens", 6000, 300, burst=1) == 0.0  # 3 s booked
+    wait = state.take_paced("j", "tokens", 6000, 300, burst=1)
+    assert 2.5 < wait <= 3.0  # the 3 s ahead of it, not 6
