@@ -118,8 +118,8 @@ class Pacer:
     def _settle(self, token_limit: tuple[float, float] | None, booked: int, used: int) -> None:
         """Book what a call used beyond its booking; keep what it did not use for the next.
 
-        Given back to the shared booking, unused tokens were lost whenever the booking fell
-        behind the present (paced evenly, the judge ran at 82 % of a tokens limit); this
+        Given back to the shared booking, unused tokens are lost whenever the booking has
+        fallen behind the present (nothing is booked ahead of an even pace); this
         process's next call books that much less instead.
         """
         if token_limit is None:
