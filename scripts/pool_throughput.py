@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/pool_throughput.py    # 240 evaluations, 50, 300 and 2000 ms
     .venv/bin/python scripts/pool_throughput.py --latencies 2000 --soak 0 --paced 0
+    .venv/bin/python scripts/pool_throughput.py --latencies '' --soak 0   # rate-limited only
+    .venv/bin/python scripts/pool_throughput.py --latencies '' --soak 0 --paced 0  # tokens
 
 The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
 judge that answers after a fixed latency, run by
@@ -11,13 +13,15 @@ judge that answers after a fixed latency, run by
       isolated latency, from which ideal = sum of isolated latencies / C),
   (d) a model of the seed's design: 4 slots, one evaluation per slot, DeepEval's own
       OpenAI model in each slot,
-then a soak of one worker over 500 evaluations for its memory, and the pool against a
-rate-limited loopback judge (requests per minute, OpenAI's rate-limit headers, 429s
-beyond its bucket) at 300 ms and 2 s: throughput against the limit, the share of calls
-answered 429, scores lost. Each runner runs in its own process; CPU is counted for that
-process and its workers, never the judge server's. The CPU bound is CPU seconds per
-evaluation x evaluations / cores; the latency bound is the sum of isolated latencies /
-evaluations in flight.
+then the pool against a rate-limited loopback judge (a bucket of 1 s of refill, OpenAI's
+rate-limit headers, 429s beyond it; the judge is told no limit) at 300 ms and 2 s, once
+where requests bind (--paced) and once where tokens do (--paced-tpm): throughput
+against the binding limit, the share of calls answered 429, scores lost, and where the
+time went (the start, the steady share of the limit, the tail); then a soak of one
+worker over 500 evaluations for its memory. Each runner runs in its own process; CPU
+is counted for that process and its workers, never the judge server's. The CPU bound
+is CPU seconds per evaluation x evaluations / cores; the latency bound is the sum of
+isolated latencies / evaluations in flight.
 """
 
 from __future__ import annotations
@@ -146,6 +150,7 @@ def run_pool(
     pool.start()
     pids = pool.pids
     cpu_before = _self_cpu() + sum(_cpu_of(pid) for pid in pids)
+    started_at = time.time()  # the loopback judge's clock: when its calls could begin
     started = time.perf_counter()
     results = list(pool.evaluate(tasks))
     wall = time.perf_counter() - started
@@ -164,6 +169,7 @@ def run_pool(
         "median_overhead_ms": stats["median_overhead_ms"],
         "in_flight": stats["peak_in_flight"],
         "judge_calls": sum(r.judge_calls for r in results),
+        "started_at": started_at,
         "soak": soak,
     }
 
@@ -300,9 +306,12 @@ def _child(mode: str, **options: Any) -> dict[str, Any]:
 
 
 class _Server:
-    def __init__(self, latency_ms: float, port: int, rpm: int | None = None) -> None:
+    def __init__(
+        self, latency_ms: float, port: int, rpm: int | None = None, tpm: int | None = None
+    ) -> None:
         self.port = port
-        limits = ["--rpm", str(rpm), "--burst-s", "1"] if rpm else []
+        limits = [*(["--rpm", str(rpm)] if rpm else []), *(["--tpm", str(tpm)] if tpm else [])]
+        limits += ["--burst-s", "1"] if limits else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "n8n_deepeval_pipeline.testing.loopback_judge",
              "--port", str(port),
@@ -427,9 +436,49 @@ def compare(
     return {"latency_ms": latency_ms, "runs": runs, "ideal_s": ideal, "ratios": ratios}
 
 
-def paced(latency_ms: float, rpm: int, evaluations: int, port: int) -> dict[str, Any]:
-    """The pool against a judge that allows ``rpm`` requests a minute (bursts of 1 s)."""
-    server = _Server(latency_ms, port, rpm=rpm)
+def profile(
+    admitted: list[tuple[float, int]],
+    started_at: float,
+    wall_s: float,
+    per_second: float,
+    tokens: bool,
+    latency_s: float,
+) -> dict[str, Any]:
+    """Where a rate-limited run's time went, from when the judge let each call in.
+
+    Seconds of the run are full when the binding budget (requests, or tokens) was used at
+    90 % or more: the start is the time before the first full second (the first calls
+    go before any answer has told the limits: ``unknown_calls`` of them), the tail
+    the time after the last one (the last evaluations' remaining calls, one after the
+    other, and the last call's latency), and the steady share is the budget used between.
+    """
+    used = [0.0] * (int(wall_s) + 2)
+    for at, cost in admitted:
+        used[min(max(int(at - started_at), 0), len(used) - 1)] += cost if tokens else 1
+    full = [second for second, units in enumerate(used) if units >= 0.9 * per_second]
+    if not full:
+        return {"start_s": wall_s, "unknown_calls": 0, "tail_s": 0.0, "steady": 0.0}
+    first, last = full[0], full[-1]
+    times = sorted(at for at, _ in admitted)
+    return {
+        "start_s": float(first),
+        "unknown_calls": sum(1 for at in times if at < times[0] + latency_s),
+        "tail_s": max(wall_s - (last + 1), 0.0),
+        "tail_calls": sum(1 for at in times if at - started_at >= last + 1),
+        "steady": sum(used[first : last + 1]) / ((last + 1 - first) * per_second),
+        "steady_s": float(last + 1 - first),
+    }
+
+
+def paced(
+    latency_ms: float, evaluations: int, port: int, rpm: int | None = None, tpm: int | None = None
+) -> dict[str, Any]:
+    """The pool against a judge allowing ``rpm`` requests or ``tpm`` tokens a minute.
+
+    Its bucket holds 1 s of refill (providers enforce per-minute limits over shorter
+    periods); the judge is told no limit, so it paces from the headers and 429s.
+    """
+    server = _Server(latency_ms, port, rpm=rpm, tpm=tpm)
     try:
         run = _child(
             "pool", base_url=server.base_url, concurrency=4, evaluations=evaluations,
@@ -437,16 +486,33 @@ def paced(latency_ms: float, rpm: int, evaluations: int, port: int) -> dict[str,
         )  # fmt: skip
     finally:
         served = server.stop()
-    answered = run["judge_calls"]
-    per_minute = answered / run["wall_s"] * 60
+    tokens = tpm is not None
+    limit = tpm if tpm is not None else rpm or 1
+    admitted = [(at, cost) for at, cost in served["admitted"]]
+    spent = sum(cost for _, cost in admitted) if tokens else len(admitted)
+    per_minute = spent / run["wall_s"] * 60
     share_429 = served["rate_limited"] / max(served["requests"], 1)
+    shape = profile(
+        admitted, run["started_at"], run["wall_s"], limit / 60, tokens, latency_ms / 1000
+    )
+    unit = "tokens" if tokens else "requests"
     print(
-        f"\nrate-limited judge: {rpm} requests/min, {latency_ms:g} ms · {run['evaluations']} "
-        f"evaluations, {answered} calls in {run['wall_s']:.1f} s = {per_minute:.0f}/min "
-        f"({per_minute / rpm:.1%} of the limit) · 429s {served['rate_limited']} of "
+        f"\nrate-limited judge: {limit} {unit}/min, {latency_ms:g} ms · {run['evaluations']} "
+        f"evaluations, {run['judge_calls']} calls"
+        + (f" ({spent / max(len(admitted), 1):.0f} tokens each)" if tokens else "")
+        + f" in {run['wall_s']:.1f} s = {per_minute:.0f} {unit}/min "
+        f"({per_minute / limit:.1%} of the limit) · 429s {served['rate_limited']} of "
         f"{served['requests']} requests ({share_429:.1%}) · scores lost {run['errors']}"
     )
-    return {"latency_ms": latency_ms, "rpm": rpm, "run": run, "served": served}
+    print(
+        f"  start {shape['start_s']:.0f} s ({shape['unknown_calls']} calls before the first "
+        f"answer told the limits) · "
+        f"steady {shape['steady']:.1%} of the limit over {shape.get('steady_s', 0):.0f} s · "
+        f"tail {shape['tail_s']:.1f} s ({shape.get('tail_calls', 0)} calls, then the last "
+        f"one's {latency_ms / 1000:g} s)"
+    )
+    return {"latency_ms": latency_ms, "rpm": rpm, "tpm": tpm, "run": run, "profile": shape,
+            "served": {k: v for k, v in served.items() if k != "admitted"}}  # fmt: skip
 
 
 def main() -> None:
@@ -459,6 +525,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4, help="(a): worker processes")
     parser.add_argument("--per-worker", type=int, default=24, help="(a): in flight per worker")
     parser.add_argument("--paced", type=int, default=600, help="requests/min; 0: skip")
+    parser.add_argument("--paced-tpm", type=int, default=200000, help="tokens/min; 0: skip")
+    parser.add_argument("--paced-latencies", default="300,2000")
+    parser.add_argument("--paced-evaluations", type=int, default=240)
     parser.add_argument("--soak", type=int, default=500)
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--json", help="also write the figures to this file")
@@ -476,15 +545,19 @@ def main() -> None:
     one_import = _import_time()
     print(f"one process importing deepeval.metrics: {one_import:.2f} s")
     figures: dict[str, Any] = {"import_s": one_import, "comparisons": []}
-    for latency in (float(value) for value in args.latencies.split(",")):
+    for latency in (float(value) for value in args.latencies.split(",") if value):
         pool = (args.workers, args.per_worker)
         figures["comparisons"].append(
             compare(latency, args.concurrency, args.evaluations, args.port, pool)
         )
-    if args.paced:
-        figures["paced"] = [
-            paced(latency, args.paced, args.evaluations, args.port) for latency in (300, 2000)
-        ]
+    limits = [*([{"rpm": args.paced}] if args.paced else []),
+              *([{"tpm": args.paced_tpm}] if args.paced_tpm else [])]  # fmt: skip
+    figures["paced"] = [
+        paced(float(latency), args.paced_evaluations, args.port, **limit)
+        for limit in limits
+        for latency in args.paced_latencies.split(",")
+        if latency
+    ]
     if args.soak:
         server = _Server(0, args.port)
         try:

@@ -4,8 +4,8 @@ Before a call: wait for an in-flight slot within the concurrency fitted so far, 
 while the judge is paused (a budget that must reset first), then for its turn in the
 requests and tokens per minute (configured, or as the provider's headers said). After it: fit the
 concurrency to the outcome (``pacing.Concurrency``), keep the budget the provider
-reported, pause every call until a spent budget resets, and correct the call's token
-estimate from the usage the answer reported.
+reported, pause every call until a spent budget has room for the next, and correct the
+token estimates from the usage the answer reported.
 """
 
 from __future__ import annotations
@@ -17,19 +17,47 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
-from n8n_deepeval_pipeline.judging.pacing import OVERLOAD_STATUS, RateLimits
+from n8n_deepeval_pipeline.judging.pacing import OVERLOAD_STATUS, Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 
 # Tokens a call is assumed to cost before its answer says: the prompt at ~4 characters a
-# token (the provider's tokenizer needs files the machine may not have), plus the answer.
+# token (tiktoken, OpenAI's tokenizer, downloads its encodings on first use, which a
+# machine without the internet cannot), plus the answer.
 _CHARS_PER_TOKEN = 4
 _ANSWER_TOKENS = 256
+_FIRST_WINDOW = 4
 
 
 def estimate_tokens(prompt: str, max_tokens: int | None) -> int:
     """A call's tokens before it is made (corrected from the answer's usage after)."""
     return len(prompt) // _CHARS_PER_TOKEN + (max_tokens or _ANSWER_TOKENS)
+
+
+class TokenEstimates:
+    """Estimates corrected by what answers' usage said: their mean error is added.
+
+    The estimate counts the whole answer budget (``max_tokens``, or 256) where judges
+    answer in a few dozen tokens: booked uncorrected, every call in flight holds budget
+    it will not use until its answer comes back.
+    """
+
+    def __init__(self) -> None:
+        self.error = 0.0  # mean of usage minus estimate, over recent answers
+        self.answers = 0
+
+    def corrected(self, estimate: int) -> int:
+        """The tokens a call estimated at ``estimate`` is expected to cost."""
+        return max(round(estimate + self.error), 1)
+
+    def learn(self, estimate: int, used: int) -> None:
+        """Learn from one answer's usage.
+
+        The mean error of all answers so far; from the tenth on a moving average weighted
+        to the last ten or so, which follows a change of prompts.
+        """
+        self.answers += 1
+        self.error += ((used - estimate) - self.error) / min(self.answers, 10)
 
 
 class Pacer:
@@ -41,13 +69,29 @@ class Pacer:
         self.judge = spec.identity
         self._slots = InFlightLimit(state_dir / "in-flight" / spec.identity, spec.max_in_flight)
         self._allowed_now = (0.0, 1)  # read at, slots: re-read at most every 0.2 s
+        self.estimates = TokenEstimates()
+        self._credit = 0  # tokens this process booked and its calls did not use
 
     def _allowed(self) -> int:
         read_at, slots = self._allowed_now
         if time.monotonic() - read_at > 0.2:
-            slots = self.state.concurrency(self.judge, self.spec.max_in_flight).slots
-            self._allowed_now = (time.monotonic(), slots)
+            fitted = self.state.concurrency(self.judge, self.spec.max_in_flight, self._first())
+            self._allowed_now = (time.monotonic(), fitted.slots)
+            slots = fitted.slots
         return slots
+
+    def _first(self) -> int:
+        """Calls in flight before the judge's first answer.
+
+        Configured limits pace the calls from the first one: half the ceiling at once, as
+        after an answer. Unknown limits: a few calls, until the first answer's headers
+        tell them (a window of 4, as TCP starts with; fewer than any paid tier allows
+        in a second, so no burst of 429s, and at a 2 s latency the judge is not idle
+        for the first answer's whole wait).
+        """
+        if self.spec.requests_per_minute or self.spec.tokens_per_minute:
+            return Concurrency.start(self.spec.max_in_flight).slots
+        return _FIRST_WINDOW
 
     @contextlib.asynccontextmanager
     async def call(self, tokens: int) -> AsyncIterator[list[int | None]]:
@@ -61,11 +105,29 @@ class Pacer:
             requests, token_limit = self._per_minute()
             if requests is not None:
                 await self._book("requests", *requests, 1)
+            expected = self.estimates.corrected(tokens)
             if token_limit is not None:
-                await self._book("tokens", *token_limit, tokens)
+                from_credit = min(self._credit, expected)
+                self._credit -= from_credit
+                await self._book("tokens", *token_limit, expected - from_credit)
             yield actual
-        if token_limit is not None and actual[0] is not None:
-            self.state.repay_paced(self.judge, "tokens", token_limit[0], actual[0] - tokens)
+        if actual[0] is not None:
+            self.estimates.learn(tokens, actual[0])
+            self._settle(token_limit, expected, actual[0])
+
+    def _settle(self, token_limit: tuple[float, float] | None, booked: int, used: int) -> None:
+        """Book what a call used beyond its booking; keep what it did not use for the next.
+
+        Given back to the shared booking, unused tokens are lost whenever the booking has
+        fallen behind the present (nothing is booked ahead of an even pace); this
+        process's next call books that much less instead.
+        """
+        if token_limit is None:
+            return
+        if used > booked:
+            self.state.repay_paced(self.judge, "tokens", token_limit[0], used - booked)
+        else:
+            self._credit += booked - used
 
     def _per_minute(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
         """(per minute, burst) for requests and tokens: configured, else as the provider told.
@@ -94,7 +156,8 @@ class Pacer:
     def answered(self, limits: RateLimits | None, next_tokens: int) -> None:
         """A call succeeded: grow the concurrency; pause if the budget it reports is spent."""
         self.state.record_outcome(self.judge, self.spec.max_in_flight, False, limits)
-        if limits is not None and (pause := limits.pause_s(next_tokens)) > 0:
+        needed = self.estimates.corrected(next_tokens)
+        if limits is not None and (pause := limits.pause_s(needed)) > 0:
             self.state.pause(self.judge, pause)
 
     def refused(

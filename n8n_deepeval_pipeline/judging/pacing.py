@@ -98,13 +98,29 @@ class RateLimits:
         return self.remaining_requests is not None or self.remaining_tokens is not None
 
     def pause_s(self, tokens_needed: int) -> float:
-        """How long to hold calls: until a budget that cannot take one more call resets."""
-        waits = []
-        if self.remaining_requests is not None and self.remaining_requests < 1:
-            waits.append(self.reset_requests_s or 1.0)
-        if self.remaining_tokens is not None and self.remaining_tokens < tokens_needed:
-            waits.append(self.reset_tokens_s or 1.0)
-        return max(waits, default=0.0)
+        """How long to hold calls: until a budget that cannot take one more call has room.
+
+        With its per-minute limit told, a budget refills continuously, as OpenAI's does:
+        the wait is for the missing part at that rate, never longer than the reset (the
+        time until the whole budget is back). Holding every call until the reset stalled
+        a judge kept near its limit at each answer that found the budget a call short.
+        """
+        return max(
+            _wait_s(self.remaining_requests, 1, self.reset_requests_s, self.limit_requests),
+            _wait_s(self.remaining_tokens, tokens_needed, self.reset_tokens_s, self.limit_tokens),
+        )
+
+
+def _wait_s(
+    remaining: int | None, needed: int, reset_s: float | None, per_minute: int | None
+) -> float:
+    """Seconds until a budget with ``remaining`` left has ``needed`` (0: it has)."""
+    if remaining is None or remaining >= needed:
+        return 0.0
+    if per_minute:
+        refill_s = (needed - remaining) * 60 / per_minute
+        return min(refill_s, reset_s) if reset_s else refill_s
+    return reset_s or 1.0
 
 
 def _number(text: str | None) -> float | None:

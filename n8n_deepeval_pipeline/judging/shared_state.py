@@ -188,7 +188,8 @@ class SharedState:
             ).fetchone()
             due = max(float(row[0]) if row else now, now)
             if due > now and due + cost * step - now > burst * step:
-                return max(due + cost * step - burst * step - now, 0.005)
+                # A call bigger than the burst may go at ``due`` itself.
+                return max(due + min(cost - burst, 0.0) * step - now, 0.005)
             self._db.execute(
                 "insert or replace into paced values (?, ?, ?)", (judge, budget, due + cost * step)
             )
@@ -211,13 +212,10 @@ class SharedState:
             return None
         return Concurrency(limit=row[0], ceiling=row[1], threshold=row[2], decreased_at=row[3])
 
-    def concurrency(self, judge: str, ceiling: int) -> Concurrency:
-        """The calls ``judge`` may have in flight now.
-
-        A judge that never answered gets one call: its first answer's headers tell the
-        provider's limits before a burst can overrun them.
-        """
-        return self._fitted(judge, ceiling) or Concurrency(limit=1.0, ceiling=ceiling)
+    def concurrency(self, judge: str, ceiling: int, first: int = 1) -> Concurrency:
+        """The calls ``judge`` may have in flight now; ``first`` until it has answered."""
+        fitted = self._fitted(judge, ceiling)
+        return fitted or Concurrency(limit=float(min(max(first, 1), ceiling)), ceiling=ceiling)
 
     def record_outcome(
         self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None

@@ -12,7 +12,8 @@ the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
-(a bucket refilled continuously, 429 with Retry-After beyond it, OpenAI's
+(a bucket refilled continuously, taken from when a request arrives, at the tokens its
+answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
 ``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
 request after the plan runs out (``fail_always`` makes every request a 500 instead,
 ``reject_key`` a 401). ``fixed`` pins fields of every structured answer
@@ -104,11 +105,13 @@ class LoopbackJudge:
     ) -> None:
         self.latency_s = latency_s
         self.bucket = (
-            _Bucket(requests_per_minute, tokens_per_minute, burst_s)
+            RateBucket(requests_per_minute, tokens_per_minute, burst_s)
             if requests_per_minute or tokens_per_minute
             else None
         )
         self.rate_limited = 0  # requests refused with 429 by the bucket
+        # (time.time(), tokens) of every request the bucket let in, for a run's profile
+        self.admitted: list[tuple[float, int]] = []
         self.port = port
         self.faults = list(faults or [])
         self.slow_s = slow_s
@@ -168,45 +171,55 @@ class LoopbackJudge:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            await asyncio.sleep(self.slow_s if fault == "slow" else self.latency_s)
-            if fault == "drop":
-                writer.transport.abort()
-                return False
-            if fault == "401":
+            if fault in ("drop", "401"):
+                await asyncio.sleep(self.latency_s)
+                if fault == "drop":
+                    writer.transport.abort()
+                    return False
                 _write(writer, 401, {"error": {"message": _refusal(headers, target)}})
                 return True
             request = json.loads(body or b"{}")
             self.bodies.append(request)
-            if path.endswith("/v1/messages"):
-                return self._answer_anthropic(writer, fault, request)
-            return self._answer(writer, fault, request)
+            anthropic = path.endswith("/v1/messages")
+            status, payload, extra = (
+                self._anthropic(fault, request) if anthropic else self._openai(fault, request)
+            )
+            if status == 200 and not anthropic and self.bucket is not None:
+                # On arrival, as a provider refuses: a 429 costs no latency.
+                admitted, extra = self._admit(self.bucket, payload["usage"]["total_tokens"])
+                if not admitted:
+                    _write(writer, 429, {"error": {"message": "rate limit reached"}}, extra)
+                    return True
+            await asyncio.sleep(self.slow_s if fault == "slow" else self.latency_s)
+            _write(writer, status, payload, extra)
+            return True
         finally:
             self.in_flight -= 1
 
-    def _answer(self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]) -> bool:
+    def _admit(self, bucket: RateBucket, tokens: int) -> tuple[bool, dict[str, str]]:
+        """Whether the bucket lets a call of ``tokens`` in now, and the headers to send."""
+        with self._lock:
+            admitted, headers = bucket.take(tokens, time.monotonic())
+        if admitted:
+            self.admitted.append((time.time(), tokens))
+        else:
+            self.rate_limited += 1
+        return admitted, headers
+
+    def _openai(
+        self, fault: str, request: dict[str, Any]
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        """Status, body and headers of a chat completion's answer under ``fault``."""
         code, _, retry_after = fault.partition(":")
         if code in ("403", "429", "500", "503"):
             extra = {"retry-after": retry_after} if retry_after else {}
-            _write(writer, int(code), {"error": {"message": f"injected {code}"}}, extra)
-            return True
+            return int(code), {"error": {"message": f"injected {code}"}}, extra
         text, logprobs = self._reply(request)
         if fault == "invalid_json":
             text = text[: len(text) // 2]
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
-        completion = _completion(request, text, logprobs)
-        headers: dict[str, str] = {}
-        if self.bucket is not None:
-            with self._lock:
-                allowed, headers = self.bucket.take(
-                    completion["usage"]["total_tokens"], time.monotonic()
-                )
-            if not allowed:  # as a rate-limited provider: 429 beyond the bucket
-                self.rate_limited += 1
-                _write(writer, 429, {"error": {"message": "rate limit reached"}}, headers)
-                return True
-        _write(writer, 200, completion, headers)
-        return True
+        return 200, _completion(request, text, logprobs), {}
 
     def _reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """The answer's text, and its log-probabilities for G-Eval's raw call."""
@@ -215,12 +228,12 @@ class LoopbackJudge:
             return rubric_answer(_seed(request), "loopback reason", top)
         return answer_for(request, self.fixed), None
 
-    def _answer_anthropic(
-        self, writer: asyncio.StreamWriter, fault: str, request: dict[str, Any]
-    ) -> bool:
+    def _anthropic(
+        self, fault: str, request: dict[str, Any]
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Anthropic's Messages API: JSON text fitting ``output_config``'s schema, if any."""
         if fault != "ok":
-            return self._answer(writer, fault, request)
+            return self._openai(fault, request)
         prompt = prompt_text(request.get("messages", []))
         schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
         text = (
@@ -231,8 +244,7 @@ class LoopbackJudge:
         usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
         content = [{"type": "text", "text": text}]
         message = {"type": "message", "role": "assistant", "content": content, "usage": usage}
-        _write(writer, 200, message)
-        return True
+        return 200, message, {}
 
     async def _serve(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -262,19 +274,23 @@ class LoopbackJudge:
             self._loop.call_soon_threadsafe(self._server.close)
 
 
-class _Bucket:
+class RateBucket:
     """Requests and tokens per minute as a provider refills them: continuously.
 
     The bucket holds ``burst_s`` seconds of refill (a provider's: the whole minute).
     """
 
     def __init__(
-        self, requests_per_minute: int | None, tokens_per_minute: int | None, burst_s: float
+        self,
+        requests_per_minute: int | None,
+        tokens_per_minute: int | None,
+        burst_s: float,
+        now: float | None = None,
     ) -> None:
         self.limits = {"requests": requests_per_minute, "tokens": tokens_per_minute}
         self.capacity = {name: (limit or 0) * burst_s / 60 for name, limit in self.limits.items()}
-        self.level = dict(self.capacity)
-        self.at = time.monotonic()
+        self.level = dict(self.capacity)  # full at the start
+        self.at = time.monotonic() if now is None else now
 
     def take(self, tokens: int, now: float) -> tuple[bool, dict[str, str]]:
         """Whether a call of ``tokens`` fits now, and the OpenAI-style headers to send."""
@@ -347,7 +363,10 @@ def _write(
 
 
 def main() -> None:
-    """Serve until SIGTERM or SIGINT, then print what it served (JSON) and exit."""
+    """Serve until SIGTERM or SIGINT, then print what it served (JSON) and exit.
+
+    ``admitted``: when the bucket let each call in and the tokens it took.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--latency-ms", type=float, default=50.0)
@@ -368,7 +387,8 @@ def main() -> None:
     stopped.wait()
     judge.stop()
     served = {"requests": judge.requests, "rate_limited": judge.rate_limited}
-    print(json.dumps({**served, "max_in_flight": judge.max_in_flight}), flush=True)
+    profile = {"max_in_flight": judge.max_in_flight, "admitted": judge.admitted}
+    print(json.dumps({**served, **profile}), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """Pacing: the rate-limit headers each provider sends, and the fitted concurrency."""
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
 
+from n8n_deepeval_pipeline import JudgeSpec
+from n8n_deepeval_pipeline.judging.pacer import Pacer, TokenEstimates
 from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
@@ -99,16 +102,22 @@ def test_tokens_per_minute_are_booked_evenly_and_corrected_from_the_answer(tmp_p
 
 
 @pytest.mark.slow
-def test_a_rate_limited_judge_is_paced_without_a_429_storm_and_no_score_is_lost(tmp_path):
-    """A provider allowing 600 requests a minute in bursts of 10, far fewer than the pool
-    has in flight: the pool slows to the provider's budget from its headers and 429s, and
-    loses nothing."""
+@pytest.mark.parametrize(
+    ("budget", "limit", "told"),
+    [("requests", 600, (600, None)), ("tokens", 200000, (None, 200000))],
+)
+def test_a_rate_limited_judge_is_paced_without_a_429_storm_and_no_score_is_lost(
+    tmp_path, budget, limit, told
+):
+    """A provider allowing 600 requests a minute in bursts of 10 (or 200,000 tokens in
+    bursts of 3,333: about 10 calls a second), far fewer than the pool has in flight: the
+    pool slows to the provider's budget from its headers and 429s, and loses nothing."""
     from n8n_deepeval_pipeline import JudgeSpec, WorkerPool
     from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
     from tests.conftest import evaluate_all, make_task
     from tests.worker.test_metric_runs import ITEM
 
-    server = LoopbackJudge(latency_s=0.05, requests_per_minute=600, burst_s=1.0).start()
+    server = LoopbackJudge(latency_s=0.05, burst_s=1.0, **{f"{budget}_per_minute": limit}).start()
     judge = JudgeSpec(
         provider="openai", model="gpt-4.1", base_url=server.base_url, api_key="sk-t",
         cache=False, state_dir=str(tmp_path / "judge"), max_in_flight=64,
@@ -128,8 +137,96 @@ def test_a_rate_limited_judge_is_paced_without_a_429_storm_and_no_score_is_lost(
     # provider: a few 429s while the first answers' headers arrive.
     assert server.rate_limited <= 0.1 * answered, (server.rate_limited, answered)
     view = SharedState(tmp_path / "judge" / "judge.sqlite").pacing_view()[judge.identity]
-    assert view["remaining_requests"] is not None
-    assert SharedState(tmp_path / "judge" / "judge.sqlite").told_limits(judge.identity) == (
-        600,
-        None,
-    )
+    assert view[f"remaining_{budget}"] is not None
+    assert SharedState(tmp_path / "judge" / "judge.sqlite").told_limits(judge.identity) == told
+
+
+def test_token_estimates_are_corrected_by_the_usage_answers_reported():
+    estimates = TokenEstimates()
+    assert estimates.corrected(600) == 600  # no answer yet: the estimate itself
+    estimates.learn(600, 350)  # the answer budget was counted, a short answer came
+    assert estimates.corrected(900) == 650
+    estimates.learn(400, 200)  # errors -250 and -200: their mean
+    assert estimates.corrected(900) == 675
+    for _ in range(60):  # then weighted to the last ten or so: it follows a change
+        estimates.learn(600, 590)
+    assert estimates.corrected(600) == 590
+    assert estimates.corrected(5) == 1  # never free
+
+
+def _pacer(tmp_path, **limits):
+    spec = JudgeSpec(
+        provider="openai", model="gpt-4.1", api_key="sk-t", max_in_flight=16, **limits
+    )  # fmt: skip
+    return Pacer(spec, SharedState.in_folder(tmp_path), tmp_path)
+
+
+async def _calls_at_once(pacer: Pacer) -> int:
+    """How many calls of a judge that never answered go before any answer comes."""
+    entered, release = 0, asyncio.Event()
+
+    async def call() -> None:
+        nonlocal entered
+        async with pacer.call(100):
+            entered += 1
+            await release.wait()
+
+    tasks = [asyncio.create_task(call()) for _ in range(16)]
+    await asyncio.sleep(0.5)  # every call that may go has gone by then
+    at_once = entered
+    release.set()
+    await asyncio.gather(*tasks)
+    assert entered == 16
+    return at_once
+
+
+@pytest.mark.parametrize(
+    ("limits", "at_once"),
+    [({}, 4), ({"requests_per_minute": 600}, 8), ({"tokens_per_minute": 100000}, 8)],
+)
+def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_if_configured(
+    tmp_path, limits, at_once
+):
+    """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
+    2 s judge idle for 2 s); configured limits pace the calls from the first one."""
+    assert asyncio.run(_calls_at_once(_pacer(tmp_path, **limits))) == at_once
+
+
+def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):
+    """Two calls estimated at 30 tokens use 10 each: the first books 30, the second (10
+    expected once corrected) takes its 10 from the 20 the first left unused, and keeps 10
+    for the next; nothing is given back to the shared booking, where a repay behind the
+    present is lost."""
+    pacer = _pacer(tmp_path, tokens_per_minute=600)  # 0.1 s a token, a minute's burst
+
+    async def two_calls() -> None:
+        for _ in range(2):
+            async with pacer.call(30) as actual:
+                actual[0] = 10
+
+    asyncio.run(two_calls())
+    # booked 30, then 0 of the 10 expected (from the 20 left): 30 ahead, 10 of it credit
+    wait = pacer.state.take_paced(pacer.judge, "tokens", 600, 0, burst=1)
+    assert 2.5 < wait <= 2.9  # 30 tokens booked ahead, less one token's burst
+    assert pacer.estimates.corrected(30) == 10
+
+
+def test_a_budget_a_call_short_pauses_for_the_missing_part_at_the_told_rate():
+    """A provider refills continuously (OpenAI): one request short at 600 a minute is
+    0.1 s, not the reset (the time until the whole budget is back), which is the most."""
+    limits = RateLimits(
+        remaining_requests=0, remaining_tokens=100, reset_requests_s=1.0, reset_tokens_s=0.9,
+        limit_requests=600, limit_tokens=200000,
+    )  # fmt: skip
+    assert limits.pause_s(tokens_needed=100) == pytest.approx(0.1)  # the request
+    assert limits.pause_s(tokens_needed=1100) == pytest.approx(0.3)  # 1000 tokens short
+    assert limits.pause_s(tokens_needed=10**6) == 0.9  # never past the reset
+
+
+def test_a_call_bigger_than_the_burst_is_told_to_wait_until_the_booking_ahead_ends(tmp_path):
+    """Not until its own booking would end: every waiting call slept one call too long,
+    and tokens paced from the headers (a burst of one token) idled half the time."""
+    state = SharedState(tmp_path / "s.sqlite")
+    assert state.take_paced("j", "tokens", 6000, 300, burst=1) == 0.0  # 3 s booked
+    wait = state.take_paced("j", "tokens", 6000, 300, burst=1)
+    assert 2.5 < wait <= 3.0  # the 3 s ahead of it, not 6
