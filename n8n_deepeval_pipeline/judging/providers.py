@@ -164,8 +164,11 @@ class _HttpProvider:
                 self._proxy = get_env_proxy_for_url(URL(self.url))
         return self._session
 
+    def _where(self) -> str:
+        """Which judge failed, for a message (made only then: it parses the URL)."""
+        return f"{self.spec.provider} judge at {safe_url(self.url)}"
+
     async def _post(self, body: dict[str, Any]) -> tuple[dict[str, Any], RateLimits]:
-        where = f"{self.spec.provider} judge at {safe_url(self.url)}"
         # Encoded as httpx encoded it: the same bytes on the wire.
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         try:
@@ -182,16 +185,16 @@ class _HttpProvider:
                 content = await response.read()
         except TimeoutError:
             raise ProviderError(
-                f"{where}: no answer within {self.spec.timeout_s:g} s", retryable=True
+                f"{self._where()}: no answer within {self.spec.timeout_s:g} s", retryable=True
             ) from None
         except aiohttp.ClientError as error:
             raise ProviderError(
-                f"{where}: connection failed ({type(error).__name__})", retryable=True
+                f"{self._where()}: connection failed ({type(error).__name__})", retryable=True
             ) from None
         limits = RateLimits.from_headers(headers)
         if status >= 400:
             raise ProviderError(
-                f"{where}: HTTP {status} {_error_detail(content, reason, self.spec)}",
+                f"{self._where()}: HTTP {status} {_error_detail(content, reason, self.spec)}",
                 retryable=status in RETRYABLE_STATUS,
                 retry_after_s=parse_retry_after(headers.get("retry-after")),
                 status=status,
@@ -200,7 +203,7 @@ class _HttpProvider:
         try:
             data: dict[str, Any] = json.loads(content)
         except ValueError:
-            raise ProviderError(f"{where}: the reply is not JSON", retryable=True) from None
+            raise ProviderError(f"{self._where()}: the reply is not JSON", retryable=True) from None
         return data, limits
 
 
