@@ -4,6 +4,10 @@ N slot files in a shared folder; a call holds an exclusive ``flock`` on one of t
 The kernel releases a lock when its process dies, so a crashed worker never leaks a
 slot. How many of the N may be held at once can change from call to call (``allowed``:
 the concurrency the judge's pacing has fitted so far).
+
+A call looks for a free slot from a random one on, skipping the slots its own process
+holds: from slot 0 on, with many calls in flight, each call tried every held slot (an
+open, a refused lock and a close each) before it found a free one.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import asyncio
 import contextlib
 import fcntl
 import os
+import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -33,18 +38,27 @@ class InFlightLimit:
         self.paths = [folder / f"slot-{index}" for index in range(slots)]
         for path in self.paths:
             path.touch(exist_ok=True)
+        self._names = [os.fspath(path) for path in self.paths]
+        self._held: set[int] = set()  # slots this process holds
         self._holders = 0  # callers of this process holding or taking a slot
         self._turn: asyncio.Condition | None = None
 
-    def _try_take(self, allowed: int) -> int | None:
-        for path in self.paths[: max(allowed, 1)]:
-            fd = os.open(path, os.O_RDWR)
+    def _try_take(self, allowed: int) -> tuple[int, int] | None:
+        """A free slot among the first ``allowed`` (its index and locked descriptor)."""
+        allowed = min(max(allowed, 1), len(self._names))
+        start = random.randrange(allowed)
+        for offset in range(allowed):
+            index = (start + offset) % allowed
+            if index in self._held:
+                continue
+            fd = os.open(self._names[index], os.O_RDWR)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 os.close(fd)
                 continue
-            return fd
+            self._held.add(index)
+            return index, fd
         return None
 
     @contextlib.asynccontextmanager
@@ -63,16 +77,20 @@ class InFlightLimit:
                     await asyncio.wait_for(turn.wait(), timeout=_RECHECK_S)
             self._holders += 1
         try:
-            fd = self._try_take(limit())
-            while fd is None:
+            taken = self._try_take(limit())
+            while taken is None:
                 await asyncio.sleep(_POLL_S)
-                fd = self._try_take(limit())
+                taken = self._try_take(limit())
+            index, fd = taken
             try:
                 yield
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 os.close(fd)
+                self._held.discard(index)
         finally:
             async with turn:
                 self._holders -= 1
-                turn.notify_all()  # the allowed count may have grown: every waiter looks
+                # As many waiters as may go now (the allowed count may have grown), not
+                # every one: each woken waiter that finds no room costs a wake-up.
+                turn.notify(max(limit() - self._holders, 0))

@@ -167,6 +167,7 @@ class PipelineJudge(DeepEvalBaseLLM):
 
     def __init__(self, spec: JudgeSpec, usage: UsageCounter) -> None:
         self.spec = spec
+        self.identity = spec.identity  # a hash: computed once, not on every call
         self.usage = usage  # when no evaluation scope is set (a judge used on its own)
         self._rng = random.Random()
         self._loop = _process_loop(os.getpid())
@@ -346,7 +347,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 await asyncio.sleep(delay)
                 continue
             if self._state is not None:
-                self._state.record_success(self.spec.identity)
+                self._state.record_success(self.identity)
             return completion
 
     async def _call_once(
@@ -371,7 +372,7 @@ class PipelineJudge(DeepEvalBaseLLM):
     def _fail_fast_if_open(self) -> None:
         if self._state is None:
             return
-        is_open, last_error = self._state.breaker_open(self.spec.identity)
+        is_open, last_error = self._state.breaker_open(self.identity)
         if is_open:
             raise JudgeUnavailable(
                 f"judge unavailable: {self.spec.breaker_threshold} calls in a row failed, "
@@ -382,7 +383,7 @@ class PipelineJudge(DeepEvalBaseLLM):
     def _record_failure(self, error: str) -> None:
         if self._state is not None:
             self._state.record_failure(
-                self.spec.identity,
+                self.identity,
                 error,
                 self.spec.breaker_threshold,
                 self.spec.breaker_cool_down_s,

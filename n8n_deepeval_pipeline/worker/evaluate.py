@@ -7,6 +7,7 @@ import contextvars
 import time
 from typing import Any
 
+from deepeval.config.eval_mode import EvalMode, resolve_eval_mode
 from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import (
@@ -57,6 +58,9 @@ class Evaluator:
     def __init__(self) -> None:
         self._judges: dict[tuple[str, str | None], Any] = {}
         warm_up()
+        # What every metric would resolve from DeepEval's settings: the environment is the
+        # worker's, fixed at its start.
+        self._eval_mode = resolve_eval_mode()
         self._snapshot = ModuleSnapshot()
         self.repairs = 0
 
@@ -128,7 +132,7 @@ class Evaluator:
         try:
             needs_judge = entry.needs_judge or entry.accepts_judge
             judge = self._judge(judge_spec) if needs_judge else None
-            score, reason = await _run(entry, config, task, judge)
+            score, reason = await _run(entry, config, task, judge, self._eval_mode)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
         except JudgeOutputError as error:
@@ -148,24 +152,32 @@ class Evaluator:
 
 
 async def _run(
-    entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
+    entry: MetricEntry,
+    config: MetricConfig,
+    task: EvaluationTask,
+    judge: Any,
+    eval_mode: EvalMode,
 ) -> tuple[float | None, str | None]:
     """Score with the entry's own runner, or with its DeepEval metric.
 
     A runner calls the judge synchronously: it runs in a thread (with this context).
     """
     if entry.runner is None:
-        return await _measure(entry, config, task, judge)
+        return await _measure(entry, config, task, judge, eval_mode)
     check_inputs(entry, config, task.item)
     return await asyncio.to_thread(entry.runner, config, task.item, judge)
 
 
 async def _measure(
-    entry: MetricEntry, config: MetricConfig, task: EvaluationTask, judge: Any
+    entry: MetricEntry,
+    config: MetricConfig,
+    task: EvaluationTask,
+    judge: Any,
+    eval_mode: EvalMode,
 ) -> tuple[float | None, str | None]:
     """Run the DeepEval metric; report the seed's score where DeepEval's is its complement."""
     test_case = build_test_case(entry, config, task.item)
-    metric = construct_metric(entry, config, judge)
+    metric = construct_metric(entry, config, judge, eval_mode)
     await metric.a_measure(test_case, _show_indicator=False)
     if metric.score is None:
         return None, str(getattr(metric, "error", None) or "the metric returned no score")

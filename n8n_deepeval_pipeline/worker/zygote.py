@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import os
 import signal
@@ -84,6 +85,17 @@ async def _serve(connection: Connection, evaluator: Any) -> None:
         running.add(job)
 
 
+def freeze_warm_heap() -> None:
+    """Leave the warmed interpreter's objects out of every later garbage collection.
+
+    DeepEval and the catalog leave ~290,000 objects that live as long as the worker: each
+    full collection walked them all (about 1 ms of CPU per evaluation, amortised), and
+    its writes to their headers copied the pages a fork shares with the zygote.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def _reap() -> None:
     while True:
         try:
@@ -122,6 +134,7 @@ def main() -> None:
     """
     control = Connection(int(sys.argv[1]))
     evaluator = _load_evaluator(sys.argv[2])
+    freeze_warm_heap()
     pool_pid = os.getppid()
     workers: set[int] = set()
     signal.signal(signal.SIGCHLD, lambda *_: _reap())

@@ -1,12 +1,14 @@
 """A test double of the worker's Evaluator: a task whose metric label starts with
 ``pollute`` dirties DeepEval's globals before scoring, ``raise`` raises out of the
-evaluator, ``hang`` hangs and ``crash`` kills the worker; every task reports what it found
-of earlier pollution in its reason. The real isolation code (fresh context, trace
+evaluator, ``hang`` hangs, ``crash`` kills the worker and ``heap`` reports how many objects
+are left out of garbage collection; every other task reports what it found of earlier
+pollution in its reason. The real isolation code (fresh context, trace
 manager reset, module snapshot) runs around it unchanged."""
 
 from __future__ import annotations
 
 import contextvars
+import gc
 import os
 import time
 
@@ -42,4 +44,8 @@ class PollutingEvaluator(Evaluator):
             os._exit(9)
         if task.metric_label == "raise":
             raise RuntimeError("an evaluator bug")
+        if task.metric_label == "heap":
+            return EvaluationResult(
+                task_id=task.task_id, score=1.0, reason=f"{gc.get_freeze_count()}"
+            )
         return EvaluationResult(task_id=task.task_id, score=1.0, reason=repr(seen))

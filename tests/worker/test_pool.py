@@ -224,6 +224,16 @@ def test_pollution_of_deepeval_globals_does_not_reach_the_next_evaluation():
     assert dirty.worker_pid == after.worker_pid  # repaired in place, same worker
 
 
+def test_workers_are_forked_with_the_warmed_interpreter_left_out_of_garbage_collection():
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    try:
+        (heap,) = evaluate(pool, labelled("heap"))
+    finally:
+        pool.close()
+    # DeepEval and every catalog metric: a full collection in a worker walks none of them.
+    assert int(heap.reason) > 100_000
+
+
 def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
     pool = WorkerPool(size=2, timeout_s=30, evaluator=POLLUTER)
     try:

@@ -1,0 +1,106 @@
+"""CPU each evaluation costs a worker, in process, against a loopback judge at 0 ms.
+
+    .venv/bin/python scripts/evaluation_cpu.py                 # with and without judge state
+    .venv/bin/python scripts/evaluation_cpu.py --profile 25    # and where the CPU goes
+
+The pool's evaluations (``scripts/pool_throughput.py``: 40 items x 6 judge metrics) are
+scored by one ``Evaluator`` as a worker scores them: warmed and frozen as the zygote
+leaves it, all gathered on one event loop, after a warm-up. The figure is the process's
+CPU time per evaluation (every thread), the median and the fastest of ``--rounds``
+rounds (the fastest is the least disturbed on a shared machine), and the judge loop
+thread's part of it. "state" runs the judge through its shared state and pacing in a
+fresh folder (cache off), as a benchmark run does; "no state" without. The judge server
+runs in a process of its own, not counted. With ``--profile``, each thread's functions
+by their own CPU time (not wall time: the two threads wait on each other's GIL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pool_throughput  # a script beside this one
+
+os.environ.update(pool_throughput.QUIET)
+
+
+def _on_judge_loop(call: Callable[[], Any]) -> Any:
+    """``call()`` on the worker's judge loop thread, its result here."""
+    from n8n_deepeval_pipeline.judging.judge import _process_loop
+
+    async def called() -> Any:
+        return call()
+
+    return asyncio.run_coroutine_threadsafe(called(), _process_loop(os.getpid()).loop).result()
+
+
+def _round(evaluator: Any, tasks: list[Any]) -> tuple[float, float]:
+    """CPU ms per evaluation: the whole process, and the judge loop thread's part."""
+
+    async def gathered() -> None:
+        await asyncio.gather(*(evaluator.evaluate(task) for task in tasks))
+
+    before = time.process_time(), _on_judge_loop(time.thread_time)
+    asyncio.run(gathered())
+    after = time.process_time(), _on_judge_loop(time.thread_time)
+    process, judge = ((a - b) / len(tasks) * 1000 for a, b in zip(after, before, strict=True))
+    return process, judge
+
+
+def _profiled(evaluator: Any, tasks: list[Any], top: int) -> None:
+    evaluations, judge = cProfile.Profile(time.thread_time), cProfile.Profile(time.thread_time)
+    _on_judge_loop(judge.enable)
+    evaluations.enable()
+    _round(evaluator, tasks)
+    evaluations.disable()
+    _on_judge_loop(judge.disable)
+    for name, profile in (("evaluations' loop", evaluations), ("judge loop", judge)):
+        stats = pstats.Stats(profile)
+        total = sum(entry[2] for entry in stats.stats.values())  # type: ignore[attr-defined]
+        print(f"\n{name}: {total / len(tasks) * 1000:.2f} ms CPU per evaluation (profiled)")
+        stats.sort_stats("tottime").print_stats(top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--evaluations", type=int, default=240)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--port", type=int, default=18731)
+    parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
+    args = parser.parse_args()
+    from n8n_deepeval_pipeline.worker.evaluate import Evaluator
+    from n8n_deepeval_pipeline.worker.zygote import freeze_warm_heap
+
+    server = pool_throughput._Server(0, args.port)
+    try:
+        evaluator = Evaluator()
+        freeze_warm_heap()
+        for label, state in (("no state", None), ("state", tempfile.mkdtemp())):
+            tasks = pool_throughput.tasks_for(server.base_url, args.evaluations, state)
+            for task in tasks[:12]:  # warm: the judge, its client, DeepEval's lazy parts
+                asyncio.run(evaluator.evaluate(task))
+            rounds = [_round(evaluator, tasks) for _ in range(args.rounds)]
+            process, judge = (statistics.median(part) for part in zip(*rounds, strict=True))
+            fastest = min(figures[0] for figures in rounds)
+            spread = " ".join(f"{figures[0]:.2f}" for figures in rounds)
+            print(
+                f"{label:<9} {process:6.2f} ms CPU per evaluation, fastest {fastest:.2f} "
+                f"({args.rounds} rounds of {len(tasks)}: {spread}; judge loop {judge:.2f})",
+                flush=True,
+            )
+            if args.profile:
+                _profiled(evaluator, tasks, args.profile)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
