@@ -62,9 +62,10 @@ def point_at_homes() -> Path:
     """Export ``DAGSTER_HOME`` and the working folder as absolute paths; the Dagster home.
 
     Every process started after (the UI's code servers, the worker pool) then finds the
-    same instance and database whatever its working directory.
+    same instance and database whatever its working directory. Nothing is created: a
+    command refused before it opens the instance leaves no folder behind.
     """
-    dagster = private_dir(dagster_home())
+    dagster = dagster_home()
     os.environ["DAGSTER_HOME"] = str(dagster)
     os.environ[HOME_ENV] = str(home())
     return dagster

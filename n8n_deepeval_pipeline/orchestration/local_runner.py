@@ -72,7 +72,7 @@ _SPEND_BY_RUN = TypeAdapter(dict[str, JudgeSpend])
 
 def prepare_dagster_home() -> Path:
     """Point DAGSTER_HOME at the project's instance (created on first use, telemetry off)."""
-    home = settings.point_at_homes()
+    home = settings.private_dir(settings.point_at_homes())
     config = home / "dagster.yaml"
     # The profile's instance (SQLite, or PostgreSQL from $N8N_DEEPEVAL_POSTGRES_URL); a
     # dagster.yaml edited by hand is left as it is.

@@ -222,3 +222,4 @@ def test_run_refuses_a_harness_target_without_n8n_in_one_line_before_any_step(
         "(Settings → n8n API in n8n) to run it\n"
     )
     assert "Dagster" not in result.stderr and not (tmp_path / "home" / "results.duckdb").exists()
+    assert not (tmp_path / "home").exists()  # refused before anything was made
