@@ -20,12 +20,23 @@ _POSTGRES_STORAGE = f"""storage:
     postgres_url:
       env: {POSTGRES_URL_ENV}
 """
+# Dagster's SQLite files under $DAGSTER_HOME, their connections kept open (sqlite_storage.py).
+_POOLED_SQLITE_STORAGE = """storage:
+  custom:
+    module: n8n_deepeval_pipeline.orchestration.sqlite_storage
+    class: PooledSqliteStorage
+    config:
+      base_dir:
+        env: DAGSTER_HOME
+"""
 INSTANCE_YAML = {
-    "local": _TELEMETRY_OFF,
+    "local": _TELEMETRY_OFF + _POOLED_SQLITE_STORAGE,
     "distributed": _TELEMETRY_OFF + _POSTGRES_STORAGE,
     # The Helm chart writes the instance of the kubernetes profile (deploy/helm/values.yaml).
     "kubernetes": _TELEMETRY_OFF + _POSTGRES_STORAGE,
 }
+# What earlier versions wrote for a profile: still theirs to rewrite.
+_EARLIER_INSTANCE_YAML = (_TELEMETRY_OFF,)
 _EXTRA_HINT = "pip install 'n8n-deepeval-pipeline[distributed]'"
 STEP_REQUEUE_S = 3600
 """How long a step taken by a worker lost whole waits in Redis before another worker takes it.
@@ -54,7 +65,7 @@ def instance_yaml(profile: str) -> str:
 
 def is_generated_instance_yaml(text: str) -> bool:
     """Whether a ``dagster.yaml`` is one this project wrote (and may rewrite)."""
-    return text in INSTANCE_YAML.values()
+    return text in INSTANCE_YAML.values() or text in _EARLIER_INSTANCE_YAML
 
 
 def k8s_job_executor() -> dg.ExecutorDefinition:

@@ -43,8 +43,22 @@ def test_local_is_the_default(home):
     executor = build_executor()
     assert executor is None or "celery" not in executor.name
     assert yaml.safe_load((prepare_dagster_home() / "dagster.yaml").read_text()) == {
-        "telemetry": {"enabled": False}
+        "telemetry": {"enabled": False},
+        "storage": {
+            "custom": {
+                "module": "n8n_deepeval_pipeline.orchestration.sqlite_storage",
+                "class": "PooledSqliteStorage",
+                "config": {"base_dir": {"env": "DAGSTER_HOME"}},
+            }
+        },
     }
+
+
+def test_the_dagster_yaml_an_earlier_version_wrote_is_brought_up_to_date(home):
+    config = prepare_dagster_home() / "dagster.yaml"
+    config.write_text("telemetry:\n  enabled: false\n")  # what the local profile once was
+    prepare_dagster_home()
+    assert config.read_text() == instance_yaml("local")
 
 
 def test_distributed_uses_postgres_and_celery(distributed, example_copy):

@@ -1,0 +1,138 @@
+"""The local instance's SQLite storage: Dagster's files, each file's connections kept open."""
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.instance.ref import InstanceRef
+
+from n8n_deepeval_pipeline.orchestration.local_runner import prepare_dagster_home
+from n8n_deepeval_pipeline.orchestration.sqlite_storage import (
+    PooledEngines,
+    PooledSqliteEventLogStorage,
+    PooledSqliteRunStorage,
+)
+
+PARTITIONS = "versions"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", "unset")
+    monkeypatch.delenv("DAGSTER_HOME")  # prepare_dagster_home() sets it; restored afterwards
+    monkeypatch.delenv("N8N_DEEPEVAL_PROFILE", raising=False)
+    return prepare_dagster_home()
+
+
+@dg.asset(partitions_def=dg.DynamicPartitionsDefinition(name=PARTITIONS))
+def scored(context: dg.AssetExecutionContext) -> None:
+    context.log.info(f"scored {context.partition_key}")
+
+
+def _materialise(instance: dg.DagsterInstance, key: str) -> str:
+    instance.add_dynamic_partitions(PARTITIONS, [key])
+    result = dg.materialize([scored], instance=instance, partition_key=key)
+    assert result.success
+    return result.run_id
+
+
+def _plain(home: Path) -> dg.DagsterInstance:
+    """Dagster's own SQLite instance on the same files (a config folder without dagster.yaml)."""
+    plain_config = home.parent / "plain-config"
+    plain_config.mkdir(exist_ok=True)
+    return dg.DagsterInstance.from_ref(
+        InstanceRef.from_dir(str(home), config_dir=str(plain_config))
+    )
+
+
+def _counting_connects(monkeypatch) -> list[str]:
+    opened: list[str] = []
+    real = sqlite3.dbapi2.connect  # what SQLAlchemy's SQLite dialect calls
+
+    def connect(database, *args, **kwargs):
+        opened.append(str(database))
+        return real(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3.dbapi2, "connect", connect)
+    return opened
+
+
+def test_the_generated_instance_uses_the_pooled_storage_on_dagsters_own_files(home):
+    with dg.DagsterInstance.get() as instance:
+        assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+        assert isinstance(instance.run_storage, PooledSqliteRunStorage)
+        run_id = _materialise(instance, "a1")
+    assert (home / "history" / "runs.db").exists()
+    assert (home / "history" / "runs" / f"{run_id}.db").exists()
+    # Dagster's own SQLite storage reads what the pooled one wrote, and the other way round.
+    with _plain(home) as plain:
+        assert type(plain.event_log_storage).__name__ == "SqliteEventLogStorage"
+        assert plain.get_run_by_id(run_id).status == dg.DagsterRunStatus.SUCCESS
+        assert plain.has_dynamic_partition(PARTITIONS, "a1")
+        materialised = plain.get_latest_materialization_event(dg.AssetKey("scored"))
+        assert materialised is not None and materialised.run_id == run_id
+        other = _materialise(plain, "b2")
+    with dg.DagsterInstance.get() as instance:
+        assert {run.run_id for run in instance.get_runs()} == {run_id, other}
+        assert instance.get_dynamic_partitions(PARTITIONS) == ["a1", "b2"]
+
+
+def test_statements_reuse_a_connection_where_dagster_opens_one_each(home, monkeypatch):
+    with dg.DagsterInstance.get() as instance:
+        _materialise(instance, "a1")
+        opened = _counting_connects(monkeypatch)
+        for _ in range(20):
+            assert instance.has_dynamic_partition(PARTITIONS, "a1")
+            assert instance.get_runs(limit=1)
+        assert opened == []  # the run's connections are still open and serve them all
+    with _plain(home) as plain:
+        opened.clear()
+        for _ in range(20):
+            assert plain.has_dynamic_partition(PARTITIONS, "a1")
+        assert len(opened) >= 20
+
+
+def test_a_forked_process_makes_its_own_connections(tmp_path, monkeypatch):
+    engines = PooledEngines()
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    parent = engines.get(url)
+    monkeypatch.setattr("os.getpid", lambda: -1)  # as a forked child sees it
+    child = engines.get(url)
+    assert child is not parent
+    with child.connect() as connection:
+        assert connection.exec_driver_sql("select 1").scalar() == 1
+    engines.dispose()  # closes only the "child's" connections
+
+
+def _materialise_in_a_process(home: str, key: str) -> None:
+    import os
+
+    os.environ["DAGSTER_HOME"] = home
+    with dg.DagsterInstance.get() as instance:
+        for index in range(5):
+            _materialise(instance, f"{key}{index}")
+
+
+def test_two_processes_write_the_same_instance_at_once(home):
+    with dg.DagsterInstance.get():
+        pass  # created first, as local_instance() does under its lock
+    context = multiprocessing.get_context("spawn")
+    writers = [
+        context.Process(target=_materialise_in_a_process, args=(str(home), key))
+        for key in ("a", "b")
+    ]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=120)
+    assert [writer.exitcode for writer in writers] == [0, 0]
+    with dg.DagsterInstance.get() as instance:
+        runs = instance.get_runs()
+        assert len(runs) == 10
+        assert {run.status for run in runs} == {dg.DagsterRunStatus.SUCCESS}
+        assert sorted(instance.get_dynamic_partitions(PARTITIONS)) == sorted(
+            f"{key}{index}" for key in "ab" for index in range(5)
+        )
