@@ -30,7 +30,9 @@ from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
+from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.tables.comparison import (
@@ -249,16 +251,15 @@ class BenchmarkRunner:
             asset_selection=frozenset(selection) if selection is not None else None,
             remote_job_origin=ui_job_origin(job.name),
         )
-        return execute_run(InMemoryJob(in_process), run, self.instance)
+        with OPEN_DATABASES.kept_open():  # the steps in this process share one open database
+            return execute_run(InMemoryJob(in_process), run, self.instance)
 
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"
 
     def _table(self, name: str, model: type[Row], partition: str) -> list[Row]:
-        frame = self.defs.load_asset_value(
-            [self.benchmark.name, name], instance=self.instance, partition_key=partition
-        )
-        return from_frame(model, frame)  # type: ignore[arg-type]
+        frame = load_stored(self.defs, self.instance, self._key(name), partition)
+        return from_frame(model, frame)
 
     def record(self, partition: str, path: Path) -> int:
         """Append the version's stored outputs to a recorded outputs file; lines written."""

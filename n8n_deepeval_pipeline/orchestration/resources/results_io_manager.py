@@ -12,12 +12,14 @@ few at a time, such as online scores; a re-run writes no duplicates).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import duckdb
 import pandas as pd
 from dagster._core.definitions.metadata import TableMetadataSet
 from dagster._core.storage.db_io_manager import DbIOManager, DbTypeHandler, TableSlice
@@ -140,6 +142,75 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
         report_written(context, table_slice, obj, added, "duckdb")
 
 
+LINGER_S = 0.25
+"""How long a run in this process keeps a results database open after its last use."""
+
+
+class OpenDatabases:
+    """Keeps a DuckDB database open for ``linger_s`` after its last use, while asked to.
+
+    Opening a database costs ~30 ms of CPU (DuckDB builds its catalog), and a run opens
+    it for every input and output: ~40 times in the example. While one connection is
+    open, DuckDB gives the next one the same database. Holding it only this long lets
+    other processes (the UI's runs, another CLI run) take the file between steps; their
+    connects retry meanwhile. Only a run in this process asks (``kept_open``): any other
+    code here may open the file with a configuration of its own afterwards.
+    """
+
+    def __init__(self, linger_s: float = LINGER_S) -> None:
+        self._linger_s = linger_s
+        self._held: dict[str, tuple[Any, threading.Timer]] = {}
+        self._lock = threading.Lock()
+        self._asked = 0
+
+    @contextmanager
+    def kept_open(self) -> Iterator[None]:
+        """Hold databases between uses meanwhile; close them all at the end."""
+        with self._lock:
+            self._asked += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asked -= 1
+                held = [] if self._asked else list(self._held)
+            for database in held:
+                self._release(database)
+
+    def hold(self, database: str, config: dict[str, Any]) -> None:
+        """Keep ``database`` (opened as ``config`` says) open until ``linger_s`` from now."""
+        with self._lock:
+            if not self._asked:
+                return
+            held = self._held.pop(database, None)
+            if held is not None:
+                anchor, timer = held
+                timer.cancel()
+            else:
+                try:
+                    anchor = duckdb.connect(database, read_only=False, config=config)
+                except duckdb.ConnectionException:  # opened otherwise here: nothing to keep
+                    return
+            timer = threading.Timer(self._linger_s, self._release, (database,))
+            timer.daemon = True
+            self._held[database] = (anchor, timer)
+            timer.start()
+
+    def is_held(self, database: str) -> bool:
+        """Whether ``database`` is held open."""
+        return database in self._held
+
+    def _release(self, database: str) -> None:
+        with self._lock:
+            held = self._held.pop(database, None)
+        if held is not None:
+            held[1].cancel()
+            held[0].close()
+
+
+OPEN_DATABASES = OpenDatabases()
+
+
 class AtomicDuckDbClient(DuckDbClient):
     """Replaces a partition's rows in one transaction: a failed write keeps the old ones."""
 
@@ -160,6 +231,7 @@ class AtomicDuckDbClient(DuckDbClient):
                 connection.close()  # Dagster's own connect closes only on success
                 raise
             connection.execute("commit")
+            OPEN_DATABASES.hold(str(database), _connection_config(context))
 
     @staticmethod
     def delete_table_slice(
@@ -173,6 +245,11 @@ class AtomicDuckDbClient(DuckDbClient):
             connection, table_slice.schema, table_slice.table
         ):
             DuckDbClient.delete_table_slice(context, table_slice, connection)
+
+
+def _connection_config(context: Any) -> dict[str, Any]:
+    """The config Dagster's client opens the database with (a second one must match)."""
+    return {"custom_user_agent": "dagster", **context.resource_config["connection_config"]}
 
 
 class ResultsIOManager(DuckDBPandasIOManager):

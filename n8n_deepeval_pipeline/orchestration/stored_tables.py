@@ -1,0 +1,50 @@
+"""A stored partition of an asset, read back by the asset's own IO manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+from dagster._core.execution.build_resources import get_mapped_resource_config
+from dagster._core.execution.resources_init import get_transitive_required_resource_keys
+from dagster._core.types.dagster_type import resolve_dagster_type
+
+
+def load_stored(
+    defs: dg.Definitions, instance: dg.DagsterInstance, key: dg.AssetKey, partition: str
+) -> Any:
+    """What ``Definitions.load_asset_value`` returns, with ``instance`` throughout.
+
+    Dagster's own builds a throwaway in-memory instance for each of the two contexts it
+    makes (~0.25 s each: a summary of four tables spent ~2 s on them).
+    """
+    assets_def = defs.resolve_assets_def(key)
+    partitions = assets_def.partitions_def
+    assert partitions is not None, f"{key.to_user_string()} is not partitioned"
+    manager_key = assets_def.get_io_manager_key_for_asset_key(key)
+    needed = get_transitive_required_resource_keys({manager_key}, assets_def.resource_defs)
+    resource_defs = {name: assets_def.resource_defs[name] for name in needed | {manager_key}}
+    config = get_mapped_resource_config({manager_key: resource_defs[manager_key]}, {})
+    with dg.build_resources(resource_defs, instance=instance) as resources:
+        upstream = dg.build_output_context(
+            name=assets_def.get_output_name_for_asset_key(key),
+            definition_metadata=assets_def.specs_by_key[key].metadata,
+            asset_key=key,
+            op_def=assets_def.get_op_def_for_asset_key(key),
+            resources=resources,
+            instance=instance,
+        )
+        # Not build_input_context: it takes resources only as a mapping, and builds them
+        # again without the instance.
+        context = dg.InputContext(
+            asset_key=key,
+            upstream_output=upstream,
+            dagster_type=resolve_dagster_type(None),
+            resources=resources,
+            resource_config=config[manager_key].config,
+            partition_key=partition,
+            asset_partitions_subset=partitions.subset_with_partition_keys([partition]),
+            asset_partitions_def=partitions,
+            instance=instance,
+        )
+        return getattr(resources, manager_key).load_input(context)

@@ -1,0 +1,92 @@
+"""A run in this process keeps its results database open between uses, and only briefly."""
+
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import duckdb
+import pytest
+
+from n8n_deepeval_pipeline.orchestration.resources import results_io_manager
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OpenDatabases
+
+CONFIG = {"custom_user_agent": "dagster"}  # as Dagster's DuckDB client opens it
+
+
+@pytest.fixture
+def database(tmp_path) -> str:
+    path = str(tmp_path / "results.duckdb")
+    with duckdb.connect(path) as connection:
+        connection.execute("create table scores as select 1 as score")
+    return path
+
+
+def _another_process_writes(database: str) -> bool:
+    """Whether a second process can take the file read-write right now."""
+    code = (
+        "import duckdb, sys\n"
+        "try:\n"
+        f"    duckdb.connect({database!r}).execute('insert into scores values (2)').close()\n"
+        "except duckdb.IOException:\n"
+        "    sys.exit(3)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_a_database_is_held_only_while_a_run_asks(database):
+    databases = OpenDatabases(linger_s=60)
+    with duckdb.connect(database, config=CONFIG):
+        databases.hold(database, CONFIG)
+    assert not databases.is_held(database)  # no run asked: nothing kept
+    with databases.kept_open():
+        with duckdb.connect(database, config=CONFIG):
+            databases.hold(database, CONFIG)
+        assert databases.is_held(database)
+        assert not _another_process_writes(database)  # held: others wait (Dagster retries)
+
+
+def test_a_held_database_is_released_after_the_linger_while_the_run_goes_on(database):
+    databases = OpenDatabases(linger_s=0.2)
+    with databases.kept_open():
+        with duckdb.connect(database, config=CONFIG):
+            databases.hold(database, CONFIG)
+        assert databases.is_held(database)
+        deadline = time.monotonic() + 10
+        while databases.is_held(database) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not databases.is_held(database)
+        assert _another_process_writes(database)
+
+
+def test_each_use_restarts_the_linger_and_the_run_end_releases_at_once(database):
+    databases = OpenDatabases(linger_s=60)
+    with databases.kept_open():
+        for _ in range(3):
+            with duckdb.connect(database, config=CONFIG) as connection:
+                connection.execute("select count(*) from scores").fetchall()
+                databases.hold(database, CONFIG)
+        assert databases.is_held(database)
+    assert not databases.is_held(database)
+    assert _another_process_writes(database)
+    with duckdb.connect(database, read_only=True) as connection:
+        assert connection.execute("select count(*) from scores").fetchone() == (2,)
+
+
+def test_a_database_opened_otherwise_here_is_left_alone(database):
+    databases = OpenDatabases(linger_s=60)
+    with databases.kept_open(), duckdb.connect(database):  # another configuration
+        databases.hold(database, CONFIG)
+        assert not databases.is_held(database)
+
+
+def test_the_results_client_holds_what_it_opened_as_dagster_opens_it(database, monkeypatch):
+    databases = OpenDatabases(linger_s=60)
+    monkeypatch.setattr(results_io_manager, "OPEN_DATABASES", databases)
+    context = SimpleNamespace(resource_config={"database": database, "connection_config": {}})
+    with databases.kept_open():
+        with results_io_manager.AtomicDuckDbClient.connect(context, None) as connection:
+            connection.execute("insert into scores values (5)")
+        assert databases.is_held(database)  # the same configuration as Dagster's client
+        with results_io_manager.AtomicDuckDbClient.connect(context, None) as connection:
+            assert connection.execute("select sum(score) from scores").fetchone() == (6,)
