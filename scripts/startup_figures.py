@@ -35,17 +35,16 @@ COMMANDS = {
     "run": ["run", str(EXAMPLE)],
 }
 
-# The child: run one CLI command as the console script would, then list the heavy modules.
+# The child: run one CLI command as the console script does; at its exit, list the heavy modules.
 _CHILD = """
-import json, sys
-from n8n_deepeval_pipeline.cli import main
-try:
-    main(sys.argv[2:], prog_name="n8n-deepeval")
-except SystemExit:
-    pass
-heavy = [name for name in {heavy!r} if name in sys.modules]
-with open(sys.argv[1], "w") as out:
-    json.dump(heavy, out)
+import atexit, json, sys
+from n8n_deepeval_pipeline.cli import entry
+def list_heavy():
+    heavy = [name for name in {heavy!r} if name in sys.modules]
+    with open(sys.argv[1], "w") as out:
+        json.dump(heavy, out)
+atexit.register(list_heavy)
+entry(sys.argv[2:])
 """
 
 
