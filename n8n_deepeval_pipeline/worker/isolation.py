@@ -4,7 +4,7 @@ Each evaluation runs in a fresh ``contextvars.Context`` (tracing context variabl
 cannot survive it). Afterwards the worker drops every trace and span DeepEval's trace
 manager holds, and puts back any attribute of a DeepEval module that the evaluation
 rebound, added or deleted, comparing against a snapshot taken once DeepEval and every
-catalog metric were imported.
+catalog metric were imported (``worker.warming``).
 """
 
 from __future__ import annotations
@@ -13,26 +13,9 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from deepeval.config.settings import get_settings
 from deepeval.tracing.tracing import trace_manager
 
-from n8n_deepeval_pipeline.metrics.catalog import CATALOG
-from n8n_deepeval_pipeline.worker.metric_builder import import_implementation
-
 _WATCHED_PREFIX = "deepeval"
-
-
-def warm_up() -> None:
-    """Import every metric implementation and build DeepEval's settings now.
-
-    The first evaluation then pays no import, lazy imports do not look like pollution
-    later, and the settings singleton is part of the snapshot (were it restored to
-    "unset" after each evaluation, every metric would rebuild it: ~25 ms of CPU).
-    """
-    for entry in CATALOG.values():
-        if entry.implementation is not None:
-            import_implementation(entry)
-    get_settings()
 
 
 def _watched_modules() -> dict[str, ModuleType]:
