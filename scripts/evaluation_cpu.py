@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/evaluation_cpu.py                 # with and without judge state
     .venv/bin/python scripts/evaluation_cpu.py --profile 25    # and where the CPU goes
+    .venv/bin/python scripts/evaluation_cpu.py --pool-latency 50 --rounds 3  # and in the pool
 
 The pool's evaluations (``scripts/pool_throughput.py``: 40 items x 6 judge metrics) are
 scored by one ``Evaluator`` as a worker scores them: warmed and frozen as the zygote
@@ -12,6 +13,11 @@ thread's part of it. "state" runs the judge through its shared state and pacing 
 fresh folder (cache off), as a benchmark run does; "no state" without. The judge server
 runs in a process of its own, not counted. With ``--profile``, each thread's functions
 by their own CPU time (not wall time: the two threads wait on each other's GIL).
+
+With ``--pool-latency MS``, the same evaluations also go through the pool as the pool
+benchmark runs them (4 workers x 24 in flight, a judge at MS ms, a fresh pool each round
+as each run has): the CPU per evaluation of its workers and of the process that feeds
+them, apart, beside the wall time.
 """
 
 from __future__ import annotations
@@ -69,13 +75,44 @@ def _profiled(evaluator: Any, tasks: list[Any], top: int) -> None:
         stats.sort_stats("tottime").print_stats(top)
 
 
+def _pool_rounds(latency_ms: float, evaluations: int, rounds: int, port: int) -> None:
+    """The pool's CPU per evaluation, workers and feeding process apart (a fresh pool each)."""
+    server = pool_throughput._Server(latency_ms, port)
+    try:
+        runs = [
+            pool_throughput._child(
+                "pool",
+                base_url=server.base_url,
+                concurrency=4,
+                evaluations=evaluations,
+                per_worker=24,
+            )
+            for _ in range(rounds)
+        ]
+    finally:
+        server.stop()
+    for part in ("parent", "workers"):
+        figures = [run[f"cpu_{part}_s"] / run["evaluations"] * 1000 for run in runs]
+        spread = " ".join(f"{figure:.2f}" for figure in figures)
+        print(
+            f"pool {part:<8} {statistics.median(figures):6.2f} ms CPU per evaluation at "
+            f"{latency_ms:g} ms ({rounds} rounds of {evaluations}: {spread})",
+            flush=True,
+        )
+    walls = " ".join(f"{run['wall_s']:.2f}" for run in runs)
+    print(f"pool wall  {statistics.median(run['wall_s'] for run in runs):6.2f} s ({walls})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=240)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
+    parser.add_argument("--pool-latency", type=float, help="also the pool, judge at MS ms")
     args = parser.parse_args()
+    if args.pool_latency is not None:
+        _pool_rounds(args.pool_latency, args.evaluations, args.rounds, args.port)
     from n8n_deepeval_pipeline.worker.evaluate import Evaluator
     from n8n_deepeval_pipeline.worker.zygote import freeze_warm_heap
 

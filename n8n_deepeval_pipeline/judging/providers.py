@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
+import ssl
 import weakref
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
@@ -104,6 +106,17 @@ class LogprobProvider(Protocol):
         """One call without a schema, ``logprobs: true``; the text is the whole reply (JSON)."""
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The certificates httpx would trust (``SSL_CERT_*``, the system's), loaded once.
+
+    Loading them cost each judge's first call ~0.1 s of CPU (a worker's judge is new with
+    every run's state folder); the worker zygote loads them before it forks, and every
+    session of the process shares the context, as an ``SSLContext`` is meant to be.
+    """
+    return httpx2.create_ssl_context()
+
+
 def join_url(base: str, path: str, query: str = "") -> str:
     """``base`` + ``path``, keeping a query string the base carries (e.g. a gateway token)."""
     parts = urlsplit(base)
@@ -155,9 +168,7 @@ class _HttpProvider:
                 timeout=aiohttp.ClientTimeout(
                     connect=timeout_s, sock_connect=min(timeout_s, 10.0), sock_read=timeout_s
                 ),
-                connector=aiohttp.TCPConnector(
-                    limit=64, ssl=httpx2.create_ssl_context(), keepalive_timeout=30
-                ),
+                connector=aiohttp.TCPConnector(limit=64, ssl=tls_context(), keepalive_timeout=30),
             )
             weakref.finalize(self, _close, self._session, asyncio.get_running_loop())
             with contextlib.suppress(LookupError):  # none named, or NO_PROXY names the host

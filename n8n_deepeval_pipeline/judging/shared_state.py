@@ -220,8 +220,16 @@ class SharedState:
     def record_outcome(
         self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None
     ) -> Concurrency:
-        """Fit ``judge``'s concurrency to one call's outcome; keep the budget it reported."""
+        """Fit ``judge``'s concurrency to one call's outcome; keep the budget it reported.
+
+        A success at the ceiling with no budget reported changes nothing: it is not
+        written (a write waits for every other worker's; a read waits for none).
+        """
         now = time.time()
+        if not overloaded and (limits is None or not limits.told):
+            current = self._fitted(judge, ceiling)
+            if current is not None and current.succeeded() == current:
+                return current
         with self._immediate():
             current = self._fitted(judge, ceiling) or Concurrency.start(ceiling)
             fitted = current.overloaded(now) if overloaded else current.succeeded()
@@ -311,10 +319,19 @@ class SharedState:
             return int(failures)
 
     def record_success(self, judge: str) -> None:
-        """A call of ``judge`` worked: its run of failures is over."""
-        self._db.execute(
-            "update breakers set failures = 0, open_until = 0 where judge = ?", (judge,)
-        )
+        """A call of ``judge`` worked: its run of failures is over.
+
+        Written only when there is a run to end (a failure recorded after this look is
+        one after this success, as it would be had the write come first).
+        """
+        failing = self._db.execute(
+            "select 1 from breakers where judge = ? and (failures > 0 or open_until > 0)",
+            (judge,),
+        ).fetchone()
+        if failing is not None:
+            self._db.execute(
+                "update breakers set failures = 0, open_until = 0 where judge = ?", (judge,)
+            )
 
     def reset_breaker(self) -> None:
         """Close every judge's breaker (at the start of a scoring step)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from deepeval.config.eval_mode import EvalMode, resolve_eval_mode
@@ -35,7 +36,6 @@ from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
     trace_manager_is_clean,
-    warm_up,
 )
 from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
 from n8n_deepeval_pipeline.worker.test_case_builder import (
@@ -43,6 +43,7 @@ from n8n_deepeval_pipeline.worker.test_case_builder import (
     build_test_case,
     check_inputs,
 )
+from n8n_deepeval_pipeline.worker.warming import prepare_metrics, warm_up
 
 
 class Evaluator:
@@ -116,6 +117,10 @@ class Evaluator:
                 "score_path": usage.score_path,
             }
         )
+
+    def prepare(self, metrics: Iterable[str]) -> int:
+        """Ready these catalog metrics before workers are forked (``worker.warming``)."""
+        return prepare_metrics(metrics)
 
     def tidy(self) -> bool:
         """Put DeepEval's globals back (no evaluation in flight); whether they are clean."""

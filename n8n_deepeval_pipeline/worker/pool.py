@@ -91,6 +91,7 @@ class _Zygote:
             )
         child_end.close()
         self._lock = threading.Lock()
+        self.prepared: set[str] = set()  # metrics whose templates and schemas it built
 
     def wait_ready(self, timeout_s: float) -> None:
         if not self.control.poll(timeout_s):
@@ -101,6 +102,19 @@ class _Zygote:
             raise WorkerCrashed(self._died()) from None
         if "ready" not in message:
             raise WorkerCrashed(f"the worker zygote sent {message!r} instead of ready")
+
+    def prepare(self, metrics: set[str]) -> None:
+        """Have it build these metrics' templates and schemas, for the workers it forks."""
+        new = metrics - self.prepared
+        if not new:
+            return
+        with self._lock:
+            try:
+                self.control.send({"prepare": sorted(new)})
+                self.control.recv()
+            except (EOFError, OSError):
+                raise WorkerCrashed(self._died()) from None
+        self.prepared |= new
 
     def fork(self) -> _Worker:
         """A new worker, forked from the warmed zygote."""
@@ -282,12 +296,15 @@ class WorkerPool:
         """Process ids of the live workers, by slot."""
         return [worker.pid for worker in self._workers]
 
-    def start(self, secrets: Iterable[str] = ()) -> None:
+    def start(self, secrets: Iterable[str] = (), metrics: Iterable[str] = ()) -> None:
         """Warm the zygote once, then fork every worker from it.
 
-        ``secrets`` (judge keys) are left out of the environment under any name.
+        ``secrets`` (judge keys) are left out of the environment under any name; the
+        zygote prepares ``metrics`` (catalog slugs) before it forks, for every worker.
         """
         if self._workers:
+            if self._zygote is not None:  # for the workers it forks from now on
+                self._zygote.prepare(set(metrics))
             return
         started = time.perf_counter()
         environment = worker_environment(secrets)
@@ -297,6 +314,7 @@ class WorkerPool:
         self._zygote, self._scratch, self._log_path = zygote, zygote.scratch, zygote.log_path
         try:
             self._zygote.wait_ready(self.start_timeout_s)
+            self._zygote.prepare(set(metrics))
             self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
             self._worker_failed = True
@@ -327,14 +345,16 @@ class WorkerPool:
         """Run the tasks on the workers; yield each result as soon as it is ready."""
         pending: queue.Queue[EvaluationTask] = queue.Queue()
         secrets: set[str] = set()
+        metrics: set[str] = set()
         total = 0
         for task in tasks:
             pending.put(task)
             secrets.update(task.secrets)
+            metrics.add(str(task.config.get("metric")))
             total += 1
         if self._exposes(secrets):
             self.close()  # started before these keys were known: start again without them
-        self.start(secrets)
+        self.start(secrets, metrics)
         self._revive_dead()
         done: queue.Queue[EvaluationResult | BaseException] = queue.Queue()
         stop = threading.Event()

@@ -5,7 +5,9 @@ it once (the pool has already sanitised the environment and chosen a scratch wor
 directory), builds the evaluator (EVALUATOR is ``module:Class``; tests put a named test
 double there), and then forks a worker for every ``spawn`` request on its control
 connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
-warm-up, crash replacement and ``cleanSession`` are cheap. Each worker gets its own
+warm-up, crash replacement and ``cleanSession`` are cheap. A ``prepare`` request names
+the metrics the pool is about to run: their prompt templates and answer schemas are
+built here once, not in every worker (``worker.warming``). Each worker gets its own
 socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
 workers that exit. Workers answer tasks until their connection closes.
 A worker evaluates every task it is sent at once, each as an asyncio task (the pool
@@ -146,6 +148,10 @@ def main() -> None:
             break
         if message is None:
             break
+        if "prepare" in message:  # the metrics the pool is about to run, before its forks
+            control.send({"prepared": evaluator.prepare(message["prepare"])})
+            freeze_warm_heap()
+            continue
         workers.add(_fork_worker(control, evaluator, pool_pid))
     control.close()
     _stop_workers(workers)

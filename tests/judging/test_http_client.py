@@ -65,3 +65,21 @@ def test_a_dropped_judge_closes_its_connections_without_an_error_logged(
         gc.collect()
     assert session.closed
     assert "Unclosed" not in caplog.text
+
+
+def test_judges_load_the_certificates_they_trust_once_per_process(loopback, no_proxies):
+    import httpx2
+
+    from n8n_deepeval_pipeline.judging import providers
+
+    loads = []
+    real = httpx2.create_ssl_context
+    no_proxies.setattr(httpx2, "create_ssl_context", lambda: loads.append(1) or real())
+    providers.tls_context.cache_clear()
+    try:
+        # Two judges (a run's state folder makes a new one in every worker): one load.
+        for base_url in (loopback.base_url, loopback.base_url + "/"):
+            assert judge(base_url).generate("What is 2+2?")
+    finally:
+        providers.tls_context.cache_clear()
+    assert len(loads) == 1

@@ -89,6 +89,28 @@ def test_every_worker_shares_one_judges_pacing(tmp_path):
     assert second.concurrency("judge-b", ceiling=64).slots == 1  # paced apart: first, a probe
 
 
+def test_a_success_that_changes_nothing_does_not_wait_for_another_workers_write(tmp_path):
+    import sqlite3
+
+    state, other = SharedState(tmp_path / "s.sqlite"), SharedState(tmp_path / "s.sqlite")
+    for _ in range(40):  # from half the ceiling up to it
+        state.record_outcome("judge-a", ceiling=64, overloaded=False)
+    state.record_failure("judge-a", "HTTP 500", threshold=5, cool_down_s=30)
+    state.record_success("judge-a")  # ends the run of failures: written
+    state._db.execute("pragma busy_timeout = 50")
+    other._db.execute("begin immediate")  # another worker mid-write
+    try:
+        # At the ceiling, no run of failures: nothing to write, so nothing to wait for.
+        assert state.record_outcome("judge-a", ceiling=64, overloaded=False).slots == 64
+        state.record_success("judge-a")
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            state.record_failure("judge-a", "HTTP 500", threshold=5, cool_down_s=30)
+    finally:
+        other._db.execute("commit")
+    assert state.breaker_open("judge-a") == (False, "HTTP 500")
+    assert other.concurrency("judge-a", ceiling=64).slots == 64
+
+
 def test_tokens_per_minute_are_booked_evenly_and_corrected_from_the_answer(tmp_path):
     state = SharedState(tmp_path / "s.sqlite")
     # 1000 tokens a minute, a minute's burst: 700 now books the next 42 s

@@ -1,14 +1,16 @@
 """A test double of the worker's Evaluator: a task whose metric label starts with
 ``pollute`` dirties DeepEval's globals before scoring, ``raise`` raises out of the
-evaluator, ``hang`` hangs, ``crash`` kills the worker and ``heap`` reports how many objects
-are left out of garbage collection; every other task reports what it found of earlier
-pollution in its reason. The real isolation code (fresh context, trace
+evaluator, ``hang`` hangs, ``crash`` kills the worker, ``heap`` reports how many objects
+are left out of garbage collection and ``inherited`` what the worker was forked with
+(certificates loaded, DeepEval templates compiled); every other task reports what it
+found of earlier pollution in its reason. The real isolation code (fresh context, trace
 manager reset, module snapshot) runs around it unchanged."""
 
 from __future__ import annotations
 
 import contextvars
 import gc
+import json
 import os
 import time
 
@@ -16,6 +18,7 @@ import deepeval
 from deepeval.tracing.tracing import trace_manager
 
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.judging.providers import tls_context
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.worker.evaluate import Evaluator
 
@@ -44,6 +47,14 @@ class PollutingEvaluator(Evaluator):
             os._exit(9)
         if task.metric_label == "raise":
             raise RuntimeError("an evaluator bug")
+        if task.metric_label == "inherited":
+            from deepeval.templates.resolver import _registry
+
+            inherited = {
+                "certificates": tls_context.cache_info().currsize,
+                "templates": sorted({key[1] for key in _registry._compiled}),
+            }
+            return EvaluationResult(task_id=task.task_id, score=1.0, reason=json.dumps(inherited))
         if task.metric_label == "heap":
             return EvaluationResult(
                 task_id=task.task_id, score=1.0, reason=f"{gc.get_freeze_count()}"

@@ -1,5 +1,6 @@
 """The worker pool with real DeepEval metrics (dry-run judge) in real worker processes."""
 
+import json
 import os
 import signal
 import socket
@@ -232,6 +233,24 @@ def test_workers_are_forked_with_the_warmed_interpreter_left_out_of_garbage_coll
         pool.close()
     # DeepEval and every catalog metric: a full collection in a worker walks none of them.
     assert int(heap.reason) > 100_000
+
+
+def test_workers_are_forked_with_the_certificates_and_their_metrics_templates_ready():
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    bias = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
+    toxicity = bias.model_copy(update={"config": {"metric": "toxicity"}})
+    try:
+        (first,) = evaluate(pool, bias)
+        # Forked before toxicity was asked for; replaced after it (clean session).
+        (older,) = evaluate(pool, toxicity.model_copy(update={"clean_session": True}))
+        (fresh,) = evaluate(pool, toxicity)
+    finally:
+        pool.close()
+    # Nothing an evaluation did: the zygote built them before the fork, for the run's metrics.
+    assert json.loads(first.reason) == {"certificates": 1, "templates": ["BiasMetric"]}
+    assert json.loads(older.reason)["templates"] == ["BiasMetric"]
+    assert json.loads(fresh.reason)["templates"] == ["BiasMetric", "ToxicityMetric"]
+    assert fresh.worker_pid != older.worker_pid
 
 
 def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
