@@ -97,38 +97,37 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines.dispose()
 
 
-class PooledSqliteRunStorage(SqliteRunStorage):
+class _PooledFile:
+    """``connect`` and ``dispose`` of a storage kept in one file (``_conn_string``)."""
+
+    _conn_string: str
+    _engines: PooledEngines
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A transaction on one of the file's open connections."""
+        with _transaction(self._engines.get(self._conn_string)) as connection:
+            yield connection
+
+    def dispose(self) -> None:
+        """Close the connections."""
+        self._engines.dispose()
+
+
+class PooledSqliteRunStorage(_PooledFile, SqliteRunStorage):
     """Dagster's run storage with its file's connections kept open."""
 
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines = PooledEngines()
         super().__init__(conn_string, inst_data=inst_data)
 
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with _transaction(self._engines.get(self._conn_string)) as connection:
-            yield connection
 
-    def dispose(self) -> None:
-        """Close the connections."""
-        self._engines.dispose()
-
-
-class PooledSqliteScheduleStorage(SqliteScheduleStorage):
+class PooledSqliteScheduleStorage(_PooledFile, SqliteScheduleStorage):
     """Dagster's schedule storage with its file's connections kept open."""
 
     def __init__(self, conn_string: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines = PooledEngines()
         super().__init__(conn_string, inst_data=inst_data)
-
-    @contextmanager
-    def connect(self) -> Iterator[Connection]:
-        with _transaction(self._engines.get(self._conn_string)) as connection:
-            yield connection
-
-    def dispose(self) -> None:
-        """Close the connections."""
-        self._engines.dispose()
 
 
 class PooledSqliteStorage(DagsterSqliteStorage):
