@@ -22,7 +22,8 @@ from pathlib import Path
 
 from n8n_deepeval_pipeline.settings import private_dir
 
-_POLL_S = 0.01
+_POLL_S = 0.01  # the first look again for a slot other processes hold, doubling up to
+_POLL_MAX_S = 0.16  # this: each look costs a few system calls per slot it tries
 _RECHECK_S = 0.1
 
 
@@ -78,8 +79,10 @@ class InFlightLimit:
             self._holders += 1
         try:
             taken = self._try_take(limit())
+            poll = _POLL_S
             while taken is None:
-                await asyncio.sleep(_POLL_S)
+                await asyncio.sleep(random.uniform(poll / 2, poll))
+                poll = min(poll * 2, _POLL_MAX_S)
                 taken = self._try_take(limit())
             index, fd = taken
             try:

@@ -60,3 +60,39 @@ def test_the_slots_cap_the_calls_of_a_process_and_every_call_gets_one(tmp_path):
 
     asyncio.run(scenario())
     assert (peak, done) == (3, 40)
+
+
+def test_a_call_waiting_for_a_slot_another_process_holds_looks_less_and_less_often(
+    tmp_path, monkeypatch
+):
+    """Each look tries every allowed slot (a few system calls each): at a fixed 10 ms, a
+    call waiting half a second for another worker's slot looked ~50 times; backing off
+    to 160 ms, it looks at most ~10 times, and still takes the slot once it is free."""
+    folder = tmp_path / "slots"
+    other, limit = InFlightLimit(folder, 1), InFlightLimit(folder, 1)  # two processes
+    looks = []
+    take = limit._try_take
+
+    def counted(allowed):
+        looks.append(allowed)
+        return take(allowed)
+
+    monkeypatch.setattr(limit, "_try_take", counted)
+
+    async def scenario():
+        held = asyncio.Event()
+
+        async def hold():
+            async with other.slot():
+                held.set()
+                await asyncio.sleep(0.5)
+
+        holder = asyncio.create_task(hold())
+        await held.wait()
+        async with limit.slot():
+            got = True
+        await holder
+        return got
+
+    assert asyncio.run(scenario())
+    assert 3 <= len(looks) <= 12, looks
