@@ -15,9 +15,9 @@ runs in a process of its own, not counted. With ``--profile``, each thread's fun
 by their own CPU time (not wall time: the two threads wait on each other's GIL).
 
 With ``--pool-latency MS``, the same evaluations also go through the pool as the pool
-benchmark runs them (4 workers x 24 in flight, a judge at MS ms, a fresh pool each round
-as each run has): the CPU per evaluation of its workers and of the process that feeds
-them, apart, beside the wall time.
+benchmark runs them (4 workers, the pool's own count in flight, a judge at MS ms, a
+fresh pool each round as each run has): the CPU per evaluation of its workers and of the
+process that feeds them, apart, beside the wall time.
 """
 
 from __future__ import annotations
@@ -85,7 +85,6 @@ def _pool_rounds(latency_ms: float, evaluations: int, rounds: int, port: int) ->
                 base_url=server.base_url,
                 concurrency=4,
                 evaluations=evaluations,
-                per_worker=24,
             )
             for _ in range(rounds)
         ]

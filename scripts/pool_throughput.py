@@ -7,7 +7,8 @@
 
 The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
 judge that answers after a fixed latency, run by
-  (a) our worker pool: W workers with P evaluations in flight each (default 4 x 24),
+  (a) our worker pool: W workers with at most P evaluations in flight each (default 4
+      workers and the pool's own P, 64: how many below it is fitted as the pool runs),
   (b) DeepEval's evaluate() with AsyncConfig(max_concurrent=C) and its own OpenAI model,
   (c) a plain sequential loop (our evaluator in one process: each evaluation's
       isolated latency, from which ideal = sum of isolated latencies / C),
@@ -132,7 +133,7 @@ def run_pool(
     concurrency: int,
     evaluations: int,
     soak: bool = False,
-    per_worker: int = 1,
+    per_worker: int | None = None,
 ) -> dict[str, Any]:
     import tempfile
 
@@ -144,9 +145,8 @@ def run_pool(
         pool.close()
         return {"warmup_s": pool.warmup_s}
     tasks = tasks_for(base_url, evaluations, tempfile.mkdtemp(prefix="pool-bench-"))
-    pool = WorkerPool(
-        concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9, per_worker=per_worker
-    )
+    most = {"per_worker": per_worker} if per_worker else {}  # else the pool's default
+    pool = WorkerPool(concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9, **most)
     # Started ahead to leave the warm-up out of the time, with what ``evaluate`` would
     # have the zygote prepare before its forks.
     pool.start(metrics={task.config["metric"] for task in tasks})
@@ -411,7 +411,7 @@ def compare(
     columns = ("wall s", "eval/s", "cpu ms/ev", "rss MB", "MB/worker")
     print(f"{'runner':<26} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     labels = {
-        "a": f"(a) worker pool, {workers} x {per_worker}",
+        "a": f"(a) worker pool, {workers} x {per_worker or 'fitted'}",
         "b": "(b) deepeval evaluate()",
         "c": "(c) sequential loop",
         "d": "(d) seed model, 4 slots",
@@ -488,10 +488,7 @@ def paced(
     """
     server = _Server(latency_ms, port, rpm=rpm, tpm=tpm)
     try:
-        run = _child(
-            "pool", base_url=server.base_url, concurrency=4, evaluations=evaluations,
-            per_worker=24,
-        )  # fmt: skip
+        run = _child("pool", base_url=server.base_url, concurrency=4, evaluations=evaluations)
     finally:
         served = server.stop()
     tokens = tpm is not None
@@ -531,7 +528,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--latencies", default="50,300,2000")
     parser.add_argument("--workers", type=int, default=4, help="(a): worker processes")
-    parser.add_argument("--per-worker", type=int, default=24, help="(a): in flight per worker")
+    parser.add_argument(
+        "--per-worker", type=int, help="(a): most in flight per worker (default: the pool's)"
+    )
     parser.add_argument("--paced", type=int, default=600, help="requests/min; 0: skip")
     parser.add_argument("--paced-tpm", type=int, default=200000, help="tokens/min; 0: skip")
     parser.add_argument("--paced-latencies", default="300,2000")
@@ -570,7 +569,12 @@ def main() -> None:
         server = _Server(0, args.port)
         try:
             soak = _child(
-                "pool", base_url=server.base_url, concurrency=1, evaluations=args.soak, soak=True
+                "pool",
+                base_url=server.base_url,
+                concurrency=1,
+                evaluations=args.soak,
+                soak=True,
+                per_worker=1,
             )
         finally:
             server.stop()

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
-from n8n_deepeval_pipeline.judging.pacer import Pacer, estimate_tokens
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
     LogprobProvider,
@@ -344,7 +344,8 @@ class PipelineJudge(DeepEvalBaseLLM):
                         f"{error} (after {attempt} attempt(s))", error.status
                     ) from None
                 usage.retries += 1
-                await asyncio.sleep(delay)
+                with HeldBack():  # the judge refused: its backoff is pacing too
+                    await asyncio.sleep(delay)
                 continue
             if self._state is not None:
                 self._state.record_success(self.identity)

@@ -29,6 +29,33 @@ _ANSWER_TOKENS = 256
 _FIRST_WINDOW = 4
 
 
+class HeldBack:
+    """One call while pacing holds it back; ``calls``: how many of this process are.
+
+    Counted over all judges. The worker pool reads it to tell a judge that binds (calls
+    wait their turn: more evaluations in flight would only wait too) from one with room.
+    """
+
+    calls = 0
+
+    def __init__(self) -> None:
+        self._held = False
+
+    def __enter__(self) -> HeldBack:
+        HeldBack.calls += 1
+        self._held = True
+        return self
+
+    def let_go(self) -> None:
+        """The call may go now."""
+        if self._held:
+            HeldBack.calls -= 1
+            self._held = False
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.let_go()
+
+
 def estimate_tokens(prompt: str, max_tokens: int | None) -> int:
     """A call's tokens before it is made (corrected from the answer's usage after)."""
     return len(prompt) // _CHARS_PER_TOKEN + (max_tokens or _ANSWER_TOKENS)
@@ -97,20 +124,22 @@ class Pacer:
     async def call(self, tokens: int) -> AsyncIterator[list[int | None]]:
         """Hold the judge's budget for one call; the caller puts its real tokens in the list."""
         actual: list[int | None] = [None]
-        async with self._slots.slot(self._allowed):
-            # Paced once it holds a slot: a call that queued before the provider's limits
-            # were known is paced by them too.
-            while (paused := self.state.paused_for(self.judge)) > 0:
-                await asyncio.sleep(paused)
-            requests, token_limit = self._per_minute()
-            if requests is not None:
-                await self._book("requests", *requests, 1)
-            expected = self.estimates.corrected(tokens)
-            if token_limit is not None:
-                from_credit = min(self._credit, expected)
-                self._credit -= from_credit
-                await self._book("tokens", *token_limit, expected - from_credit)
-            yield actual
+        with HeldBack() as held:
+            async with self._slots.slot(self._allowed):
+                # Paced once it holds a slot: a call that queued before the provider's
+                # limits were known is paced by them too.
+                while (paused := self.state.paused_for(self.judge)) > 0:
+                    await asyncio.sleep(paused)
+                requests, token_limit = self._per_minute()
+                if requests is not None:
+                    await self._book("requests", *requests, 1)
+                expected = self.estimates.corrected(tokens)
+                if token_limit is not None:
+                    from_credit = min(self._credit, expected)
+                    self._credit -= from_credit
+                    await self._book("tokens", *token_limit, expected - from_credit)
+                held.let_go()
+                yield actual
         if actual[0] is not None:
             self.estimates.learn(tokens, actual[0])
             self._settle(token_limit, expected, actual[0])

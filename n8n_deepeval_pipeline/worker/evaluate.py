@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.judging.judge import (
     PipelineJudge,
     UsageCounter,
 )
+from n8n_deepeval_pipeline.judging.pacer import HeldBack
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
@@ -121,6 +122,11 @@ class Evaluator:
     def prepare(self, metrics: Iterable[str]) -> int:
         """Ready these catalog metrics before workers are forked (``worker.warming``)."""
         return prepare_metrics(metrics)
+
+    @staticmethod
+    def held_back() -> int:
+        """Judge calls of this worker that the judges' pacing holds back now."""
+        return HeldBack.calls
 
     def tidy(self) -> bool:
         """Put DeepEval's globals back (no evaluation in flight); whether they are clean."""

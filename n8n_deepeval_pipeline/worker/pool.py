@@ -3,11 +3,13 @@
 Metrics never run in the Dagster process. A zygote interpreter imports DeepEval and
 every catalog metric once, in a sanitised environment and a scratch working directory,
 and every worker is forked from it (milliseconds, not a second and a half of imports).
-Each worker runs up to ``per_worker`` evaluations at once, each an asyncio task in a
+Each worker runs several evaluations at once, each an asyncio task in a
 context of its own (DeepEval's trace and context variables, the judge's usage and cache
 namespace are per evaluation); DeepEval's process-wide state is put back whenever the
 worker is idle. Judge calls wait on the network, so a few processes keep a judge busy
 (one HTTP client per worker, no per-call TLS set-up) while the CPU-bound part stays small.
+How many a worker takes at once grows while its CPU and the judge have room, up to
+``per_worker`` (``worker.admission``).
 
 Slots take tasks first-in first-out and stream results back as they finish. A worker
 that dies or overruns a timeout is killed and replaced; only the evaluation that crashed
@@ -39,15 +41,17 @@ from pathlib import Path
 from typing import Any
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
+from n8n_deepeval_pipeline.worker.admission import Admission
 from n8n_deepeval_pipeline.worker.environment import worker_environment
 
 _LOG = logging.getLogger(__name__)
 MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 64
 DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
-# Evaluations in flight per worker: judge calls wait on the network, so one process keeps
-# many busy; the judge's own concurrency limit decides how many calls really go out.
-DEFAULT_PER_WORKER = 16
+# Evaluations in flight per worker at most: judge calls wait on the network, so one process
+# keeps many busy at a slow judge; how many below this is fitted (``worker.admission``).
+DEFAULT_PER_WORKER = 64
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def clamp_pool_size(size: int) -> int:
@@ -212,6 +216,14 @@ class _Worker:
         self.peak_rss_mb = max(self.peak_rss_mb, rss)
         return rss
 
+    def cpu_s(self) -> float | None:
+        """CPU seconds it has used, all its threads (None once the process is gone)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
     def send(self, task: EvaluationTask) -> None:
         self.sent += 1
         try:
@@ -219,8 +231,12 @@ class _Worker:
         except (OSError, ValueError) as error:
             raise WorkerCrashed(f"worker {self.pid} connection broke: {error}") from None
 
-    def receive(self, timeout_s: float) -> tuple[dict[str, Any], bool] | None:
-        """The next finished evaluation (result, clean), or None if none came in time."""
+    def receive(self, timeout_s: float) -> dict[str, Any] | None:
+        """The worker's next message, or None if none came in time.
+
+        A finished evaluation (``result``, whether the worker is ``clean``), or a load
+        report; each with the worker's judge calls held back by pacing (``held_back``).
+        """
         try:
             message: dict[str, Any] | None = (
                 self.connection.recv() if self.connection.poll(max(timeout_s, 0.0)) else None
@@ -230,10 +246,9 @@ class _Worker:
                 f"worker {self.pid} died during the evaluation ({type(error).__name__}: "
                 "killed, crashed or out of memory)"
             ) from None
-        if message is None:
-            return None
-        self.evaluations += 1
-        return message["result"], bool(message["clean"])
+        if message is not None and "result" in message:
+            self.evaluations += 1
+        return message
 
     def hang_up(self) -> None:
         """Ask it to finish: it exits once its connection says there is no more work."""
@@ -358,11 +373,9 @@ class WorkerPool:
         self._revive_dead()
         done: queue.Queue[EvaluationResult | BaseException] = queue.Queue()
         stop = threading.Event()
-        # Spread a small batch over the workers (their CPUs) before stacking it on one.
-        cap = min(self.per_worker, max(1, -(-total // self.size)))
         threads = [
             threading.Thread(
-                target=self._slot_loop, args=(slot, pending, done, stop, cap), daemon=True
+                target=self._slot_loop, args=(slot, pending, done, stop, total), daemon=True
             )
             for slot in range(min(self.size, total))
         ]
@@ -401,9 +414,10 @@ class WorkerPool:
         pending: queue.Queue[EvaluationTask],
         done: queue.Queue[EvaluationResult | BaseException],
         stop: threading.Event,
-        cap: int,
+        total: int,
     ) -> None:
-        feeder = _Feeder(self, slot, pending, cap, stop)
+        admission = Admission.for_pool(self.per_worker, self.size, total)
+        feeder = _Feeder(self, slot, pending, admission, stop)
         try:
             while not stop.is_set() and not feeder.finished():
                 for result in feeder.step():
@@ -475,7 +489,7 @@ class WorkerPool:
 
 
 class _Feeder:
-    """One slot's worker kept busy with up to ``cap`` evaluations in flight.
+    """One slot's worker kept busy with as many evaluations in flight as ``admission`` says.
 
     A crash with several evaluations in flight does not tell which one crashed: each of
     them runs again alone, and only one that crashes alone becomes an error row. An
@@ -488,14 +502,15 @@ class _Feeder:
         pool: WorkerPool,
         slot: int,
         pending: queue.Queue[EvaluationTask],
-        cap: int,
+        admission: Admission,
         stop: threading.Event,
     ) -> None:
         self.pool = pool
         self.stop = stop
         self.slot = slot
         self.pending = pending
-        self.cap = cap  # in flight on this worker at most
+        self.admission = admission  # how many in flight on this worker
+        admission.begin(pool._workers[slot].cpu_s(), time.monotonic())
         self.again: deque[EvaluationTask] = deque()  # innocent of a timeout: run again
         self.alone: deque[EvaluationTask] = deque()  # in flight at a crash: run alone
         self.in_flight: dict[int, tuple[EvaluationTask, float, bool]] = {}  # sent at, alone
@@ -510,7 +525,7 @@ class _Feeder:
             return None
         if self.alone:
             return (self.alone.popleft(), True) if not self.in_flight else None
-        if len(self.in_flight) >= self.cap:
+        if len(self.in_flight) >= self.admission.cap:
             return None
         if self.pool._workers[self.slot].sent >= self.pool.max_evaluations:
             self.retire = bool(self.in_flight)  # its budget is spent: a fresh one follows
@@ -551,7 +566,10 @@ class _Feeder:
             return self._crashed(worker, error)
         if answer is None:
             return self._timed_out(worker)
-        return self._finished(worker, *answer)
+        self.admission.observe(worker.cpu_s(), time.monotonic(), answer["held_back"])
+        if "result" not in answer:  # a load report: fill the worker to its new count
+            return []
+        return self._finished(worker, answer["result"], bool(answer["clean"]))
 
     def _finished(self, worker: _Worker, payload: dict[str, Any], clean: bool) -> list[Any]:
         result = EvaluationResult.model_validate({**payload, "worker_pid": worker.pid})
@@ -592,5 +610,6 @@ class _Feeder:
         with self.pool._lock:
             self.pool._busy.pop(self.slot, None)
         self.pool._replace(self.slot)
+        self.admission.begin(self.pool._workers[self.slot].cpu_s(), time.monotonic())
         self.retire = False
         return []

@@ -11,7 +11,8 @@ built here once, not in every worker (``worker.warming``). Each worker gets its 
 socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
 workers that exit. Workers answer tasks until their connection closes.
 A worker evaluates every task it is sent at once, each as an asyncio task (the pool
-decides how many are in flight). Everything exits when the process above it dies.
+decides how many are in flight, from the worker's CPU and its judge calls held back).
+Everything exits when the process above it dies.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import send_handle
 from socket import socketpair
 from typing import Any
+
+from n8n_deepeval_pipeline.worker.admission import WINDOW_S
 
 
 def _exit_with_parent() -> None:
@@ -80,11 +83,21 @@ async def _serve(connection: Connection, evaluator: Any) -> None:
         running.discard(asyncio.current_task())
         # DeepEval's globals are put back when nothing else is in flight.
         clean = evaluator.tidy() if not running else True
-        connection.send({"result": result.model_dump(), "clean": clean})
+        held_back = evaluator.held_back()
+        connection.send({"result": result.model_dump(), "clean": clean, "held_back": held_back})
 
+    async def report_load() -> None:
+        # The pool gives a worker more evaluations only while the judge has room for them.
+        while True:
+            await asyncio.sleep(WINDOW_S)
+            if running:
+                connection.send({"held_back": evaluator.held_back()})
+
+    reporter = asyncio.create_task(report_load())
     while (message := await inbox.get()) is not None:
         job = asyncio.create_task(answer(EvaluationTask.model_validate(message)))
         running.add(job)
+    reporter.cancel()
 
 
 def freeze_warm_heap() -> None:

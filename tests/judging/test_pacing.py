@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec
-from n8n_deepeval_pipeline.judging.pacer import Pacer, TokenEstimates
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, TokenEstimates
 from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
@@ -212,6 +212,37 @@ def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_i
     """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
     2 s judge idle for 2 s); configured limits pace the calls from the first one."""
     assert asyncio.run(_calls_at_once(_pacer(tmp_path, **limits))) == at_once
+
+
+def test_calls_the_pacing_keeps_waiting_are_counted_as_held_back_until_they_go(tmp_path):
+    """The pool reads this count to stop giving a worker more evaluations. 16 calls of a
+    judge with unknown limits: 4 go, 12 wait for the first answer; after it, the fitted
+    concurrency lets 9 go (half the ceiling of 16, and one for the answer), 7 wait."""
+    pacer = _pacer(tmp_path)
+    seen = {}
+    entered = 0
+
+    async def scenario() -> None:
+        release = asyncio.Event()
+
+        async def call() -> None:
+            nonlocal entered
+            async with pacer.call(100):
+                entered += 1
+                await release.wait()
+
+        tasks = [asyncio.create_task(call()) for _ in range(16)]
+        await asyncio.sleep(0.3)
+        seen["before the answer"] = (entered, HeldBack.calls)
+        pacer.answered(None, 100)
+        await asyncio.sleep(0.5)
+        seen["after it"] = (entered, HeldBack.calls)
+        release.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(scenario())
+    assert seen == {"before the answer": (4, 12), "after it": (9, 7)}
+    assert HeldBack.calls == 0
 
 
 def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):

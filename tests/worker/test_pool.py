@@ -436,3 +436,39 @@ def test_a_zygote_warmed_with_a_secret_in_its_environment_is_not_taken(monkeypat
             pool.close()
         assert worker_processes() - before == {warmed}  # untaken, still there
     assert worker_processes() == before  # and stopped when the block ends
+
+
+def _in_flight_at_a_slow_judge(tmp_path, max_in_flight):
+    """Peak evaluations in flight on one worker given 40 bias evaluations, a 0.3 s judge
+    whose calls go through its shared pacing (at most ``max_in_flight`` at once)."""
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+    from n8n_deepeval_pipeline.worker.admission import START_PER_WORKER
+
+    server = LoopbackJudge(latency_s=0.3).start()
+    judge = JudgeSpec(
+        provider="openai-compatible", model="loopback", base_url=server.base_url,
+        cache=False, state_dir=str(tmp_path / "judge"), max_in_flight=max_in_flight,
+    )  # fmt: skip
+    tasks = [make_task({"metric": "bias"}, ITEM, index, judge) for index in range(40)]
+    pool = WorkerPool(size=1, timeout_s=120)
+    try:
+        results = evaluate(pool, *tasks)
+    finally:
+        pool.close()
+        server.stop()
+    assert [r.error for r in results] == [None] * 40
+    return pool.peak_in_flight, START_PER_WORKER
+
+
+def test_a_worker_takes_more_evaluations_while_its_cpu_and_the_judge_have_room(tmp_path):
+    """At a slow judge with room, a worker that started with 16 takes more (all 40 here)
+    as its evaluations wait: no worker count to guess to keep a slow judge busy."""
+    peak, start = _in_flight_at_a_slow_judge(tmp_path, max_in_flight=256)
+    assert peak > start + 8, peak
+
+
+def test_a_worker_takes_no_more_while_the_judges_pacing_holds_calls_back(tmp_path):
+    """Four calls at a time: the rest wait for a slot, so more evaluations in flight would
+    only wait too (against their timeout); the worker keeps the 16 it started with."""
+    peak, start = _in_flight_at_a_slow_judge(tmp_path, max_in_flight=4)
+    assert peak == start

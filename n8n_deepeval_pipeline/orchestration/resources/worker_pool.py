@@ -20,7 +20,9 @@ class WorkerPoolResource(dg.ConfigurableResource):
 
     size: int = 4
     evaluations_per_worker: int = Field(
-        default=DEFAULT_PER_WORKER, description="Evaluations in flight on one worker at once."
+        default=DEFAULT_PER_WORKER,
+        description="Most evaluations in flight on one worker at once (fewer while its CPU "
+        "or the judge's pacing binds).",
     )
     timeout_s: float = 300.0
     max_evaluations: int = 500
