@@ -3,16 +3,16 @@
 An evaluation spends most of its time waiting for judge answers, so the count that keeps
 a worker busy grows with the judge's latency: ~16 at 50 ms, hundreds at 2 s. No fixed
 count suits both, and a user should not have to guess one. A worker starts with a few
-and, every ``WINDOW_S`` (from its load reports and finished evaluations), takes a quarter
-more while two things hold:
+and, every ``WINDOW_S`` (from its load reports and finished evaluations), takes twice as
+many (as TCP's slow start does) while two things hold:
 
 - the worker used less than its share of the machine's CPU over the window (``CPU_ROOM``
   of the cores divided among the workers): past that, more in flight would only slow
   each one down;
 - no judge call of the worker is held back by the judge's pacing (its rate limits, its
   fitted concurrency, a backoff after a 429): then the judge binds, more evaluations
-  would only wait (and run against their timeout meanwhile), so the count goes back down
-  by a quarter a window, to the start.
+  would only wait (and run against their timeout meanwhile), so the count halves every
+  window, down to the start.
 """
 
 from __future__ import annotations
@@ -71,8 +71,7 @@ class Admission:
             return
         busy = (cpu_s - self._cpu_s) / (now - self._at)
         self._cpu_s, self._at = cpu_s, now
-        step = max(self.cap // 4, 1)
         if held_back > 0:
-            self.cap = max(self.cap - step, self.start)
+            self.cap = max(self.cap // 2, self.start)
         elif busy < CPU_ROOM * self.cpu_share:
-            self.cap = min(self.cap + step, self.ceiling)
+            self.cap = min(self.cap * 2, self.ceiling)

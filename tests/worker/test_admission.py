@@ -19,16 +19,14 @@ def _windows(admission, busy, held_back=0, count=1, cpu=0.0, at=0.0):
     return cpu, at
 
 
-def test_an_idle_cpu_and_a_judge_with_room_grow_the_count_by_a_quarter_a_window():
-    admission = _worker()
+def test_an_idle_cpu_and_a_judge_with_room_double_the_count_every_window():
+    admission = _worker(ceiling=100)
     caps = []
     cpu = at = 0.0
-    for _ in range(6):
+    for _ in range(4):
         cpu, at = _windows(admission, busy=0.1, cpu=cpu, at=at)
         caps.append(admission.cap)
-    assert caps == [20, 25, 31, 38, 47, 58]
-    _windows(admission, busy=0.1, count=5, cpu=cpu, at=at)
-    assert admission.cap == 64  # never beyond the ceiling
+    assert caps == [32, 64, 100, 100]  # never beyond the ceiling
 
 
 def test_a_busy_cpu_keeps_the_count():
@@ -37,12 +35,12 @@ def test_a_busy_cpu_keeps_the_count():
     assert admission.cap == 16
 
 
-def test_calls_held_back_by_the_judge_shrink_the_count_back_to_the_start():
-    admission = _worker()
+def test_calls_held_back_by_the_judge_halve_the_count_down_to_the_start():
+    admission = _worker(ceiling=256)
     cpu, at = _windows(admission, busy=0.1, count=4)
-    assert admission.cap == 38
+    assert admission.cap == 256
     cpu, at = _windows(admission, busy=0.1, held_back=3, cpu=cpu, at=at)
-    assert admission.cap == 29
+    assert admission.cap == 128
     _windows(admission, busy=0.0, held_back=1, count=10, cpu=cpu, at=at)
     assert admission.cap == 16
 
@@ -53,7 +51,7 @@ def test_readings_closer_than_a_window_change_nothing():
         admission.observe(0.0, step * 0.01, held_back=0)
     assert admission.cap == 16
     admission.observe(0.0, WINDOW_S + 0.01, held_back=0)
-    assert admission.cap == 20
+    assert admission.cap == 32
 
 
 def test_a_worker_starts_with_its_part_of_a_small_batch_and_never_above_its_ceiling():
