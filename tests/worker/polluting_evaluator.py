@@ -1,6 +1,7 @@
 """A test double of the worker's Evaluator: a task whose metric label starts with
 ``pollute`` dirties DeepEval's globals before scoring, ``raise`` raises out of the
-evaluator, ``hang`` hangs, ``crash`` kills the worker, ``heap`` reports how many objects
+evaluator, ``hang`` hangs, ``crash`` kills the worker (``crash-later`` after 0.1 s, and
+``slow`` answers after 0.3 s: both let others run meanwhile), ``heap`` reports how many objects
 are left out of garbage collection and ``inherited`` what the worker was forked with
 (certificates loaded, DeepEval templates compiled); every other task reports what it
 found of earlier pollution in its reason. The real isolation code (fresh context, trace
@@ -8,6 +9,7 @@ manager reset, module snapshot) runs around it unchanged."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import gc
 import json
@@ -45,6 +47,10 @@ class PollutingEvaluator(Evaluator):
             time.sleep(3600)
         if task.metric_label == "crash":
             os._exit(9)
+        if task.metric_label in ("crash-later", "slow"):
+            await asyncio.sleep(0.1 if task.metric_label == "crash-later" else 0.3)
+            if task.metric_label == "crash-later":
+                os._exit(9)
         if task.metric_label == "raise":
             raise RuntimeError("an evaluator bug")
         if task.metric_label == "inherited":
