@@ -183,8 +183,9 @@ def _pacer(tmp_path, **limits):
     return Pacer(spec, SharedState.in_folder(tmp_path), tmp_path)
 
 
-async def _calls_at_once(pacer: Pacer) -> int:
-    """How many calls of a judge that never answered go before any answer comes."""
+async def _sixteen_calls(pacer: Pacer, answer: bool = False) -> list[tuple[int, int]]:
+    """16 calls of a judge that has not answered: (calls gone, calls held back) once every
+    call that may go has gone; with ``answer``, again after one answer."""
     entered, release = 0, asyncio.Event()
 
     async def call() -> None:
@@ -195,11 +196,15 @@ async def _calls_at_once(pacer: Pacer) -> int:
 
     tasks = [asyncio.create_task(call()) for _ in range(16)]
     await asyncio.sleep(0.5)  # every call that may go has gone by then
-    at_once = entered
+    seen = [(entered, HeldBack.calls)]
+    if answer:
+        pacer.answered(None, 100)
+        await asyncio.sleep(0.5)
+        seen.append((entered, HeldBack.calls))
     release.set()
     await asyncio.gather(*tasks)
-    assert entered == 16
-    return at_once
+    assert (entered, HeldBack.calls) == (16, 0)
+    return seen
 
 
 @pytest.mark.parametrize(
@@ -211,38 +216,16 @@ def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_i
 ):
     """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
     2 s judge idle for 2 s); configured limits pace the calls from the first one."""
-    assert asyncio.run(_calls_at_once(_pacer(tmp_path, **limits))) == at_once
+    ((gone, _),) = asyncio.run(_sixteen_calls(_pacer(tmp_path, **limits)))
+    assert gone == at_once
 
 
 def test_calls_the_pacing_keeps_waiting_are_counted_as_held_back_until_they_go(tmp_path):
     """The pool reads this count to stop giving a worker more evaluations. 16 calls of a
     judge with unknown limits: 4 go, 12 wait for the first answer; after it, the fitted
     concurrency lets 9 go (half the ceiling of 16, and one for the answer), 7 wait."""
-    pacer = _pacer(tmp_path)
-    seen = {}
-    entered = 0
-
-    async def scenario() -> None:
-        release = asyncio.Event()
-
-        async def call() -> None:
-            nonlocal entered
-            async with pacer.call(100):
-                entered += 1
-                await release.wait()
-
-        tasks = [asyncio.create_task(call()) for _ in range(16)]
-        await asyncio.sleep(0.3)
-        seen["before the answer"] = (entered, HeldBack.calls)
-        pacer.answered(None, 100)
-        await asyncio.sleep(0.5)
-        seen["after it"] = (entered, HeldBack.calls)
-        release.set()
-        await asyncio.gather(*tasks)
-
-    asyncio.run(scenario())
-    assert seen == {"before the answer": (4, 12), "after it": (9, 7)}
-    assert HeldBack.calls == 0
+    seen = asyncio.run(_sixteen_calls(_pacer(tmp_path), answer=True))
+    assert seen == [(4, 12), (9, 7)]
 
 
 def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):
