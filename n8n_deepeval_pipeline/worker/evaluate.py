@@ -119,9 +119,12 @@ class Evaluator:
             }
         )
 
-    def prepare(self, metrics: Iterable[str]) -> int:
-        """Ready these catalog metrics before workers are forked (``worker.warming``)."""
-        return prepare_metrics(metrics)
+    def prepare(self, metrics: Iterable[str], providers: Iterable[str]) -> int:
+        """Ready these catalog metrics for these judge providers before workers are forked.
+
+        See ``worker.warming``.
+        """
+        return prepare_metrics(metrics, providers)
 
     @staticmethod
     def held_back() -> int:

@@ -96,6 +96,7 @@ class _Zygote:
         child_end.close()
         self._lock = threading.Lock()
         self.prepared: set[str] = set()  # metrics whose templates and schemas it built
+        self.providers: set[str] = set()  # the judge providers those schemas are built for
 
     def wait_ready(self, timeout_s: float) -> None:
         if not self.control.poll(timeout_s):
@@ -107,18 +108,25 @@ class _Zygote:
         if "ready" not in message:
             raise WorkerCrashed(f"the worker zygote sent {message!r} instead of ready")
 
-    def prepare(self, metrics: set[str]) -> None:
-        """Have it build these metrics' templates and schemas, for the workers it forks."""
-        new = metrics - self.prepared
+    def prepare(self, metrics: set[str], providers: set[str]) -> None:
+        """Have it build these metrics' templates and schemas, for the workers it forks.
+
+        The schemas are built as these judge providers are sent them; a provider new to
+        it has every metric's schemas built again, the others only the new metrics'.
+        """
+        new_providers = providers - self.providers
+        new = (metrics | self.prepared) if new_providers else metrics - self.prepared
         if not new:
             return
+        request = {"prepare": sorted(new), "providers": sorted(providers | self.providers)}
         with self._lock:
             try:
-                self.control.send({"prepare": sorted(new)})
+                self.control.send(request)
                 self.control.recv()
             except (EOFError, OSError):
                 raise WorkerCrashed(self._died()) from None
         self.prepared |= new
+        self.providers |= new_providers
 
     def fork(self) -> _Worker:
         """A new worker, forked from the warmed zygote."""
@@ -311,15 +319,21 @@ class WorkerPool:
         """Process ids of the live workers, by slot."""
         return [worker.pid for worker in self._workers]
 
-    def start(self, secrets: Iterable[str] = (), metrics: Iterable[str] = ()) -> None:
+    def start(
+        self,
+        secrets: Iterable[str] = (),
+        metrics: Iterable[str] = (),
+        providers: Iterable[str] = (),
+    ) -> None:
         """Warm the zygote once, then fork every worker from it.
 
         ``secrets`` (judge keys) are left out of the environment under any name; the
-        zygote prepares ``metrics`` (catalog slugs) before it forks, for every worker.
+        zygote prepares ``metrics`` (catalog slugs) for the judges of ``providers``
+        before it forks, for every worker.
         """
         if self._workers:
             if self._zygote is not None:  # for the workers it forks from now on
-                self._zygote.prepare(set(metrics))
+                self._zygote.prepare(set(metrics), set(providers))
             return
         started = time.perf_counter()
         environment = worker_environment(secrets)
@@ -329,7 +343,7 @@ class WorkerPool:
         self._zygote, self._scratch, self._log_path = zygote, zygote.scratch, zygote.log_path
         try:
             self._zygote.wait_ready(self.start_timeout_s)
-            self._zygote.prepare(set(metrics))
+            self._zygote.prepare(set(metrics), set(providers))
             self._workers = [self._spawn() for _ in range(self.size)]
         except Exception:
             self._worker_failed = True
@@ -361,15 +375,17 @@ class WorkerPool:
         pending: queue.Queue[EvaluationTask] = queue.Queue()
         secrets: set[str] = set()
         metrics: set[str] = set()
+        providers: set[str] = set()
         total = 0
         for task in tasks:
             pending.put(task)
             secrets.update(task.secrets)
             metrics.add(str(task.config.get("metric")))
+            providers.update(judge.provider for judge in task.judges)
             total += 1
         if self._exposes(secrets):
             self.close()  # started before these keys were known: start again without them
-        self.start(secrets, metrics)
+        self.start(secrets, metrics, providers)
         self._revive_dead()
         done: queue.Queue[EvaluationResult | BaseException] = queue.Queue()
         stop = threading.Event()

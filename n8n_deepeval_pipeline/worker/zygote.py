@@ -1,15 +1,15 @@
 """The zygote: ``python -m n8n_deepeval_pipeline.worker.zygote CONTROL_FD EVALUATOR``.
 
-Importing DeepEval and every catalog metric costs about 1.5 s of CPU. The zygote pays
+Importing DeepEval and every catalog metric costs about 2.5 s. The zygote pays
 it once (the pool has already sanitised the environment and chosen a scratch working
 directory), builds the evaluator (EVALUATOR is ``module:Class``; tests put a named test
 double there), and then forks a worker for every ``spawn`` request on its control
 connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
 warm-up, crash replacement and ``cleanSession`` are cheap. A ``prepare`` request names
-the metrics the pool is about to run: their prompt templates and answer schemas are
-built here once, not in every worker (``worker.warming``). Each worker gets its own
-socket pair; the zygote hands the pool its end (file-descriptor passing) and reaps
-workers that exit. Workers answer tasks until their connection closes.
+the metrics the pool is about to run and its judges' providers: their prompt templates
+and answer schemas are built here once, not in every worker (``worker.warming``). Each
+worker gets its own socket pair; the zygote hands the pool its end (file-descriptor
+passing) and reaps workers that exit. Workers answer tasks until their connection closes.
 A worker evaluates every task it is sent at once, each as an asyncio task (the pool
 decides how many are in flight, from the worker's CPU and its judge calls held back).
 Everything exits when the process above it dies.
@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import send_handle
 from socket import socketpair
@@ -46,9 +47,29 @@ def _exit_with_parent() -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
+@contextlib.contextmanager
+def _without_anthropic_sdk() -> Iterator[None]:
+    """Import DeepEval as if the Anthropic SDK were not installed.
+
+    DeepEval imports it only for the retry policy of its own Anthropic model, which a
+    worker never uses (the pipeline's judge sends its own requests), and it was 2.7 s
+    of a 5.2 s import. A pool with an Anthropic judge has it imported in ``prepare``,
+    where its answer schemas are converted the way that SDK converts them.
+    """
+    held_out = "anthropic" not in sys.modules
+    if held_out:
+        sys.modules["anthropic"] = None  # type: ignore[assignment]  # "import" raises ImportError
+    try:
+        yield
+    finally:
+        if held_out and sys.modules.get("anthropic", ...) is None:
+            del sys.modules["anthropic"]
+
+
 def _load_evaluator(path: str) -> Any:
     module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)()
+    with _without_anthropic_sdk():
+        return getattr(importlib.import_module(module), name)()
 
 
 def serve(connection: Connection, evaluator: Any) -> None:
@@ -161,8 +182,9 @@ def main() -> None:
             break
         if message is None:
             break
-        if "prepare" in message:  # the metrics the pool is about to run, before its forks
-            control.send({"prepared": evaluator.prepare(message["prepare"])})
+        if "prepare" in message:  # what the pool is about to run, before its forks
+            prepared = evaluator.prepare(message["prepare"], message["providers"])
+            control.send({"prepared": prepared})
             freeze_warm_heap()
             continue
         workers.add(_fork_worker(control, evaluator, pool_pid))

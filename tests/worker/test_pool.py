@@ -247,10 +247,39 @@ def test_workers_are_forked_with_the_certificates_and_their_metrics_templates_re
     finally:
         pool.close()
     # Nothing an evaluation did: the zygote built them before the fork, for the run's metrics.
-    assert json.loads(first.reason) == {"certificates": 1, "templates": ["BiasMetric"]}
+    assert json.loads(first.reason) == {
+        "certificates": 1,
+        "templates": ["BiasMetric"],
+        "anthropic_sdk": False,  # no Anthropic judge: the SDK's 2.7 s import is skipped
+        "anthropic_schemas": 0,
+    }
     assert json.loads(older.reason)["templates"] == ["BiasMetric"]
     assert json.loads(fresh.reason)["templates"] == ["BiasMetric", "ToxicityMetric"]
     assert fresh.worker_pid != older.worker_pid
+
+
+def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_and_answer_schemas_ready(
+    tmp_path,
+):
+    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
+    claude = JudgeSpec(
+        provider="anthropic", model="claude-haiku-4-5", api_key="sk-unused", state_dir=str(tmp_path)
+    )
+    openai = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
+    anthropic = openai.model_copy(update={"judge": claude})
+    try:
+        (before,) = evaluate(pool, openai)
+        # Forked before the Anthropic judge was asked for; replaced after it (clean session).
+        (older,) = evaluate(pool, anthropic.model_copy(update={"clean_session": True}))
+        (after,) = evaluate(pool, anthropic)
+    finally:
+        pool.close()
+    assert json.loads(before.reason)["anthropic_sdk"] is False
+    assert json.loads(older.reason)["anthropic_sdk"] is False
+    inherited = json.loads(after.reason)
+    # Bias's four answer models (opinions, a verdict, the verdicts, the reason), converted once.
+    assert inherited["anthropic_sdk"] is True and inherited["anthropic_schemas"] == 4
+    assert after.worker_pid != older.worker_pid
 
 
 def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
