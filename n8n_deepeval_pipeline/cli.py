@@ -23,7 +23,6 @@ import click
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
-from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
@@ -179,6 +178,8 @@ def schema() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
 def metrics(as_json: bool) -> None:
     """List the metrics a benchmark can use."""
+    from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+
     if as_json:
         catalog = [
             {
