@@ -46,7 +46,7 @@ def warm_up() -> None:
     tls_context()
 
 
-def prepare_metrics(slugs: Iterable[str], providers: Iterable[str] = ()) -> int:
+def prepare_metrics(slugs: Iterable[str], providers: Iterable[str]) -> int:
     """Compile the prompt templates and build the answer schemas of these catalog metrics.
 
     The schemas are built as the judges of ``providers`` are sent them. Returns how many
