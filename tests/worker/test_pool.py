@@ -265,10 +265,10 @@ def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_and_answer_schema
     claude = JudgeSpec(
         provider="anthropic", model="claude-haiku-4-5", api_key="sk-unused", state_dir=str(tmp_path)
     )
-    openai = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
-    anthropic = openai.model_copy(update={"judge": claude})
+    dry_run = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
+    anthropic = dry_run.model_copy(update={"judge": claude})
     try:
-        (before,) = evaluate(pool, openai)
+        (before,) = evaluate(pool, dry_run)
         # Forked before the Anthropic judge was asked for; replaced after it (clean session).
         (older,) = evaluate(pool, anthropic.model_copy(update={"clean_session": True}))
         (after,) = evaluate(pool, anthropic)
