@@ -235,51 +235,54 @@ def test_workers_are_forked_with_the_warmed_interpreter_left_out_of_garbage_coll
     assert int(heap.reason) > 100_000
 
 
-def test_workers_are_forked_with_the_certificates_and_their_metrics_templates_ready():
+def _forked_before_and_after(first, later):
+    """What a worker was forked with: for ``first``; for ``later`` on a worker forked before
+    ``later`` was asked for (replaced after it: clean session); for ``later`` again, on the
+    fresh worker. Each as (what it inherited, its worker's pid)."""
     pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
-    bias = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
-    toxicity = bias.model_copy(update={"config": {"metric": "toxicity"}})
     try:
-        (first,) = evaluate(pool, bias)
-        # Forked before toxicity was asked for; replaced after it (clean session).
-        (older,) = evaluate(pool, toxicity.model_copy(update={"clean_session": True}))
-        (fresh,) = evaluate(pool, toxicity)
+        results = [
+            *evaluate(pool, first),
+            *evaluate(pool, later.model_copy(update={"clean_session": True})),
+            *evaluate(pool, later),
+        ]
     finally:
         pool.close()
+    return [(json.loads(result.reason), result.worker_pid) for result in results]
+
+
+def test_workers_are_forked_with_the_certificates_and_their_metrics_templates_ready():
+    bias = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
+    toxicity = bias.model_copy(update={"config": {"metric": "toxicity"}})
+    (first, _), (older, older_pid), (fresh, fresh_pid) = _forked_before_and_after(bias, toxicity)
     # Nothing an evaluation did: the zygote built them before the fork, for the run's metrics.
-    assert json.loads(first.reason) == {
+    assert first == {
         "certificates": 1,
         "templates": ["BiasMetric"],
         "anthropic_sdk": False,  # no Anthropic judge: the SDK's 2.7 s import is skipped
         "anthropic_schemas": 0,
     }
-    assert json.loads(older.reason)["templates"] == ["BiasMetric"]
-    assert json.loads(fresh.reason)["templates"] == ["BiasMetric", "ToxicityMetric"]
-    assert fresh.worker_pid != older.worker_pid
+    assert older["templates"] == ["BiasMetric"]
+    assert fresh["templates"] == ["BiasMetric", "ToxicityMetric"]
+    assert fresh_pid != older_pid
 
 
 def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_and_answer_schemas_ready(
     tmp_path,
 ):
-    pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
     claude = JudgeSpec(
         provider="anthropic", model="claude-haiku-4-5", api_key="sk-unused", state_dir=str(tmp_path)
     )
     dry_run = labelled("inherited").model_copy(update={"config": {"metric": "bias"}})
     anthropic = dry_run.model_copy(update={"judge": claude})
-    try:
-        (before,) = evaluate(pool, dry_run)
-        # Forked before the Anthropic judge was asked for; replaced after it (clean session).
-        (older,) = evaluate(pool, anthropic.model_copy(update={"clean_session": True}))
-        (after,) = evaluate(pool, anthropic)
-    finally:
-        pool.close()
-    assert json.loads(before.reason)["anthropic_sdk"] is False
-    assert json.loads(older.reason)["anthropic_sdk"] is False
-    inherited = json.loads(after.reason)
+    (before, _), (older, older_pid), (after, after_pid) = _forked_before_and_after(
+        dry_run, anthropic
+    )
+    assert before["anthropic_sdk"] is False
+    assert older["anthropic_sdk"] is False
     # Bias's four answer models (opinions, a verdict, the verdicts, the reason), converted once.
-    assert inherited["anthropic_sdk"] is True and inherited["anthropic_schemas"] == 4
-    assert after.worker_pid != older.worker_pid
+    assert after["anthropic_sdk"] is True and after["anthropic_schemas"] == 4
+    assert after_pid != older_pid
 
 
 def test_a_crashing_evaluation_is_replaced_and_only_it_errors():
@@ -307,7 +310,9 @@ def test_evaluations_in_flight_with_a_crash_run_again_and_only_the_crashing_one_
         pool.close()
     assert [r.error_kind for r in results] == [None] * 3 + ["worker_crash"] + [None] * 4
     assert all(r.score == 1.0 for i, r in enumerate(results) if i != 3)
-    assert replacements >= 2  # the crash with others in flight, then the crash alone
+    # The crash with others in flight, then halves of those (8 at most: 2 more crashes at
+    # most) down to the crash alone; how many were in flight depends on when it died.
+    assert 2 <= replacements <= 4
 
 
 def test_a_crash_with_sixteen_in_flight_is_found_in_halves_not_one_evaluation_at_a_time():
