@@ -58,3 +58,17 @@ def test_exit_handlers_run_and_a_running_thread_finishes(tmp_path):
         )
         assert done.returncode == 0, done.stderr
         assert out.read_text() == marker
+
+
+def test_every_command_of_the_group_is_wired_to_a_command_of_its_name():
+    import click
+
+    from n8n_deepeval_pipeline.cli import main
+
+    context = click.Context(main)
+    names = main.list_commands(context)
+    assert names[:4] == ["validate", "hash", "schema", "metrics"]
+    assert {name: main.get_command(context, name).name for name in names} == {
+        name: name for name in names
+    }
+    assert main.get_command(context, "nonsense") is None

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.cli import main
-from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.orchestration import local_runner
 from n8n_deepeval_pipeline.orchestration.local_runner import Materialised
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 
 CURRENT, OLDER = "a" * 64, "b" * 64
@@ -83,7 +83,7 @@ def versions(monkeypatch, tmp_path):
         return runners[-1]
 
     monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("n8n_deepeval_pipeline.cli._runner", fake_runner)
+    monkeypatch.setattr("n8n_deepeval_pipeline.console.benchmarks.runner", fake_runner)
     monkeypatch.setattr(local_runner, "local_instance", contextlib.nullcontext)
     return ended, scores, runners
 

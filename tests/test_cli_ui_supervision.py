@@ -15,7 +15,13 @@ from pathlib import Path
 import click
 import pytest
 
-from n8n_deepeval_pipeline.cli import _GRACE_S, _STOP_SIGNALS, _free_port, _serve, _stop_group
+from n8n_deepeval_pipeline.console.ui_command import (
+    _GRACE_S,
+    _STOP_SIGNALS,
+    _free_port,
+    _serve,
+    _stop_group,
+)
 
 
 @pytest.fixture

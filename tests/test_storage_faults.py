@@ -5,7 +5,7 @@ import shutil
 import click
 from click.testing import CliRunner
 
-from n8n_deepeval_pipeline.cli import _Refused, _storage_faults_refused
+from n8n_deepeval_pipeline.console.exits import Refused, storage_faults_refused
 from n8n_deepeval_pipeline.storage_faults import error_messages, storage_fault
 
 
@@ -14,9 +14,9 @@ def test_a_refusal_with_its_exit_code_is_not_taken_for_a_storage_fault(tmp_path,
     message = "dataset.dataTable: n8n answered 'database or disk is full'"
 
     @click.command()
-    @_storage_faults_refused
+    @storage_faults_refused
     def refusing() -> None:
-        raise _Refused(message, 2)
+        raise Refused(message, 2)
 
     done = CliRunner().invoke(refusing)
     assert (done.exit_code, done.stderr) == (2, f"Error: {message}\n")

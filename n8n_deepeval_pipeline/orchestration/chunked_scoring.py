@@ -27,13 +27,13 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
-from n8n_deepeval_pipeline.console.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
+from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, merged, spend_by_run

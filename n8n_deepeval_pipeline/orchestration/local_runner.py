@@ -20,7 +20,6 @@ from pydantic import TypeAdapter
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
-from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
@@ -35,6 +34,7 @@ from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, o
 from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,

@@ -14,11 +14,11 @@ import dagster as dg
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
-from n8n_deepeval_pipeline.console.run_summary import (
+from n8n_deepeval_pipeline.orchestration.partitions import version_check
+from n8n_deepeval_pipeline.summary.run_summary import (
     workflow_check_counts,
     workflow_checks_markdown,
 )
-from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck, WorkflowSnapshot

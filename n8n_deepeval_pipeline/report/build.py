@@ -6,7 +6,6 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
@@ -15,6 +14,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     overall_pass_rate,
 )
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
 
 SCORE_BINS = 10

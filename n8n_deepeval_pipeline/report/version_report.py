@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
-from n8n_deepeval_pipeline.console.run_summary import summarise
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
+from n8n_deepeval_pipeline.summary.run_summary import summarise
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from n8n_deepeval_pipeline.console.run_summary import judge_usage
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.statistics.judge_panel import combine_panel
+from n8n_deepeval_pipeline.summary.run_summary import judge_usage
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.tables.test_metric_judges import PRICES, benchmark, plan_for
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from n8n_deepeval_pipeline.cli import SELF_CONSISTENCY_WARNING, main
+from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.console.dataset_commands import SELF_CONSISTENCY_WARNING
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import rows_from_executions, since_from
 from tests.live.n8n_server import load_workflow
 from tests.n8n_api.fake_n8n import FakeN8nApi

@@ -17,7 +17,6 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from n8n_deepeval_pipeline.console.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.report import Report, build_report, write_report
 from n8n_deepeval_pipeline.report.build import Baseline
 from n8n_deepeval_pipeline.report.cases import VersionRows
@@ -26,6 +25,7 @@ from n8n_deepeval_pipeline.statistics.consistency import RunResult, case_consist
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised, passes
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_versions
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,

@@ -11,7 +11,6 @@ import re
 import pytest
 from markupsafe import escape
 
-from n8n_deepeval_pipeline.console.run_summary import summarise
 from n8n_deepeval_pipeline.report import (
     build_report,
     pr_comment,
@@ -26,6 +25,7 @@ from n8n_deepeval_pipeline.report.gate_status import gate_status
 from n8n_deepeval_pipeline.report.model import ComparisonReport, DropCause, Excerpt
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import RunOutcome, compare_versions
+from n8n_deepeval_pipeline.summary.run_summary import summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from tests.conftest import wilson_by_hand
 from tests.report.sample import (

@@ -13,11 +13,11 @@ from n8n_deepeval_pipeline import (
     MetricScore,
 )
 from n8n_deepeval_pipeline.benchmark.config import parse_benchmark
-from n8n_deepeval_pipeline.console.run_summary import render_summary, summarise
 from n8n_deepeval_pipeline.evaluation import JudgeVote
 from n8n_deepeval_pipeline.judging.prices import Price, PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeConfigError, JudgeSpec
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
+from n8n_deepeval_pipeline.summary.run_summary import render_summary, summarise
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame

@@ -1,6 +1,6 @@
 """The run summary's lines for a version's workflow checks."""
 
-from n8n_deepeval_pipeline.console.run_summary import (
+from n8n_deepeval_pipeline.summary.run_summary import (
     render_workflow_checks,
     workflow_check_counts,
     workflow_checks_markdown,
@@ -68,7 +68,7 @@ def test_the_markdown_table_has_a_row_per_check_and_escapes_pipes():
 
 
 def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
-    from n8n_deepeval_pipeline.console.run_summary import ErrorSummary
+    from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary
 
     errors = ErrorSummary(
         scores=40, by_kind={"judge_error": 6, "target_error": 4}, first_message={},
@@ -81,7 +81,7 @@ def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
 
 
 def _judge_errors(**counts):
-    from n8n_deepeval_pipeline.console.run_summary import error_summary
+    from n8n_deepeval_pipeline.summary.run_summary import error_summary
     from tests.test_cli_exit_codes import score
 
     kinds = [kind for kind, count in counts.items() for _ in range(count)]
@@ -90,8 +90,8 @@ def _judge_errors(**counts):
 
 
 def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
-    from n8n_deepeval_pipeline.cli import _incompleteness
-    from n8n_deepeval_pipeline.console.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
+    from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
 
     errors = _judge_errors(judge_auth=3, judge_unavailable=51)
     assert _incompleteness(errors, None, 0.05) == (
@@ -105,8 +105,8 @@ def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
 
 
 def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
-    from n8n_deepeval_pipeline.cli import _incompleteness
-    from n8n_deepeval_pipeline.console.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
+    from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
 
     errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
     said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors)]
@@ -125,7 +125,7 @@ def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
 
 
 def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
-    from n8n_deepeval_pipeline.console.run_summary import render_summary, summarise
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary, summarise
     from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
     from tests.test_cli_exit_codes import score
 

@@ -1,0 +1,61 @@
+"""A benchmark file checked, its runner, and the n8n the environment names: what commands share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXISTING_FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
+verbose_option = click.option(
+    "--verbose", is_flag=True, help="Show Dagster's log (without: only progress and errors)."
+)
+
+
+def check(path: Path, for_run: bool = False) -> Any:
+    """Validate a benchmark; what lives in n8n is read with the environment's API key.
+
+    ``for_run``: what the run needs (n8n for a harness copy) is refused here, in one line,
+    rather than by a failed step.
+    """
+    from n8n_deepeval_pipeline.console.validation import check_benchmark
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
+
+    client = client_from_environment()  # not the Dagster resource: validate starts fast
+    if client is None:
+        return check_benchmark(path, for_run=for_run)
+    with client:
+        return check_benchmark(path, client, for_run)
+
+
+def warn(path: Path, warnings: Sequence[str]) -> None:
+    """Say on stderr what in benchmark ``path`` is valid but will not do what it seems to ask."""
+    for warning in warnings:
+        click.echo(f"{path}: warning: {warning}", err=True)
+
+
+def runner(
+    path: Path,
+    instance: Any,
+    judge_cache: bool = True,
+    selection: Any = None,
+    benchmark: Any = None,
+) -> Any:
+    """A runner of benchmark FILE, validated here unless the caller passes it validated."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
+
+    if benchmark is None:
+        benchmark, _ = check(path)
+    return BenchmarkRunner(benchmark, path, instance, judge_cache, selection)
+
+
+def api_client() -> Any:
+    """The n8n the environment names; a command that needs one refuses to run without it."""
+    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
+
+    client = client_from_environment()
+    if client is None:
+        raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
+    return client

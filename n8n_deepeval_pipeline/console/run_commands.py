@@ -1,0 +1,264 @@
+"""`run` and `backfill`: a benchmark materialised for a version, and its summary."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_BELOW_FAIL_UNDER,
+    EXIT_INCOMPLETE,
+    EXIT_INVALID_CONFIG,
+    EXIT_RUN_FAILED,
+    EXIT_RUN_REGRESSION,
+    Refused,
+    storage_fault,
+    storage_faults_refused,
+)
+
+if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
+    from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, ErrorSummary
+
+
+def _workers_warming(wanted: bool) -> AbstractContextManager[None]:
+    """The worker pool's zygote warming beside the run's start-up, if its steps run here.
+
+    Its DeepEval imports take seconds; started first, they overlap the checks and the
+    Dagster imports on another CPU, and the scoring step finds it ready.
+    """
+    if not (wanted and settings.steps_run_in_this_process()):
+        return nullcontext()
+    from n8n_deepeval_pipeline.worker.pool import warm_ahead
+
+    settings.point_at_homes()  # as the run's instance does: the pool's environment matches
+    return warm_ahead()
+
+
+def _instance_for(path: Path, report: Any, selection: Any) -> Any:
+    """The shared local instance, or a throwaway one for a trial of a few rows."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance, trial_instance
+
+    if selection is None:
+        return local_instance()
+    try:
+        selection.check(report.row_ids)
+    except ValueError as error:
+        raise Refused(f"{path}: {error}", EXIT_INVALID_CONFIG) from None
+    return trial_instance(report.benchmark)
+
+
+@click.command()
+@click.argument("file", type=benchmarks.EXISTING_FILE)
+@click.option(
+    "--fail-under", type=click.FloatRange(0, 1), help="Exit 1 if the pass rate is below RATE."
+)
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(0, 1),
+    help="Exit 3 if more than RATE of the workflow calls failed or of the scores have no "
+    "judgement (judge or worker errors). Default: the benchmark's checks.maxErrorRate "
+    "(the error_rate check's), and exit 3 on any judge outage.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option("--no-cache", is_flag=True, help="Ask the judge again instead of reusing answers.")
+@click.option(
+    "--record",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append this version's outputs to a recorded outputs file (JSONL), for offline "
+    "re-scoring with a recorded target.",
+)
+@click.option(
+    "--filter",
+    "include",
+    multiple=True,
+    metavar="TEXT",
+    help="Run only the rows whose id contains TEXT (repeatable: any of them). A trial: "
+    "its results are kept apart and the version's stored results stay whole.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="TEXT",
+    help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
+)
+@benchmarks.verbose_option
+@storage_faults_refused
+def run(
+    file: Path,
+    fail_under: float | None,
+    max_error_rate: float | None,
+    as_json: bool,
+    no_cache: bool,
+    record: Path | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    verbose: bool,
+) -> None:
+    """Run benchmark FILE for the workflow's current version and print a summary.
+
+    Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
+    (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
+    4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
+    case regressed against the previous version (compare.failOn).
+    """
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary
+    from n8n_deepeval_pipeline.tables.row_selection import RowSelection
+
+    selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
+    try:
+        with _workers_warming(selection is None):
+            benchmark, checked = benchmarks.check(
+                file, for_run=True
+            )  # read once: the run registers it
+            benchmarks.warn(file, checked.warnings)
+            with _instance_for(file, checked, selection) as instance:
+                runner = benchmarks.runner(file, instance, not no_cache, selection, benchmark)
+                partition = runner.register_current_version(checked.workflow_hash)
+                name = runner.benchmark.name
+                click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
+                materialised = runner.materialise(partition, verbose=verbose)
+                summary, incomplete = _judged(
+                    runner, partition, materialised, max_error_rate, verbose
+                )
+                if selection is not None:
+                    kept = settings.home()
+                    trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
+                    summary = summary.model_copy(update={"trial": trial})
+                if record is not None:
+                    written = runner.record(partition, record)
+                    click.echo(
+                        f"recorded {written} outputs of {partition[:12]} in {record}", err=True
+                    )
+    except BenchmarkConfigError as error:
+        raise Refused(str(error), EXIT_INVALID_CONFIG) from None
+    click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    regressed = "no_regression" in materialised.failed_checks
+    if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
+        gate = runner.benchmark.compare.fail_on
+        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
+    if incomplete:
+        click.echo(incomplete, err=True)
+        sys.exit(EXIT_INCOMPLETE)
+    if regressed:
+        sys.exit(EXIT_RUN_REGRESSION)
+    if fail_under is not None and summary.pass_rate < fail_under:
+        click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
+        sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _judged(
+    runner: Any,
+    partition: str,
+    materialised: Any,
+    max_error_rate: float | None = None,
+    verbose: bool = False,
+) -> tuple[BenchmarkSummary, str | None]:
+    """A materialised version's summary, and why it is incomplete (exit 3), if it is.
+
+    A version whose steps failed is refused with exit 4, in the one line of a storage
+    fault when one is behind it; `run` and `backfill` give one answer for a version.
+    """
+    if not materialised.completed:
+        fault = storage_fault(materialised.errors)
+        raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
+    summary = runner.summary(partition)
+    if materialised.attempts is not None:  # what the judge cost every attempt, and this run
+        spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
+        summary = summary.model_copy(update=spend)
+    limit = runner.benchmark.checks.max_error_rate
+    return summary, _incompleteness(summary.errors, max_error_rate, limit)
+
+
+def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
+    """Why a version's run failed: its steps' errors, outermost first, once each."""
+    said = "".join(f"\n  {error}" for error in dict.fromkeys(errors))
+    where = "see the log above" if verbose else "--verbose shows Dagster's log"
+    return f"the run of workflow {partition[:12]} failed ({where})" + (f":{said}" if said else "")
+
+
+def _incompleteness(
+    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
+) -> str | None:
+    """Why the run counts as incomplete, or None.
+
+    The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
+    one, so that the CLI and the check give one answer.
+    """
+    from n8n_deepeval_pipeline.summary.run_summary import judge_trouble, over_error_limit
+
+    if max_error_rate is None and errors.judge_outage:
+        return (
+            f"incomplete: {judge_trouble(errors)} "
+            "(--max-error-rate sets how many unjudged scores are acceptable)"
+        )
+    if max_error_rate is None:
+        limit, named = max_error_rate_checked, "checks.maxErrorRate"
+    else:
+        limit, named = max_error_rate, "--max-error-rate"
+    over = over_error_limit(errors, limit)
+    if over:
+        return f"incomplete: {' and '.join(over)}, above {named} {limit:.1%}"
+    return None
+
+
+@click.command()
+@click.argument("file", type=benchmarks.EXISTING_FILE)
+@click.option(
+    "--from",
+    "from_asset",
+    default=None,
+    help="Re-materialise this asset and everything downstream (e.g. metric_scores), "
+    "from stored upstream tables.",
+)
+@benchmarks.verbose_option
+@storage_faults_refused
+def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
+    """Re-run benchmark FILE for every workflow version the instance knows.
+
+    The current version is run in full; older ones are re-scored from their stored outputs.
+    Exit codes, as `run`'s: 3 a version is incomplete (judge outage, or errors above
+    checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
+    among the causes).
+    """
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+
+    try:
+        with local_instance() as instance:
+            benchmark, checked = benchmarks.check(file, for_run=True)
+            runner = benchmarks.runner(file, instance, benchmark=benchmark)
+            # Older versions' workflow and outputs cannot be made again: re-score them.
+            current = None if from_asset else runner.register_current_version(checked.workflow_hash)
+            versions = runner.known_versions()
+            if not versions:
+                raise click.ClickException("no known workflow versions: run the benchmark first")
+            failed: list[str] = []
+            incomplete: list[str] = []
+            for number, partition in enumerate(versions, start=1):
+                start = from_asset or (None if partition == current else "metric_scores")
+                what = f"from {start}" if start else "every asset"
+                progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
+                click.echo(progress, err=True)
+                try:  # a failed version does not keep the others from being backfilled
+                    ended = runner.materialise(partition, start, verbose)
+                    _, why = _judged(runner, partition, ended, verbose=verbose)
+                except Refused as failure:
+                    failed.append(failure.message)
+                    continue
+                if why:
+                    incomplete.append(f"workflow {partition[:12]}: {why}")
+    except (BenchmarkConfigError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
+    if failed:  # one storage fault behind every failure is said once
+        raise Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+    if incomplete:
+        click.echo("\n".join(incomplete), err=True)
+        sys.exit(EXIT_INCOMPLETE)
+    click.echo(f"backfilled {len(versions)} version(s)")

@@ -1,0 +1,83 @@
+"""`compare` and `report`: two stored versions side by side, and a version's report files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
+from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_COMPARE_FAILED,
+    EXIT_REGRESSION,
+    Refused,
+    storage_faults_refused,
+)
+
+
+@click.command()
+@click.argument("file", type=benchmarks.EXISTING_FILE)
+@click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
+@click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@storage_faults_refused
+def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
+    """Compare two versions of benchmark FILE, case by case.
+
+    Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
+    by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
+    is full or the database corrupt.
+    """
+    from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
+
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            before, after = runner.versions_to_compare(baseline, candidate)
+            comparison = runner.stored_versions([before, after]).compare(before, after)
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    gate = runner.benchmark.compare.fail_on
+    flagged = cases_failing_gate(comparison, gate)
+    if as_json:
+        printed = comparison_json(comparison, before, after, gate, flagged)
+        click.echo(json.dumps(printed, indent=2))
+    else:
+        click.echo(render_comparison(comparison, before, after))
+    if flagged:
+        click.echo(
+            f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
+        )
+        sys.exit(EXIT_REGRESSION)
+
+
+@click.command()
+@click.argument("file", type=benchmarks.EXISTING_FILE)
+@click.option("--hash", "version", help="The version (hash or prefix); default: the current.")
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for report.html, eval-results.json and eval-pr-comment.md.",
+)
+@storage_faults_refused
+def report(file: Path, version: str | None, out: Path) -> None:
+    """Write the report of a version of benchmark FILE, compared with its baseline."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.report import write_report
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
+
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            written = write_report(runner.report(runner.candidate_version(version)), out)
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    for path in written.values():
+        click.echo(str(path))
