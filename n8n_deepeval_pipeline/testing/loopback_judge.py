@@ -17,7 +17,9 @@ answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
 ``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
 request after the plan runs out (``fail_always`` makes every request a 500 instead,
 ``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently.
+(``{"score": 5}``): judges of a panel that answer differently. ``free_text`` answers a
+request that asks for no format at all (a synthesizer's evolution) with a sentence drawn
+from the request, rather than the fixed JSON, so that different prompts get different text.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -99,6 +101,7 @@ class LoopbackJudge:
         fail_always: bool = False,
         reject_key: bool = False,
         fixed: dict[str, Any] | None = None,
+        free_text: bool = False,
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
@@ -118,6 +121,7 @@ class LoopbackJudge:
         self.fail_always = fail_always
         self.reject_key = reject_key
         self.fixed = fixed
+        self.free_text = free_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -226,6 +230,8 @@ class LoopbackJudge:
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
             return rubric_answer(_seed(request), "loopback reason", top)
+        if self.free_text and not request.get("response_format"):
+            return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
         return answer_for(request, self.fixed), None
 
     def _anthropic(
