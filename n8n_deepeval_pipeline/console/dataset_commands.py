@@ -8,6 +8,12 @@ from typing import Any
 import click
 
 from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_INCOMPLETE,
+    EXIT_INVALID_CONFIG,
+    EXIT_RUN_FAILED,
+    Refused,
+)
 
 REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
 
@@ -262,31 +268,34 @@ def synthesize(
         random_seed=seed,
         cache=not no_cache,
     )
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.synthesis.dataset import read_source
+
+    try:
+        found = read_source(source, benchmarks.api_client)
+    except N8nApiError as error:
+        raise click.ClickException(str(error)) from None
+    except ValueError as error:  # a benchmark or workflow file that does not read
+        raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     material = Material(from_contexts, from_docs, from_dataset)
-    run_synthesis_command(source, material, options, out, data_table)
+    run_synthesis_command(found, material, options, out, data_table)
 
 
 def run_synthesis_command(
-    source: str, material: Any, options: Any, out: Path | None, data_table: str | None
+    found: Any, material: Any, options: Any, out: Path | None, data_table: str | None
 ) -> Any:
-    """Plan, run and write a synthesis, saying what it did; the Synthesized result."""
-    from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
-    from n8n_deepeval_pipeline.console.exits import (
-        EXIT_INCOMPLETE,
-        EXIT_INVALID_CONFIG,
-        EXIT_RUN_FAILED,
-        Refused,
-    )
+    """Plan, run and write a synthesis for ``found`` (a Source), saying what it did.
+
+    Returns the Synthesized result; refuses (with the exit code of the kind of failure)
+    when there is no row to write.
+    """
     from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
     from n8n_deepeval_pipeline.synthesis import dataset as synthesis
 
     try:
-        found = synthesis.read_source(source, benchmarks.api_client)
         planned = synthesis.plan(found, material, options)
-    except (BenchmarkConfigError, ValueError) as error:  # files, options, the judge's settings
+    except ValueError as error:  # files (by line), options, the judge's settings
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
-    except N8nApiError as error:
-        raise click.ClickException(str(error)) from None
     request = planned.request
     click.echo(
         f"synthesizing {_what(request)} for {found.label} with {request.judge.label} …", err=True
@@ -324,7 +333,7 @@ def _made(goldens: int, rows: Any, added: int, where: str) -> str:
     repeated = f" ({rows.duplicates} repeated an input)" if rows.duplicates else ""
     kept = len(rows.rows)
     return (
-        f"{goldens} goldens → {kept} rows{repeated} · {added} new in {where}, "
+        f"{goldens} golden(s) → {kept} row(s){repeated} · {added} new in {where}, "
         f"{kept - added} already there"
     )
 
