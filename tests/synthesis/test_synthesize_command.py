@@ -223,3 +223,30 @@ def test_init_synthesize_writes_a_benchmark_on_synthesized_rows_that_validates(
     assert f"ok {out}: {len(rows)} rows" in result.stdout  # validated
     assert all(row["synthetic"] and row["source"] == "scratch" for row in rows)
     assert "golden(s) synthesized: review them" in out.read_text("utf-8")
+
+
+@pytest.mark.slow
+def test_from_dataset_varies_the_rows_drawn_from_executions(
+    judge: LoopbackJudge, tmp_path: Path
+) -> None:
+    traffic = tmp_path / "traffic.jsonl"
+    traffic.write_text(
+        json.dumps({"rowId": "ex-1", "input": "Where is order A3301?",
+                    "context": ["A3301 shipped on Monday."]}) + "\n"
+        + json.dumps({"rowId": "ex-2", "input": "Can I return a tent?",
+                      "context": ["Tents can be returned within 30 days."]}) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "variations.jsonl"
+    result = synthesize(workflow_file(tmp_path), "--out", str(out), "--from-dataset",
+                        str(traffic), "--count", "1", "--evolutions", "0")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = lines(out)
+    assert rows and {row["source"] for row in rows} <= {"traffic.jsonl row ex-1",
+                                                       "traffic.jsonl row ex-2"}  # fmt: skip
+    seeds = {"traffic.jsonl row ex-1": ["A3301 shipped on Monday."],
+             "traffic.jsonl row ex-2": ["Tents can be returned within 30 days."]}  # fmt: skip
+    assert all(row["context"] == seeds[row["source"]] and row["evolutions"] == [] for row in rows)
+    # DeepEval read the style off the rows themselves (its PromptStyling extraction).
+    asked = " ".join(json.dumps(body["messages"]) for body in judge.bodies)
+    assert "Where is order A3301?" in asked and "PromptStyling" in json.dumps(judge.bodies)
