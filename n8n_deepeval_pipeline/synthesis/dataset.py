@@ -147,6 +147,11 @@ def plan(
             "from scratch there is no context to draw on: DeepEval has no multi-context "
             "evolution there (choose another --evolution)"
         )
+    if method == "scratch" and options.with_expected_output:
+        raise ValueError(
+            "--with-expected-output: from scratch DeepEval writes no expected output (only "
+            "from contexts, documents or rows)"
+        )
     material_name, contexts = None, {}
     fields: dict[str, Any] = {}
     if method == "contexts":

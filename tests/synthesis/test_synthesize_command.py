@@ -78,6 +78,8 @@ def test_options_and_files_are_refused_before_the_judge_is_asked(
     assert evolution.exit_code == 2 and "unknown evolution 'creative'" in evolution.output
     scratch = synthesize(source, "--out", "o.jsonl", "--evolution", "multi-context")
     assert scratch.exit_code == 2 and "no multi-context evolution there" in scratch.output
+    expected = synthesize(source, "--out", "o.jsonl", "--with-expected-output")
+    assert expected.exit_code == 2 and "from scratch DeepEval writes no expected" in expected.output
     missing = synthesize(str(tmp_path / "gone.json"), "--out", "o.jsonl")
     assert missing.exit_code == 2 and "gone.json: no such file" in missing.output
     monkeypatch.setenv(PROVIDER, "dry-run")
