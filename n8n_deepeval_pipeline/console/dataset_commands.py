@@ -241,8 +241,9 @@ def synthesize(
     workflow and its judge). From scratch unless --from-contexts, --from-docs or
     --from-dataset; styled by what the workflow shows (its agent's system message, tools
     and trigger). Every row says it is synthetic and where it came from; its id is a
-    hash of its input, so a second synthesis adds only new rows. Exit 1: no row made;
-    2: an invalid option or file; 3: the judge failed; 4: the synthesis process failed.
+    hash of its input, so a second synthesis adds only new rows. Exit 1: no row made, or
+    n8n failed; 2: an invalid option or file; 3: the judge failed; 4: the synthesis
+    process failed.
     """
     from n8n_deepeval_pipeline.synthesis.dataset import Material, SynthesisOptions
     from n8n_deepeval_pipeline.synthesis.request import parse_evolution

@@ -30,7 +30,6 @@ SCENARIO, EXPECTED_OUTCOME, USER_DESCRIPTION = "scenario", "expectedOutcome", "u
 class Provenance:
     """Where a synthesis drew from, to name each golden's source."""
 
-    method: str
     by_context: dict[tuple[str, ...], str]  # a context's passages → where they were read
     fallback: str  # a golden whose context names nothing: the material as a whole
 
@@ -50,7 +49,7 @@ class Provenance:
             if seed.context:
                 by_context.setdefault(tuple(seed.context), seed.origin)
         fallback = "scratch" if request.method == "scratch" else (material or request.method)
-        return cls(request.method, by_context, fallback)
+        return cls(by_context, fallback)
 
     def source(self, golden: SynthesizedGolden) -> str:
         """Where one golden came from."""
