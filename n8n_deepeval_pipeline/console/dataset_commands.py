@@ -245,11 +245,17 @@ def synthesize(
     n8n failed; 2: an invalid option or file; 3: the judge failed; 4: the synthesis
     process failed.
     """
-    from n8n_deepeval_pipeline.synthesis.dataset import Material, SynthesisOptions
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.synthesis.dataset import Material, SynthesisOptions, read_source
     from n8n_deepeval_pipeline.synthesis.request import parse_evolution
 
     if (out is None) == (data_table is None):
         raise click.UsageError("give exactly one of --out FILE or --data-table NAME")
+    if out is not None and out.suffix.lower() not in (".jsonl", ".ndjson"):
+        # Said before the judge is paid, not when the rows are written.
+        raise click.BadParameter(
+            "rows are written as JSON lines: a .jsonl file", param_hint="--out"
+        )
     try:
         chosen = dict(parse_evolution(text) for text in evolutions)
     except ValueError as error:
@@ -269,9 +275,6 @@ def synthesize(
         random_seed=seed,
         cache=not no_cache,
     )
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
-    from n8n_deepeval_pipeline.synthesis.dataset import read_source
-
     try:
         found = read_source(source, benchmarks.api_client)
     except N8nApiError as error:
@@ -303,8 +306,9 @@ def run_synthesis_command(
     )
     made = synthesis.synthesize(planned, on_line=lambda line: click.echo(line, err=True))
     result, rows = made.result, made.rows
+    spent = _judge_line(request.judge.label, result.usage, made.cost_usd)  # always the last line
     if result.error is not None:
-        click.echo(_judge_line(request.judge.label, result.usage, made.cost_usd))
+        click.echo(spent)
         code = {"judge": EXIT_INCOMPLETE, "failed": EXIT_RUN_FAILED}.get(
             result.error_kind or "", EXIT_INVALID_CONFIG
         )
@@ -314,9 +318,10 @@ def run_synthesis_command(
         try:
             added = synthesis.write_rows(rows.rows, out, data_table, benchmarks.api_client)
         except (N8nApiError, ValueError) as error:
+            click.echo(spent)
             raise click.ClickException(str(error)) from None
         click.echo(_made(len(result.goldens), rows, added, where))
-    click.echo(_judge_line(request.judge.label, result.usage, made.cost_usd))
+    click.echo(spent)
     if not rows.rows:
         raise click.ClickException("the synthesizer made no golden: nothing written")
     return made

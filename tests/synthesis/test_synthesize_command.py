@@ -58,6 +58,8 @@ def test_options_and_files_are_refused_before_the_judge_is_asked(
     assert (
         both.exit_code == 2 and "give exactly one of --out FILE or --data-table NAME" in both.output
     )
+    csv = synthesize(source, "--out", "rows.csv")
+    assert csv.exit_code == 2 and "rows are written as JSON lines: a .jsonl file" in csv.output
     bad = tmp_path / "contexts.jsonl"
     bad.write_text('["fine"]\n"not a list"\n')
     refused = synthesize(source, "--out", str(tmp_path / "o.jsonl"), "--from-contexts", str(bad))
