@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import exit_codes_stated
 
 REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
 
@@ -17,6 +18,7 @@ def dataset() -> None:
     """Datasets drawn from what a workflow has already been asked."""
 
 
+@exit_codes_stated("dataset from-executions")
 @dataset.command("from-executions")
 @click.argument("workflow_id")
 @click.option("--since", help="Only executions started after this: 30m, 24h, 7d or an ISO date.")
