@@ -199,8 +199,10 @@ def _bounds(spec: dict[str, Any]) -> str:
 def _default(field: str, spec: dict[str, Any], required: set[str]) -> str:
     if field in required:
         return "required"
-    if "default" not in spec and spec.get("type") in ("object", "array"):
-        return "empty"  # a default factory, which the schema does not state
+    if "default" not in spec:  # a default factory, which the schema does not state
+        if _refs(spec):
+            return "its fields' defaults"
+        return "empty" if spec.get("type") in ("object", "array") else "unset"
     if "default" not in spec or spec["default"] is None:
         return "unset"
     if isinstance(spec["default"], dict) and _refs(spec):

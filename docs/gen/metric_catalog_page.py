@@ -13,6 +13,7 @@ from benchmark_file_page import SchemaPage
 from markdown_text import code, first_paragraph, listed, prose, table
 
 from n8n_deepeval_pipeline.benchmark.config import benchmark_json_schema
+from n8n_deepeval_pipeline.config.model import StatedDefaults
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import (
@@ -38,7 +39,9 @@ _NEEDS = {
 
 
 def _schema(model: type[MetricConfig]) -> dict[str, Any]:
-    return model.model_json_schema(by_alias=True, ref_template="#/$defs/{model}")
+    return model.model_json_schema(
+        by_alias=True, ref_template="#/$defs/{model}", schema_generator=StatedDefaults
+    )
 
 
 class CatalogPage:

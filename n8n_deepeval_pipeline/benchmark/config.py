@@ -23,7 +23,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
-from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath
+from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
@@ -586,7 +586,7 @@ def _renamed_in_sink(
 
 def benchmark_json_schema() -> dict[str, Any]:
     """The JSON schema of a benchmark file, with the camelCase names used in YAML."""
-    schema = Benchmark.model_json_schema(by_alias=True)
+    schema = Benchmark.model_json_schema(by_alias=True, schema_generator=StatedDefaults)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "n8n-deepeval benchmark"
     return schema

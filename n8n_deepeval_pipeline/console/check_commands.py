@@ -66,6 +66,7 @@ def schema() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
 def metrics(as_json: bool) -> None:
     """List the metrics a benchmark can use."""
+    from n8n_deepeval_pipeline.config.model import StatedDefaults
     from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 
     if as_json:
@@ -82,7 +83,9 @@ def metrics(as_json: bool) -> None:
                 },
                 "requiredFields": list(entry.required_fields),
                 "implementation": entry.implementation,
-                "config": entry.config_model.model_json_schema(by_alias=True),
+                "config": entry.config_model.model_json_schema(
+                    by_alias=True, schema_generator=StatedDefaults
+                ),
             }
             for entry in CATALOG.values()
         ]
