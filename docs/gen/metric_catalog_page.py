@@ -22,6 +22,16 @@ from n8n_deepeval_pipeline.metrics.options import (
     ReasonedMetricConfig,
 )
 
+_CATEGORY_TITLES = {
+    "custom": "Custom metrics",
+    "agentic": "Agentic metrics",
+    "multi-turn": "Multi-turn metrics",
+    "rag": "RAG metrics",
+    "safety": "Safety metrics",
+    "others": "Other metrics",
+    "community": "Community metrics",
+    "n8n": "n8n's metrics",
+}
 # What a metric needs, in the names a benchmark file uses (input and output: every run has).
 _NEEDS = {
     "expected_output": "`expectedOutput`",
@@ -98,12 +108,12 @@ class CatalogPage:
                     f"[{code(entry.slug)}](#{entry.slug})",
                     entry.name,
                     entry.category,
-                    _passes_when(entry),
+                    _passes_when(entry, compact=True),
                     _needs(entry),
                     ", ".join(code(name) for name in own if name in required) or "—",
                 )
             )
-        headers = ["slug", "metric", "category", "passes when", "needs", "required options"]
+        headers = ["slug", "metric", "category", "passes at", "needs", "required options"]
         return table(headers, rows)
 
     def section(self, entry: MetricEntry) -> str:
@@ -160,15 +170,16 @@ class CatalogPage:
             table(["option", "type", "default", "description"], self._rows(self.reasoned, set())),
         ]
         for category, entries in by_category.items():
-            parts.append(f"## {category.capitalize()} metrics\n")
+            parts.append(f"## {_CATEGORY_TITLES[category]}\n")
             parts += [self.section(entry) for entry in entries]
         return "\n".join(parts)
 
 
-def _passes_when(entry: MetricEntry) -> str:
+def _passes_when(entry: MetricEntry, compact: bool = False) -> str:
+    """``score ≥ threshold (default 0.5)``, or ``≥ 0.5`` for the summary table."""
     threshold = entry.config_model.model_fields["threshold"].default
     sign = "≤" if entry.direction == "lower_is_better" else "≥"
-    return f"score {sign} threshold ({threshold})"
+    return f"{sign} {threshold}" if compact else f"score {sign} threshold (default {threshold})"
 
 
 def _needs(entry: MetricEntry) -> str:

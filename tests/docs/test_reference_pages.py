@@ -106,7 +106,8 @@ def test_the_catalog_page_has_a_section_and_a_summary_row_per_metric():
         assert f"{{#{slug}}}" in page
         sign = "≤" if entry.direction == "lower_is_better" else "≥"
         threshold = entry.config_model.model_fields["threshold"].default
-        assert f"score {sign} threshold ({threshold})" in summary[slug]
+        assert f"| {sign} {threshold} |" in summary[slug]
+        assert f"Passes when score {sign} threshold (default {threshold})." in page
     assert "`pattern`" in summary["pattern_match"].split("|")[-2]
     assert "a judge" not in summary["exact_match"]
     pattern = rows(sections(page, "### ")["pattern_match"])
