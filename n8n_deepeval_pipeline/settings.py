@@ -11,6 +11,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from n8n_deepeval_pipeline import environment_variables
+
 HOME_ENV = "N8N_DEEPEVAL_HOME"
 DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
@@ -49,12 +51,12 @@ def private_file(path: Path) -> Path:
 
 def home() -> Path:
     """The project's working folder (default ``./.n8n-deepeval``)."""
-    return Path(os.environ.get(HOME_ENV, ".n8n-deepeval")).resolve()
+    return Path(environment_variables.setting(HOME_ENV)).resolve()
 
 
 def dagster_home() -> Path:
     """The local Dagster instance the CLI and the UI share (``$DAGSTER_HOME`` if set)."""
-    configured = os.environ.get("DAGSTER_HOME")
+    configured = environment_variables.value("DAGSTER_HOME")
     return Path(configured).resolve() if configured else home() / "dagster"
 
 
@@ -73,7 +75,7 @@ def point_at_homes() -> Path:
 
 def local_executor() -> str:
     """How the ``local`` profile runs steps: ``in_process`` (default) or ``multiprocess``."""
-    return os.environ.get(LOCAL_EXECUTOR_ENV, "in_process").strip() or "in_process"
+    return environment_variables.setting(LOCAL_EXECUTOR_ENV).strip()
 
 
 def steps_run_in_this_process() -> bool:
@@ -85,7 +87,7 @@ def steps_run_in_this_process() -> bool:
 
 def database_path() -> Path:
     """The DuckDB file that holds every benchmark's tables."""
-    configured = os.environ.get(DATABASE_ENV)
+    configured = environment_variables.value(DATABASE_ENV)
     return Path(configured).resolve() if configured else home() / "results.duckdb"
 
 
@@ -96,7 +98,7 @@ def reports_dir() -> Path:
 
 def judge_state_dir() -> Path:
     """Where the judge cache, rate window, circuit breaker and slot locks live."""
-    configured = os.environ.get(JUDGE_STATE_ENV)
+    configured = environment_variables.value(JUDGE_STATE_ENV)
     return Path(configured).resolve() if configured else home() / "judge"
 
 
@@ -112,7 +114,7 @@ def profile() -> str:
     ``distributed``: the instance and the results in PostgreSQL, steps run by Celery workers.
     ``kubernetes``: as ``distributed``, each step in its own Kubernetes job (Helm chart).
     """
-    chosen = os.environ.get(PROFILE_ENV, "").strip().lower() or "local"
+    chosen = environment_variables.setting(PROFILE_ENV).strip().lower()
     if chosen not in PROFILES:
         raise ValueError(f"{PROFILE_ENV}={chosen!r}: choose one of {', '.join(PROFILES)}")
     return chosen
@@ -124,7 +126,7 @@ def benchmark_folders() -> list[Path]:
     ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep separated), else ``./benchmarks`` and the
     bundled ``examples``.
     """
-    configured = os.environ.get(BENCHMARKS_ENV)
+    configured = environment_variables.value(BENCHMARKS_ENV)
     if configured:
         return [Path(part).resolve() for part in configured.split(os.pathsep) if part]
     return [Path("benchmarks").resolve(), _REPO_EXAMPLES]

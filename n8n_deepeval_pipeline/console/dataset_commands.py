@@ -13,6 +13,7 @@ from n8n_deepeval_pipeline.console.exits import (
     EXIT_INVALID_CONFIG,
     EXIT_RUN_FAILED,
     Refused,
+    exit_codes_stated,
 )
 
 REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
@@ -23,6 +24,7 @@ def dataset() -> None:
     """Datasets drawn from what a workflow has been asked, or synthesized for it."""
 
 
+@exit_codes_stated("dataset from-executions")
 @dataset.command("from-executions")
 @click.argument("workflow_id")
 @click.option("--since", help="Only executions started after this: 30m, 24h, 7d or an ISO date.")
@@ -145,6 +147,7 @@ WITH_EXPECTED_WARNING = (
 EXISTING = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
+@exit_codes_stated("dataset synthesize")
 @dataset.command("synthesize")
 @click.argument("source")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="A .jsonl file.")
@@ -241,9 +244,7 @@ def synthesize(
     workflow and its judge). From scratch unless --from-contexts, --from-docs or
     --from-dataset; styled by what the workflow shows (its agent's system message, tools
     and trigger). Every row says it is synthetic and where it came from; its id is a
-    hash of its input, so a second synthesis adds only new rows. Exit 1: no row made, or
-    n8n failed; 2: an invalid option or file; 3: the judge failed; 4: the synthesis
-    process failed.
+    hash of its input, so a second synthesis adds only new rows.
     """
     from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
     from n8n_deepeval_pipeline.synthesis.dataset import Material, SynthesisOptions, read_source

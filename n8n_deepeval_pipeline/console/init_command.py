@@ -11,9 +11,10 @@ import click
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
-from n8n_deepeval_pipeline.console.exits import Refused
+from n8n_deepeval_pipeline.console.exits import EXIT_ERROR, Refused, exit_codes_stated
 
 
+@exit_codes_stated("init")
 @click.command()
 @click.argument("workflow")
 @click.option(
@@ -96,7 +97,7 @@ def init(
     try:
         _, report = benchmarks.check(written.benchmark)
     except BenchmarkConfigError as error:
-        raise Refused(f"the written benchmark does not validate:\n{error}", 1) from None
+        raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
 
 

@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.console.exits import (
     EXIT_RUN_FAILED,
     EXIT_RUN_REGRESSION,
     Refused,
+    exit_codes_stated,
     storage_fault,
     storage_faults_refused,
 )
@@ -55,6 +56,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     return trial_instance(report.benchmark)
 
 
+@exit_codes_stated("run")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option(
@@ -102,13 +104,7 @@ def run(
     exclude: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Run benchmark FILE for the workflow's current version and print a summary.
-
-    Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
-    4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
-    case regressed against the previous version (compare.failOn).
-    """
+    """Run benchmark FILE for the workflow's current version and print a summary."""
     from n8n_deepeval_pipeline.summary.run_summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
@@ -209,6 +205,7 @@ def _incompleteness(
     return None
 
 
+@exit_codes_stated("backfill")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option(
@@ -224,9 +221,6 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
-    Exit codes, as `run`'s: 3 a version is incomplete (judge outage, or errors above
-    checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
-    among the causes).
     """
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 

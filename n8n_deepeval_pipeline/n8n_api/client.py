@@ -19,6 +19,7 @@ from urllib.parse import quote
 import httpx2
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
@@ -71,7 +72,7 @@ def equals_filter(values: dict[str, Any]) -> dict[str, Any] | None:
 
 def timeout_from(environ: Mapping[str, str]) -> float:
     """The API calls' timeout in seconds (``$N8N_DEEPEVAL_N8N_TIMEOUT_S``, default 30)."""
-    return float(environ.get(TIMEOUT_ENV, "30"))
+    return float(environment_variables.setting(TIMEOUT_ENV, environ))
 
 
 def client_from_environment(environ: Mapping[str, str] = os.environ) -> N8nClient | None:

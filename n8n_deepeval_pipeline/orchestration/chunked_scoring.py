@@ -26,6 +26,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
@@ -45,7 +46,6 @@ from n8n_deepeval_pipeline.tables.rows import (
     WorkflowSnapshot,
 )
 from n8n_deepeval_pipeline.tables.scoring_chunks import (
-    DEFAULT_CHUNK_SIZE,
     ChunkScores,
     KnownScores,
     ScoreChunk,
@@ -88,9 +88,9 @@ def chunk_size(configured: int | None) -> int:
     """The run's chunk size: its config, else ``$N8N_DEEPEVAL_CHUNK_SIZE``, else the default."""
     if configured is not None:
         return configured
-    value = os.environ.get(CHUNK_SIZE_ENV, "").strip()
+    value = environment_variables.setting(CHUNK_SIZE_ENV).strip()
     try:
-        return int(value) if value else DEFAULT_CHUNK_SIZE
+        return int(value)
     except ValueError:
         raise ValueError(f"{CHUNK_SIZE_ENV}={value!r} is not a whole number") from None
 
