@@ -209,23 +209,26 @@ async def _sixteen_calls(pacer: Pacer, answer: bool = False) -> list[tuple[int, 
 
 @pytest.mark.parametrize(
     ("limits", "at_once"),
-    [({}, 4), ({"requests_per_minute": 600}, 8), ({"tokens_per_minute": 100000}, 8)],
+    [({}, 4), ({"requests_per_minute": 60000}, 8), ({"tokens_per_minute": 1000000}, 8)],
 )
 def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_if_configured(
     tmp_path, limits, at_once
 ):
     """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
-    2 s judge idle for 2 s); configured limits pace the calls from the first one."""
+    2 s judge idle for 2 s); configured limits pace the calls from the first one (kept
+    evenly: limits high enough that the 8 calls in flight, not the pace, bind here)."""
     ((gone, _),) = asyncio.run(_sixteen_calls(_pacer(tmp_path, **limits)))
     assert gone == at_once
 
 
 def test_calls_the_pacing_keeps_waiting_are_counted_as_held_back_until_they_go(tmp_path):
     """The pool reads this count to stop giving a worker more evaluations. 16 calls of a
-    judge with unknown limits: 4 go, 12 wait for the first answer; after it, the fitted
-    concurrency lets 9 go (half the ceiling of 16, and one for the answer), 7 wait."""
+    judge with unknown limits: 4 go, 12 wait for the first answer; an answer that tells no
+    limits grows the probing concurrency by 3 (four times as many each round trip, not
+    half the ceiling at once: that burst is what a judge limiting silently refuses), so 7
+    go and 9 wait."""
     seen = asyncio.run(_sixteen_calls(_pacer(tmp_path), answer=True))
-    assert seen == [(4, 12), (9, 7)]
+    assert seen == [(4, 12), (7, 9)]
 
 
 def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):
@@ -237,8 +240,8 @@ def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path)
 
     async def two_calls() -> None:
         for _ in range(2):
-            async with pacer.call(30) as actual:
-                actual[0] = 10
+            async with pacer.call(30) as call:
+                call.tokens = 10
 
     asyncio.run(two_calls())
     # booked 30, then 0 of the 10 expected (from the 20 left): 30 ahead, 10 of it credit
