@@ -23,12 +23,15 @@ from datetime import UTC, datetime
 
 # The pacing changes its mind at most once a window: a burst of refusals (the calls that
 # were already on their way) is one signal, not one per answer. Providers refuse on
-# arrival, so a second is enough to see what a change did.
+# arrival, so a second is enough to see what a change did, if it holds a few calls.
 WINDOW_S = 1.0
+_WINDOW_CALLS = 4  # a fitted rate's window holds at least this many of its calls
 _BETA = 0.9  # after a decrease: this share of the rate the provider was seen to accept
-_PROBE = 1.5  # growth per clean window until a refusal has measured the rate
+_PROBE = 1.5  # growth per clean window while the rate is not measured
 _STEP = 0.05  # additive increase per clean window: this share of the measured rate
-_SLOWEST_PER_S = 1 / 60  # one request a minute: a fitted rate never goes below it
+_STALE_WINDOWS = 10  # clean windows in a row after which the measurement is probed again
+_FLOOR_SHARE = 1 / 8  # of the best rate measured: the pace never goes below it
+_SLOWEST_PER_S = 1 / 60  # nor below one request a minute
 # Calls in flight a fitted rate keeps room for: the rate times the latency (what Little's
 # law says it needs), twice over, so that the rate binds and not the calls in flight.
 HEADROOM = 2.0
@@ -207,19 +210,25 @@ class FittedRate:
     provider's budget is a bucket refilled at its rate: when it refuses, the bucket is
     empty. From then on (``since``) every call sent and not refused is counted
     (``admitted``); at the next refusal, at least a window later, the bucket is empty
-    again, so what it admitted in between is what it refilled: the rate, measured
-    (``measured``; a lower bound when the bucket overflowed meanwhile). The pace drops to
-    ``_BETA`` of it, so the bucket refills a little, and grows by ``_STEP`` of it after
-    each clean window in which calls waited for it (``held``): additive increase,
-    multiplicative decrease. At the first refusal nothing is measured yet: the pace
-    starts at what the halved calls in flight send, and grows by half each clean window
-    until a refusal measures it.
+    again, so what it admitted in between is what it refilled: the rate. That is a lower
+    bound when the bucket overflowed meanwhile (calls paced below the rate leave its
+    refill unused), so the fastest pace of a clean window since (``clean_per_s``) counts
+    too. The pace drops to ``_BETA`` of the larger (``measured``), so the bucket refills a
+    little, and grows by ``_STEP`` of it after each clean window in which calls waited
+    for it (``held``): additive increase, multiplicative decrease. Nothing admitted at
+    all (an overload, an outage) halves the pace, down to an eighth of the best rate
+    measured; it then grows by half each clean window, as it does at the first refusal
+    (when it starts from what the halved calls in flight send) and after
+    ``_STALE_WINDOWS`` clean windows in a row (the judge has more room than measured).
     """
 
     per_s: float | None = None  # requests a second; None: never refused, not paced
     since: float | None = None  # the last decrease: the provider's bucket was empty then
     admitted: int = 0  # calls sent since then and not refused
-    measured: float | None = None  # requests a second the last interval admitted
+    measured: float | None = None  # requests a second the provider accepts; None: probe
+    best: float = 0.0  # the highest rate measured
+    clean_per_s: float = 0.0  # the fastest pace of a clean window since the last decrease
+    clean_windows: int = 0  # clean windows in a row since the last decrease
     window_at: float = 0.0
     held: bool = False  # a call waited for this pace in the current window
     refused: bool = False  # a call was refused in the current window
@@ -230,15 +239,24 @@ class FittedRate:
         """Whether the judge has refused a call: its sends are counted and paced."""
         return self.since is not None
 
+    @property
+    def window_s(self) -> float:
+        """The window of this pace: a second, or long enough for ``_WINDOW_CALLS`` calls."""
+        return max(WINDOW_S, _WINDOW_CALLS / self.per_s) if self.per_s else WINDOW_S
+
     def rolled(self, now: float) -> FittedRate:
         """The pace once the current window is over: grown if it was clean and binding."""
-        if self.since is None or now < self.window_at + WINDOW_S:
+        if self.since is None or now < self.window_at + self.window_s:
             return self
         fit = replace(self, window_at=now, held=False, refused=False)
         if self.refused or not self.held or self.per_s is None:
             return fit  # refused, or the pace did not bind: no sign it could be higher
-        grown = self.per_s * _PROBE if self.measured is None else self.per_s + _STEP * self.measured
-        return replace(fit, per_s=grown)
+        clean = replace(
+            fit, clean_per_s=max(self.clean_per_s, self.per_s), clean_windows=self.clean_windows + 1
+        )
+        measured = None if clean.clean_windows >= _STALE_WINDOWS else self.measured
+        grown = self.per_s * _PROBE if measured is None else self.per_s + _STEP * measured
+        return replace(clean, per_s=grown, measured=measured)
 
     def sent(self, now: float, held: bool) -> FittedRate:
         """A call went (``held``: after waiting for this pace)."""
@@ -255,17 +273,19 @@ class FittedRate:
         fit = self.rolled(now)
         counted = fit.since is not None and sent_at >= fit.since
         fit = replace(fit, admitted=fit.admitted - counted, refused=True)
-        if fit.decreased_at is not None and now - fit.decreased_at < WINDOW_S:
+        if fit.decreased_at is not None and now - fit.decreased_at < fit.window_s:
             return fit
-        if fit.since is None:
-            per_s = max(first_per_s, _SLOWEST_PER_S)
-            return replace(fit, per_s=per_s, since=now, admitted=0, window_at=now, decreased_at=now)
-        rate = max(fit.admitted, 0) / (now - fit.since)
+        decreased = replace(fit, since=now, admitted=0, clean_per_s=0.0, clean_windows=0)
+        decreased = replace(decreased, decreased_at=now, window_at=now, held=False)
+        if fit.since is None or fit.per_s is None:
+            return replace(decreased, per_s=max(first_per_s, _SLOWEST_PER_S))
+        floor = max(fit.best * _FLOOR_SHARE, _SLOWEST_PER_S)
+        if fit.admitted <= 0:  # nothing let in: no measure of the rate, only of an outage
+            return replace(decreased, per_s=max(fit.per_s / 2, floor), measured=None)
+        rate = max(fit.admitted / (now - fit.since), fit.clean_per_s)
         return replace(
-            fit,
-            per_s=max(_BETA * rate, _SLOWEST_PER_S),
-            since=now,
-            admitted=0,
-            measured=rate if rate > 0 else None,  # nothing admitted: probe again
-            decreased_at=now,
+            decreased,
+            per_s=max(_BETA * rate, floor),
+            measured=rate,
+            best=max(fit.best, rate),
         )

@@ -19,12 +19,13 @@ separately; the cache keeps their answers apart by provider, model and endpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,7 @@ create table if not exists pacing (
     threshold real, decreased_at real not null, paused_until real not null,
     remaining_requests integer, remaining_tokens integer,
     limit_requests integer, limit_tokens integer);
-create table if not exists fitted_rates (
-    judge text primary key, per_s real, since real, admitted integer not null,
-    measured real, window_at real not null, held integer not null, refused integer not null,
-    decreased_at real);
+create table if not exists fitted_rates (judge text primary key, fitted text not null);
 drop table if exists rate_window;
 create table if not exists breakers (
     judge text primary key, failures integer not null, open_until real not null,
@@ -105,9 +103,10 @@ class SharedState:
             _OF_PROCESS[key] = cls.in_folder(folder)
         return _OF_PROCESS[key]
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         # SQLite gives its -wal and -shm files the mode of the database file.
         self.path = private_file(path)
+        self._clock = clock  # wall-clock seconds, the same in every process (a test's own)
         # One connection per process (``of_process``), used from the judge loop thread.
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         self._set_up()
@@ -151,13 +150,13 @@ class SharedState:
         """Keep a successful answer; return the one kept (an earlier answer stays)."""
         self._db.execute(
             "insert or ignore into cache values (?, ?, ?, ?, ?)",
-            (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, time.time()),
+            (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, self._clock()),
         )
         return self.cached(key) or answer
 
     def claim(self, key: str, lease_s: float) -> bool:
         """Become the one asking this question, unless a live process already is."""
-        now = time.time()
+        now = self._clock()
         with self._immediate():
             row = self._db.execute("select pid, until from asking where key = ?", (key,)).fetchone()
             if row is not None and row[1] > now and _alive(row[0]):
@@ -186,7 +185,7 @@ class SharedState:
         booked ahead of it.
         """
         with self._immediate():
-            return self._book(judge, budget, per_minute, cost, burst, time.time())
+            return self._book(judge, budget, per_minute, cost, burst, self._clock())
 
     def _book(
         self, judge: str, budget: str, per_minute: float, cost: float, burst: float, now: float
@@ -214,7 +213,7 @@ class SharedState:
         """
         if per_minute is None and not self.fitted_rate(judge).fitting:
             return 0.0
-        now = time.time()
+        now = self._clock()
         with self._immediate():
             fitted = self.fitted_rate(judge)
             rolled = fitted.rolled(now)
@@ -255,31 +254,14 @@ class SharedState:
     def fitted_rate(self, judge: str) -> FittedRate:
         """The request rate fitted to ``judge``'s refusals (unknown until it refused one)."""
         row = self._db.execute(
-            "select per_s, since, admitted, measured, window_at, held, refused, decreased_at "
-            "from fitted_rates where judge = ?",
-            (judge,),
+            "select fitted from fitted_rates where judge = ?", (judge,)
         ).fetchone()
-        if row is None:
-            return FittedRate()
-        per_s, since, admitted, measured, window_at, held, refused, decreased_at = row
-        return FittedRate(
-            per_s, since, admitted, measured, window_at, bool(held), bool(refused), decreased_at
-        )
+        return FittedRate(**json.loads(row[0])) if row else FittedRate()
 
     def _keep_fitted(self, judge: str, fitted: FittedRate) -> None:
         self._db.execute(
-            "insert or replace into fitted_rates values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                judge,
-                fitted.per_s,
-                fitted.since,
-                fitted.admitted,
-                fitted.measured,
-                fitted.window_at,
-                int(fitted.held),
-                int(fitted.refused),
-                fitted.decreased_at,
-            ),
+            "insert or replace into fitted_rates values (?, ?)",
+            (judge, json.dumps(dataclasses.asdict(fitted))),
         )
 
     def record_outcome(
@@ -305,7 +287,7 @@ class SharedState:
         A success at the ceiling with no budget reported changes nothing: it is not
         written (a write waits for every other worker's; a read waits for none).
         """
-        now = time.time()
+        now = self._clock()
         start = start or Concurrency.start(ceiling)
         if not overloaded and (limits is None or not limits.told):
             current = self._fitted(judge, ceiling, start.step)
@@ -317,7 +299,7 @@ class SharedState:
                 halved = current.overloaded(now)
                 rate = self.fitted_rate(judge)
                 first_per_s = halved.limit / (latency_s or WINDOW_S)
-                refused = rate.refusal(now, sent_at or now, first_per_s)
+                refused = rate.refusal(now, now if sent_at is None else sent_at, first_per_s)
                 self._keep_fitted(judge, refused)
                 fitted = halved if refused.decreased_at == now else current
             else:
@@ -349,7 +331,7 @@ class SharedState:
         """Hold every call of ``judge`` for ``seconds`` (a budget that must reset first)."""
         self._db.execute(
             "update pacing set paused_until = max(paused_until, ?) where judge = ?",
-            (time.time() + seconds, judge),
+            (self._clock() + seconds, judge),
         )
 
     def paused_for(self, judge: str) -> float:
@@ -357,7 +339,7 @@ class SharedState:
         row = self._db.execute(
             "select paused_until from pacing where judge = ?", (judge,)
         ).fetchone()
-        return max(float(row[0]) - time.time(), 0.0) if row else 0.0
+        return max(float(row[0]) - self._clock(), 0.0) if row else 0.0
 
     def told_limits(self, judge: str) -> tuple[int | None, int | None]:
         """The requests and tokens per minute ``judge``'s provider said it allows."""
@@ -389,7 +371,7 @@ class SharedState:
         ).fetchone()
         if row is None:
             return False, None
-        return time.time() < row[0], row[1]
+        return self._clock() < row[0], row[1]
 
     def record_failure(self, judge: str, error: str, threshold: int, cool_down_s: float) -> int:
         """Count a failed call of ``judge``; open its breaker at ``threshold`` in a row."""
@@ -403,7 +385,7 @@ class SharedState:
             if failures >= threshold:
                 self._db.execute(
                     "update breakers set open_until = ? where judge = ?",
-                    (time.time() + cool_down_s, judge),
+                    (self._clock() + cool_down_s, judge),
                 )
             return int(failures)
 

@@ -8,7 +8,8 @@ form included, get different answers) and reports token usage. A request with
 log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
 fits ``output_config``'s schema). A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``), ``403``, ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+``Retry-After: 2``, as ``503:2`` does), ``403``, ``500``, ``503``, ``529`` (Anthropic's
+"overloaded"), ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
@@ -49,7 +50,8 @@ from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 Announce = Literal["headers", "retry-after", "nothing"]
 ANNOUNCE: tuple[str, ...] = get_args(Announce)
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+            500: "Internal Server Error", 503: "Service Unavailable",
+            529: "Overloaded"}  # fmt: skip
 
 
 def _seed(body: dict[str, Any]) -> bytes:
@@ -222,7 +224,7 @@ class LoopbackJudge:
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, body and headers of a chat completion's answer under ``fault``."""
         code, _, retry_after = fault.partition(":")
-        if code in ("403", "429", "500", "503"):
+        if code in ("403", "429", "500", "503", "529"):
             extra = {"retry-after": retry_after} if retry_after else {}
             return int(code), {"error": {"message": f"injected {code}"}}, extra
         text, logprobs = self._reply(request)
