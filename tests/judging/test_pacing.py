@@ -269,3 +269,22 @@ def test_a_call_bigger_than_the_burst_is_told_to_wait_until_the_booking_ahead_en
     assert state.take_paced("j", "tokens", 6000, 300, burst=1) == 0.0  # 3 s booked
     wait = state.take_paced("j", "tokens", 6000, 300, burst=1)
     assert 2.5 < wait <= 3.0  # the 3 s ahead of it, not 6
+
+
+def test_a_configured_limit_is_kept_evenly_and_a_lower_told_one_wins(tmp_path):
+    """No minute's burst: 600 a minute is one call every 0.1 s from the first (a provider
+    enforcing its limit over a second refused half the calls a burst sent); a provider
+    telling 300 a minute is kept at 300."""
+    pacer = _pacer(tmp_path, requests_per_minute=600)
+    asyncio.run(_one_call(pacer))
+    wait = pacer.state.book_request(pacer.judge, 600.0, held=False)
+    assert 0.05 < wait <= 0.1  # the next call's turn: one interval after the first
+    told = _pacer(tmp_path / "told", requests_per_minute=600)
+    told.state.record_outcome(told.judge, 16, False, RateLimits(5, limit_requests=300))
+    asyncio.run(_one_call(told))
+    assert 0.15 < told.state.book_request(told.judge, 600.0, held=False) <= 0.2
+
+
+async def _one_call(pacer: Pacer) -> None:
+    async with pacer.call(100):
+        pass
