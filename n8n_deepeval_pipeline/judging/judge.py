@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
-from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, estimate_tokens
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
     LogprobProvider,
@@ -348,7 +348,9 @@ class PipelineJudge(DeepEvalBaseLLM):
         while True:
             attempt += 1
             try:
-                completion = await self._call_once(request, usage, tokens)
+                completion = await self._call_once(request, usage, tokens, scope.deadline)
+            except NoTurnInTime as late:  # not the judge's failure: its breaker is left alone
+                raise JudgeRateLimited(f"{self.spec.label}: {late}") from None
             except ProviderError as error:
                 limited = is_rate_limited(error.status, error.retry_after_s, str(error))
                 failures += not limited
@@ -379,13 +381,17 @@ class PipelineJudge(DeepEvalBaseLLM):
             return completion
 
     async def _call_once(
-        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter, tokens: int
+        self,
+        request: Callable[[], Awaitable[Completion]],
+        usage: UsageCounter,
+        tokens: int,
+        deadline: float | None,
     ) -> Completion:
         completion: Completion
         if self._pacer is None:
             completion = await request()
         else:
-            async with self._pacer.call(tokens) as paced:
+            async with self._pacer.call(tokens, deadline) as paced:
                 try:
                     completion = await request()
                 except ProviderError as error:

@@ -32,6 +32,10 @@ _FIRST_WINDOW = 4
 _LATENCY_WEIGHT = 0.1  # of each answer in the moving average of answer times
 
 
+class NoTurnInTime(Exception):
+    """A call still waited for its turn when its evaluation's time for the judge ran out."""
+
+
 class PacedCall:
     """One call the pacer let go: when, and the tokens its answer reported (None: unknown)."""
 
@@ -142,25 +146,36 @@ class Pacer:
         return Concurrency.probing(_FIRST_WINDOW, self.spec.max_in_flight)
 
     @contextlib.asynccontextmanager
-    async def call(self, tokens: int) -> AsyncIterator[PacedCall]:
-        """Hold the judge's budget for one call; the caller puts its real tokens in the call."""
+    async def call(self, tokens: int, deadline: float | None = None) -> AsyncIterator[PacedCall]:
+        """Hold the judge's budget for one call; the caller puts its real tokens in the call.
+
+        ``deadline`` (``time.monotonic()``): a call still waiting for its turn then raises
+        ``NoTurnInTime`` (its evaluation would only run into the pool's timeout).
+        """
         with HeldBack() as held:
-            async with self._slots.slot(self._allowed):
-                # Paced once it holds a slot: a call that queued before the provider's
-                # limits were known is paced by them too.
-                while (paused := self.state.paused_for(self.judge)) > 0:
-                    await asyncio.sleep(paused)
-                requests, token_limit = self._per_minute()
-                await self._book_request(requests)
-                expected = self.estimates.corrected(tokens)
-                if token_limit is not None:
-                    from_credit = min(self._credit, expected)
-                    self._credit -= from_credit
-                    if expected > from_credit:
-                        await self._book("tokens", *token_limit, expected - from_credit)
-                held.let_go()
-                paced = PacedCall()
-                yield paced
+            try:
+                async with asyncio.timeout_at(deadline) as waiting:
+                    async with self._slots.slot(self._allowed):
+                        # Paced once it holds a slot: a call that queued before the
+                        # provider's limits were known is paced by them too.
+                        while (paused := self.state.paused_for(self.judge)) > 0:
+                            await asyncio.sleep(paused)
+                        requests, token_limit = self._per_minute()
+                        await self._book_request(requests)
+                        expected = self.estimates.corrected(tokens)
+                        if token_limit is not None:
+                            from_credit = min(self._credit, expected)
+                            self._credit -= from_credit
+                            if expected > from_credit:
+                                await self._book("tokens", *token_limit, expected - from_credit)
+                        held.let_go()
+                        waiting.reschedule(None)  # the call itself has the provider's timeout
+                        paced = PacedCall()
+                        yield paced
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
+                raise NoTurnInTime(self._pace_words()) from None
         if paced.tokens is not None:
             self.estimates.learn(tokens, paced.tokens)
             self._settle(token_limit, expected, paced.tokens)
@@ -194,6 +209,14 @@ class Pacer:
             for pair in zip(configured, told, strict=True)
         )
         return requests, (tokens, 1.0) if tokens else None
+
+    def _pace_words(self) -> str:
+        """The pace that kept a call waiting, for a message."""
+        requests, _ = self._per_minute()
+        fitted = self.state.fitted_rate(self.judge).per_s
+        paces = [pace for pace in (requests, fitted * 60 if fitted else None) if pace]
+        pace = f"{min(paces):.0f} requests a minute" if paces else "its calls in flight"
+        return f"no turn for a judge call before the evaluation's deadline (paced at {pace})"
 
     async def _book_request(self, per_minute: float | None) -> None:
         held = False

@@ -1,12 +1,13 @@
 """Pacing: the rate-limit headers each provider sends, and the fitted concurrency."""
 
 import asyncio
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec
-from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, TokenEstimates
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, TokenEstimates
 from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
@@ -288,3 +289,18 @@ def test_a_configured_limit_is_kept_evenly_and_a_lower_told_one_wins(tmp_path):
 async def _one_call(pacer: Pacer) -> None:
     async with pacer.call(100):
         pass
+
+
+def test_a_call_with_no_turn_before_its_deadline_says_so_instead_of_waiting(tmp_path):
+    """One call a minute: the second call's turn is a minute away, past its evaluation's
+    deadline; it gives up then, naming the pace, rather than run into the pool's timeout."""
+    pacer = _pacer(tmp_path, requests_per_minute=1)
+    asyncio.run(_one_call(pacer))
+
+    async def late_call() -> None:
+        async with pacer.call(100, deadline=time.monotonic() + 0.2):
+            pytest.fail("the call went before its turn")
+
+    with pytest.raises(NoTurnInTime, match=r"deadline \(paced at 1 requests a minute\)"):
+        asyncio.run(late_call())
+    assert HeldBack.calls == 0
