@@ -21,6 +21,7 @@ ErrorKind = Literal[
     "judge_error",
     "judge_forbidden",
     "judge_invalid_output",
+    "judge_rate_limited",
     "judge_unavailable",
     "metric_error",
     "no_output",

@@ -8,20 +8,23 @@ form included, get different answers) and reports token usage. A request with
 log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
 fits ``output_config``'s schema). A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``), ``403``, ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+``Retry-After: 2``, as ``503:2`` does), ``403``, ``500``, ``503``, ``529`` (Anthropic's
+"overloaded"), ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
 (a bucket refilled continuously, taken from when a request arrives, at the tokens its
 answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
-``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
-request after the plan runs out (``fail_always`` makes every request a 500 instead,
-``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently. ``free_text`` answers a
-request that asks for no format at all (a synthesizer's evolution) with a sentence drawn
-from the request, rather than the fixed JSON, so that different prompts get different text.
-``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its text
-(``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's document path.
+``x-ratelimit-*`` headers on every answer; with ``announce`` it says less, as many
+judges do: ``retry-after`` only that header on a 429, ``nothing`` no header at all);
+``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401). ``fixed`` pins
+fields of every structured answer (``{"score": 5}``): judges of a panel that answer
+differently. ``free_text`` answers a request that asks for no format at all (a
+synthesizer's evolution) with a sentence drawn from the request, rather than the fixed
+JSON, so that different prompts get different text. ``POST /v1/embeddings`` answers each
+input with a unit vector drawn from a hash of its text (``EMBEDDING_SIZE`` floats, or
+their base64 form when asked), for DeepEval's document path.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -44,14 +47,19 @@ import struct
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, get_args
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
 EMBEDDING_SIZE = 16
+# What a rate-limited loopback judge tells of its budget: OpenAI's headers on every answer
+# (and Retry-After on a 429), Retry-After on a 429 only, or nothing.
+Announce = Literal["headers", "retry-after", "nothing"]
+ANNOUNCE: tuple[str, ...] = get_args(Announce)
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+            500: "Internal Server Error", 503: "Service Unavailable",
+            529: "Overloaded"}  # fmt: skip
 
 
 def _seed(body: dict[str, Any]) -> bytes:
@@ -111,8 +119,10 @@ class LoopbackJudge:
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
+        announce: Announce = "headers",
     ) -> None:
         self.latency_s = latency_s
+        self.announce = announce
         self.bucket = (
             RateBucket(requests_per_minute, tokens_per_minute, burst_s)
             if requests_per_minute or tokens_per_minute
@@ -214,6 +224,9 @@ class LoopbackJudge:
         """Whether the bucket lets a call of ``tokens`` in now, and the headers to send."""
         with self._lock:
             admitted, headers = bucket.take(tokens, time.monotonic())
+        if self.announce != "headers":
+            told = ("retry-after",) if self.announce == "retry-after" else ()
+            headers = {name: value for name, value in headers.items() if name in told}
         if admitted:
             self.admitted.append((time.time(), tokens))
         else:
@@ -225,7 +238,7 @@ class LoopbackJudge:
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, body and headers of a chat completion's answer under ``fault``."""
         code, _, retry_after = fault.partition(":")
-        if code in ("403", "429", "500", "503"):
+        if code in ("403", "429", "500", "503", "529"):
             extra = {"retry-after": retry_after} if retry_after else {}
             return int(code), {"error": {"message": f"injected {code}"}}, extra
         text, logprobs = self._reply(request)
@@ -417,6 +430,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, help="requests per minute it allows")
     parser.add_argument("--tpm", type=int, help="tokens per minute it allows")
     parser.add_argument("--burst-s", type=float, default=60.0, help="seconds of refill it holds")
+    parser.add_argument(
+        "--announce", choices=ANNOUNCE, default="headers", help="what it tells of its budget"
+    )
     options = parser.parse_args()
     judge = LoopbackJudge(
         latency_s=options.latency_ms / 1000,
@@ -424,6 +440,7 @@ def main() -> None:
         requests_per_minute=options.rpm,
         tokens_per_minute=options.tpm,
         burst_s=options.burst_s,
+        announce=options.announce,
     ).start()
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

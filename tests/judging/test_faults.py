@@ -6,6 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from n8n_deepeval_pipeline import EvaluationItem, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline.evaluation import is_unjudged
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
@@ -68,6 +69,25 @@ def test_transient_faults_are_retried_and_retry_after_is_honoured(pool, tmp_path
     assert dict(server.served) == {"429": 2, "500": 1, "503": 1, "drop": 1, "slow": 1, "ok": 1}
     assert [(r.judge_calls, r.cached_calls) for r in results] == [(1, 0), (0, 1), (0, 1)]
     assert elapsed >= 1.0 + 1.0  # Retry-After: 1, and the 1 s client timeout on the slow answer
+
+
+def test_a_judge_that_never_stops_refusing_for_its_rate_gives_a_rate_limited_row_in_time(
+    pool, tmp_path
+):
+    """Its 429s are retried past the two attempts another failure has, until the
+    evaluation's time for retries (nine tenths of its 4 s timeout) is spent: then a
+    judge_rate_limited row, before the pool's own timeout would end the worker."""
+    server = LoopbackJudge(latency_s=0.0, faults=["429"] * 100_000).start()
+    judge = spec(server, tmp_path, retry=RetryPolicy(max_attempts=2, base_delay_s=0.05))
+    task = make_task({"metric": "correctness"}, ITEM, 0, judge, run_id="h:r0:0", timeout_s=4)
+    try:
+        (result,) = evaluate_all(pool, [task])
+    finally:
+        server.stop()
+    assert result.error_kind == "judge_rate_limited"
+    assert "HTTP 429" in result.error and "time for retries is spent" in result.error
+    assert result.judge_retries > 2 and server.served["429"] == result.judge_retries + 1
+    assert is_unjudged(result.error_kind)  # a resumed run asks again
 
 
 def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_path):
