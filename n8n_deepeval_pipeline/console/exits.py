@@ -16,6 +16,8 @@ EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
 EXIT_RUN_REGRESSION = 5
+EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
+EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2

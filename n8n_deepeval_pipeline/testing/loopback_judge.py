@@ -17,7 +17,9 @@ answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
 ``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
 request after the plan runs out (``fail_always`` makes every request a 500 instead,
 ``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently.
+(``{"score": 5}``): judges of a panel that answer differently. With ``distinct_text`` every
+free text of an answer ends with a digest of its request, so that text the judge writes
+(a red team's attacks) differs from request to request and shows where it went.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -40,7 +42,7 @@ from collections import Counter
 from typing import Any
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
-from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+from n8n_deepeval_pipeline.judging.schema_filler import PLACEHOLDER, fill_schema
 
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
@@ -61,7 +63,9 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
     return " ".join(text(message.get("content")) for message in messages)
 
 
-def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
+def answer_for(
+    body: dict[str, Any], fixed: dict[str, Any] | None = None, distinct_text: bool = False
+) -> str:
     """The assistant text for a chat completion request (``fixed`` fields pinned)."""
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
@@ -70,7 +74,21 @@ def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = prompt_text(body.get("messages", []))
-    return json.dumps(_pinned(fill_schema(schema, _seed(body), prompt), fixed))
+    answer = fill_schema(schema, _seed(body), prompt)
+    if distinct_text:
+        answer = _tagged(answer, _seed(body).hex()[:8])
+    return json.dumps(_pinned(answer, fixed))
+
+
+def _tagged(value: Any, tag: str) -> Any:
+    """Every free text of ``value`` (not a choice such as yes/no) followed by ``tag``."""
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        return f"{value} {tag}"
+    if isinstance(value, dict):
+        return {key: _tagged(item, tag) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tagged(item, tag) for item in value]
+    return value
 
 
 def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
@@ -102,6 +120,7 @@ class LoopbackJudge:
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
+        distinct_text: bool = False,
     ) -> None:
         self.latency_s = latency_s
         self.bucket = (
@@ -118,6 +137,7 @@ class LoopbackJudge:
         self.fail_always = fail_always
         self.reject_key = reject_key
         self.fixed = fixed
+        self.distinct_text = distinct_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -226,7 +246,7 @@ class LoopbackJudge:
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
             return rubric_answer(_seed(request), "loopback reason", top)
-        return answer_for(request, self.fixed), None
+        return answer_for(request, self.fixed, self.distinct_text), None
 
     def _anthropic(
         self, fault: str, request: dict[str, Any]
