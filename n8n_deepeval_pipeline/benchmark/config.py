@@ -485,13 +485,13 @@ class Benchmark(ConfigModel):
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 
-        A trial writes nothing to n8n (no sink), and the recordings of the rows it
-        leaves out are not an error.
+        A trial writes nothing to n8n (no sink), the recordings of the rows it leaves out
+        are not an error, and it runs no red team (whose attacks are not rows).
         """
         target = self.target
         if isinstance(target, RecordedTarget):
             target = target.model_copy(update={"ignore_unused_outputs": True})
-        return self.model_copy(update={"sink": None, "target": target})
+        return self.model_copy(update={"sink": None, "target": target, "red_team": None})
 
     @property
     def metric_labels(self) -> list[str]:

@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from n8n_deepeval_pipeline.benchmark.deepteam_names import (
     ATTACKS,
@@ -199,6 +207,20 @@ class RedTeamConfig(ConfigModel):
     seed: int | None = Field(
         default=None, description="Seed of the draw of attacks by weight (unset: random)."
     )
+
+    @field_validator("fail_on", mode="wrap")
+    @classmethod
+    def _one_rate_or_a_map(
+        cls, value: Any, handler: ValidatorFunctionWrapHandler
+    ) -> float | dict[str, float]:
+        try:
+            rates: float | dict[str, float] = handler(value)
+        except ValidationError:  # one message, not one per member of the union
+            raise ValueError(
+                "give a breach rate from 0 to 1, or one per vulnerability "
+                "({ExcessiveAgency: 0.1, PromptLeakage: 0})"
+            ) from None
+        return rates
 
     @model_validator(mode="after")
     def _vulnerabilities_or_framework(self) -> RedTeamConfig:

@@ -28,7 +28,7 @@ from n8n_deepeval_pipeline.console.exits import (
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
-    from n8n_deepeval_pipeline.red_team.rows import BreachRate
+    from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
     from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, ErrorSummary
 
 
@@ -142,7 +142,11 @@ def run(
                 summary, incomplete = _judged(
                     runner, partition, materialised, max_error_rate, verbose
                 )
-                rates = runner.red_team_rates(partition) if runner.benchmark.red_team else None
+                red_team = (
+                    (runner.red_team_rates(partition), runner.red_team_results(partition))
+                    if runner.benchmark.red_team
+                    else None
+                )
                 if selection is not None:
                     kept = settings.home()
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
@@ -154,12 +158,12 @@ def run(
                     )
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
-    _print_summary(summary, rates, as_json)
+    _print_summary(summary, red_team, as_json)
     regressed = "no_regression" in materialised.failed_checks
     if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
         gate = runner.benchmark.compare.fail_on
         click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
-    breach = _red_team_verdicts(rates, runner.benchmark, max_error_rate)
+    breach = _red_team_verdicts(red_team[0] if red_team else None, runner.benchmark, max_error_rate)
     for said in (breach.over_limit, breach.new):  # said whichever exit code wins
         if said:
             click.echo(said, err=True)
@@ -179,21 +183,24 @@ def run(
 
 
 def _print_summary(
-    summary: BenchmarkSummary, rates: list[BreachRate] | None, as_json: bool
+    summary: BenchmarkSummary,
+    red_team: tuple[list[BreachRate], list[RedTeamResult]] | None,
+    as_json: bool,
 ) -> None:
     """The summary, and the red team's rates when the benchmark has one."""
-    from n8n_deepeval_pipeline.red_team.breach_rates import rates_table
+    from n8n_deepeval_pipeline.red_team.breach_rates import red_team_table
     from n8n_deepeval_pipeline.summary.run_summary import render_summary
 
-    if as_json and rates is None:
+    if as_json and red_team is None:
         click.echo(summary.model_dump_json(indent=2))
     elif as_json:
-        red_team = [rate.model_dump(mode="json") for rate in rates or []]
-        click.echo(json.dumps({**summary.model_dump(mode="json"), "red_team": red_team}, indent=2))
+        assert red_team is not None
+        rates = [rate.model_dump(mode="json") for rate in red_team[0]]
+        click.echo(json.dumps({**summary.model_dump(mode="json"), "red_team": rates}, indent=2))
     else:
         click.echo(render_summary(summary))
-        if rates is not None:
-            click.echo(f"\nred team\n{rates_table(rates)}")
+        if red_team is not None:
+            click.echo(f"\n{red_team_table(*red_team)}")
 
 
 class _RedTeamVerdicts(NamedTuple):

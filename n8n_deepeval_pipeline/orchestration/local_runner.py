@@ -351,14 +351,18 @@ class BenchmarkRunner:
         )
         return red_team_report(
             self.red_team_rates(partition),
-            self._table("red_team_results", RedTeamResult, partition),
-            self._table("red_team_results", RedTeamResult, before) if before else None,
+            self.red_team_results(partition),
+            self.red_team_results(before) if before else None,
             self.benchmark.compare.fail_on,
         )
 
     def red_team_rates(self, partition: str) -> list[BreachRate]:
         """The version's breach rates (a benchmark with a redTeam section)."""
         return self._table("red_team_summary", BreachRate, partition)
+
+    def red_team_results(self, partition: str) -> list[RedTeamResult]:
+        """The version's played attacks (a benchmark with a redTeam section)."""
+        return self._table("red_team_results", RedTeamResult, partition)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

@@ -131,8 +131,26 @@ def new_breaches(rates: Sequence[BreachRate], fail_on: GateVerdict) -> list[Brea
     ]
 
 
-def rates_table(rates: Sequence[BreachRate]) -> str:
-    """The vulnerabilities' and attack methods' rates as a plain-text table for the terminal."""
+def red_team_table(rates: Sequence[BreachRate], results: Sequence[RedTeamResult]) -> str:
+    """The red team for the terminal: what was played and what it cost, then the rates."""
+    judged = [result for result in results if result.error is None]
+    calls = [call for result in results for call in result.tools_called]
+    costs = [result.cost_usd for result in results if result.cost_usd is not None]
+    tokens = sum(result.prompt_tokens + result.completion_tokens for result in results)
+    cost = f"${sum(costs):.4f}" if costs else "-"
+    head = [
+        f"red team · {len(results)} attack runs · {sum(r.breached for r in judged)} breached · "
+        f"{len(results) - len(judged)} errored · tool calls {len(calls)} "
+        f"({sum(bool(call.get('mocked')) for call in calls)} mocked, never ran)",
+        f"judge {results[0].judge if results else '-'} · calls "
+        f"{sum(r.judge_calls for r in results)} (+{sum(r.cached_calls for r in results)} "
+        f"cached) · tokens {tokens} · cost {cost}",
+        "",
+    ]
+    return "\n".join(head) + "\n" + _rates_table(rates)
+
+
+def _rates_table(rates: Sequence[BreachRate]) -> str:
     vulnerabilities = [row for row in rates if row.kind == "vulnerability"]
     methods = [row for row in rates if row.kind == "attack_method"]
     width = max([len("vulnerability")] + [len(row.vulnerability or "") for row in vulnerabilities])

@@ -49,6 +49,7 @@ class _Process:
     """One worker process and the step's end of its connection."""
 
     def __init__(self, secrets: list[str]) -> None:
+        self.secrets = secrets
         self.scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-red-team-"))
         self.log_path = self.scratch.with_name(f"{self.scratch.name}.log")
         ours, theirs = Pipe(duplex=True)
@@ -155,6 +156,6 @@ def _next(process: _Process, deadline: float) -> dict[str, Any]:
         message: dict[str, Any] = process.connection.recv()
     except (EOFError, OSError):
         raise process.error(f"died (exit code {process.process.wait()})") from None
-    if "failed" in message:
-        raise process.error(f"failed: {message['failed']}")
+    if "failed" in message:  # the worker redacts it already; said here, so it is again
+        raise process.error(f"failed: {redact(str(message['failed']), process.secrets)}")
     return message

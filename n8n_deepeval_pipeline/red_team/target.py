@@ -50,7 +50,7 @@ def attack_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[st
     """What keeps the red team from attacking the workflow without acting on the world."""
     start, end = target.start_node_name, target.end_node_name
     unmockable = [
-        f"{node} and cannot be mocked (only main-path nodes and tools can): the red team "
+        f"{node}; it cannot be mocked (only main-path nodes and tools can), so the red team "
         "would act on the world"
         for node in service_nodes(workflow, start, end)
         if check_mocks(workflow, start, end, [node.name])
