@@ -114,7 +114,9 @@ def build_red_team_assets(
     return [_attacks(benchmark, common), _results(benchmark, common), _summary(benchmark, common)]
 
 
-def _usage_metadata(prefix: str, usage: JudgeUsage, spec: JudgeSpec, judge: JudgeResource) -> Any:
+def _usage_metadata(
+    prefix: str, usage: JudgeUsage, spec: JudgeSpec, judge: JudgeResource
+) -> dict[str, Any]:
     cost = judge.prices().cost(spec.model, usage.prompt_tokens, usage.completion_tokens)
     metadata: dict[str, Any] = {
         f"{prefix}/judge_calls": usage.calls,

@@ -115,12 +115,9 @@ def attack(
     outcomes: list[AttackOutcome] = []
     deadline = time.monotonic() + timeout_s
     secrets = request.judge.secrets
-    with (
-        _worker(secrets) as process,
-        ThreadPoolExecutor(max_workers=request.concurrency) as calls,
-    ):
-        process.connection.send({"attack": request.model_dump(mode="python")})
-        replies = threading.Lock()
+    replies = threading.Lock()
+    with _worker(secrets) as process:
+        calls = ThreadPoolExecutor(max_workers=request.concurrency)
 
         def answer(call: TargetCall) -> None:
             try:
@@ -131,18 +128,23 @@ def attack(
             with replies, contextlib.suppress(OSError, ValueError):
                 process.connection.send({"reply": reply.model_dump(mode="python")})
 
-        while True:
-            message = _next(process, deadline)
-            if "call" in message:
-                calls.submit(answer, TargetCall.model_validate(message["call"]))
-            elif "outcome" in message:
-                outcome = AttackOutcome.model_validate(message["outcome"])
-                outcomes.append(outcome)
-                on_outcome(outcome)
-            elif "done" in message:
-                return outcomes
-            else:
-                raise process.error(f"sent {sorted(message)} while playing attacks")
+        try:
+            process.connection.send({"attack": request.model_dump(mode="python")})
+            while True:
+                message = _next(process, deadline)
+                if "call" in message:
+                    calls.submit(answer, TargetCall.model_validate(message["call"]))
+                elif "outcome" in message:
+                    outcome = AttackOutcome.model_validate(message["outcome"])
+                    outcomes.append(outcome)
+                    on_outcome(outcome)
+                elif "done" in message:
+                    return outcomes
+                else:
+                    raise process.error(f"sent {sorted(message)} while playing attacks")
+        finally:
+            # A call still waiting on the workflow is not waited for: its answer has no taker.
+            calls.shutdown(wait=False, cancel_futures=True)
 
 
 def _next(process: _Process, deadline: float) -> dict[str, Any]:

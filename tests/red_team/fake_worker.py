@@ -56,12 +56,12 @@ async def play(job: AttackRequest, connection: Connection) -> None:
 
     async def call(session: str, message: str) -> TargetReply:
         number = next(calls)
-        waiting[number] = loop.create_future()
+        answered = waiting[number] = loop.create_future()
         with lock:
             connection.send(
                 {"call": {"call_id": number, "session_id": session, "message": message}}
             )
-        return await waiting[number]
+        return await answered
 
     async def one(seed: AttackSeed, run: int) -> None:
         if seed.input == "die":
