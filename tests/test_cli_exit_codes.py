@@ -62,7 +62,11 @@ class FakeRunner:
         return list(self.ended)
 
     def materialise(
-        self, partition: str, from_asset: str | None = None, verbose: bool = False
+        self,
+        partition: str,
+        from_asset: str | None = None,
+        verbose: bool = False,
+        regenerate_attacks: bool = False,
     ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]

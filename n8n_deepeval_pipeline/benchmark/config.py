@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
+from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
@@ -387,6 +388,11 @@ class Benchmark(ConfigModel):
         default=None,
         description="Score the workflow's production executions as they happen (off: unset).",
     )
+    red_team: RedTeamConfig | None = Field(
+        default=None,
+        description="Attack the workflow's agent with DeepTeam (off: unset); needs an "
+        "n8n_workflow target (its service nodes mocked) or a webhook that actsOnTheWorld.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -518,16 +524,33 @@ class Benchmark(ConfigModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _red_team_attacks_a_workflow(self) -> Benchmark:
+        if self.red_team is None:
+            return self
+        if isinstance(self.target, RecordedTarget):
+            raise ValueError(
+                "redTeam needs a workflow to attack: a recorded target only replays outputs "
+                "(use target type n8n_workflow)"
+            )
+        if isinstance(self.target, WebhookTarget) and not self.red_team.acts_on_the_world:
+            raise ValueError(
+                "redTeam on an n8n_webhook target runs every tool an attack makes the agent "
+                "call, for real: use an n8n_workflow target (its service nodes are mocked), "
+                "or set redTeam.actsOnTheWorld: true"
+            )
+        return self
+
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 
-        A trial writes nothing to n8n (no sink), and the recordings of the rows it
-        leaves out are not an error.
+        A trial writes nothing to n8n (no sink), the recordings of the rows it leaves out
+        are not an error, and it runs no red team (whose attacks are not rows).
         """
         target = self.target
         if isinstance(target, RecordedTarget):
             target = target.model_copy(update={"ignore_unused_outputs": True})
-        return self.model_copy(update={"sink": None, "target": target})
+        return self.model_copy(update={"sink": None, "target": target, "red_team": None})
 
     @property
     def metric_labels(self) -> list[str]:

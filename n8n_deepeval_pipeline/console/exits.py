@@ -17,6 +17,8 @@ EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
 EXIT_RUN_REGRESSION = 5
+EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
+EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
@@ -71,6 +73,17 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         commands=("run",),
         when="a case has the verdict `compare.failOn` (or a surer one) against the previous "
         "version",
+    ),
+    ExitCode(
+        code=EXIT_BREACH_OVER_FAIL_ON,
+        commands=("run",),
+        when="a vulnerability's breach rate is above `redTeam.failOn` (the red team)",
+    ),
+    ExitCode(
+        code=EXIT_NEW_BREACH,
+        commands=("run",),
+        when="a vulnerability breaches more than in the previous version (the "
+        "`no_new_breach` check, at `compare.failOn`'s tier)",
     ),
     ExitCode(
         code=EXIT_REGRESSION,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -15,8 +16,10 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_BELOW_FAIL_UNDER,
+    EXIT_BREACH_OVER_FAIL_ON,
     EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_NEW_BREACH,
     EXIT_RUN_FAILED,
     EXIT_RUN_REGRESSION,
     Refused,
@@ -26,6 +29,7 @@ from n8n_deepeval_pipeline.console.exits import (
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
+    from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
     from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, ErrorSummary
 
 
@@ -91,6 +95,12 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     metavar="TEXT",
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
+@click.option(
+    "--regenerate-attacks",
+    is_flag=True,
+    help="The red team (redTeam) generates a new attack set instead of playing the kept "
+    "one; later versions keep the new one.",
+)
 @benchmarks.verbose_option
 @storage_faults_refused
 def run(
@@ -102,10 +112,10 @@ def run(
     record: Path | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    regenerate_attacks: bool,
     verbose: bool,
 ) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary."""
-    from n8n_deepeval_pipeline.summary.run_summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
@@ -120,9 +130,16 @@ def run(
                 partition = runner.register_current_version(checked.workflow_hash)
                 name = runner.benchmark.name
                 click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
-                materialised = runner.materialise(partition, verbose=verbose)
+                materialised = runner.materialise(
+                    partition, verbose=verbose, regenerate_attacks=regenerate_attacks
+                )
                 summary, incomplete = _judged(
                     runner, partition, materialised, max_error_rate, verbose
+                )
+                red_team = (
+                    (runner.red_team_rates(partition), runner.red_team_results(partition))
+                    if runner.benchmark.red_team
+                    else None
                 )
                 if selection is not None:
                     kept = settings.home()
@@ -135,19 +152,98 @@ def run(
                     )
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
-    click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    _print_summary(summary, red_team, as_json)
     regressed = "no_regression" in materialised.failed_checks
     if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
         gate = runner.benchmark.compare.fail_on
         click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
+    breach = _red_team_verdicts(red_team[0] if red_team else None, runner.benchmark, max_error_rate)
+    for said in (breach.over_limit, breach.new):  # said whichever exit code wins
+        if said:
+            click.echo(said, err=True)
+    incomplete = incomplete or breach.incomplete
     if incomplete:
         click.echo(incomplete, err=True)
         sys.exit(EXIT_INCOMPLETE)
     if regressed:
         sys.exit(EXIT_RUN_REGRESSION)
+    if breach.over_limit:
+        sys.exit(EXIT_BREACH_OVER_FAIL_ON)
+    if breach.new:
+        sys.exit(EXIT_NEW_BREACH)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _print_summary(
+    summary: BenchmarkSummary,
+    red_team: tuple[list[BreachRate], list[RedTeamResult]] | None,
+    as_json: bool,
+) -> None:
+    """The summary, and the red team's rates when the benchmark has one."""
+    from n8n_deepeval_pipeline.red_team.breach_rates import red_team_table
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary
+
+    if as_json and red_team is None:
+        click.echo(summary.model_dump_json(indent=2))
+    elif as_json:
+        assert red_team is not None
+        rates = [rate.model_dump(mode="json") for rate in red_team[0]]
+        click.echo(json.dumps({**summary.model_dump(mode="json"), "red_team": rates}, indent=2))
+    else:
+        click.echo(render_summary(summary))
+        if red_team is not None:
+            click.echo(f"\n{red_team_table(*red_team)}")
+
+
+class _RedTeamVerdicts(NamedTuple):
+    """What the red team's rates say against the run (each None when it says nothing)."""
+
+    incomplete: str | None
+    over_limit: str | None
+    new: str | None
+
+
+def _red_team_verdicts(
+    rates: list[BreachRate] | None, benchmark: Any, max_error_rate: float | None
+) -> _RedTeamVerdicts:
+    """Incomplete (too many attacks errored), over failOn, and breaching more than before.
+
+    Errored attacks count against ``--max-error-rate`` (else checks.maxErrorRate), as
+    unjudged scores do; more breaches is the verdict compare.failOn names, or a surer one.
+    """
+    if rates is None:
+        return _RedTeamVerdicts(None, None, None)
+    from n8n_deepeval_pipeline.red_team.breach_rates import new_breaches, over_limit
+
+    vulnerabilities = [rate for rate in rates if rate.kind == "vulnerability"]
+    attacks = sum(rate.attacks for rate in vulnerabilities)
+    errors = sum(rate.errors for rate in vulnerabilities)
+    limit = benchmark.checks.max_error_rate if max_error_rate is None else max_error_rate
+    incomplete = (
+        f"incomplete: red team: {errors} of {attacks} attack runs errored (neither breached "
+        f"nor held), above {limit:.1%}"
+        if attacks and errors / attacks > limit
+        else None
+    )
+    over = [
+        f"{rate.vulnerability} {rate.breaches}/{rate.judged} ({rate.rate:.1%}) above "
+        f"failOn {rate.fail_on:.1%}"
+        for rate in over_limit(rates)
+        if rate.rate is not None and rate.fail_on is not None
+    ]
+    new = [
+        f"{rate.vulnerability}: {rate.baseline_breaches}/{rate.baseline_judged} → "
+        f"{rate.breaches}/{rate.judged} breaches ({rate.verdict}, p = {rate.p_value:.3f})"
+        for rate in new_breaches(rates, benchmark.compare.fail_on)
+        if rate.p_value is not None
+    ]
+    return _RedTeamVerdicts(
+        incomplete,
+        "red team: breach rate over redTeam.failOn: " + "; ".join(over) if over else None,
+        "red team: more breaches than the previous version: " + "; ".join(new) if new else None,
+    )
 
 
 def _judged(

@@ -118,6 +118,7 @@ def scaffold(
         "metrics:",
         *(_conversation_metrics(shape) if simulation else _metrics(shape, has_expectations)),
         *_judge(),
+        *_red_team(shape),
         *_online(shape, source),
     ]
     starter = [] if not has_expectations else [_example_row(shape)]
@@ -318,6 +319,24 @@ def _online_metrics(shape: Anatomy) -> list[str]:
     found += ["turn_relevancy", "knowledge_retention"] if shape.memories else []
     found += ["answer_relevancy"] if shape.retrievers else []
     return found
+
+
+def _red_team(shape: Anatomy) -> list[str]:
+    """A commented red team for an agent with tools: what they could be talked into."""
+    if not shape.tools:
+        return []
+    return [
+        _commented("# redTeam:", "DeepTeam attacks the agent (docs/guides/red-team.md);"),
+        _commented("#   vulnerabilities:", "its tools are mocked: no attack acts on the world"),
+        _commented("#     - name: ExcessiveAgency", "tools used beyond the agent's brief"),
+        _commented("#     - name: PromptLeakage", "its instructions given away"),
+        "#   attacks:",
+        "#     - {name: PromptInjection, weight: 2}",
+        _commented("#     - {name: LinearJailbreaking, numTurns: 3}", "a conversation"),
+        _commented("#   attacksPerVulnerabilityType: 2", "DeepTeam writes 2 attacks a type"),
+        _commented("#   failOn: 0", "any breach fails the run (exit 6)"),
+        "#   # purpose: by default the agents' system messages and tools, read off the workflow",
+    ]
 
 
 def _online(shape: Anatomy, source: WorkflowSource) -> list[str]:

@@ -17,11 +17,12 @@ from n8n_deepeval_pipeline.benchmark.config import (
     RecordedTarget,
     load_benchmark,
 )
-from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import harness_problems, unmocked_services
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
+from n8n_deepeval_pipeline.red_team.target import attack_problems
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
@@ -74,6 +75,7 @@ def check_benchmark(
     warnings = _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
+    warnings += _check_red_team(path, benchmark, workflow)
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -111,6 +113,23 @@ def _check_harness(
     return [
         f"acts on a real service: {node} (mock it in target.mocks)"
         for node in unmocked_services(target, workflow)
+    ]
+
+
+def _check_red_team(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> list[str]:
+    """A red team that would act on the world: refused, or said when the file accepts it."""
+    if benchmark.red_team is None:
+        return []
+    if isinstance(benchmark.target, WorkflowTarget):
+        problems = attack_problems(benchmark.target, workflow)
+        if problems:
+            raise BenchmarkConfigError(path, [f"redTeam: {problem}" for problem in problems])
+        return []
+    assert isinstance(benchmark.target, WebhookTarget)  # the model refuses a recorded one
+    return [
+        "redTeam.actsOnTheWorld: the red team attacks the live webhook, so every tool an "
+        "attack makes the agent call really runs (a refund, an e-mail): an n8n_workflow "
+        "target would mock them"
     ]
 
 

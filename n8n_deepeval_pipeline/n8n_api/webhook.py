@@ -122,15 +122,12 @@ class WebhookCaller:
         answer = NormalisedResponse()
         try:
             for message in self._messages(row):
-                context = template_context(row, run, session_id, self.env)
-                if message is not None:
-                    context["input"] = message
-                answer = self._call(context)
+                answer = self.answer(row, run, session_id, message)
                 session_id = answer.session_id or session_id
                 if answer.intermediate_steps is not None:
                     steps = (steps or []) + answer.intermediate_steps
                 turns += [
-                    {"role": "user", "content": context["input"] or ""},
+                    {"role": "user", "content": (row.input if message is None else message) or ""},
                     {"role": "assistant", "content": answer.output or ""},
                 ]
         except TargetError as error:
@@ -144,6 +141,18 @@ class WebhookCaller:
             session_id=session_id,
             latency_s=round(time.perf_counter() - started, 4),
         )
+
+    def answer(
+        self, row: DatasetRow, run: ExpandedRun, session_id: str, message: str | None = None
+    ) -> NormalisedResponse:
+        """One call in the run's session; ``message`` is sent as the input instead of the row's.
+
+        A failed call raises ``TargetError``.
+        """
+        context = template_context(row, run, session_id, self.env)
+        if message is not None:
+            context["input"] = message
+        return self._call(context)
 
     def _messages(self, row: DatasetRow) -> list[str | None]:
         column = self.target.messages_column

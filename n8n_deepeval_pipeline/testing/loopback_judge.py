@@ -22,9 +22,12 @@ judges do: ``retry-after`` only that header on a 429, ``nothing`` no header at a
 fields of every structured answer (``{"score": 5}``): judges of a panel that answer
 differently. ``free_text`` answers a request that asks for no format at all (a
 synthesizer's evolution) with a sentence drawn from the request, rather than the fixed
-JSON, so that different prompts get different text. ``POST /v1/embeddings`` answers each
-input with a unit vector drawn from a hash of its text (``EMBEDDING_SIZE`` floats, or
-their base64 form when asked), for DeepEval's document path.
+JSON, so that different prompts get different text. With ``distinct_text`` every free
+text of a structured answer ends with a digest of its request, so that text the judge
+writes (a red team's attacks) differs from request to request and shows where it went.
+``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its
+text (``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's
+document path.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -50,7 +53,7 @@ from collections import Counter
 from typing import Any, Literal, get_args
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
-from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+from n8n_deepeval_pipeline.judging.schema_filler import PLACEHOLDER, fill_schema
 
 EMBEDDING_SIZE = 16
 # What a rate-limited loopback judge tells of its budget: OpenAI's headers on every answer
@@ -77,7 +80,9 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
     return " ".join(text(message.get("content")) for message in messages)
 
 
-def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
+def answer_for(
+    body: dict[str, Any], fixed: dict[str, Any] | None = None, distinct_text: bool = False
+) -> str:
     """The assistant text for a chat completion request (``fixed`` fields pinned)."""
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
@@ -86,7 +91,21 @@ def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = prompt_text(body.get("messages", []))
-    return json.dumps(_pinned(fill_schema(schema, _seed(body), prompt), fixed))
+    answer = fill_schema(schema, _seed(body), prompt)
+    if distinct_text:
+        answer = _tagged(answer, _seed(body).hex()[:8])
+    return json.dumps(_pinned(answer, fixed))
+
+
+def _tagged(value: Any, tag: str) -> Any:
+    """Every free text of ``value`` (not a choice such as yes/no) followed by ``tag``."""
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        return f"{value} {tag}"
+    if isinstance(value, dict):
+        return {key: _tagged(item, tag) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tagged(item, tag) for item in value]
+    return value
 
 
 def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
@@ -120,6 +139,7 @@ class LoopbackJudge:
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
         announce: Announce = "headers",
+        distinct_text: bool = False,
     ) -> None:
         self.latency_s = latency_s
         self.announce = announce
@@ -138,6 +158,7 @@ class LoopbackJudge:
         self.reject_key = reject_key
         self.fixed = fixed
         self.free_text = free_text
+        self.distinct_text = distinct_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -255,7 +276,7 @@ class LoopbackJudge:
             return rubric_answer(_seed(request), "loopback reason", top)
         if self.free_text and not request.get("response_format"):
             return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
-        return answer_for(request, self.fixed), None
+        return answer_for(request, self.fixed, self.distinct_text), None
 
     def _anthropic(
         self, fault: str, request: dict[str, Any]

@@ -1,11 +1,11 @@
 """What a benchmark needs to know about a workflow before anyone writes one.
 
-Its trigger; its agents; the node the trigger feeds (the start node of n8n's config
-evals, never the trigger itself) and the node whose output is the answer (the end
-node); the fields of the trigger's item the start node reads (the dataset's columns, the
-user's message first); and the agents' sub-nodes that decide the metrics: tools, memory,
-retrieval. ``init`` proposes a benchmark from it and ``dataset from-executions`` reads
-the same fields out of past executions.
+Its trigger; its agents and their system messages; the node the trigger feeds (the start
+node of n8n's config evals, never the trigger itself) and the node whose output is the
+answer (the end node); the fields of the trigger's item the start node reads (the
+dataset's columns, the user's message first); and the agents' sub-nodes that decide the
+metrics: tools, memory, retrieval. ``init`` proposes a benchmark from it and ``dataset
+from-executions`` reads the same fields out of past executions.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class Anatomy:
     trigger: str | None
     trigger_type: str
     agents: list[str]
+    instructions: list[str]  # the agents' system messages, in agent-name order
     start: str | None
     end: str | None
     reads: list[FieldRead]  # the user's message first, in column ``input``
@@ -85,6 +86,7 @@ def anatomy(workflow: Mapping[str, Any]) -> Anatomy:
         trigger=trigger,
         trigger_type=node_type(graph.nodes[trigger]) if trigger else "",
         agents=agents,
+        instructions=[text for name in agents if (text := _system_message(graph.nodes[name]))],
         start=start,
         end=_end(graph, start, set(agents)) if start else None,
         reads=_reads(graph, trigger, start) if trigger and start else [],
@@ -92,6 +94,15 @@ def anatomy(workflow: Mapping[str, Any]) -> Anatomy:
         memories=sorted(name for name, kind in sub_nodes if kind == "ai_memory"),
         retrievers=graph.names(_retrieves),
     )
+
+
+def _system_message(node: Mapping[str, Any]) -> str | None:
+    """An agent's system message (an expression's text as written), None when it sets none."""
+    options = (node.get("parameters") or {}).get("options")
+    message = options.get("systemMessage") if isinstance(options, Mapping) else None
+    if not isinstance(message, str):
+        return None
+    return message.removeprefix("=").strip() or None
 
 
 def _trigger(graph: WorkflowGraph, agents: list[str]) -> str | None:

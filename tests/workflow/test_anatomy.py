@@ -54,3 +54,19 @@ def test_the_end_is_the_agent_when_a_branch_follows_it_and_retrievers_are_found(
     # Clean reads topic by the trigger's name; the agent's $json.q is Clean's, not the trigger's.
     assert shape.reads == [FieldRead(("topic",), "input")]
     assert shape.retrievers == ["Store"]
+
+
+def test_the_agents_system_messages_are_read_as_written():
+    langchain = "@n8n/n8n-nodes-langchain."
+    workflow = {
+        "nodes": [
+            node("Chat", langchain + "chatTrigger"),
+            node("Agent", langchain + "agent",
+                 options={"systemMessage": "=Help {{ $json.customer }} with orders. "}),
+            node("Helper", langchain + "agentTool", options={}),
+        ],
+        "connections": {**link("Chat", "Agent"), **link("Helper", "Agent", "ai_tool")},
+    }  # fmt: skip
+    shape = anatomy(workflow)
+    assert shape.agents == ["Agent", "Helper"]
+    assert shape.instructions == ["Help {{ $json.customer }} with orders."]  # Helper sets none
