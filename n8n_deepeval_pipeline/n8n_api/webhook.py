@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import httpx2
 
@@ -183,7 +183,7 @@ class WebhookCaller:
         attempts = 1 if method in UNSAFE_TO_RETRY else self.target.retries + 1
         request: dict[str, Any] = {"headers": headers}
         if method == "GET":
-            request["params"] = _query(body)
+            url = with_query(url, _query(body))
         elif isinstance(body, str):
             request["content"] = body.encode("utf-8")
         else:
@@ -198,6 +198,18 @@ class WebhookCaller:
             reason = redact(_reason(response), _webhook_secrets(url))[:200]
             raise TargetError(f"HTTP {response.status_code}: {reason}")
         return response
+
+
+def with_query(url: str, fields: dict[str, str]) -> str:
+    """``url`` with ``fields`` added to its own query string, which is kept as it is.
+
+    A field the URL's query already names is left out: the template's own value wins.
+    """
+    parts = urlsplit(url)
+    named = {unquote_plus(pair.partition("=")[0]) for pair in parts.query.split("&") if pair}
+    added = urlencode({k: v for k, v in fields.items() if k not in named}, quote_via=quote)
+    query = "&".join(part for part in (parts.query, added) if part)
+    return urlunsplit(parts._replace(query=query))
 
 
 def _query(body: Any) -> dict[str, str]:
