@@ -9,7 +9,11 @@ import click
 
 from n8n_deepeval_pipeline.console import benchmarks
 
-REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
+REDACT_HELP = (
+    "Take credentials, e-mails and phone numbers out of the executions' rows, and out of "
+    "the rows the --out file holds already (it is rewritten); a Data Table holding rows "
+    "with them is refused."
+)
 
 
 @click.group()
@@ -76,7 +80,7 @@ def from_executions(
     )
     try:
         with benchmarks.api_client() as client:
-            draft, added = draw_dataset(
+            draft, written = draw_dataset(
                 client, query, out or str(data_table), expected_from_output, redact,
                 progress,
             )  # fmt: skip
@@ -84,7 +88,8 @@ def from_executions(
         raise click.ClickException(str(error)) from None
     if not draft.rows:
         raise click.ClickException(none_drawn(draft, query) + ": nothing written")
-    click.echo(drawn(draft, added, str(out or f"Data Table {data_table!r}")))
+    where = str(out or f"Data Table {data_table!r}")
+    click.echo(drawn(draft, written.new, where, written.redacted))
 
 
 SELF_CONSISTENCY_WARNING = (
@@ -111,16 +116,20 @@ def none_drawn(draft: Any, query: Any) -> str:
     return matched if not draft.executions else f"{matched}, none with an input to replay"
 
 
-def drawn(draft: Any, added: int, where: str) -> str:
-    """What the executions gave: rows, what was left out, and how many were new where."""
+def drawn(draft: Any, added: int, where: str, redacted: int = 0) -> str:
+    """What the executions gave: rows, what was left out, how many were new where.
+
+    ``redacted``: rows the destination held already that ``--redact`` rewrote.
+    """
     left_out = [
         f"{draft.duplicates} duplicate(s)" if draft.duplicates else "",
         f"{draft.without_input} without an input" if draft.without_input else "",
     ]
     note = "; ".join(part for part in left_out if part)
+    rewritten = f" · {redacted} rows already there redacted" if redacted else ""
     return (
         f"{draft.executions} executions → {len(draft.rows)} rows{f' ({note})' if note else ''}"
-        f" · {added} new in {where}, {len(draft.rows) - added} already there"
+        f" · {added} new in {where}, {len(draft.rows) - added} already there{rewritten}"
     )
 
 
