@@ -218,9 +218,22 @@ class PipelineJudge(DeepEvalBaseLLM):
         key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:
+            estimate = self._estimate(prompt)
             completion = await self._call(
-                lambda: provider.complete_raw(prompt, top), usage, self._estimate(prompt)
+                lambda: provider.complete_raw(prompt, top), usage, estimate
             )
+            why = _not_a_rubric_answer(completion.text)
+            if why is not None:  # asked once more saying why, as a schema's answer is
+                retry = f"{prompt}\n\nYour previous answer was not valid: {why}. {_AGAIN}"
+                completion = await self._call(
+                    lambda: provider.complete_raw(retry, top), usage, estimate
+                )
+                again = _not_a_rubric_answer(completion.text)
+                if again is not None:
+                    raise JudgeOutputError(
+                        "the judge answered twice with text that is not the JSON "
+                        f"{{score, reason}} G-Eval asks for: {again}"
+                    )
             return _cached_answer(completion)
 
         answer = await self._cached_or_asked(key, ask, usage)
@@ -389,6 +402,30 @@ class PipelineJudge(DeepEvalBaseLLM):
                 self.spec.breaker_threshold,
                 self.spec.breaker_cool_down_s,
             )
+
+
+_AGAIN = "Answer again with JSON only, exactly as asked above."
+
+
+def _not_a_rubric_answer(raw: str) -> str | None:
+    """Why a raw completion is not what DeepEval's rubric score reads, or None if it is.
+
+    DeepEval loads ``choices[0].message.content`` with its own ``trimAndLoadJson`` and
+    reads ``score`` and ``reason`` from it; an answer it would fail on is asked again.
+    """
+    from deepeval.metrics.utils import trimAndLoadJson
+    from openai.types.chat import ChatCompletion
+
+    reply = ChatCompletion.model_validate_json(raw)
+    content = reply.choices[0].message.content if reply.choices else None
+    try:
+        loaded = trimAndLoadJson(content)
+    except ValueError:
+        return "not JSON"
+    missing = [
+        key for key in ("score", "reason") if not isinstance(loaded, dict) or key not in loaded
+    ]
+    return f"no {' and no '.join(missing)}" if missing else None
 
 
 def _cached_answer(completion: Completion) -> CachedAnswer:
