@@ -6,6 +6,7 @@ ever called on a webhook or a judge.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,20 @@ from n8n_deepeval_pipeline.benchmark.config import (
     RecordedTarget,
     load_benchmark,
 )
-from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import (
+    N8nWorkflowRef,
+    WebhookTarget,
+    WorkflowTarget,
+)
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
-from n8n_deepeval_pipeline.n8n_api.harness_run import harness_problems, unmocked_services
+from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    harness_body,
+    harness_problems,
+    unmocked_services,
+)
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
+from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
@@ -74,6 +84,7 @@ def check_benchmark(
     warnings = _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
+    warnings += _check_requests(path, benchmark, workflow, rows[0])
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -112,6 +123,34 @@ def _check_harness(
         f"acts on a real service: {node} (mock it in target.mocks)"
         for node in unmocked_services(target, workflow)
     ]
+
+
+# A harness copy's webhook is made by the run; its templates are checked without it.
+_HARNESS_URL = "http://harness.invalid/webhook/validate"
+
+
+def _check_requests(
+    path: Path, benchmark: Benchmark, workflow: dict[str, Any], first: DatasetRow
+) -> list[str]:
+    """Every request template rendered for the first row: one that fails, fails every call.
+
+    The variables the templates read and this environment lacks are warnings: a run
+    elsewhere may have them.
+    """
+    target = benchmark.target
+    if isinstance(target, WorkflowTarget):
+        webhook, body_field = (
+            target.as_webhook(_HARNESS_URL, harness_body(target, workflow)),
+            "input",
+        )
+    elif isinstance(target, WebhookTarget):
+        webhook, body_field = target, "body"
+    else:
+        return []
+    problems = request_problems(webhook, first, os.environ, body_field)
+    if problems:
+        raise BenchmarkConfigError(path, problems)
+    return unset_env(webhook, os.environ)
 
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:
