@@ -12,6 +12,7 @@ import click
 
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import n8n_unreachable_refused
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
@@ -21,6 +22,7 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=benchmarks.EXISTING_FILE)
+@n8n_unreachable_refused
 def validate(files: tuple[Path, ...]) -> None:
     """Check benchmark FILES and the workflow, dataset and outputs they point to."""
     failed = False

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import EXIT_N8N_UNREACHABLE, Refused
 
 REDACT_HELP = (
     "Take credentials, e-mails and phone numbers out of the executions' rows, and out of "
@@ -64,7 +65,7 @@ def from_executions(
     A row per execution, or per chat session for a chat-triggered agent; a row's id is a
     hash of its input, so rows already there are not added again.
     """
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery, draw_dataset
 
     if (out is None) == (data_table is None):
@@ -84,6 +85,8 @@ def from_executions(
                 client, query, out or str(data_table), expected_from_output, redact,
                 progress,
             )  # fmt: skip
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
         raise click.ClickException(str(error)) from None
     if not draft.rows:

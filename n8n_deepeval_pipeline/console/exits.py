@@ -16,6 +16,7 @@ EXIT_INVALID_CONFIG = 2
 EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
 EXIT_RUN_REGRESSION = 5
+EXIT_N8N_UNREACHABLE = 6  # any command reading n8n: it did not answer (not the file's fault)
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
@@ -62,5 +63,28 @@ def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
         # Raised out here, so that the failed frames (and Dagster's open resources) are
         # released now rather than at interpreter exit.
         raise Refused(fault, EXIT_RUN_FAILED)
+
+    return guarded
+
+
+def n8n_unreachable(messages: Sequence[str]) -> str | None:
+    """The one line of an n8n that did not answer, among a failed run's errors, if any."""
+    prefix = "N8nUnreachable: "
+    return next((m.removeprefix(prefix) for m in messages if m.startswith(prefix)), None)
+
+
+def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that says an n8n out of reach in one line, naming it, and exits 6."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        from n8n_deepeval_pipeline.n8n_api.client import N8nUnreachable
+
+        try:
+            command(*args, **kwargs)
+            return
+        except N8nUnreachable as error:
+            message = str(error)
+        raise Refused(message, EXIT_N8N_UNREACHABLE)
 
     return guarded

@@ -11,7 +11,7 @@ import click
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
-from n8n_deepeval_pipeline.console.exits import Refused
+from n8n_deepeval_pipeline.console.exits import EXIT_N8N_UNREACHABLE, Refused
 
 
 @click.command()
@@ -38,7 +38,7 @@ def init(
     workflow; the file is validated once written.
     """
     from n8n_deepeval_pipeline.console.scaffold import benchmark_name, write_benchmark
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
 
     client = None if Path(workflow).is_file() else benchmarks.api_client()
@@ -51,6 +51,8 @@ def init(
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
             query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
             written = write_benchmark(source, out, client, query, progress, redact)
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if written.drawn is not None and not written.drawn.rows:

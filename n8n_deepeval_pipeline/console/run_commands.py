@@ -17,9 +17,12 @@ from n8n_deepeval_pipeline.console.exits import (
     EXIT_BELOW_FAIL_UNDER,
     EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_N8N_UNREACHABLE,
     EXIT_RUN_FAILED,
     EXIT_RUN_REGRESSION,
     Refused,
+    n8n_unreachable,
+    n8n_unreachable_refused,
     storage_fault,
     storage_faults_refused,
 )
@@ -90,6 +93,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def run(
     file: Path,
@@ -107,7 +111,8 @@ def run(
     Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
     (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
     4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
-    case regressed against the previous version (compare.failOn).
+    case regressed against the previous version (compare.failOn), 6 n8n could not be
+    reached.
     """
     from n8n_deepeval_pipeline.summary.run_summary import render_summary
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -167,6 +172,9 @@ def _judged(
     fault when one is behind it; `run` and `backfill` give one answer for a version.
     """
     if not materialised.completed:
+        unreachable = n8n_unreachable(materialised.errors)
+        if unreachable is not None:  # the outside world failed a step, not the run
+            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
         fault = storage_fault(materialised.errors)
         raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
     summary = runner.summary(partition)
@@ -219,6 +227,7 @@ def _incompleteness(
     "from stored upstream tables.",
 )
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
@@ -231,15 +240,16 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
+        # Checked first: a file or an n8n that refuses it is said before any instance opens.
+        benchmark, checked = benchmarks.check(file, for_run=True)
         with local_instance() as instance:
-            benchmark, checked = benchmarks.check(file, for_run=True)
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
             current = None if from_asset else runner.register_current_version(checked.workflow_hash)
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed: list[str] = []
+            failed: list[Refused] = []
             incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition == current else "metric_scores")
@@ -250,14 +260,16 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                     ended = runner.materialise(partition, start, verbose)
                     _, why = _judged(runner, partition, ended, verbose=verbose)
                 except Refused as failure:
-                    failed.append(failure.message)
+                    failed.append(failure)
                     continue
                 if why:
                     incomplete.append(f"workflow {partition[:12]}: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:  # one storage fault behind every failure is said once
-        raise Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+        codes = {failure.exit_code for failure in failed}
+        code = codes.pop() if len(codes) == 1 else EXIT_RUN_FAILED
+        raise Refused("\n".join(dict.fromkeys(f.message for f in failed)), code)
     if incomplete:
         click.echo("\n".join(incomplete), err=True)
         sys.exit(EXIT_INCOMPLETE)

@@ -24,7 +24,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
-from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, N8nUnreachable
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
     harness_problems,
@@ -73,6 +73,8 @@ def check_benchmark(
         workflow = _workflow(benchmark, path, n8n)
         digest = workflow_hash(workflow)
         records = _records(benchmark, path, n8n)
+    except N8nUnreachable:
+        raise  # the outside world failing, not the file: the command says so apart
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     with pointed_to_by(path):
