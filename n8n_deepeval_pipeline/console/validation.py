@@ -24,6 +24,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, N8nUnreachable
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
@@ -36,6 +37,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
+from n8n_deepeval_pipeline.workflow.anatomy import anatomy
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
@@ -83,6 +85,7 @@ def check_benchmark(
             raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
+    _check_online_sessions(path, benchmark, workflow)
     warnings = _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
@@ -125,6 +128,28 @@ def _check_harness(
         f"acts on a real service: {node} (mock it in target.mocks)"
         for node in unmocked_services(target, workflow)
     ]
+
+
+def _check_online_sessions(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> None:
+    """Conversational online metrics need the session each execution belongs to."""
+    if benchmark.online is None:
+        return
+    conversational = [
+        metric.result_label()
+        for metric in benchmark.metrics
+        if metric.result_label() in benchmark.online.metrics and entry_for(metric).needs_turns
+    ]
+    shape = anatomy(workflow)
+    if conversational and shape.session is None:
+        raise BenchmarkConfigError(
+            path,
+            [
+                f"online.metrics: {', '.join(conversational)} score chat sessions, but the "
+                f"workflow names none: {shape.no_session}; key the memory by a field of the "
+                "request (Session ID: Define below, {{ $json.body.sessionId }}) or score only "
+                "per execution"
+            ],
+        )
 
 
 # A harness copy's webhook is made by the run; its templates are checked without it.

@@ -226,7 +226,7 @@ def exchange_of(execution: dict[str, Any], shape: Anatomy, redact: bool = False)
         tools = called_tool_names(execution_steps(execution))
     except StepsShapeError:
         tools = []  # steps in a shape no agent writes: the row keeps its input
-    session = item.get("sessionId")
+    session = resolve_path(item, shape.session) if shape.session else None  # as memory keys it
     answer = normalise_response(answered).output if answered is not None else None
     return Exchange(
         execution_id=str(execution.get("id", "")),

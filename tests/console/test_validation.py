@@ -286,3 +286,32 @@ def test_templates_that_render_for_the_first_row_are_valid_and_an_unset_env_is_a
     ]
     monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n")
     assert check_benchmark(example_copy)[1].warnings == []
+
+
+def test_online_conversational_metrics_need_a_session_the_workflow_names(tmp_path):
+    from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+    from tests.n8n_api.fake_n8n import FakeN8nApi
+    from tests.orchestration.test_online import (
+        WEBHOOK_CONVERSATION_BENCHMARK,
+        WEBHOOK_MEMORY_AGENT,
+        benchmark_file,
+    )
+    from tests.workflow.test_anatomy import webhook_agent_with_memory
+
+    path = benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)
+    (path.parent / "dataset.jsonl").write_text(
+        '{"rowId": "r1", "input": "hello", "expectedOutput": "hi"}\n'
+    )
+    with FakeN8nApi() as fake, N8nClient(fake.base_url, "test-key") as client:
+        fake.workflows["wf"] = WEBHOOK_MEMORY_AGENT  # memory keyed by body.sessionId
+        assert check_benchmark(path, client)[1].metrics == ["turn_relevancy", "knowledge_retention"]
+        fake.workflows["wf"] = webhook_agent_with_memory()  # the input's sessionId: none
+        with pytest.raises(BenchmarkConfigError) as caught:
+            check_benchmark(path, client)
+    assert caught.value.problems == [
+        "online.metrics: turn_relevancy, knowledge_retention score chat sessions, but the "
+        'workflow names none: memory "Simple Memory" takes the session from the input\'s '
+        "sessionId, which the trigger Webhook (n8n-nodes-base.webhook) does not send; key "
+        "the memory by a field of the request (Session ID: Define below, "
+        "{{ $json.body.sessionId }}) or score only per execution"
+    ]
