@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import EXIT_N8N_UNREACHABLE, Refused
 
@@ -80,7 +82,8 @@ def from_executions(
         include_manual=include_manual,
     )
     try:
-        with benchmarks.api_client() as client:
+        made = settings.made_for_the_user(out.parent) if out else contextlib.nullcontext()
+        with benchmarks.api_client() as client, made:
             draft, written = draw_dataset(
                 client, query, out or str(data_table), expected_from_output, redact,
                 progress,

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
@@ -50,7 +51,8 @@ def init(
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
             query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-            written = write_benchmark(source, out, client, query, progress, redact)
+            with settings.made_for_the_user(out.parent):
+                written = write_benchmark(source, out, client, query, progress, redact)
     except N8nUnreachable as error:
         raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:

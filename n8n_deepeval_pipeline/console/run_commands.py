@@ -138,7 +138,8 @@ def run(
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
                     summary = summary.model_copy(update={"trial": trial})
                 if record is not None:
-                    written = runner.record(partition, record)
+                    with settings.made_for_the_user(record.parent):
+                        written = runner.record(partition, record)
                     click.echo(
                         f"recorded {written} outputs of {partition[:12]} in {record}", err=True
                     )

@@ -326,6 +326,7 @@ def append_to_file(path: Path, rows: list[dict[str, Any]], redact: bool = False)
     if redacted:
         _rewrite(path, there + new)
     else:
+        path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as out:
             out.writelines(_line(row) for row in new)
     return Written(len(new), redacted)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -342,3 +344,18 @@ def test_redact_into_a_data_table_of_unredacted_rows_is_refused(n8n: FakeN8nApi)
 def n8n_row_id(n8n: FakeN8nApi) -> str:
     (table,) = n8n.tables.values()
     return str(table["rows"][0]["rowId"])
+
+
+def test_a_dataset_file_the_user_names_is_made_as_their_umask_makes_files(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(1, "a")]
+    out = tmp_path / "made" / "here" / "traffic.jsonl"
+    users = os.umask(0o022)
+    try:
+        draw("--out", str(out))
+    finally:
+        os.umask(users)
+    modes = [stat.S_IMODE(path.stat().st_mode) for path in (out, out.parent, out.parent.parent)]
+    assert modes == [0o644, 0o755, 0o755]  # not the private modes of the command's own files
+    assert os.umask(users) == users  # the command put the test's umask back
