@@ -63,6 +63,21 @@ def test_a_truncated_or_corrupt_database_is_named_in_one_line_and_left_as_it_is(
     assert (read.returncode, read.stderr) == (4, CORRUPT.format(database) + "\n")
 
 
+def test_a_truncated_database_is_named_before_run_or_backfill_start_anything(tmp_path):
+    env = environment(tmp_path / "home")
+    database = tmp_path / "home" / "results.duckdb"
+    assert cli(env, "run", str(BENCHMARK)).returncode == 0
+    whole = database.read_bytes()
+    assert len(whole) > 100_000
+    for size in (0, 1000, 100_000):
+        database.write_bytes(whole[:size])
+        for command in ("run", "backfill"):
+            done = cli(env, command, str(BENCHMARK))
+            # one line, before any step: Dagster's connect retried the file for ~100 s
+            assert (done.returncode, done.stderr) == (4, CORRUPT.format(database) + "\n"), size
+        assert database.read_bytes() == whole[:size]  # looked at, never written
+
+
 # Run in a mount namespace of its own: its small tmpfs folders exist for it alone.
 FULL_DISKS = """
 set -u

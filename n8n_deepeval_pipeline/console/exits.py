@@ -44,6 +44,19 @@ def storage_fault(messages: Sequence[str]) -> str | None:
     return fault_of(messages, settings.database_path(), list(dict.fromkeys(folders)))
 
 
+def refuse_a_damaged_database() -> None:
+    """Refuse at once, in one line, a local results database that is damaged (exit 4)."""
+    from n8n_deepeval_pipeline.storage_faults import database_damage
+
+    try:
+        local = settings.profile() == "local"
+    except ValueError:
+        return  # a bad profile is refused where it is used
+    fault = storage_fault(database_damage(settings.database_path())) if local else None
+    if fault is not None:
+        raise Refused(fault, EXIT_RUN_FAILED)
+
+
 def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
     """A command that says a storage fault in one line and exits 4, without a traceback."""
 

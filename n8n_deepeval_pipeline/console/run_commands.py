@@ -23,6 +23,7 @@ from n8n_deepeval_pipeline.console.exits import (
     Refused,
     n8n_unreachable,
     n8n_unreachable_refused,
+    refuse_a_damaged_database,
     storage_fault,
     storage_faults_refused,
 )
@@ -118,6 +119,8 @@ def run(
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
+    if selection is None:  # a trial stores its rows apart
+        refuse_a_damaged_database()
     try:
         with _workers_warming(selection is None):
             benchmark, checked = benchmarks.check(
@@ -238,6 +241,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
     among the causes).
     """
+    refuse_a_damaged_database()  # before Dagster's imports: a second, not several
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
