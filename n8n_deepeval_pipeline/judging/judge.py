@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
@@ -90,9 +91,13 @@ JUDGE_SCOPE: contextvars.ContextVar[JudgeScope | None] = contextvars.ContextVar(
 
 
 class UsageCounter:
-    """Judge calls, retries, cache hits and tokens of the evaluation in progress."""
+    """Judge calls, retries, cache hits and tokens of the evaluation in progress.
 
-    def __init__(self) -> None:
+    ``ledger``: where each answered call is also written as it arrives (see call_ledger).
+    """
+
+    def __init__(self, ledger: CallLedger | None = None) -> None:
+        self.ledger = ledger
         self.reset()
 
     def reset(self) -> None:
@@ -378,6 +383,13 @@ class PipelineJudge(DeepEvalBaseLLM):
         usage.calls += 1
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
+        if usage.ledger is not None:  # answered: counted now, whatever becomes of the rest
+            usage.ledger.answered(
+                self.spec.label,
+                self.spec.model,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+            )
         return completion
 
     def _estimate(self, prompt: str) -> int:
