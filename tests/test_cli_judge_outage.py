@@ -98,5 +98,5 @@ def test_a_judge_that_refuses_the_key_is_named_so_not_unreachable(tmp_path):
     )
     assert "unreachable" not in done.stdout + done.stderr
     assert done.stderr.splitlines()[-1].startswith(
-        "incomplete: the judge refused the key (HTTP 401) for "
+        "incomplete: 54 of 189 scores have no judgement: the judge refused the key (HTTP 401) for "
     )
