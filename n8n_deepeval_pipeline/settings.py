@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from n8n_deepeval_pipeline import environment_variables
@@ -28,6 +29,53 @@ BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml"
 
 PRIVATE_DIR_MODE = 0o700  # the results and the judge state hold every prompt and answer
 PRIVATE_FILE_MODE = 0o600
+# What a command (and every process it starts: workers, Dagster's) creates: its owner's only.
+PRIVATE_UMASK = 0o077
+_users_umask: list[int] = []  # the umask the command was started with, for what it asked
+
+
+def keep_files_private() -> int:
+    """Make every file and folder this process and its children create private; the old umask.
+
+    Dagster, DuckDB (its WAL too) and SQLite create their files with the process's umask:
+    set here, nothing under the home is left readable by others, however it was made.
+    """
+    previous = os.umask(PRIVATE_UMASK)
+    _users_umask.append(previous)
+    return previous
+
+
+def restore_umask(previous: int) -> None:
+    """Put back the umask ``keep_files_private`` replaced (a command run in-process ended)."""
+    os.umask(previous)
+    if _users_umask:
+        _users_umask.pop()
+
+
+@contextlib.contextmanager
+def made_for_the_user(folder: Path) -> Iterator[None]:
+    """What the block makes in ``folder`` (the folder too) at the user's request, elsewhere.
+
+    It gets the mode the user's umask gives (a report to share, a benchmark file to commit),
+    not the private one of the command's own files. Entries that were there keep theirs,
+    and so does anything under the home.
+    """
+    missing = [path for path in (folder, *folder.parents) if not path.exists()]
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    try:
+        yield
+    finally:
+        made = [path for path in missing if path.exists()]
+        made += [path for path in folder.iterdir() if path not in before] if folder.is_dir() else []
+        for path in made:
+            _users_mode(path)
+
+
+def _users_mode(path: Path) -> None:
+    if not _users_umask or path.resolve().is_relative_to(home()):
+        return
+    everyone = 0o777 if path.is_dir() else 0o666
+    path.chmod(everyone & ~_users_umask[-1])
 
 
 def private_dir(path: Path) -> Path:

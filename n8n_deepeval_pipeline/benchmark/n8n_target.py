@@ -102,7 +102,8 @@ class WebhookTarget(ConfigModel):
     body: Any = Field(
         default=None,
         description="Body template (object, list or text). Default: the mapped fields, "
-        "chatInput, sessionId and evalContext. GET sends its fields as query parameters.",
+        "chatInput, sessionId and evalContext. GET adds its fields to the URL's own query "
+        "string (a name that query holds already keeps the URL's value).",
     )
     response_path: str | None = Field(
         default=None, description="JMESPath to the output when the answer has another shape."

@@ -12,7 +12,11 @@ import click
 
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
-from n8n_deepeval_pipeline.console.exits import EXIT_ERROR, exit_codes_stated
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_ERROR,
+    exit_codes_stated,
+    n8n_unreachable_refused,
+)
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
@@ -23,6 +27,7 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 @exit_codes_stated("validate")
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=benchmarks.EXISTING_FILE)
+@n8n_unreachable_refused
 def validate(files: tuple[Path, ...]) -> None:
     """Check benchmark FILES and the workflow, dataset and outputs they point to."""
     failed = False

@@ -19,6 +19,7 @@ EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrup
 EXIT_RUN_REGRESSION = 5
 EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
 EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
+EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
 # …and of `compare`.
 EXIT_REGRESSION = 1
 EXIT_COMPARE_FAILED = 2
@@ -127,6 +128,19 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         commands=("dataset synthesize",),
         when="the synthesis process itself failed (its last line is quoted)",
     ),
+    ExitCode(
+        code=EXIT_N8N_UNREACHABLE,
+        commands=(
+            "run",
+            "backfill",
+            "validate",
+            "init",
+            "dataset from-executions",
+            "dataset synthesize",
+        ),
+        when="n8n did not answer: one line names its scheme, host and port (the file is "
+        "not at fault)",
+    ),
     ExitCode(code=EXIT_ERROR, commands=(ANY_COMMAND,), when="an error, said in one line"),
     ExitCode(
         code=EXIT_USAGE,
@@ -176,6 +190,19 @@ def storage_fault(messages: Sequence[str]) -> str | None:
     return fault_of(messages, settings.database_path(), list(dict.fromkeys(folders)))
 
 
+def refuse_a_damaged_database() -> None:
+    """Refuse at once, in one line, a local results database that is damaged (exit 4)."""
+    from n8n_deepeval_pipeline.storage_faults import database_damage
+
+    try:
+        local = settings.profile() == "local"
+    except ValueError:
+        return  # a bad profile is refused where it is used
+    fault = storage_fault(database_damage(settings.database_path())) if local else None
+    if fault is not None:
+        raise Refused(fault, EXIT_RUN_FAILED)
+
+
 def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
     """A command that says a storage fault in one line and exits 4, without a traceback."""
 
@@ -195,5 +222,28 @@ def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
         # Raised out here, so that the failed frames (and Dagster's open resources) are
         # released now rather than at interpreter exit.
         raise Refused(fault, EXIT_RUN_FAILED)
+
+    return guarded
+
+
+def n8n_unreachable(messages: Sequence[str]) -> str | None:
+    """The one line of an n8n that did not answer, among a failed run's errors, if any."""
+    prefix = "N8nUnreachable: "
+    return next((m.removeprefix(prefix) for m in messages if m.startswith(prefix)), None)
+
+
+def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that says an n8n out of reach in one line, naming it, and exits 8."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        from n8n_deepeval_pipeline.n8n_api.client import N8nUnreachable
+
+        try:
+            command(*args, **kwargs)
+            return
+        except N8nUnreachable as error:
+            message = str(error)
+        raise Refused(message, EXIT_N8N_UNREACHABLE)
 
     return guarded

@@ -8,10 +8,16 @@ from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
-from n8n_deepeval_pipeline.console.exits import EXIT_ERROR, Refused, exit_codes_stated
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_ERROR,
+    EXIT_N8N_UNREACHABLE,
+    Refused,
+    exit_codes_stated,
+)
 
 
 @exit_codes_stated("init")
@@ -57,7 +63,7 @@ def init(
         write_benchmark,
         write_synthesized_benchmark,
     )
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
 
     if synthesize and from_executions:
@@ -70,15 +76,15 @@ def init(
             out = out or Path(f"{name}.benchmark.yaml")
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
-            if synthesize:
-                written = write_synthesized_benchmark(
-                    source, out, _synthesizer(source, workflow, synthesize)
-                )
-            else:
-                query = (
-                    ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-                )
-                written = write_benchmark(source, out, client, query, progress, redact)
+            query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
+            with settings.made_for_the_user(out.parent):
+                if synthesize:
+                    synthesizer = _synthesizer(source, workflow, synthesize)
+                    written = write_synthesized_benchmark(source, out, synthesizer)
+                else:
+                    written = write_benchmark(source, out, client, query, progress, redact)
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if written.drawn is not None and not written.drawn.rows:

@@ -19,11 +19,15 @@ from n8n_deepeval_pipeline.console.exits import (
     EXIT_BREACH_OVER_FAIL_ON,
     EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_N8N_UNREACHABLE,
     EXIT_NEW_BREACH,
     EXIT_RUN_FAILED,
     EXIT_RUN_REGRESSION,
     Refused,
     exit_codes_stated,
+    n8n_unreachable,
+    n8n_unreachable_refused,
+    refuse_a_damaged_database,
     storage_fault,
     storage_faults_refused,
 )
@@ -102,6 +106,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     "one; later versions keep the new one.",
 )
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def run(
     file: Path,
@@ -119,6 +124,8 @@ def run(
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
+    if selection is None:  # a trial stores its rows apart
+        refuse_a_damaged_database()
     try:
         with _workers_warming(selection is None):
             benchmark, checked = benchmarks.check(
@@ -146,7 +153,8 @@ def run(
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
                     summary = summary.model_copy(update={"trial": trial})
                 if record is not None:
-                    written = runner.record(partition, record)
+                    with settings.made_for_the_user(record.parent):
+                        written = runner.record(partition, record)
                     click.echo(
                         f"recorded {written} outputs of {partition[:12]} in {record}", err=True
                     )
@@ -259,6 +267,9 @@ def _judged(
     fault when one is behind it; `run` and `backfill` give one answer for a version.
     """
     if not materialised.completed:
+        unreachable = n8n_unreachable(materialised.errors)
+        if unreachable is not None:  # the outside world failed a step, not the run
+            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
         fault = storage_fault(materialised.errors)
         raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
     summary = runner.summary(partition)
@@ -312,24 +323,27 @@ def _incompleteness(
     "from stored upstream tables.",
 )
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
     """
+    refuse_a_damaged_database()  # before Dagster's imports: a second, not several
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
+        # Checked first: a file or an n8n that refuses it is said before any instance opens.
+        benchmark, checked = benchmarks.check(file, for_run=True)
         with local_instance() as instance:
-            benchmark, checked = benchmarks.check(file, for_run=True)
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
             current = None if from_asset else runner.register_current_version(checked.workflow_hash)
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed: list[str] = []
+            failed: list[Refused] = []
             incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition == current else "metric_scores")
@@ -340,14 +354,16 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                     ended = runner.materialise(partition, start, verbose)
                     _, why = _judged(runner, partition, ended, verbose=verbose)
                 except Refused as failure:
-                    failed.append(failure.message)
+                    failed.append(failure)
                     continue
                 if why:
                     incomplete.append(f"workflow {partition[:12]}: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:  # one storage fault behind every failure is said once
-        raise Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+        codes = {failure.exit_code for failure in failed}
+        code = codes.pop() if len(codes) == 1 else EXIT_RUN_FAILED
+        raise Refused("\n".join(dict.fromkeys(f.message for f in failed)), code)
     if incomplete:
         click.echo("\n".join(incomplete), err=True)
         sys.exit(EXIT_INCOMPLETE)

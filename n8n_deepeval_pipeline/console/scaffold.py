@@ -316,7 +316,9 @@ def _online_metrics(shape: Anatomy) -> list[str]:
     """The proposed metrics that need no reference: what production traffic can be scored by."""
     found = ["helpfulness"]
     found += ["tool_permission"] if shape.tools else []
-    found += ["turn_relevancy", "knowledge_retention"] if shape.memories else []
+    # a chat is scored per session: only where the workflow names each execution's
+    conversations = bool(shape.memories) and shape.session is not None
+    found += ["turn_relevancy", "knowledge_retention"] if conversations else []
     found += ["answer_relevancy"] if shape.retrievers else []
     return found
 
@@ -348,7 +350,7 @@ def _online(shape: Anatomy, source: WorkflowSource) -> list[str]:
         _commented("#   maxPerHour: 60", "the rest of an hour's are not"),
         _commented("#   maxCostUsdPerDay: 5", "judge cost a UTC day may reach"),
     ]
-    if shape.is_chat:
+    if shape.session is not None:
         lines.append(_commented("#   sessionIdleMinutes: 30", "a chat is scored once quiet"))
     return lines
 

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
@@ -102,9 +103,13 @@ JUDGE_SCOPE: contextvars.ContextVar[JudgeScope | None] = contextvars.ContextVar(
 
 
 class UsageCounter:
-    """Judge calls, retries, cache hits and tokens of the evaluation in progress."""
+    """Judge calls, retries, cache hits and tokens of the evaluation in progress.
 
-    def __init__(self) -> None:
+    ``ledger``: where each answered call is also written as it arrives (see call_ledger).
+    """
+
+    def __init__(self, ledger: CallLedger | None = None) -> None:
+        self.ledger = ledger
         self.reset()
 
     def reset(self) -> None:
@@ -230,9 +235,22 @@ class PipelineJudge(DeepEvalBaseLLM):
         key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:
+            estimate = self._estimate(prompt)
             completion = await self._call(
-                lambda: provider.complete_raw(prompt, top), scope, self._estimate(prompt)
+                lambda: provider.complete_raw(prompt, top), scope, estimate
             )
+            why = _not_a_rubric_answer(completion.text)
+            if why is not None:  # asked once more saying why, as a schema's answer is
+                retry = f"{prompt}\n\nYour previous answer was not valid: {why}. {_AGAIN}"
+                completion = await self._call(
+                    lambda: provider.complete_raw(retry, top), scope, estimate
+                )
+                again = _not_a_rubric_answer(completion.text)
+                if again is not None:
+                    raise JudgeOutputError(
+                        "the judge answered twice with text that is not the JSON "
+                        f"{{score, reason}} G-Eval asks for: {again}"
+                    )
             return _cached_answer(completion)
 
         answer = await self._cached_or_asked(key, ask, usage)
@@ -403,6 +421,13 @@ class PipelineJudge(DeepEvalBaseLLM):
         usage.calls += 1
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
+        if usage.ledger is not None:  # answered: counted now, whatever becomes of the rest
+            usage.ledger.answered(
+                self.spec.label,
+                self.spec.model,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+            )
         return completion
 
     def _estimate(self, prompt: str) -> int:
@@ -427,6 +452,30 @@ class PipelineJudge(DeepEvalBaseLLM):
                 self.spec.breaker_threshold,
                 self.spec.breaker_cool_down_s,
             )
+
+
+_AGAIN = "Answer again with JSON only, exactly as asked above."
+
+
+def _not_a_rubric_answer(raw: str) -> str | None:
+    """Why a raw completion is not what DeepEval's rubric score reads, or None if it is.
+
+    DeepEval loads ``choices[0].message.content`` with its own ``trimAndLoadJson`` and
+    reads ``score`` and ``reason`` from it; an answer it would fail on is asked again.
+    """
+    from deepeval.metrics.utils import trimAndLoadJson
+    from openai.types.chat import ChatCompletion
+
+    reply = ChatCompletion.model_validate_json(raw)
+    content = reply.choices[0].message.content if reply.choices else None
+    try:
+        loaded = trimAndLoadJson(content)
+    except ValueError:
+        return "not JSON"
+    missing = [
+        key for key in ("score", "reason") if not isinstance(loaded, dict) or key not in loaded
+    ]
+    return f"no {' and no '.join(missing)}" if missing else None
 
 
 def _cached_answer(completion: Completion) -> CachedAnswer:

@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.evaluation import (
     EvaluationTask,
     JudgeVote,
 )
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
     JudgeCallError,
@@ -102,7 +103,7 @@ class Evaluator:
         self, task: EvaluationTask, judge: JudgeSpec, deadline: float
     ) -> EvaluationResult:
         """Score one task with one judge, in a context of its own."""
-        usage = UsageCounter()
+        usage = UsageCounter(CallLedger(task.ledger) if task.ledger else None)
         # Each run index has its own cache namespace: repeated runs stay real re-samples.
         namespace = task.run_id.rsplit(":", 1)[-1] if judge.cache_scope == "run" else "shared"
         started = time.perf_counter()

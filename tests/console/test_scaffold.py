@@ -276,3 +276,24 @@ def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path
 def test_a_workflow_acting_on_no_service_gets_no_mocks(tmp_path: Path) -> None:
     _, document = init(tmp_path, WEBHOOK_AGENT)
     assert "mocks" not in document["target"]
+
+
+def test_online_proposes_conversational_metrics_only_for_a_session_the_workflow_names(
+    tmp_path: Path,
+) -> None:
+    from tests.workflow.test_anatomy import webhook_agent_with_memory
+
+    def online_lines(workflow: dict[str, Any]) -> list[str]:
+        init(tmp_path, workflow, "--force")
+        text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8").splitlines()
+        return text[next(n for n, line in enumerate(text) if line.startswith("# online:")) :]
+
+    keyed = webhook_agent_with_memory(
+        sessionIdType="customKey", sessionKey="={{ $json.body.sessionId }}"
+    )
+    lines = online_lines(keyed)
+    assert lines[1].startswith("#   metrics: [helpfulness, turn_relevancy, knowledge_retention]")
+    assert any(line.startswith("#   sessionIdleMinutes: 30") for line in lines)
+    unkeyed = online_lines(webhook_agent_with_memory())  # the input's sessionId: a Webhook has none
+    assert unkeyed[1].startswith("#   metrics: [helpfulness]")
+    assert not any("sessionIdleMinutes" in line for line in unkeyed)

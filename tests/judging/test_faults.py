@@ -106,6 +106,34 @@ def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_p
     assert failed.judge_calls == 2
 
 
+def g_eval(judge, count=1):
+    # given steps: G-Eval's one judge call is its schema-less raw call (log-probabilities)
+    config = {
+        "metric": "g_eval", "name": "total", "evaluation_steps": ["Check the total"],
+        "evaluation_params": ["INPUT", "ACTUAL_OUTPUT"],
+    }  # fmt: skip
+    return [
+        make_task(config, ITEM, task_id, judge, run_id=f"h:r{task_id}:0", timeout_s=120)
+        for task_id in range(count)
+    ]
+
+
+def test_g_evals_schema_less_call_is_asked_again_once_then_is_an_invalid_output(pool, tmp_path):
+    server = LoopbackJudge(
+        latency_s=0.01, faults=["invalid_json", "ok", "invalid_json", "invalid_json"]
+    ).start()
+    try:
+        recovered, failed = evaluate_all(pool, g_eval(spec(server, tmp_path, cache=False), 2))
+    finally:
+        server.stop()
+    assert recovered.error is None and recovered.judge_calls == 2
+    assert recovered.score_path == "logprob_weighted"  # the second answer, weighted
+    assert failed.error_kind == "judge_invalid_output"
+    assert failed.error.startswith("the judge answered twice with text that is not the JSON")
+    assert failed.judge_calls == 2
+    assert server.requests == 4
+
+
 def test_a_dead_judge_opens_the_circuit_and_the_rest_fail_fast(pool, tmp_path):
     server = LoopbackJudge(latency_s=0.0, fail_always=True).start()
     judge = spec(

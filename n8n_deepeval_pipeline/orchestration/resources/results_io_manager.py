@@ -13,6 +13,7 @@ few at a time, such as online scores; a re-run writes no duplicates).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -224,6 +225,27 @@ class OpenDatabases:
 OPEN_DATABASES = OpenDatabases()
 
 
+# DuckDB's words when another process holds the file: the one failure worth waiting out.
+_LOCK_CONFLICT = "could not set lock on file"
+LOCK_WAIT_DELAYS_S = tuple(0.1 * 2**attempt for attempt in range(10))  # ~100 s, as Dagster's
+
+
+def connect_waiting_for_locks(database: str, config: dict[str, Any]) -> Any:
+    """A read-write connection; a lock another process holds is waited for, nothing else.
+
+    Dagster's own connect retries every I/O error for ~100 s, a damaged file's too, so a
+    truncated database was named only after that; it fails at once here.
+    """
+    for delay in (*LOCK_WAIT_DELAYS_S, None):
+        try:
+            return duckdb.connect(database=database, read_only=False, config=config)
+        except (RuntimeError, duckdb.IOException) as error:
+            if delay is None or _LOCK_CONFLICT not in str(error).lower():
+                raise
+        time.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 class AtomicDuckDbClient(DuckDbClient):
     """Replaces a partition's rows in one transaction: a failed write keeps the old ones."""
 
@@ -233,18 +255,19 @@ class AtomicDuckDbClient(DuckDbClient):
         """A connection whose work commits at the end, or rolls back and closes on error."""
         database = Path(context.resource_config["database"])
         new = not database.exists()
-        with DuckDbClient.connect(context, table_slice) as connection:
-            if new:  # DuckDB refuses an empty file: make the new one private before any row
-                database.chmod(PRIVATE_FILE_MODE)
-            connection.execute("begin transaction")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("rollback")
-                connection.close()  # Dagster's own connect closes only on success
-                raise
-            connection.execute("commit")
-            OPEN_DATABASES.hold(str(database), _connection_config(context))
+        connection = connect_waiting_for_locks(str(database), _connection_config(context))
+        if new:  # DuckDB refuses an empty file: make the new one private before any row
+            database.chmod(PRIVATE_FILE_MODE)
+        connection.execute("begin transaction")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("rollback")
+            connection.close()
+            raise
+        connection.execute("commit")
+        OPEN_DATABASES.hold(str(database), _connection_config(context))
+        connection.close()
 
     @staticmethod
     def delete_table_slice(
