@@ -340,7 +340,9 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
             current = None if from_asset else runner.register_current_version(checked.workflow_hash)
-            versions = runner.known_versions()
+            versions, unrun = runner.versions_to_backfill(current)
+            if unrun:  # registered from production traffic: no outputs stored to re-score
+                click.echo(f"never benchmarked, left out: {', '.join(unrun)}", err=True)
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
             failed: list[Refused] = []

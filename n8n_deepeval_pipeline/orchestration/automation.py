@@ -118,13 +118,24 @@ def build_schedule(
     return nightly
 
 
+def _benchmark_runs(
+    instance: dg.DagsterInstance, benchmark: Benchmark, key: str | None = None
+) -> bool:
+    """Whether the benchmark job ever ran (for version ``key``, when given)."""
+    tags = {} if key is None else {"dagster/partition": key}
+    runs = instance.get_runs(dg.RunsFilter(job_name=job_name(benchmark), tags=tags), limit=1)
+    return bool(runs)
+
+
 def build_sensor(
     benchmark: Benchmark, job: UnresolvedAssetJobDefinition, partitions_name: str
 ) -> dg.SensorDefinition:
     """Add a partition and run it when the workflow hashes to a new version.
 
     The first version it ever sees is only registered (unless ``runFirstVersion``): starting
-    the UI must not benchmark every bundled workflow with the configured judge.
+    the UI must not benchmark every bundled workflow with the configured judge. A version
+    the online sensor registered first, from production traffic, is still run: it is new to
+    this sensor (not its cursor) and has no run of the benchmark.
     """
 
     @dg.sensor(
@@ -142,10 +153,15 @@ def build_sensor(
         shorten_old_keys(context.instance, partitions_name)
         fail_abandoned_runs(context.instance)  # a CLI killed mid-run left its run STARTED
         key = version_key(current)
-        if context.instance.has_dynamic_partition(partitions_name, key):
+        instance = context.instance
+        registered = instance.has_dynamic_partition(partitions_name, key)
+        if registered and (key == context.cursor or _benchmark_runs(instance, benchmark, key)):
             return dg.SkipReason(f"workflow version {key} is already a partition")
-        register = [dg.AddDynamicPartitionsRequest(partitions_name, [key])]
-        first = not context.instance.get_dynamic_partitions(partitions_name)
+        register = [] if registered else [dg.AddDynamicPartitionsRequest(partitions_name, [key])]
+        if registered:  # by production traffic (the online sensor), never benchmarked
+            first = context.cursor is None and not _benchmark_runs(instance, benchmark)
+        else:
+            first = not instance.get_dynamic_partitions(partitions_name)
         if first and not benchmark.run_first_version:
             return dg.SensorResult(
                 dynamic_partitions_requests=register,

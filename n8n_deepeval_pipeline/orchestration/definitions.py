@@ -218,7 +218,6 @@ def build_definitions(
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
         if benchmark.online is not None and selection is None:
-            _check_online_storage(path)
             online_job = build_online_job(benchmark)
             assets += build_online_assets(benchmark)
             jobs.append(online_job)
@@ -231,15 +230,6 @@ def build_definitions(
         resources=build_resources(judge_cache),
         executor=build_executor(),
     )
-
-
-def _check_online_storage(path: Path) -> None:
-    # Online scores are upserted by score id: the PostgreSQL store only replaces partitions.
-    if settings.profile() != "local":
-        raise ValueError(
-            f"{path}: online evaluation stores its scores in DuckDB, with the local profile "
-            f"only ({settings.PROFILE_ENV}={settings.profile()})"
-        )
 
 
 def _check_schema_name(benchmark: Benchmark) -> None:
