@@ -117,7 +117,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             state_dir=str(settings.judge_state_dir()),
             prices_file=_env_text("N8N_DEEPEVAL_PRICES"),
         ),
-        "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
+        "score_journal": score_journal(),
         "n8n": n8n_resource(),
         "io_manager": results_io_manager(),
         STEP_IO_MANAGER: step_io_manager(),
@@ -139,6 +139,16 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
     database = settings.database_path()
     settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
+
+
+def score_journal() -> ScoreJournalResource:
+    """Finished evaluations journaled: files here, PostgreSQL for a fleet (every machine reads)."""
+    directory = str(settings.home() / "journal")
+    if settings.profile() != "local":
+        return ScoreJournalResource(
+            directory=directory, url=_required_env(settings.POSTGRES_URL_ENV)
+        )
+    return ScoreJournalResource(directory=directory)
 
 
 def step_io_manager() -> dg.ConfigurableIOManager | dg.ConfigurableIOManagerFactory:
