@@ -16,8 +16,8 @@ from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager i
     PostgresResultsIOManager,
     libpq_url,
 )
+from tests.live.cluster import require_distributed
 from tests.live.services import Postgres, postgres_server
-from tests.live.test_distributed import _require_distributed
 from tests.orchestration.conftest import example_key, run_job, step_failure
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    _require_distributed()
+    require_distributed()
     with postgres_server() as server:
         yield server
 

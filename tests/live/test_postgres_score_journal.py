@@ -18,8 +18,8 @@ from n8n_deepeval_pipeline.orchestration.resources.postgres_score_journal import
 )
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import make_task
+from tests.live.cluster import require_distributed
 from tests.live.services import Postgres, postgres_server
-from tests.live.test_distributed import _require_distributed
 from tests.live.test_postgres_results_io_manager import sql
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    _require_distributed()
+    require_distributed()
     with postgres_server() as server:
         yield server
 
