@@ -113,6 +113,16 @@ class Cluster:
                       for name in names):  # fmt: skip
             assert time.monotonic() < deadline, f"workers {names} never answered"
 
+    def serve_only(self, name: str) -> None:
+        """Steps go to worker ``name`` alone: the others stop taking any (they keep running)."""
+        app, nodes = self.celery(), self.consuming()
+        chosen = [node for node in nodes if node.startswith(f"{name}@")]
+        assert chosen, f"worker {name} does not answer: {nodes}"
+        app.control.add_consumer("dagster", destination=chosen, reply=True, timeout=5)
+        others = [node for node in nodes if node not in chosen]
+        if others:
+            app.control.cancel_consumer("dagster", destination=others, reply=True, timeout=5)
+
     def query(self, sql: str, parameters: list | None = None) -> list[tuple]:
         import psycopg2
 
