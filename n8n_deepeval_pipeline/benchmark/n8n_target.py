@@ -212,6 +212,12 @@ def _or_services(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"const": "services", "type": "string"}, {"$ref": schema.pop("$ref")}]
 
 
+# A variant's name is a label in tables, partitions' tags and the report.
+VariantName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+NodeName = Annotated[str, Field(min_length=1)]
+ParameterPath = Annotated[str, Field(pattern=r"^[^.]+(\.[^.]+)*$")]
+
+
 class WorkflowTarget(ConfigModel):
     """Run the workflow from a start node to an end node (n8n's config evals), as it is.
 
@@ -252,6 +258,14 @@ class WorkflowTarget(ConfigModel):
         '"services" (= {services: true}) mocks every node that acts on a real service.',
     )
     env: list[EnvName] = _env_field()
+    variants: dict[VariantName, dict[NodeName, dict[ParameterPath, Any]]] = Field(
+        default_factory=dict,
+        description="Variants benchmarked beside the workflow in one run: variant name → "
+        "node name → parameter path (dots: options.systemMessage) → value. Each variant is "
+        "a workflow version of its own (its own workflowHash and results), never the "
+        "baseline of the next version; a model's `model` takes the name as the editor "
+        "shows it.",
+    )
 
     @model_validator(mode="after")
     def _reads_only_listed_env(self) -> WorkflowTarget:
