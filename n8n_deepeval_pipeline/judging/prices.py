@@ -68,6 +68,10 @@ class PriceTable:
             raise BenchmarkConfigError(path, problems, what="price table") from None
         return cls(extra)
 
+    def extended(self, extra: dict[str, Price]) -> PriceTable:
+        """The table with ``extra``'s entries added or overriding (a benchmark's prices)."""
+        return PriceTable({**self.prices, **extra})
+
     def price(self, model: str) -> Price | None:
         """The price of a model (``gpt-4o-2024-08-06`` matches ``gpt-4o``)."""
         if model in self.prices:

@@ -40,7 +40,7 @@ from n8n_deepeval_pipeline.workflow.mocks import (
     check_mocks,
     service_nodes,
 )
-from n8n_deepeval_pipeline.workflow.variants import variant_problems
+from n8n_deepeval_pipeline.workflow.variants import same_workflow_problems, variant_problems
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
 # A run past its own time limit by this much is gone, even on a host this one cannot see.
@@ -143,9 +143,11 @@ def harness_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[s
             harness_body(target, workflow)
         except ValueError as error:
             problems.append(str(error).removeprefix("target."))
-    return problems + [
-        f"variants: {problem}" for problem in variant_problems(workflow, target.variants)
-    ]
+    # A variant is applied only once every node and parameter it names is there.
+    varied = variant_problems(workflow, target.variants) or same_workflow_problems(
+        workflow, target.variants
+    )
+    return problems + [f"variants: {problem}" for problem in varied]
 
 
 def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:

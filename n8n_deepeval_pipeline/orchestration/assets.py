@@ -48,6 +48,7 @@ from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     baseline_version,
+    variant_bases,
     verdict_rows,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
@@ -64,6 +65,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     WorkflowSnapshot,
 )
 from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 ASSET_NAMES = (
     "workflow_snapshot",
@@ -109,8 +111,14 @@ def build_benchmark_assets(
     )
     def workflow_snapshot(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
         workflow, source = n8n.workflow(benchmark)
-        rows = steps.workflow_snapshot(workflow, source, context.partition_key)
-        context.add_output_metadata({"node_count": rows[0].node_count, "name": rows[0].name or ""})
+        rows = steps.workflow_snapshot(workflow, source, context.partition_key, benchmark.variants)
+        context.add_output_metadata(
+            {
+                "node_count": rows[0].node_count,
+                "name": rows[0].name or "",
+                "variant": rows[0].variant or BASE,
+            }
+        )
         return to_frame(WorkflowSnapshot, rows)
 
     @dg.asset(
@@ -312,7 +320,9 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         name="version_comparison",
         description="Each case against the baseline version (the one registered before, or "
         "compare.baseline): pass counts, Fisher's exact test, and a verdict.",
-        ins=_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
+        ins=_every_version(
+            benchmark, "expanded_runs", "run_aggregates", "metric_scores", "workflow_snapshot"
+        ),
         check_specs=[
             version_check(
                 "no_regression",
@@ -330,10 +340,11 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
-        baseline = _baseline(context, benchmark)
+        baseline = _baseline(context, benchmark, from_frame(WorkflowSnapshot, workflow_snapshot))
         if baseline is None:
             context.log.info("no earlier version to compare with")
             yield dg.Output(to_frame(CaseVerdict, []), metadata={"baseline": "none"})
@@ -367,7 +378,12 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         ins={
             # Every version's outputs too: a flagged case sets the baseline's beside its own.
             **_every_version(
-                benchmark, "expanded_runs", "run_aggregates", "metric_scores", "agent_outputs"
+                benchmark,
+                "expanded_runs",
+                "run_aggregates",
+                "metric_scores",
+                "agent_outputs",
+                "workflow_snapshot",
             ),
             **_ins(benchmark, "consistency_stats", "dataset_rows"),
         },
@@ -379,16 +395,19 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
         agent_outputs: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> dg.MaterializeResult:
+        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
         own = ReportOnlyTables(
             outputs=from_frame(AgentOutput, agent_outputs),
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
+            snapshots=snapshots,
         )
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
-        baseline = _baseline(context, benchmark)
+        baseline = _baseline(context, benchmark, snapshots)
         report = version_report(benchmark, context.partition_key, baseline, stored, own)
         folder = settings.reports_dir() / benchmark.name / context.partition_key
         written = write_report(report, folder)
@@ -408,9 +427,14 @@ def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[
     return [version for version in known if version in scored]
 
 
-def _baseline(context: dg.AssetExecutionContext, benchmark: Benchmark) -> str | None:
+def _baseline(
+    context: dg.AssetExecutionContext, benchmark: Benchmark, snapshots: list[WorkflowSnapshot]
+) -> str | None:
+    """The version this partition is compared with (a variant's: its base)."""
     versions = scored_versions(context.instance, benchmark)
-    return baseline_version(versions, context.partition_key, benchmark.compare.baseline)
+    return baseline_version(
+        versions, context.partition_key, benchmark.compare.baseline, variant_bases(snapshots)
+    )
 
 
 def _stored_versions(

@@ -9,6 +9,9 @@ being labelled wrongly.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
@@ -16,7 +19,8 @@ import dagster as dg
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
-from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
+from n8n_deepeval_pipeline.judging.prices import PriceTable
+from n8n_deepeval_pipeline.n8n_api.executions import model_calls_by_session, steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
     harness_problems,
@@ -25,14 +29,18 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
     remove_stale_copies,
     unmocked_services,
 )
+from n8n_deepeval_pipeline.n8n_api.workflow_usage import with_usage
 from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
+from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
 from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows, unmocked_runs
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.summary.workflow_usage import workflow_usage
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
-from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
+from n8n_deepeval_pipeline.workflow.model_nodes import model_names
+from n8n_deepeval_pipeline.workflow.variants import family
 
 
 class VersionChangedError(RuntimeError):
@@ -42,16 +50,31 @@ class VersionChangedError(RuntimeError):
 def workflow_at_version(
     benchmark: Benchmark, n8n: N8nResource, partition: str, when: str
 ) -> dict[str, Any]:
-    """The workflow as it is now; refuses one that is not the partition's version."""
+    """The partition's version as it is now: the workflow, or the variant of it.
+
+    Refuses a workflow that is no longer the partition's version (nor one of its variants').
+    """
     workflow, _ = n8n.workflow(benchmark)
-    current = version_key(workflow_hash(workflow))
-    if current != partition:
+    members = family(workflow, benchmark.variants)
+    found = next((member for member in members if member.key == partition), None)
+    if found is None:
+        current = ", ".join(f"{member.name} {member.key}" for member in members)
         raise VersionChangedError(
             f"{when} the calls the workflow hashes to {current}, not to this partition "
             f"{partition}: its outputs would not belong to this version. Materialise the "
             "current version's partition instead (the sensor adds it)."
         )
-    return workflow
+    return found.workflow
+
+
+def call_share(target: WebhookTarget | WorkflowTarget, tags: Mapping[str, str]) -> int:
+    """A run's share of ``maxConcurrency`` when versions call at the same time.
+
+    A workflow run beside its variants shares the target's call slots with them, so that
+    together they load n8n and its models as one run would (each has at least one slot).
+    """
+    shared_by = int(tags.get(CALLS_SHARED_BY, "1") or 1)
+    return max(1, target.max_concurrency // max(shared_by, 1))
 
 
 def live_outputs(
@@ -66,13 +89,19 @@ def live_outputs(
     target = benchmark.target
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
+    assert isinstance(target, WebhookTarget | WorkflowTarget)
+    share = call_share(target, context.run.tags)
+    if share != target.max_concurrency:
+        context.log.info(f"calling with {share} of maxConcurrency {target.max_concurrency}")
+        target = target.model_copy(update={"max_concurrency": share})
+    prices = judge.prices().extended(target.prices)
     if isinstance(target, WorkflowTarget):
         rows, failed = judge_written_rows(
             context, target, workflow, rows, judge.spec_for(benchmark.judge)
         )
         called = [run for run in runs if run.row_id not in failed]
         outputs = (  # no copy is made when no row is left to call
-            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows)
+            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows, prices)
             if called
             else []
         )
@@ -86,8 +115,14 @@ def live_outputs(
                 "name it with workflow: {id: …} to have it checked before and after the calls"
             )
         outputs = _call(context, n8n, target, runs, rows)
-        if isinstance(benchmark.workflow, N8nWorkflowRef) and target.steps_from_execution:
-            outputs = with_execution_steps(context, n8n, benchmark.workflow.id, outputs)
+        if isinstance(benchmark.workflow, N8nWorkflowRef):
+            read = ExecutionReading(benchmark.workflow.id, workflow, prices)
+            outputs = from_executions(context, n8n, read, outputs, target.steps_from_execution)
+        else:
+            context.log.info(
+                "the workflow's own tokens are read from its executions in n8n: name it with "
+                "workflow: {id: …} to have them measured"
+            )
     workflow_at_version(benchmark, n8n, partition, "after")
     return outputs
 
@@ -121,6 +156,7 @@ def _through_harness(
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
+    prices: PriceTable,
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
     problems = harness_problems(target, workflow)
@@ -146,8 +182,8 @@ def _through_harness(
         ) as (copy_id, url):
             webhook = target.as_webhook(url, harness_body(target, workflow))
             outputs = _call(context, n8n, webhook, runs, rows)
-            if target.steps_from_execution:
-                outputs = with_execution_steps(context, n8n, copy_id, outputs)
+            read = ExecutionReading(copy_id, workflow, prices)
+            outputs = from_executions(context, n8n, read, outputs, target.steps_from_execution)
     tools = {tool_name(name) for name in answers}
     return [
         output.model_copy(
@@ -157,25 +193,59 @@ def _through_harness(
     ]
 
 
-def with_execution_steps(
+@dataclass(frozen=True)
+class ExecutionReading:
+    """Where a run's executions are, what ran there, and what its models cost.
+
+    The workflow in n8n or the harness copy; the graph, whose model nodes name their
+    models; the price table.
+    """
+
+    workflow_id: str
+    workflow: dict[str, Any]
+    prices: PriceTable
+
+
+# n8n may answer a webhook a moment before it has saved the execution: read again this
+# many times, this long apart, while some run's session is not there yet.
+_READS, _READ_PAUSE_S = 3, 0.5
+
+
+def from_executions(
     context: dg.AssetExecutionContext,
     n8n: N8nResource,
-    workflow_id: str,
+    reading: ExecutionReading,
     outputs: list[AgentOutput],
+    steps: bool,
 ) -> list[AgentOutput]:
-    """Fill in the steps of answers without them from the runs' executions in n8n."""
+    """Every run's model usage, and (``steps``) the steps of answers without them.
+
+    Both are read from the runs' executions in n8n, found by session, in one read.
+    """
+    sessions = {output.session_id for output in outputs if output.session_id is not None}
+    if not sessions:
+        return outputs
+    # One execution per message sent: a run of several messages is several executions.
+    sent = sum(max(len(output.turns or []) // 2, 1) for output in outputs)
+    with n8n.client() as client:
+        for attempt in range(_READS):
+            executions = client.executions(reading.workflow_id, limit=sent + 20)
+            calls = model_calls_by_session(executions)
+            if sessions <= calls.keys() or attempt == _READS - 1:
+                break
+            time.sleep(_READ_PAUSE_S)
+    measured = sessions & calls.keys()
+    context.log.info(f"model usage read from executions for {len(measured)}/{len(sessions)} runs")
+    outputs = with_usage(outputs, calls, model_names(reading.workflow), reading.prices)
     missing = {
         output.session_id
         for output in outputs
         if output.error is None and output.intermediate_steps is None
     }
-    if not missing:
+    if not steps or not missing:
         return outputs
-    # One execution per message sent: a run of several messages is several executions.
-    sent = sum(max(len(output.turns or []) // 2, 1) for output in outputs)
-    with n8n.client() as client:
-        steps = steps_by_session(client.executions(workflow_id, limit=sent + 20))
-    found = {session: steps[session] for session in missing if session in steps}
+    found_steps = steps_by_session(executions)
+    found = {session: found_steps[session] for session in missing if session in found_steps}
     context.log.info(f"steps read from executions for {len(found)}/{len(missing)} runs")
     return [
         output.model_copy(update={"intermediate_steps": found[output.session_id]})
@@ -186,11 +256,26 @@ def with_execution_steps(
 
 
 def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:
-    """Figures of the agent_outputs table the UI charts."""
+    """Figures of the agent_outputs table the UI charts: latency, the workflow's tokens, cost."""
     latencies = [output.latency_s for output in outputs if output.latency_s is not None]
-    return {
+    metadata: dict[str, Any] = {
         "runs": len(outputs),
         "runs_without_output": sum(1 for output in outputs if output.error),
         "target_errors": sum(1 for output in outputs if output.error_kind == "target_error"),
         "mean_latency_s": round(fmean(latencies), 4) if latencies else 0.0,
     }
+    usage = workflow_usage(outputs)
+    figures = {
+        "latency_p50_s": usage.latency_p50_s,
+        "latency_p95_s": usage.latency_p95_s,
+        "llm/measured_runs": usage.measured_runs if usage.measured_runs else None,
+        "llm/prompt_tokens": usage.prompt_tokens if usage.measured_runs else None,
+        "llm/completion_tokens": usage.completion_tokens if usage.measured_runs else None,
+        "llm/tokens_per_run": usage.tokens_per_run,
+        "llm/cost_usd": usage.cost_usd,  # absent when unpriced: unpriced is not free
+        "llm/cost_per_run_usd": usage.cost_per_run_usd,
+    }
+    metadata.update({name: value for name, value in figures.items() if value is not None})
+    if usage.unpriced_models:
+        metadata["llm/unpriced_models"] = ", ".join(usage.unpriced_models)
+    return metadata

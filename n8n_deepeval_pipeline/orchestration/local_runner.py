@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
-from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
+from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.code_location import ui_job_origin
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
@@ -32,7 +32,11 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
 from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
-from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
+from n8n_deepeval_pipeline.orchestration.version_keys import (
+    register_version,
+    register_versions,
+    shorten_old_keys,
+)
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import (
@@ -40,6 +44,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     UnknownVersionError,
     baseline_version,
     resolve_version,
+    variant_bases,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
@@ -54,9 +59,11 @@ from n8n_deepeval_pipeline.tables.rows import (
     Row,
     RunAggregate,
     WorkflowCheck,
+    WorkflowSnapshot,
     full_hash,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+from n8n_deepeval_pipeline.workflow.variants import Member
 
 
 def _console_log(level: str) -> dict[str, Any]:
@@ -178,27 +185,44 @@ class BenchmarkRunner:
         digest = workflow_hash or current_hash(self.benchmark, self.n8n())
         return register_version(self.instance, self.partitions_name, digest)
 
+    def register_current_family(self) -> list[Member]:
+        """Add the current workflow and then each of its variants as partitions, in order."""
+        members = current_family(self.benchmark, self.n8n())
+        hashes = [member.workflow_hash for member in members]
+        register_versions(self.instance, self.partitions_name, hashes)
+        return members
+
     def known_versions(self) -> list[str]:
         """Every workflow version (its key) the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
     def materialise(
-        self, partition: str, from_asset: str | None = None, verbose: bool = False
+        self,
+        partition: str,
+        from_asset: str | None = None,
+        verbose: bool = False,
+        *,
+        before_asset: str | None = None,
+        tags: dict[str, str] | None = None,
+        progress_prefix: str = "",
     ) -> Materialised:
         """Run every asset (or ``from_asset`` and what is downstream of it) for one version.
 
-        Dagster's log goes to stderr only when ``verbose``; otherwise only the steps'
-        progress lines do, and the errors are in what it returns.
+        ``before_asset``: only what is not ``before_asset`` or downstream of it (the calls of
+        a version whose scoring waits for its variants' calls). Dagster's log goes to stderr
+        only when ``verbose``; otherwise only the steps' progress lines do (after
+        ``progress_prefix``), and the errors are in what it returns.
         """
         selection = None
         if from_asset is not None:
-            if from_asset not in self.asset_names():
-                names = ", ".join(self.asset_names())
-                raise ValueError(f"unknown asset {from_asset!r}; assets: {names}")
-            chosen = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
+            selection = list(self._downstream(from_asset).resolve(self.defs.resolve_asset_graph()))
+        if before_asset is not None:
+            every = dg.AssetSelection.groups(self.benchmark.name)
+            chosen = every - self._downstream(before_asset)
             selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
-        with nullcontext() if verbose else progress_on_stderr():
-            result = self._execute(partition, selection, _VERBOSE_LOGS if verbose else _QUIET_LOGS)
+        logs = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+        with nullcontext() if verbose else progress_on_stderr(progress_prefix):
+            result = self._execute(partition, selection, logs, tags or {})
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -225,6 +249,12 @@ class BenchmarkRunner:
                 return _SPEND_BY_RUN.validate_python(entry.value)
         return None
 
+    def _downstream(self, asset: str) -> dg.AssetSelection:
+        if asset not in self.asset_names():
+            names = ", ".join(self.asset_names())
+            raise ValueError(f"unknown asset {asset!r}; assets: {names}")
+        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
@@ -234,7 +264,11 @@ class BenchmarkRunner:
         return dg.AssetKey([self.benchmark.name, asset])
 
     def _execute(
-        self, partition: str, selection: list[dg.AssetKey] | None, run_config: dict[str, Any]
+        self,
+        partition: str,
+        selection: list[dg.AssetKey] | None,
+        run_config: dict[str, Any],
+        extra_tags: dict[str, str],
     ) -> ExecutionResult:
         """Run the benchmark's job in this process, as a run of the UI's code location.
 
@@ -242,7 +276,9 @@ class BenchmarkRunner:
         partition or asset page; this one has the origin of the job the UI loads.
         """
         job = self.defs.resolve_job_def(job_name(self.benchmark))
-        tags = merge_run_tags(job, partition, owner_tags(), selection, self.instance, None)
+        tags = merge_run_tags(
+            job, partition, {**owner_tags(), **extra_tags}, selection, self.instance, None
+        )
         in_process = job.as_ephemeral_job(resource_defs={}, input_values={})
         run = self.instance.create_run_for_job(
             job_def=in_process,
@@ -257,9 +293,32 @@ class BenchmarkRunner:
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"
 
-    def _table(self, name: str, model: type[Row], partition: str) -> list[Row]:
+    def _table(self, name: str, model: type[Row], partition: str | list[str]) -> list[Row]:
+        if partition == []:
+            return []
         frame = load_stored(self.defs, self.instance, self._key(name), partition)
         return from_frame(model, frame)
+
+    def snapshots(self, versions: list[str]) -> list[WorkflowSnapshot]:
+        """The stored workflow snapshots of these versions (variants say whose they are)."""
+        return self._table("workflow_snapshot", WorkflowSnapshot, versions)
+
+    def family_of(self, base: str) -> list[tuple[str, WorkflowSnapshot]]:
+        """The scored versions of a workflow version's family: it, then its variants.
+
+        Each with its snapshot, the variants in the order they were registered.
+        """
+        scored = scored_versions(self.instance, self.benchmark)
+        snapshots = {version_key(s.workflow_hash): s for s in self.snapshots(scored)}
+        if base not in snapshots:
+            return []
+        base_hash = snapshots[base].workflow_hash
+        return [
+            (version, snapshots[version])
+            for version in scored  # registration order: the workflow, then its variants
+            if version in snapshots
+            and (version == base or snapshots[version].base_hash == base_hash)
+        ]
 
     def record(self, partition: str, path: Path) -> int:
         """Append the version's stored outputs to a recorded outputs file; lines written."""
@@ -294,9 +353,14 @@ class BenchmarkRunner:
         return key
 
     def baseline_of(self, candidate: str, pinned: str | None = None) -> str | None:
-        """``pinned`` (a prefix), else ``compare.baseline``, else the scored version before."""
+        """The version a candidate is compared with.
+
+        A variant's base; else ``pinned`` (a prefix), ``compare.baseline``, or the scored
+        version before (variants skipped).
+        """
         scored = scored_versions(self.instance, self.benchmark)
-        return baseline_version(scored, candidate, pinned or self.benchmark.compare.baseline)
+        bases = variant_bases(self.snapshots(scored))
+        return baseline_version(scored, candidate, pinned or self.benchmark.compare.baseline, bases)
 
     def versions_to_compare(self, baseline: str | None, candidate: str | None) -> tuple[str, str]:
         """Baseline and candidate hashes from prefixes, or their defaults."""
@@ -334,6 +398,9 @@ class BenchmarkRunner:
             self._table("run_aggregates", RunAggregate, partition),
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
+            self._table("agent_outputs", AgentOutput, partition),
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
-        return summary.model_copy(update={"workflow_checks": checks})
+        snapshots = self.snapshots([partition])
+        variant = snapshots[0].variant if snapshots else None
+        return summary.model_copy(update={"workflow_checks": checks, "variant": variant})

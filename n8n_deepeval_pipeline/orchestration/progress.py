@@ -24,10 +24,10 @@ def say_progress(context: dg.OpExecutionContext | dg.AssetExecutionContext, mess
 
 
 @contextmanager
-def progress_on_stderr() -> Iterator[None]:
-    """Show the steps' progress lines on stderr, bare, while the block runs."""
+def progress_on_stderr(prefix: str = "") -> Iterator[None]:
+    """Show the steps' progress lines on stderr, bare (after ``prefix``), while the block runs."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(logging.Formatter(prefix.replace("%", "%%") + "%(message)s"))
     level = PROGRESS.level
     PROGRESS.addHandler(handler)
     PROGRESS.setLevel(logging.INFO)

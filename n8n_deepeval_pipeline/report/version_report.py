@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
@@ -14,6 +14,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
     DatasetRow,
+    WorkflowSnapshot,
     of_version,
 )
 
@@ -28,6 +29,8 @@ class ReportOnlyTables:
     outputs: list[AgentOutput]
     consistency: list[ConsistencyStats]
     dataset: list[DatasetRow]
+    snapshots: list[WorkflowSnapshot] = field(default_factory=list)
+    """The versions' snapshots: which are variants, and of which workflow."""
 
 
 def version_report(
@@ -50,6 +53,7 @@ def version_report(
         rows.aggregates,
         own.consistency,
         benchmark.metric_labels,
+        rows.outputs,
     )
     against = None
     if baseline:

@@ -15,10 +15,12 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
+from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage, workflow_usage
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
     ConsistencyStats,
     MetricScore,
     RunAggregate,
@@ -128,6 +130,11 @@ class BenchmarkSummary(BaseModel):
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
     or that scored the same version beside it (the rows carry only the calls behind them)."""
+    workflow: WorkflowUsage | None = None
+    """What the workflow itself spent: its models' tokens and cost, its latency (None: the
+    outputs were not read)."""
+    variant: str | None = None
+    """The variant of the workflow this version is (None: the workflow itself)."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -245,8 +252,9 @@ def summarise(
     aggregates: list[RunAggregate],
     consistency: list[ConsistencyStats],
     metric_order: list[str],
+    outputs: list[AgentOutput] | None = None,
 ) -> BenchmarkSummary:
-    """Headline figures from the partition's stored tables."""
+    """Headline figures from the partition's stored tables (``outputs``: the workflow's)."""
     # The benchmark file's metric order (scores arrive in completion order).
     labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
     metrics = []
@@ -286,6 +294,7 @@ def summarise(
         cost_usd=_total([score.cost_usd for score in scores]),
         dry_run_judge=any(score.dry_run for score in scores),
         judges=judge_usage(scores),
+        workflow=None if outputs is None else workflow_usage(outputs),
         metrics=metrics,
         consistency=ConsistencySummary(
             cases=len(consistency),
@@ -307,8 +316,9 @@ def _figure(value: float | None) -> str:
 def render_summary(summary: BenchmarkSummary) -> str:
     """A plain-text table for the terminal."""
     width = max([len("metric")] + [len(metric.metric) for metric in summary.metrics])
+    variant = f" · variant {summary.variant}" if summary.variant else ""
     lines = [
-        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
+        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}{variant}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
         f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary),
         f"{_judges_heading(summary)} · calls {summary.judge_calls} "
@@ -317,6 +327,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _attempts_lines(summary)
+    lines += workflow_usage_lines(summary.workflow)
     lines += _incomplete_lines(summary.errors)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
@@ -349,6 +360,29 @@ def render_summary(summary: BenchmarkSummary) -> str:
 
 def _cost(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def workflow_usage_lines(usage: WorkflowUsage | None) -> list[str]:
+    """The workflow's own models' tokens and cost, and its latency, when they were measured."""
+    if usage is None or not usage.measured_runs:
+        return []
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    estimated = ", n8n's estimate" if usage.estimated else ""
+    per_run = f"{usage.tokens_per_run:,.0f}" if usage.tokens_per_run is not None else "-"
+    cost = (
+        f"cost {_cost(usage.cost_usd)} ({_cost(usage.cost_per_run_usd)} per run)"
+        if usage.cost_usd is not None
+        else f"cost unpriced ({', '.join(usage.unpriced_models)}: no price)"
+    )
+    return [
+        f"workflow models · tokens {tokens:,} in {usage.measured_runs} runs ({per_run} per run"
+        f"{estimated}) · {cost} · latency p50 {_seconds(usage.latency_p50_s)} · "
+        f"p95 {_seconds(usage.latency_p95_s)}"
+    ]
 
 
 def _attempts_lines(summary: BenchmarkSummary) -> list[str]:

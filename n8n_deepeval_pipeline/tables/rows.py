@@ -36,6 +36,10 @@ class WorkflowSnapshot(TableRow):
     source: str
     fetched_at: datetime
     canonical_json: str
+    # A variant of the workflow (``target.variants``): its name and the workflow's own hash.
+    # A variant's baseline is its base, and it is never the baseline of another version.
+    variant: str | None = None
+    base_hash: str | None = None
 
 
 class DatasetRow(TableRow):
@@ -79,6 +83,13 @@ class AgentOutput(TableRow):
     latency_s: float | None = None
     error: str | None = None
     error_kind: Literal["target_error", "no_output"] | None = None
+    # The workflow's own language-model usage in this run, read from its executions (None:
+    # not measured, as for recorded outputs or a webhook whose workflow is not named).
+    llm_prompt_tokens: int | None = None
+    llm_completion_tokens: int | None = None
+    llm_tokens_estimated: bool | None = None  # some calls' tokens are n8n's own estimate
+    llm_cost_usd: float | None = None  # None too when a model has no price: unpriced
+    llm_usage: list[dict[str, Any]] | None = None  # per model node: model, calls, tokens, cost
 
 
 class MetricScore(TableRow):

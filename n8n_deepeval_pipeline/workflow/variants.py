@@ -8,6 +8,11 @@ its harness copy is made from it as the base's is from the base.
 A parameter that holds one of n8n's resource locators (``{__rl: true, mode, value}``, how
 a model node stores its ``model``) takes a plain value as the locator's ``value``: a user
 writes ``model: gpt-4o-mini`` as the editor shows it, not the locator's shape.
+
+The workflow and its variants form a family: the workflow is its ``base``, each member a
+version (a partition) of its own. A variant that sets nothing new is the base itself, and
+two variants that set the same are one workflow: both are refused, as they would share a
+partition.
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from __future__ import annotations
 import copy
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
 # node name → parameter path → value
 NodeOverrides = Mapping[str, Mapping[str, Any]]
@@ -98,3 +106,57 @@ def variant_problems(
                 if problem is not None:
                     users[f"node {node_name!r} {problem}"].append(variant)
     return [f"{problem} (variants: {', '.join(named)})" for problem, named in users.items()]
+
+
+BASE = "base"
+"""How the workflow itself is named beside its variants (a variant cannot take the name)."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """The workflow or one of its variants: its name, graph, hash and partition key."""
+
+    variant: str | None  # None: the workflow itself (the base)
+    workflow: dict[str, Any]
+    workflow_hash: str
+
+    @property
+    def name(self) -> str:
+        """The variant's name, or ``base``."""
+        return self.variant or BASE
+
+    @property
+    def key(self) -> str:
+        """The partition key of this member's version."""
+        return version_key(self.workflow_hash)
+
+
+def family(workflow: Mapping[str, Any], variants: Mapping[str, NodeOverrides]) -> list[Member]:
+    """The workflow (first) and each of its variants, in the order the benchmark names them."""
+    base = Member(None, dict(workflow), workflow_hash(workflow))
+    varied = [
+        Member(name, applied, workflow_hash(applied))
+        for name, overrides in variants.items()
+        for applied in [apply_variant(workflow, overrides)]
+    ]
+    return [base, *varied]
+
+
+def same_workflow_problems(
+    workflow: Mapping[str, Any], variants: Mapping[str, NodeOverrides]
+) -> list[str]:
+    """Variants that are the workflow itself, or one another: they would share one version."""
+    by_hash: dict[str, list[str]] = defaultdict(list)
+    for member in family(workflow, variants):
+        by_hash[member.workflow_hash].append(member.name)
+    problems = []
+    for names in by_hash.values():
+        if len(names) < 2:
+            continue
+        if names[0] == BASE:
+            problems.append(
+                f"variant {', '.join(names[1:])} changes nothing: it is the workflow itself"
+            )
+        else:
+            problems.append(f"variants {', '.join(names)} are the same workflow")
+    return problems

@@ -105,3 +105,20 @@ def test_variants_naming_what_the_workflow_lacks_keep_the_target_from_running():
     ]
     with pytest.raises(ValueError, match=r"variants\.bad name\.\[key\]"):
         target(variants={"bad name": {}})
+
+
+def test_a_variant_that_is_the_workflow_itself_or_named_base_is_refused():
+    kind = {"name": "AI Agent", "parameters": {"options": {"systemMessage": "Be kind."}}}
+    nodes = [
+        node if node["name"] != "AI Agent" else {**node, **kind} for node in CHAT_AGENT["nodes"]
+    ]
+    workflow = {**CHAT_AGENT, "nodes": nodes}
+    variants = {
+        "same": {"AI Agent": {"options.systemMessage": "Be kind."}},
+        "terse": {"AI Agent": {"options.systemMessage": "Be terse."}},
+    }
+    assert harness_problems(target(variants=variants), workflow) == [
+        "variants: variant same changes nothing: it is the workflow itself"
+    ]
+    with pytest.raises(ValueError, match="'base' names the workflow itself"):
+        target(variants={"base": {"AI Agent": {"options.systemMessage": "x"}}})

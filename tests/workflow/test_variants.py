@@ -3,7 +3,12 @@ import json
 import pytest
 
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
-from n8n_deepeval_pipeline.workflow.variants import apply_variant, variant_problems
+from n8n_deepeval_pipeline.workflow.variants import (
+    apply_variant,
+    family,
+    same_workflow_problems,
+    variant_problems,
+)
 from tests.conftest import EXAMPLE
 
 WORKFLOW = json.loads((EXAMPLE / "workflow.json").read_text(encoding="utf-8"))
@@ -86,3 +91,29 @@ def test_a_variant_hashes_apart_from_the_base_and_an_identity_variant_does_not()
 )
 def test_unknown_nodes_and_parameters_are_named_with_the_variants_that_use_them(variants, problems):
     assert variant_problems(WORKFLOW, variants) == problems
+
+
+def test_the_family_is_the_base_then_each_variant_with_its_own_hash_and_key():
+    variants = {
+        "nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}},
+        "terse": {"AI Agent": {"options.systemMessage": "Answer in one sentence."}},
+    }
+    members = family(WORKFLOW, variants)
+    assert [member.name for member in members] == ["base", "nano", "terse"]
+    assert members[0].variant is None and members[0].workflow_hash == workflow_hash(WORKFLOW)
+    assert members[1].workflow_hash == workflow_hash(apply_variant(WORKFLOW, variants["nano"]))
+    assert [member.key for member in members] == [member.workflow_hash[:12] for member in members]
+    assert len({member.key for member in members}) == 3
+
+
+def test_a_variant_that_changes_nothing_or_repeats_another_is_named():
+    variants = {
+        "same": {"OpenAI Chat Model": {"options.temperature": 0.2}},
+        "nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}},
+        "nano2": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}},
+    }
+    assert same_workflow_problems(WORKFLOW, variants) == [
+        "variant same changes nothing: it is the workflow itself",
+        "variants nano, nano2 are the same workflow",
+    ]
+    assert same_workflow_problems(WORKFLOW, {"nano": variants["nano"]}) == []
