@@ -511,6 +511,15 @@ class Benchmark(ConfigModel):
         ]
 
     @property
+    def head_to_head(self) -> dict[str, str]:
+        """Each head-to-head metric's label → the version it is against (base or a variant)."""
+        return {
+            metric.result_label(): getattr(metric, "against", BASE)
+            for metric in self.metrics
+            if entry_for(metric).head_to_head
+        }
+
+    @property
     def variants(self) -> dict[str, dict[str, dict[str, Any]]]:
         """The target's variants in file order (none unless an n8n_workflow target has some)."""
         return dict(self.target.variants) if isinstance(self.target, WorkflowTarget) else {}

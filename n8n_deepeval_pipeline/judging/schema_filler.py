@@ -5,7 +5,8 @@ metrics meaningful: numbers respect the schema's bounds; an unbounded ``score`` 
 only when the prompt asks for a 0–10 scale (G-Eval) and 0–1 otherwise; yes/no answers
 are "yes" or "no"; an ``answers`` list has one answer per question listed in the
 prompt; choices come from sorted options (DeepEval builds some enums from sets, whose
-order changes between processes); an open object gets one entry.
+order changes between processes); an open object gets one entry; an arena's ``winner``
+is one of the contestants the prompt lists.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from typing import Any
 
 _TEN_SCALE = re.compile(r"\b0\s*(?:and|to|-|–)\s*10\b")
 _QUESTIONS = re.compile(r"Questions:\s*(\[.*?\])\s*\n", re.S)
+# DeepEval's arena lists its (masked) contestants as the keys of one JSON object.
+_CONTESTANTS = re.compile(r'"arena_test_cases": \{\n((?: {4}"[^"\n]+": [^\n]*\n?)+)')
+_CONTESTANT = re.compile(r'^ {4}"([^"\n]+)": ', re.M)
 
 
 class _Filler:
@@ -67,6 +71,10 @@ class _Filler:
             return self._unit() < 0.5
         if name in ("answers", "verdict") or name.endswith("_verdict"):
             return self._choice(["yes", "no"])
+        if name == "winner":
+            listed = _CONTESTANTS.search(self._prompt)
+            if listed:
+                return self._choice(_CONTESTANT.findall(listed[1]))
         return f"[dry-run] placeholder {name}"
 
     def _list_length(self, schema: dict[str, Any], name: str) -> int:

@@ -167,7 +167,7 @@ ENTRIES = (
         implementation="deepeval.metrics.ArenaGEval",
         needs_judge=True,
         head_to_head=True,
-        required_fields=(),
+        required_fields=("opponent",),
         config_model=ArenaGEvalConfig,
     ),
     MetricEntry(

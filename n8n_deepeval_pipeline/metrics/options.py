@@ -53,6 +53,7 @@ ItemField = Literal[
     "chatbot_role",
     "expected_outcome",
     "scenario",
+    "opponent",  # a head-to-head metric's other run (evaluation.HeadToHead)
 ]
 # Turn and conversation fields a Conversational G-Eval can read (DeepEval 4.3.1 raises on
 # CHATBOT_ROLE, CONTEXT and USER_DESCRIPTION there).

@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
@@ -239,11 +240,7 @@ def build_benchmark_assets(
         dataset_rows,
         expanded_runs,
         agent_outputs,
-        build_metric_scores_asset(
-            benchmark,
-            common,
-            _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot"),
-        ),
+        build_metric_scores_asset(benchmark, common, _scoring_ins(benchmark)),
         run_aggregates,
         consistency_stats,
         _version_comparison(benchmark, common),
@@ -301,6 +298,20 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
 
     sink_asset: dg.AssetsDefinition = data_table_sink
     return sink_asset
+
+
+def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
+    """What metric_scores reads: this version's runs, outputs and snapshot.
+
+    Every version's outputs and snapshots when a head-to-head metric sets this version's
+    runs beside another's.
+    """
+    if any(entry_for(config).head_to_head for config in benchmark.metrics):
+        return {
+            **_ins(benchmark, "expanded_runs", "dataset_rows"),
+            **_every_version(benchmark, "agent_outputs", "workflow_snapshot"),
+        }
+    return _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot")
 
 
 def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:

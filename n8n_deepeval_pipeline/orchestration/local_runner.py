@@ -39,6 +39,7 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 )
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,
@@ -63,7 +64,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     full_hash,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
-from n8n_deepeval_pipeline.workflow.variants import Member
+from n8n_deepeval_pipeline.workflow.variants import BASE, Member
 
 
 def _console_log(level: str) -> dict[str, Any]:
@@ -332,15 +333,31 @@ class BenchmarkRunner:
         return len(lines)
 
     def stored_versions(self, versions: list[str]) -> StoredVersions:
-        """The stored runs, aggregates and scores of these versions."""
-        runs: list[ExpandedRun] = []
-        aggregates: list[RunAggregate] = []
-        scores: list[MetricScore] = []
-        for version in versions:
-            runs += self._table("expanded_runs", ExpandedRun, version)
-            aggregates += self._table("run_aggregates", RunAggregate, version)
-            scores += self._table("metric_scores", MetricScore, version)
-        return StoredVersions(runs, aggregates, scores)
+        """The stored runs, aggregates and scores of these versions (a read per table)."""
+        return StoredVersions(
+            self._table("expanded_runs", ExpandedRun, versions),
+            self._table("run_aggregates", RunAggregate, versions),
+            self._table("metric_scores", MetricScore, versions),
+        )
+
+    def variant_matrix(self, version: str) -> VariantMatrix:
+        """The matrix of a scored version's family: the workflow and its variants."""
+        bases = variant_bases(self.snapshots([version]))
+        members = self.family_of(bases.get(version, version))
+        if len(members) < 2:
+            raise UnknownVersionError(
+                f"workflow {version_key(version)} has no variant scored yet: run the benchmark "
+                "with target.variants"
+            )
+        keys = [key for key, _ in members]
+        return variant_matrix(
+            self.benchmark.name,
+            [(snapshot.variant or BASE, snapshot.workflow_hash) for _, snapshot in members],
+            self.stored_versions(keys),
+            self._table("agent_outputs", AgentOutput, keys),
+            self.benchmark.metric_labels,
+            self.benchmark.head_to_head,
+        )
 
     def candidate_version(self, prefix: str | None) -> str:
         """A scored version by hash or prefix; by default the workflow's current one."""
