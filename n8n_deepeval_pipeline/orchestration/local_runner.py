@@ -314,12 +314,13 @@ class BenchmarkRunner:
         if base not in snapshots:
             return []
         base_hash = snapshots[base].workflow_hash
-        return [
-            (version, snapshots[version])
-            for version in scored  # registration order: the workflow, then its variants
-            if version in snapshots
-            and (version == base or snapshots[version].base_hash == base_hash)
-        ]
+        latest: dict[str, tuple[str, WorkflowSnapshot]] = {}  # by name: a redefined variant
+        for version in scored:  # registration order: the workflow, then its variants
+            snapshot = snapshots.get(version)
+            if snapshot is not None and (version == base or snapshot.base_hash == base_hash):
+                latest.pop(snapshot.variant or BASE, None)
+                latest[snapshot.variant or BASE] = (version, snapshot)
+        return list(latest.values())
 
     def record(self, partition: str, path: Path) -> int:
         """Append the version's stored outputs to a recorded outputs file; lines written."""
@@ -390,20 +391,23 @@ class BenchmarkRunner:
         return before, chosen
 
     def report(self, partition: str) -> Report:
-        """The version's report, compared with its baseline when it has one."""
+        """The version's report, compared with its baseline when it has one.
+
+        A workflow with variants (or one of them) has its family set side by side.
+        """
         baseline = self.baseline_of(partition)
-        versions = [partition] + ([baseline] if baseline else [])
-        stored = self.stored_versions(versions)
+        bases = variant_bases(self.snapshots([partition]))
+        family = [key for key, _ in self.family_of(bases.get(partition, partition))]
+        versions = list(dict.fromkeys([partition, *([baseline] if baseline else []), *family]))
         own = ReportOnlyTables(
-            outputs=[
-                output
-                for version in versions
-                for output in self._table("agent_outputs", AgentOutput, version)
-            ],
+            outputs=self._table("agent_outputs", AgentOutput, versions),
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
+            snapshots=self.snapshots(versions),
         )
-        return version_report(self.benchmark, partition, baseline, stored, own)
+        return version_report(
+            self.benchmark, partition, baseline, self.stored_versions(versions), own
+        )
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.report.charts import (
 )
 from n8n_deepeval_pipeline.report.gate_status import gate_status
 from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
+from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
 
@@ -37,6 +38,8 @@ _ENVIRONMENT.filters.update(
     money=formatting.money,
     thousands=formatting.thousands,
     short_hash=formatting.short_hash,
+    cost_per_run=cost_per_run,
+    seconds=seconds,
 )
 _ENVIRONMENT.tests.update(flagged=is_flagged, failing_gate=fails_gate)
 _ENVIRONMENT.globals.update(gate_status=gate_status, guidance=GUIDANCE)
@@ -48,6 +51,7 @@ class _Charts:
     histograms: tuple[tuple[MetricRow, Markup], ...]
     overall: Markup | None
     metric_pass_rates: Markup | None
+    frontier: Markup | None  # the variants' cost per run against pass rate
 
 
 def _comparison_charts(comparison: ComparisonReport) -> tuple[Markup, Markup]:
@@ -86,6 +90,7 @@ def _charts(report: Report) -> _Charts:
         ),
         overall=overall,
         metric_pass_rates=per_metric,
+        frontier=frontier_chart(report.variants) if report.variants else None,
     )
 
 

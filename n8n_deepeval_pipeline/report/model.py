@@ -17,6 +17,8 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     Verdict,
     VersionComparison,
 )
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
+from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
 
 # Near the limit a cut moves back to the last space, so that words stay whole.
 _WORD_BOUNDARY_SLACK = 0.8
@@ -70,6 +72,7 @@ class Headline(_Frozen):
     errors_failing_no_run: dict[str, int]
     unjudged_scores: int
     output_errors: int  # runs whose workflow gave no output
+    workflow: WorkflowUsage | None = None  # the workflow's own models' tokens, cost; latency
 
     @property
     def largest_k(self) -> int | None:
@@ -214,6 +217,8 @@ class Report(_Frozen):
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first
+    variant: str | None = None  # the variant of the workflow this version is (None: itself)
+    variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:
