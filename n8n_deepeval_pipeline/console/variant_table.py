@@ -7,6 +7,7 @@ from typing import Any
 
 from n8n_deepeval_pipeline.statistics.version_comparison import OverallPassRate
 from n8n_deepeval_pipeline.summary.variant_matrix import MatrixRow, MetricCell, VariantMatrix
+from n8n_deepeval_pipeline.summary.workflow_usage import per_run_money
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
@@ -41,7 +42,7 @@ def _cell(cell: MetricCell) -> str:
 def _money(value: float | None, row: MatrixRow) -> str:
     if value is None:
         return "unpriced" if row.measured_runs else "-"
-    return f"${value:.5f}"
+    return per_run_money(value)
 
 
 def _seconds(value: float | None) -> str:

@@ -11,8 +11,11 @@ head-to-head metric reads its opponent's stored outputs, which are all there by 
 A trial (``run --filter``) lives in a throwaway instance that no other process sees: its
 versions are called one after the other, still all before any is scored.
 
-Run as ``python -m n8n_deepeval_pipeline.orchestration.family_run FILE KEY NAME SHARED``
-for one version's calls; it prints how they ended as one line of JSON.
+Their calls start together: each process marks itself ready in a shared folder once its
+harness copy is served, and waits for the others (``call_barrier``).
+
+Run as ``python -m n8n_deepeval_pipeline.orchestration.family_run FILE KEY NAME SHARED
+FOLDER`` for one version's calls; it prints how they ended as one line of JSON.
 """
 
 from __future__ import annotations
@@ -21,10 +24,15 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
+from n8n_deepeval_pipeline.orchestration.call_barrier import CALLS_START_TOGETHER, arrive
 from n8n_deepeval_pipeline.orchestration.local_runner import (
     BenchmarkRunner,
     Materialised,
@@ -32,12 +40,20 @@ from n8n_deepeval_pipeline.orchestration.local_runner import (
 )
 from n8n_deepeval_pipeline.workflow.variants import Member
 
+_POLL_S = 0.2
 SCORED_FROM = "metric_scores"
 """The first asset of a version's scoring: everything before it is its calls."""
 
 
 def _tags(members: list[Member]) -> dict[str, str]:
     return {CALLS_SHARED_BY: str(len(members))}
+
+
+@contextmanager
+def _meeting_point() -> Iterator[Path]:
+    """The folder where the versions' processes mark themselves ready to call."""
+    with tempfile.TemporaryDirectory(prefix="n8n-deepeval-calls-") as folder:
+        yield Path(folder)
 
 
 def _prefix(member: Member) -> str:
@@ -68,30 +84,36 @@ def call_side_by_side(
     Their progress lines go to this process's stderr, each after its version's name.
     """
     processes: list[subprocess.Popen[str]] = []
-    try:
-        for member in members:
-            command = [
-                sys.executable,
-                "-m",
-                __name__,
-                str(source),
-                member.key,
-                member.name,
-                str(len(members)),
-                *([] if judge_cache else ["--no-cache"]),
-                *(["--verbose"] if verbose else []),
+    with _meeting_point() as meeting:
+        try:
+            for member in members:
+                command = [
+                    sys.executable,
+                    "-m",
+                    __name__,
+                    str(source),
+                    member.key,
+                    member.name,
+                    str(len(members)),
+                    str(meeting),
+                    *([] if judge_cache else ["--no-cache"]),
+                    *(["--verbose"] if verbose else []),
+                ]
+                processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
+            while any(process.poll() is None for process in processes):
+                for member, process in zip(members, processes, strict=True):
+                    if process.returncode is not None:  # ended, maybe without its mark
+                        arrive(meeting, member.key)  # it will not call: none waits for it
+                time.sleep(_POLL_S)
+            return [
+                _ended(member, process.communicate()[0], process.returncode)
+                for member, process in zip(members, processes, strict=True)
             ]
-            processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
-        ended = []
-        for member, process in zip(members, processes, strict=True):
-            printed, _ = process.communicate()
-            ended.append(_ended(member, printed, process.returncode))
-        return ended
-    finally:
-        for process in processes:  # this process was interrupted: leave no caller behind
-            if process.poll() is None:
-                process.terminate()
-                process.wait()
+        finally:
+            for process in processes:  # this process was interrupted: leave no caller behind
+                if process.poll() is None:
+                    process.terminate()
+                    process.wait()
 
 
 def _ended(member: Member, printed: str, exit_code: int) -> Materialised:
@@ -119,19 +141,24 @@ def main(arguments: list[str] | None = None) -> int:
     parser.add_argument("key")
     parser.add_argument("name")
     parser.add_argument("shared_by", type=int)
+    parser.add_argument("meeting", type=Path, help="where the versions mark themselves ready")
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--verbose", action="store_true")
     given = parser.parse_args(arguments)
     benchmark = load_benchmark(given.file)
-    with local_instance() as instance:
-        runner = BenchmarkRunner(benchmark, given.file, instance, not given.no_cache)
-        ended = runner.materialise(
-            given.key,
-            verbose=given.verbose,
-            before_asset=SCORED_FROM,
-            tags={CALLS_SHARED_BY: str(given.shared_by)},
-            progress_prefix=f"[{given.name}] ",
-        )
+    tags = {CALLS_SHARED_BY: str(given.shared_by), CALLS_START_TOGETHER: str(given.meeting)}
+    try:
+        with local_instance() as instance:
+            runner = BenchmarkRunner(benchmark, given.file, instance, not given.no_cache)
+            ended = runner.materialise(
+                given.key,
+                verbose=given.verbose,
+                before_asset=SCORED_FROM,
+                tags=tags,
+                progress_prefix=f"[{given.name}] ",
+            )
+    finally:  # ended before calling (a failed step): the others need not wait for it
+        arrive(given.meeting, given.key)
     said = {
         "completed": ended.completed,
         "failed_checks": list(ended.failed_checks),

@@ -32,6 +32,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 from n8n_deepeval_pipeline.n8n_api.workflow_usage import with_usage
 from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
+from n8n_deepeval_pipeline.orchestration.call_barrier import start_together
 from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows, unmocked_runs
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -135,6 +136,9 @@ def _call(
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
     caller = n8n.webhook_caller(target)
+    tags = context.run.tags
+    shared_by = int(tags.get(CALLS_SHARED_BY, "1") or 1)
+    start_together(tags, context.partition_key, shared_by, context.log.info)
     context.log.info(f"calling {caller.identity} for {len(runs)} runs")
     step = max(1, len(runs) // 10)
 
@@ -158,8 +162,11 @@ def _through_harness(
     rows: list[DatasetRow],
     prices: PriceTable,
 ) -> list[AgentOutput]:
-    """Run the workflow from its start to its end node through a harness copy."""
-    problems = harness_problems(target, workflow)
+    """Run the workflow (or a variant of it) from its start to its end node through a copy.
+
+    The variants were checked against the workflow itself when the version was read.
+    """
+    problems = harness_problems(target, workflow, variants=False)
     if problems:
         raise ValueError("target: " + "; ".join(problems))
     for node in unmocked_services(target, workflow):

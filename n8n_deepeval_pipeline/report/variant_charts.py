@@ -24,6 +24,7 @@ from n8n_deepeval_pipeline.report.charts import (
 )
 from n8n_deepeval_pipeline.report.formatting import MISSING
 from n8n_deepeval_pipeline.summary.variant_matrix import MatrixRow, VariantMatrix
+from n8n_deepeval_pipeline.summary.workflow_usage import per_run_money
 
 _WIDTH, _HEIGHT = 1000, 380
 _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 960, 24, 320
@@ -31,9 +32,7 @@ _LEFT, _RIGHT, _TOP, _BOTTOM = 70, 960, 24, 320
 
 def cost_per_run(value: float | None) -> str:
     """A cost per run in US dollars to four significant digits: ``$0.000412``."""
-    if value is None:
-        return MISSING
-    return f"${value:.4g}" if value >= 0.0001 or value == 0 else f"${value:.2e}"
+    return MISSING if value is None else per_run_money(value)
 
 
 def seconds(value: float | None) -> str:

@@ -15,7 +15,11 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
-from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage, workflow_usage
+from n8n_deepeval_pipeline.summary.workflow_usage import (
+    WorkflowUsage,
+    per_run_money,
+    workflow_usage,
+)
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
@@ -374,7 +378,7 @@ def workflow_usage_lines(usage: WorkflowUsage | None) -> list[str]:
     estimated = ", n8n's estimate" if usage.estimated else ""
     per_run = f"{usage.tokens_per_run:,.0f}" if usage.tokens_per_run is not None else "-"
     cost = (
-        f"cost {_cost(usage.cost_usd)} ({_cost(usage.cost_per_run_usd)} per run)"
+        f"cost {_cost(usage.cost_usd)} ({per_run_money(usage.cost_per_run_usd)} per run)"
         if usage.cost_usd is not None
         else f"cost unpriced ({', '.join(usage.unpriced_models)}: no price)"
     )

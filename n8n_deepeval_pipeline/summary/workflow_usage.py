@@ -48,6 +48,13 @@ class WorkflowUsage(BaseModel):
     nodes: list[ModelNodeUsage]
 
 
+def per_run_money(value: float | None) -> str:
+    """A cost per run in US dollars, to four significant digits: ``$0.0004123``."""
+    if value is None:
+        return "-"
+    return f"${value:.4g}" if value >= 0.0001 or value == 0 else f"${value:.3e}"
+
+
 def percentile(values: Sequence[float], q: float) -> float | None:
     """The ``q``-th percentile (0–100) by linear interpolation; None without values."""
     return float(np.percentile(np.asarray(values, dtype=float), q)) if values else None
