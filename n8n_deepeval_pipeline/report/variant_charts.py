@@ -9,6 +9,7 @@ placed: the chart names it under its axis rather than putting it at zero.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from markupsafe import Markup
@@ -26,8 +27,8 @@ from n8n_deepeval_pipeline.report.formatting import MISSING
 from n8n_deepeval_pipeline.summary.variant_matrix import MatrixRow, VariantMatrix
 from n8n_deepeval_pipeline.summary.workflow_usage import per_run_money
 
-_WIDTH, _HEIGHT = 1000, 380
-_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 960, 24, 320
+_WIDTH, _HEIGHT = 1000, 400
+_LEFT, _RIGHT, _TOP, _BOTTOM = 70, 900, 44, 340
 
 
 def cost_per_run(value: float | None) -> str:
@@ -40,6 +41,14 @@ def seconds(value: float | None) -> str:
     return MISSING if value is None else f"{value:.2f} s"
 
 
+def nice_top(largest: float) -> float:
+    """The axis end: the smallest 1, 2, 2.5 or 5 × 10ⁿ at or above ``largest``."""
+    if largest <= 0:
+        return 1e-6
+    scale = 10.0 ** math.floor(math.log10(largest))
+    return next(scale * step for step in (1.0, 2.0, 2.5, 5.0, 10.0) if scale * step >= largest)
+
+
 def _ticks(top: float) -> list[float]:
     return [top * step / 4 for step in range(5)]
 
@@ -47,7 +56,7 @@ def _ticks(top: float) -> list[float]:
 def frontier_chart(matrix: VariantMatrix) -> Markup:
     """Cost per run (x) against pass rate (y), a point per priced version with its interval."""
     placed = [row for row in matrix.rows if row.cost_per_run_usd is not None]
-    top = max((row.cost_per_run_usd or 0.0 for row in placed), default=0.0) * 1.15 or 1e-6
+    top = nice_top(max((row.cost_per_run_usd or 0.0 for row in placed), default=0.0))
 
     def x(cost: float) -> float:
         return _LEFT + (_RIGHT - _LEFT) * cost / top
@@ -68,7 +77,7 @@ def frontier_chart(matrix: VariantMatrix) -> Markup:
     axes = _text(
         (_LEFT + _RIGHT) / 2, _BOTTOM + 38, "cost per run (the workflow's own models)", "middle",
         fill=INK, font_size="12",
-    ) + _text(14, _TOP - 8, "run pass rate (95% CI)", fill=INK, font_size="12")  # fmt: skip
+    ) + _text(14, 16, "run pass rate (95% CI)", fill=INK, font_size="12")  # fmt: skip
     frontier = sorted(
         (row for row in placed if row.frontier), key=lambda row: row.cost_per_run_usd or 0.0
     )
@@ -111,7 +120,7 @@ def _mark(row: MatrixRow, cx: float, scale: Callable[[float], float]) -> Markup:
             )
         )
         label = f"{row.name} {rate.rate:.0%}"
-        parts.append(_text(cx + 12, cy - 8, label, fill=INK, font_size="13", font_weight="600"))
+        parts.append(_text(cx + 12, cy + 4, label, fill=INK, font_size="13", font_weight="600"))
     return Markup("<g><title>{}</title>{}</g>").format(
         f"{row.name}: {cost_per_run(row.cost_per_run_usd)} per run", Markup("").join(parts)
     )

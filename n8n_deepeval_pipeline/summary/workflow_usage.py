@@ -9,6 +9,7 @@ it is named, and never counted as free.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -49,10 +50,13 @@ class WorkflowUsage(BaseModel):
 
 
 def per_run_money(value: float | None) -> str:
-    """A cost per run in US dollars, to four significant digits: ``$0.0004123``."""
+    """A cost per run in US dollars, to three significant digits: ``$0.000412``, ``$1.24``."""
     if value is None:
         return "-"
-    return f"${value:.4g}" if value >= 0.0001 or value == 0 else f"${value:.3e}"
+    if value == 0:
+        return "$0"
+    decimals = max(2, 2 - math.floor(math.log10(abs(value))))
+    return f"${value:.{decimals}f}"
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -60,3 +60,19 @@ def test_the_matrix_has_a_row_per_version_with_win_rates_spend_and_verdicts(html
     assert 'class="badge regression"' in cells["nano"]
     assert "unpriced" in cells["terse"] and "frontier" not in cells["terse"]
     assert '<a href="#variants">Variants</a>' in html
+
+
+def test_costs_per_run_keep_three_significant_digits_and_the_axis_ends_on_a_round_value():
+    from n8n_deepeval_pipeline.report.variant_charts import nice_top
+    from n8n_deepeval_pipeline.summary.workflow_usage import per_run_money
+
+    assert [per_run_money(v) for v in (2.678e-05, 0.0004469, 0.0123, 1.2345, 0.0)] == [
+        "$0.0000268",
+        "$0.000447",
+        "$0.0123",
+        "$1.23",
+        "$0",
+    ]
+    assert [nice_top(v) for v in (0.000447, 0.0002, 0.00021, 3.1)] == pytest.approx(
+        [0.0005, 0.0002, 0.00025, 5.0]
+    )

@@ -102,7 +102,7 @@ def test_the_printed_matrix_and_its_json(matrix):
     lines = {line.split()[0]: line for line in text.splitlines() if line[:5] in ("base ", "nano ")}
     assert "83.3% [55.2%, 95.3%] 10/12" in lines["base"]
     assert "33% [14%, 61%] 4/12" in lines["nano"]
-    assert "$0.001 " in lines["nano"] and lines["nano"].rstrip().endswith("*")
+    assert "$0.00100 " in lines["nano"] and lines["nano"].rstrip().endswith("*")
     assert "unpriced" in text  # terse
     assert "  nano: regression 1 · stable 2" in text
     case_line = next(line for line in text.splitlines() if line.startswith("r2 "))

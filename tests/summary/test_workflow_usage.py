@@ -49,7 +49,7 @@ def test_tokens_and_cost_are_summed_over_measured_runs_and_latency_over_all():
     assert (only.calls, only.prompt_tokens, only.cost_usd) == (6, 600, pytest.approx(0.012))
     line = workflow_usage_lines(usage)[0]
     assert "tokens 660 in 3 runs (220 per run, n8n's estimate)" in line
-    assert "cost $0.0120 ($0.004 per run)" in line
+    assert "cost $0.0120 ($0.00400 per run)" in line
     assert "latency p50 1.50 s · p95 8.40 s" in line
 
 
