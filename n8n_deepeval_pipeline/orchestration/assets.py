@@ -466,6 +466,7 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
         "report_url": dg.MetadataValue.url(html.as_uri()),
         "summary": dg.MetadataValue.md(pr_comment(report)),
         "run_pass_rate": dg.MetadataValue.float(_rounded(headline.pass_rate.rate or 0.0)),
+        "variant": report.variant or BASE,
     }
     if headline.cost_usd is not None:  # the report's "—": unpriced is not free
         metadata["cost_usd"] = dg.MetadataValue.float(round(headline.cost_usd, 6))
