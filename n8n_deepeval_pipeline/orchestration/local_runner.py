@@ -34,7 +34,11 @@ from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, o
 from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.summary.run_summary import (
+    BenchmarkSummary,
+    simulation_summary,
+    summarise,
+)
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,
@@ -336,4 +340,9 @@ class BenchmarkRunner:
             self.benchmark.metric_labels,
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
-        return summary.model_copy(update={"workflow_checks": checks})
+        simulated = (
+            simulation_summary(self._table("agent_outputs", AgentOutput, partition))
+            if self.benchmark.simulation is not None
+            else None
+        )
+        return summary.model_copy(update={"workflow_checks": checks, "simulation": simulated})

@@ -53,6 +53,7 @@ class DatasetRow(TableRow):
     chatbot_role: str | None = None
     expected_outcome: str | None = None
     scenario: str | None = None
+    user_description: str | None = None  # a conversational golden's simulated user
     raw: dict[str, Any]
 
 
@@ -68,7 +69,13 @@ class ExpandedRun(TableRow):
 
 
 class AgentOutput(TableRow):
-    """What the workflow produced for one run (or why it produced nothing)."""
+    """What the workflow produced for one run (or why it produced nothing).
+
+    A simulated run's output is its conversation: ``turns`` (each assistant turn with the
+    ``intermediateSteps`` it called), why it stopped, and what the simulated user's judge
+    calls cost (``simulation``); its error kinds include the judge's when the simulated
+    user could not be played.
+    """
 
     run_id: str
     actual_output: str | None = None
@@ -78,7 +85,12 @@ class AgentOutput(TableRow):
     session_id: str | None = None
     latency_s: float | None = None
     error: str | None = None
-    error_kind: Literal["target_error", "no_output"] | None = None
+    error_kind: Literal["target_error", "no_output", "judge_error", "judge_unavailable"] | None = (
+        None
+    )
+    # outcome_reached, turn_limit, empty_user_turn, target_error or judge_error
+    stop_reason: str | None = None
+    simulation: dict[str, Any] | None = None  # the simulated user: turns, judge calls, cost
 
 
 class MetricScore(TableRow):
