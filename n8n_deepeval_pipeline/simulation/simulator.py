@@ -97,10 +97,14 @@ PLAYED: contextvars.ContextVar[_Played | None] = contextvars.ContextVar("played"
 
 
 class SimulatedUserModel(DeepEvalBaseLLM):
-    """The simulator model DeepEval is given: the pipeline's judge, for one conversation."""
+    """The simulator model DeepEval is given: the pipeline's judge, for one conversation.
 
-    def __init__(self, judge: PipelineJudge) -> None:
+    ``secrets``: what a judge's error must not show when it is stored (its key).
+    """
+
+    def __init__(self, judge: PipelineJudge, secrets: list[str]) -> None:
         self.judge = judge
+        self.secrets = secrets
         super().__init__(model=judge.get_model_name())
 
     def load_model(self) -> SimulatedUserModel:
@@ -125,7 +129,7 @@ class SimulatedUserModel(DeepEvalBaseLLM):
             kind: FailureKind = (
                 "judge_unavailable" if isinstance(error, JudgeUnavailable) else "judge_error"
             )
-            played.end("judge_error", kind, f"simulated user: {error}")
+            played.end("judge_error", kind, redact(f"simulated user: {error}", self.secrets))
             return _closing_answer(schema)
 
 
@@ -154,10 +158,10 @@ def _opening_turn(turn: TurnData) -> Turn:
 def golden_of(golden: GoldenRun) -> ConversationalGolden:
     """The run's golden as DeepEval's, named by its run id (no template reads the name)."""
     row = golden.row
-    return ConversationalGolden(
+    return ConversationalGolden(  # an empty cell is no outcome, no description
         scenario=golden.scenario,
-        expected_outcome=row.expected_outcome,
-        user_description=row.user_description,
+        expected_outcome=row.expected_outcome or None,
+        user_description=row.user_description or None,
         context=row.context,
         turns=[_opening_turn(turn) for turn in golden.opening] or None,
         name=golden.run_id,
@@ -179,7 +183,9 @@ class Simulation:
         self.simulator = ConversationSimulator(
             # Annotated Callable[[str], str]; it awaits a callback taking input, turns, thread_id.
             model_callback=cast(Any, self.answer),
-            simulator_model=SimulatedUserModel(PipelineJudge(request.judge, UsageCounter())),
+            simulator_model=SimulatedUserModel(
+                PipelineJudge(request.judge, UsageCounter()), request.secrets
+            ),
             stopping_controller=self.should_stop,
             max_concurrent=max(len(request.runs), 1),
             language=request.language,

@@ -1,6 +1,6 @@
 """Steps read back from n8n executions (the shape of GET /executions?includeData=true)."""
 
-from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
+from n8n_deepeval_pipeline.n8n_api.executions import steps_by_execution, steps_by_session
 
 STEPS = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}}, "observation": "42"}]
 
@@ -72,3 +72,14 @@ def test_a_session_of_several_messages_has_the_steps_of_all_its_executions_in_or
     sum_steps = execution("h:r5:0", {"output": "42", "intermediateSteps": STEPS})
     sum_steps["id"] = "32"
     assert steps_by_session([sum_steps, thanks, ticket]) == {"h:r5:0": ticket_steps + STEPS}
+
+
+def test_a_simulated_conversations_turns_each_get_their_own_executions_steps():
+    thanks = execution("h:r6:0:thread", {"output": "You're welcome", "intermediateSteps": []})
+    sums = execution("h:r6:0:thread", {"output": "42", "intermediateSteps": STEPS})
+    other = execution("h:r6:1:thread", {"output": "Hi", "intermediateSteps": []})
+    sums["id"], thanks["id"], other["id"] = "40", "41", "42"
+    assert steps_by_execution([other, thanks, sums]) == {
+        "h:r6:0:thread": [STEPS, []],  # the first message's execution first
+        "h:r6:1:thread": [[]],
+    }
