@@ -97,9 +97,10 @@ PLAYED: contextvars.ContextVar[_Played | None] = contextvars.ContextVar("played"
 
 
 class SimulatedUserModel(DeepEvalBaseLLM):
-    """The simulator model DeepEval is given: the pipeline's judge, for one conversation.
+    """The simulator model DeepEval is given: the pipeline's judge.
 
-    ``secrets``: what a judge's error must not show when it is stored (its key).
+    A failure ends the conversation the call was made for (``PLAYED``, set in its task);
+    ``secrets``: what the stored error must not show (the judge's key).
     """
 
     def __init__(self, judge: PipelineJudge, secrets: list[str]) -> None:

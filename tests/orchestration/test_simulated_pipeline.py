@@ -23,6 +23,7 @@ from tests.conftest import EXAMPLE
 
 pytestmark = pytest.mark.slow
 API_KEY = "sk-test-SIMULATION-4b1e0c"
+URL_TOKEN = "URLTOKEN-sim-8d0f"
 GOLDENS = (
     "id,scenario,expectedOutcome,userDescription\n"
     "mul,What is 6*7,learns 42,a student checking homework\n"
@@ -44,7 +45,11 @@ def write_benchmark(tmp_path: Path, chatbot: LoopbackChatbot, **changes: Any) ->
         "workflow": str(EXAMPLE / "workflow.json"),
         "dataset": {"path": "goldens.csv"},
         "runsPerRow": 2,
-        "target": {"type": "n8n_webhook", "url": chatbot.url, "maxConcurrency": 8},
+        "target": {
+            "type": "n8n_webhook",
+            "url": f"{chatbot.url}?token={URL_TOKEN}",
+            "maxConcurrency": 8,
+        },
         "simulation": {"maxUserTurns": 3},
         "metrics": METRICS,
         **changes,
@@ -129,6 +134,14 @@ def test_each_run_is_a_conversation_scored_by_the_multi_turn_metrics(
     assert simulation["conversations"] == 4 and simulation["judge_calls"] > 0
     assert sum(simulation["stopped"].values()) == 4
     assert API_KEY not in first.stdout + first.stderr
+    # neither the judge's key nor the webhook's token is stored, and the simulator process
+    # left nothing behind (its scratch folder and log go when it succeeded)
+    for secret in (API_KEY, URL_TOKEN):
+        assert not any(
+            secret.encode() in file.read_bytes() for file in home.rglob("*") if file.is_file()
+        )
+    temp = Path(os.environ["TMPDIR"])
+    assert not list(temp.glob("n8n-deepeval-simulation-*"))
 
     requests = judge.requests
     again = run(write_benchmark(tmp_path, chatbot), judge, home)
