@@ -37,7 +37,11 @@ from n8n_deepeval_pipeline.orchestration.version_keys import register_version, s
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.summary.run_summary import (
+    BenchmarkSummary,
+    simulation_summary,
+    summarise,
+)
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,
@@ -376,4 +380,9 @@ class BenchmarkRunner:
             self.benchmark.metric_labels,
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
-        return summary.model_copy(update={"workflow_checks": checks})
+        simulated = (
+            simulation_summary(self._table("agent_outputs", AgentOutput, partition))
+            if self.benchmark.simulation is not None
+            else None
+        )
+        return summary.model_copy(update={"workflow_checks": checks, "simulation": simulated})
