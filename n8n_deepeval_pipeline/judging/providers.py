@@ -208,7 +208,7 @@ _PROVIDERS: dict[str, tuple[str, str | None, str]] = {
 def _installed(module: str) -> bool:
     try:
         return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent package is missing
+    except (ModuleNotFoundError, ValueError):  # its parent is missing; a failed import
         return False
 
 
