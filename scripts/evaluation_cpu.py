@@ -22,7 +22,9 @@ process that feeds them, apart, beside the wall time.
 
 ``--provider`` picks the judge that asks the loopback server (in process only): the
 OpenAI-compatible one by default, or ``openai`` (gpt-4.1) or ``anthropic``
-(claude-haiku-4-5), each as its own SDK and DeepEval's class for it ask.
+(claude-haiku-4-5), each as its own SDK and DeepEval's class for it ask. The last line
+divides the figures by the judge calls the server answered per evaluation: the CPU of
+an evaluation per judge call it made (the metric's own work included).
 """
 
 from __future__ import annotations
@@ -130,6 +132,8 @@ def main() -> None:
     from n8n_deepeval_pipeline.worker.zygote import freeze_warm_heap
 
     server = pool_throughput._Server(0, args.port)
+    evaluated = 0  # every evaluation the judge server answered, warm-ups included
+    figures: dict[str, float] = {}
     try:
         evaluator = Evaluator()
         freeze_warm_heap()
@@ -142,7 +146,9 @@ def main() -> None:
             for task in tasks[:12]:  # warm: the judge, its client, DeepEval's lazy parts
                 asyncio.run(evaluator.evaluate(task))
             rounds = [_round(evaluator, tasks) for _ in range(args.rounds)]
+            evaluated += 12 + args.rounds * len(tasks)
             process, judge = (statistics.median(part) for part in zip(*rounds, strict=True))
+            figures[label] = process
             fastest = min(figures[0] for figures in rounds)
             spread = " ".join(f"{figures[0]:.2f}" for figures in rounds)
             print(
@@ -152,8 +158,13 @@ def main() -> None:
             )
             if args.profile:
                 _profiled(evaluator, tasks, args.profile)
+                evaluated += len(tasks)
     finally:
-        server.stop()
+        served = server.stop()
+    calls = served.get("requests", 0) / evaluated if evaluated else 0
+    if calls:
+        per_call = ", ".join(f"{label} {ms / calls:.2f} ms" for label, ms in figures.items())
+        print(f"{calls:.2f} judge calls per evaluation: CPU per judge call {per_call}")
 
 
 if __name__ == "__main__":
