@@ -212,15 +212,19 @@ def _installed(module: str) -> bool:
         return False
 
 
+@functools.cache
 def import_provider(provider: str) -> None:
-    """Import a provider's module and SDK ahead of its first call (a worker zygote does).
+    """Import a provider's module and SDK, and warm its first call (a worker zygote does).
 
     A provider whose SDK is missing is skipped: its first call says which extra to install.
     """
     if provider in _PROVIDERS and _installed(_PROVIDERS[provider][2]):
-        importlib.import_module(
+        module = importlib.import_module(
             f"n8n_deepeval_pipeline.judging.provider_apis.{_PROVIDERS[provider][0]}"
         )
+        warm = getattr(module, "warm", None)
+        if warm is not None:
+            warm()
 
 
 def build_provider(spec: JudgeSpec) -> Provider:

@@ -15,6 +15,7 @@ from typing import Any
 import anthropic
 
 from n8n_deepeval_pipeline.judging.deepeval_call import DeepEvalProvider, ModelClass, class_method
+from n8n_deepeval_pipeline.judging.provider_apis import http_sdk
 from n8n_deepeval_pipeline.judging.provider_apis.http_sdk import (
     HttpSdkTransport,
     aiohttp_client,
@@ -67,6 +68,30 @@ CLASS = ModelClass(
     generate=class_method("a_generate"),
     wire=_form,
 )
+
+
+async def _warm_up_call(client: Any) -> None:
+    await client.messages.with_raw_response.create(
+        max_tokens=1,
+        messages=[{"role": "user", "content": [{"type": "text", "text": "warm-up"}]}],
+        model="warm-up",
+        thinking={"type": "disabled"},
+        output_config={"format": {"type": "json_schema", "schema": {"type": "object"}}},
+    )
+
+
+def warm() -> None:
+    """What the SDK's first call costs, paid by the worker zygote (``http_sdk.warm``)."""
+    reply = {
+        "id": "warm-up",
+        "type": "message",
+        "role": "assistant",
+        "model": "warm-up",
+        "content": [{"type": "text", "text": "{}"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    http_sdk.warm(anthropic, "AsyncAnthropic", _warm_up_call, reply)
 
 
 def build(spec: JudgeSpec) -> Provider:

@@ -9,10 +9,13 @@ the SDK (the SDKs' own aiohttp transport): it costs a judge call less CPU than h
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import ModuleType
 from typing import Any
+
+import httpx2
 
 from n8n_deepeval_pipeline.judging.deepeval_call import SdkCall
 from n8n_deepeval_pipeline.judging.pacing import RateLimits
@@ -70,10 +73,13 @@ class HttpSdkTransport:
             response = error.response
             detail = error_message(error.body) or response.reason_phrase
             return http_failure(where, response.status_code, detail, response.headers, spec)
-        if isinstance(error, self._sdk.APITimeoutError):
+        cause = error
+        while cause.__cause__ is not None:  # the SDK's error, httpx's, aiohttp's
+            cause = cause.__cause__
+        # The aiohttp transport reports a refused or dropped connection as a timeout.
+        if isinstance(error, self._sdk.APITimeoutError) and isinstance(cause, TimeoutError):
             return ProviderError(f"{where}: no answer within {spec.timeout_s:g} s", retryable=True)
-        cause = type(error.__cause__ or error).__name__
-        return ProviderError(f"{where}: connection failed ({cause})", retryable=True)
+        return ProviderError(f"{where}: connection failed ({type(cause).__name__})", retryable=True)
 
 
 def aiohttp_client(sdk: ModuleType) -> Any:
@@ -88,3 +94,28 @@ def usage(data: dict[str, Any], prompt: str, completion: str) -> tuple[int, int]
     """The prompt and completion tokens a reply's ``usage`` reports (0 when it has none)."""
     counts = data.get("usage") or {}
     return int(counts.get(prompt) or 0), int(counts.get(completion) or 0)
+
+
+def warm(
+    sdk: ModuleType,
+    client_class: str,
+    call: Callable[[Any], Awaitable[object]],
+    reply: dict[str, Any],
+) -> None:
+    """Make the SDK import and cache, before workers fork, what its first call would.
+
+    A first call costs ~0.15 s of lazy imports and type hints, on the judge's loop, where
+    it holds up every evaluation's first call: the worker zygote makes ``call`` once
+    instead, on an in-memory transport (no network, no thread), which answers ``reply``.
+    """
+
+    async def called() -> None:
+        transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=reply))
+        async with httpx2.AsyncClient(transport=transport) as http:
+            client = getattr(sdk, client_class)(
+                api_key="warm-up", base_url="http://warm-up.invalid", http_client=http
+            )
+            await call(client)
+
+    aiohttp_client(sdk)  # its transport's modules too
+    asyncio.run(called())

@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.judging.deepeval_call import (
     class_method,
     worker_client,
 )
+from n8n_deepeval_pipeline.judging.provider_apis import http_sdk
 from n8n_deepeval_pipeline.judging.provider_apis.http_sdk import (
     HttpSdkTransport,
     aiohttp_client,
@@ -244,6 +245,35 @@ class OpenAICompatibleProvider:
     async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
         request = {**self._request(prompt), "logprobs": True, "top_logprobs": top_logprobs}
         return await self._send(request, raw=True)
+
+
+class _WarmUp(BaseModel):
+    verdict: str
+
+
+async def _warm_up_calls(client: Any) -> None:
+    parts = [{"role": "user", "content": [{"type": "text", "text": "warm-up"}]}]
+    await client.beta.chat.completions.with_raw_response.parse(
+        model="warm-up", messages=parts, response_format=strict_response_format(_WarmUp)
+    )
+    plain = [{"role": "user", "content": "warm-up"}]
+    await client.chat.completions.with_raw_response.create(
+        model="warm-up", messages=plain, logprobs=True, top_logprobs=1
+    )
+
+
+def warm() -> None:
+    """What the SDK's first call costs, paid by the worker zygote (``http_sdk.warm``)."""
+    reply = {
+        "id": "warm-up",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "warm-up",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}
+        ],
+    }
+    http_sdk.warm(openai, "AsyncOpenAI", _warm_up_calls, reply)
 
 
 def build(spec: JudgeSpec) -> Provider:
