@@ -149,7 +149,7 @@ CASES = [
 
 def _judge_spec(case: Case, base_url: str, state_dir: str) -> JudgeSpec:
     return JudgeSpec(
-        provider=case.provider,  # type: ignore[arg-type]
+        provider=case.provider,
         model=case.model,
         base_url=base_url,
         api_key=SecretStr(KEY),
