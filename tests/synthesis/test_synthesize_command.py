@@ -228,6 +228,9 @@ def test_init_synthesize_writes_a_benchmark_on_synthesized_rows_that_validates(
     assert f"ok {out}: {len(rows)} rows" in result.stdout  # validated
     assert all(row["synthetic"] and row["source"] == "scratch" for row in rows)
     assert "golden(s) synthesized: review them" in out.read_text("utf-8")
+    # The workflow also reads a customer, which synthesized rows lack: sent empty, said so.
+    assert """row.get('customer')""" in out.read_text("utf-8")
+    assert "synthesized rows hold only the input" in out.read_text("utf-8")
 
 
 @pytest.mark.slow
