@@ -62,7 +62,11 @@ class FakeRunner:
         return list(self.ended)
 
     def materialise(
-        self, partition: str, from_asset: str | None = None, verbose: bool = False
+        self,
+        partition: str,
+        from_asset: str | None = None,
+        verbose: bool = False,
+        regenerate_attacks: bool = False,
     ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]
@@ -98,8 +102,8 @@ def test_backfill_during_a_judge_outage_exits_3_and_names_the_incomplete_version
     assert done.exit_code == 3, done.output
     assert "backfilled" not in done.stdout
     assert done.stderr.splitlines()[-1] == (
-        f"workflow {CURRENT[:12]}: incomplete: the judge was unavailable for 2 scores "
-        "(--max-error-rate sets how many unjudged scores are acceptable)"
+        f"workflow {CURRENT[:12]}: incomplete: 2 of 40 scores have no judgement: the judge "
+        "was unavailable for 2 (--max-error-rate sets how many unjudged scores are acceptable)"
     )
 
 
@@ -147,7 +151,7 @@ def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(example_cop
     assert done.exit_code == 3, done.output
     assert done.stderr.splitlines()[-2:] == [
         "likely_regression against the previous version: see `n8n-deepeval compare`",
-        "incomplete: the judge was unavailable for 2 scores "
+        "incomplete: 2 of 40 scores have no judgement: the judge was unavailable for 2 "
         "(--max-error-rate sets how many unjudged scores are acceptable)",
     ]
 

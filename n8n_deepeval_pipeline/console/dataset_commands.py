@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_N8N_UNREACHABLE,
     EXIT_RUN_FAILED,
     Refused,
+    exit_codes_stated,
 )
 
-REDACT_HELP = "Take credentials, e-mails and phone numbers out of the executions' rows."
+REDACT_HELP = (
+    "Take credentials, e-mails and phone numbers out of the executions' rows, and out of "
+    "the rows the --out file holds already (it is rewritten); a Data Table holding rows "
+    "with them is refused."
+)
 
 
 @click.group()
@@ -23,6 +31,7 @@ def dataset() -> None:
     """Datasets drawn from what a workflow has been asked, or synthesized for it."""
 
 
+@exit_codes_stated("dataset from-executions")
 @dataset.command("from-executions")
 @click.argument("workflow_id")
 @click.option("--since", help="Only executions started after this: 30m, 24h, 7d or an ISO date.")
@@ -66,7 +75,7 @@ def from_executions(
     A row per execution, or per chat session for a chat-triggered agent; a row's id is a
     hash of its input, so rows already there are not added again.
     """
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery, draw_dataset
 
     if (out is None) == (data_table is None):
@@ -81,16 +90,20 @@ def from_executions(
         include_manual=include_manual,
     )
     try:
-        with benchmarks.api_client() as client:
-            draft, added = draw_dataset(
+        made = settings.made_for_the_user(out.parent) if out else contextlib.nullcontext()
+        with benchmarks.api_client() as client, made:
+            draft, written = draw_dataset(
                 client, query, out or str(data_table), expected_from_output, redact,
                 progress,
             )  # fmt: skip
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:  # file and config errors are ValueErrors
         raise click.ClickException(str(error)) from None
     if not draft.rows:
         raise click.ClickException(none_drawn(draft, query) + ": nothing written")
-    click.echo(drawn(draft, added, str(out or f"Data Table {data_table!r}")))
+    where = str(out or f"Data Table {data_table!r}")
+    click.echo(drawn(draft, written.new, where, written.redacted))
 
 
 SELF_CONSISTENCY_WARNING = (
@@ -117,16 +130,20 @@ def none_drawn(draft: Any, query: Any) -> str:
     return matched if not draft.executions else f"{matched}, none with an input to replay"
 
 
-def drawn(draft: Any, added: int, where: str) -> str:
-    """What the executions gave: rows, what was left out, and how many were new where."""
+def drawn(draft: Any, added: int, where: str, redacted: int = 0) -> str:
+    """What the executions gave: rows, what was left out, how many were new where.
+
+    ``redacted``: rows the destination held already that ``--redact`` rewrote.
+    """
     left_out = [
         f"{draft.duplicates} duplicate(s)" if draft.duplicates else "",
         f"{draft.without_input} without an input" if draft.without_input else "",
     ]
     note = "; ".join(part for part in left_out if part)
+    rewritten = f" · {redacted} rows already there redacted" if redacted else ""
     return (
         f"{draft.executions} executions → {len(draft.rows)} rows{f' ({note})' if note else ''}"
-        f" · {added} new in {where}, {len(draft.rows) - added} already there"
+        f" · {added} new in {where}, {len(draft.rows) - added} already there{rewritten}"
     )
 
 
@@ -145,6 +162,7 @@ WITH_EXPECTED_WARNING = (
 EXISTING = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 
+@exit_codes_stated("dataset synthesize")
 @dataset.command("synthesize")
 @click.argument("source")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="A .jsonl file.")
@@ -241,11 +259,9 @@ def synthesize(
     workflow and its judge). From scratch unless --from-contexts, --from-docs or
     --from-dataset; styled by what the workflow shows (its agent's system message, tools
     and trigger). Every row says it is synthetic and where it came from; its id is a
-    hash of its input, so a second synthesis adds only new rows. Exit 1: no row made, or
-    n8n failed; 2: an invalid option or file; 3: the judge failed; 4: the synthesis
-    process failed.
+    hash of its input, so a second synthesis adds only new rows.
     """
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.synthesis.dataset import Material, SynthesisOptions, read_source
     from n8n_deepeval_pipeline.synthesis.request import parse_evolution
 
@@ -277,6 +293,8 @@ def synthesize(
     )
     try:
         found = read_source(source, benchmarks.api_client)
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except N8nApiError as error:
         raise click.ClickException(str(error)) from None
     except ValueError as error:  # a benchmark or workflow file that does not read
@@ -315,8 +333,12 @@ def run_synthesis_command(
         raise Refused(result.error, code)
     where = str(out) if out is not None else f"Data Table {data_table!r}"
     if rows.rows:
+        made_for_the_user = (
+            settings.made_for_the_user(out.parent) if out else contextlib.nullcontext()
+        )
         try:
-            added = synthesis.write_rows(rows.rows, out, data_table, benchmarks.api_client)
+            with made_for_the_user:
+                added = synthesis.write_rows(rows.rows, out, data_table, benchmarks.api_client)
         except (N8nApiError, ValueError) as error:
             click.echo(spent)
             raise click.ClickException(str(error)) from None

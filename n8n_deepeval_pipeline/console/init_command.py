@@ -8,12 +8,19 @@ from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
-from n8n_deepeval_pipeline.console.exits import Refused
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_ERROR,
+    EXIT_N8N_UNREACHABLE,
+    Refused,
+    exit_codes_stated,
+)
 
 
+@exit_codes_stated("init")
 @click.command()
 @click.argument("workflow")
 @click.option(
@@ -56,7 +63,7 @@ def init(
         write_benchmark,
         write_synthesized_benchmark,
     )
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
 
     if synthesize and from_executions:
@@ -69,15 +76,15 @@ def init(
             out = out or Path(f"{name}.benchmark.yaml")
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
-            if synthesize:
-                written = write_synthesized_benchmark(
-                    source, out, _synthesizer(source, workflow, synthesize)
-                )
-            else:
-                query = (
-                    ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-                )
-                written = write_benchmark(source, out, client, query, progress, redact)
+            query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
+            with settings.made_for_the_user(out.parent):
+                if synthesize:
+                    synthesizer = _synthesizer(source, workflow, synthesize)
+                    written = write_synthesized_benchmark(source, out, synthesizer)
+                else:
+                    written = write_benchmark(source, out, client, query, progress, redact)
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if written.drawn is not None and not written.drawn.rows:
@@ -96,7 +103,7 @@ def init(
     try:
         _, report = benchmarks.check(written.benchmark)
     except BenchmarkConfigError as error:
-        raise Refused(f"the written benchmark does not validate:\n{error}", 1) from None
+        raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
 
 

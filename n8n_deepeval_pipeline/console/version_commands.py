@@ -8,16 +8,19 @@ from pathlib import Path
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_COMPARE_FAILED,
     EXIT_REGRESSION,
     Refused,
+    exit_codes_stated,
     storage_faults_refused,
 )
 
 
+@exit_codes_stated("compare")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
@@ -28,19 +31,14 @@ from n8n_deepeval_pipeline.console.exits import (
     is_flag=True,
     help="The workflow and its variants side by side (the candidate's, default the current "
     "workflow's): pass rate, scores, the workflow's tokens, cost and latency, head-to-head "
-    "win rates, each variant's cases against the base, and the cost/pass-rate frontier.",
+    "win rates, each variant's cases against the base, and the cost/pass-rate frontier. "
+    "Nothing is flagged: a variant is an alternative, not an edit.",
 )
 @storage_faults_refused
 def compare(
     file: Path, baseline: str | None, candidate: str | None, as_json: bool, variants: bool
 ) -> None:
-    """Compare two versions of benchmark FILE, case by case.
-
-    Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
-    by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
-    is full or the database corrupt. With --variants nothing is flagged: a variant is an
-    alternative set beside the workflow, not an edit of it (exit 0, or 2).
-    """
+    """Compare two versions of benchmark FILE, case by case."""
     from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
@@ -95,6 +93,7 @@ def _compare_variants(file: Path, candidate: str | None, as_json: bool) -> None:
         click.echo(render_variant_matrix(matrix))
 
 
+@exit_codes_stated("report")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option("--hash", "version", help="The version (hash or prefix); default: the current.")
@@ -114,7 +113,8 @@ def report(file: Path, version: str | None, out: Path) -> None:
     try:
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
-            written = write_report(runner.report(runner.candidate_version(version)), out)
+            with settings.made_for_the_user(out):
+                written = write_report(runner.report(runner.candidate_version(version)), out)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     for path in written.values():

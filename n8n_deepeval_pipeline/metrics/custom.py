@@ -42,8 +42,12 @@ class GEvalConfig(CriteriaMetricConfig):
     """G-Eval: LLM-as-a-judge against your criteria or fixed evaluation steps."""
 
     metric: Literal["g_eval"] = "g_eval"
-    evaluation_params: list[SingleTurnParam] = Field(min_length=1)
-    async_mode: bool = True
+    evaluation_params: list[SingleTurnParam] = Field(
+        min_length=1, description="The test-case fields the judge is shown."
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
     def result_label(self) -> str:
         """G-Eval rows are named after the metric's own name unless a label is set."""
@@ -57,8 +61,13 @@ class ConversationalGEvalConfig(CriteriaMetricConfig):
     """Conversational G-Eval: custom criteria over a whole conversation."""
 
     metric: Literal["conversational_g_eval"] = "conversational_g_eval"
-    evaluation_params: list[MultiTurnParam] = Field(default_factory=lambda: list(_CONTENT))
-    async_mode: bool = True
+    evaluation_params: list[MultiTurnParam] = Field(
+        default_factory=lambda: list(_CONTENT),
+        description="The turn and conversation fields the judge is shown (default: CONTENT).",
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
     def result_label(self) -> str:
         """Rows are named after the metric's own name unless a label is set."""
@@ -79,14 +88,20 @@ class ArenaGEvalConfig(CriteriaMetricConfig):
     """
 
     metric: Literal["arena_g_eval"] = "arena_g_eval"
-    evaluation_params: list[SingleTurnParam] = Field(min_length=1)
+    evaluation_params: list[SingleTurnParam] = Field(
+        min_length=1,
+        description="The test-case fields the judge is shown: the row's (input, expected "
+        "output, contexts) once, each side's output and tool calls apart.",
+    )
     against: str = Field(
         default="base",
         min_length=1,
         description="The opponent: base (the workflow itself) or a variant's name. Every "
         "other member of the family (base and variants) is judged against it.",
     )
-    async_mode: bool = True
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
     @model_validator(mode="after")
     def _what_differs_is_shown(self) -> ArenaGEvalConfig:
@@ -111,8 +126,8 @@ class ArenaGEvalConfig(CriteriaMetricConfig):
 class _GraphConfig(ReasonedMetricConfig):
     """A named decision graph whose nodes may read only the params of its kind."""
 
-    name: str = Field(min_length=1)
-    dag: DagGraph
+    name: str = Field(min_length=1, description="Metric display name.")
+    dag: DagGraph = Field(description="The decision graph, checked before anything runs.")
 
     def result_label(self) -> str:
         """Rows are named after the metric's own name unless a label is set."""

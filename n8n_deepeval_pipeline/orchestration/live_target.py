@@ -1,7 +1,8 @@
 """A live run of the workflow for ``agent_outputs``: call it, and make sure of the version.
 
 A webhook target is called as it is; a workflow target through a harness copy that runs
-from its start node to its end node. Outputs are stored under the partition (the
+from its start node to its end node. A simulated benchmark plays a conversation per run
+instead of one call (``simulated_target``). Outputs are stored under the partition (the
 workflow version) only if the workflow hashed to that version both before and after the
 calls: an edit during the run, or a partition of an older version, is refused instead of
 being labelled wrongly.
@@ -37,6 +38,12 @@ from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows,
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.simulated_target import (
+    SimulatedUsers,
+    conversations,
+    simulated_users,
+    simulation_metadata,
+)
 from n8n_deepeval_pipeline.summary.workflow_usage import workflow_usage
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
@@ -78,6 +85,20 @@ def call_share(target: WebhookTarget | WorkflowTarget, tags: Mapping[str, str]) 
     return max(1, target.max_concurrency // max(shared_by, 1))
 
 
+@dataclass(frozen=True)
+class ExecutionReading:
+    """Where a run's executions are, what ran there, what its models cost, what to read.
+
+    The workflow in n8n or the harness copy; the graph, whose model nodes name their
+    models; the price table; ``steps``: fill in the steps of answers without them.
+    """
+
+    workflow_id: str
+    workflow: dict[str, Any]
+    prices: PriceTable
+    steps: bool
+
+
 def live_outputs(
     context: dg.AssetExecutionContext,
     benchmark: Benchmark,
@@ -86,10 +107,11 @@ def live_outputs(
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
-    """Call the webhook for every run, between two checks of the workflow's version."""
+    """Call the workflow for every run, between two checks of the workflow's version."""
     target = benchmark.target
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
+    users = simulated_users(benchmark, judge)
     assert isinstance(target, WebhookTarget | WorkflowTarget)
     share = call_share(target, context.run.tags)
     if share != target.max_concurrency:
@@ -102,7 +124,9 @@ def live_outputs(
         )
         called = [run for run in runs if run.row_id not in failed]
         outputs = (  # no copy is made when no row is left to call
-            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows, prices)
+            _through_harness(
+                context, benchmark.name, target, workflow, n8n, called, rows, users, prices
+            )
             if called
             else []
         )
@@ -115,15 +139,16 @@ def live_outputs(
                 "the workflow is a file: the version n8n serves cannot be checked; "
                 "name it with workflow: {id: …} to have it checked before and after the calls"
             )
-        outputs = _call(context, n8n, target, runs, rows)
+        reading = None  # a webhook's executions are found through its workflow in n8n
         if isinstance(benchmark.workflow, N8nWorkflowRef):
-            read = ExecutionReading(benchmark.workflow.id, workflow, prices)
-            outputs = from_executions(context, n8n, read, outputs, target.steps_from_execution)
+            steps = target.steps_from_execution
+            reading = ExecutionReading(benchmark.workflow.id, workflow, prices, steps)
         else:
             context.log.info(
                 "the workflow's own tokens are read from its executions in n8n: name it with "
                 "workflow: {id: …} to have them measured"
             )
+        outputs = _call(context, n8n, target, runs, rows, users, reading)
     workflow_at_version(benchmark, n8n, partition, "after")
     return outputs
 
@@ -134,11 +159,24 @@ def _call(
     target: WebhookTarget,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
+    users: SimulatedUsers | None,
+    reading: ExecutionReading | None,
 ) -> list[AgentOutput]:
-    caller = n8n.webhook_caller(target)
+    """One call per run, or one conversation per run with simulated users.
+
+    ``reading``: where the runs' executions are, to read the workflow's model usage and
+    (if it says so) the steps answers lack. Versions of a family run start calling
+    together (``call_barrier``).
+    """
     tags = context.run.tags
     shared_by = int(tags.get(CALLS_SHARED_BY, "1") or 1)
     start_together(tags, context.partition_key, shared_by, context.log.info)
+    if users is not None:
+        executions_of = reading.workflow_id if reading is not None and reading.steps else None
+        played = conversations(context, n8n, users, target, runs, rows, executions_of)
+        # a conversation's steps are its own to read; its usage is its session's
+        return played if reading is None else from_executions(context, n8n, reading, played, False)
+    caller = n8n.webhook_caller(target)
     context.log.info(f"calling {caller.identity} for {len(runs)} runs")
     step = max(1, len(runs) // 10)
 
@@ -147,9 +185,12 @@ def _call(
             say_progress(context, f"called {done}/{total}")
 
     try:
-        return caller.outputs(runs, {row.row_id: row for row in rows}, progress)
+        outputs = caller.outputs(runs, {row.row_id: row for row in rows}, progress)
     finally:
         caller.close()
+    if reading is not None:
+        outputs = from_executions(context, n8n, reading, outputs, reading.steps)
+    return outputs
 
 
 def _through_harness(
@@ -160,6 +201,7 @@ def _through_harness(
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
+    users: SimulatedUsers | None,
     prices: PriceTable,
 ) -> list[AgentOutput]:
     """Run the workflow (or a variant of it) from its start to its end node through a copy.
@@ -173,8 +215,10 @@ def _through_harness(
         context.log.warning(f"acts on a real service: {node}")
     answers = mock_answers(target, workflow)
     label = f"{benchmark_name} {context.partition_key}"
-    # Every call may take its whole timeout, maxConcurrency at a time.
-    time_limit_s = target.timeout_s * -(-len(runs) // target.max_concurrency)
+    # Every call may take its whole timeout, maxConcurrency at a time (a conversation's
+    # calls one after the other).
+    calls = users.config.max_user_turns if users is not None else 1
+    time_limit_s = target.timeout_s * calls * -(-len(runs) // target.max_concurrency)
     with n8n.client() as client:
         for name in remove_stale_copies(client, benchmark_name):
             context.log.warning(f"removed a harness copy whose run is over: {name}")
@@ -188,29 +232,30 @@ def _through_harness(
             mocked_nodes(workflow, answers),
         ) as (copy_id, url):
             webhook = target.as_webhook(url, harness_body(target, workflow))
-            outputs = _call(context, n8n, webhook, runs, rows)
-            read = ExecutionReading(copy_id, workflow, prices)
-            outputs = from_executions(context, n8n, read, outputs, target.steps_from_execution)
+            reading = ExecutionReading(copy_id, workflow, prices, target.steps_from_execution)
+            outputs = _call(context, n8n, webhook, runs, rows, users, reading)
     tools = {tool_name(name) for name in answers}
     return [
         output.model_copy(
-            update={"intermediate_steps": marked_mocked(output.intermediate_steps, tools)}
+            update={
+                "intermediate_steps": marked_mocked(output.intermediate_steps, tools),
+                "turns": _turns_marked_mocked(output.turns, tools),
+            }
         )
         for output in outputs
     ]
 
 
-@dataclass(frozen=True)
-class ExecutionReading:
-    """Where a run's executions are, what ran there, and what its models cost.
-
-    The workflow in n8n or the harness copy; the graph, whose model nodes name their
-    models; the price table.
-    """
-
-    workflow_id: str
-    workflow: dict[str, Any]
-    prices: PriceTable
+def _turns_marked_mocked(turns: list[Any] | None, tools: set[str]) -> list[Any] | None:
+    """A conversation's turns, the steps of mocked tools marked in each answer."""
+    if not turns or not tools:
+        return turns
+    return [
+        {**turn, "intermediateSteps": marked_mocked(turn["intermediateSteps"], tools)}
+        if isinstance(turn, dict) and isinstance(turn.get("intermediateSteps"), list)
+        else turn
+        for turn in turns
+    ]
 
 
 # n8n may answer a webhook a moment before it has saved the execution: read again this
@@ -270,14 +315,16 @@ def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:
         "runs_without_output": sum(1 for output in outputs if output.error),
         "target_errors": sum(1 for output in outputs if output.error_kind == "target_error"),
         "mean_latency_s": round(fmean(latencies), 4) if latencies else 0.0,
+        **simulation_metadata(outputs),
     }
     usage = workflow_usage(outputs)
+    measured = usage.measured_runs or None
     figures = {
         "latency_p50_s": usage.latency_p50_s,
         "latency_p95_s": usage.latency_p95_s,
-        "llm/measured_runs": usage.measured_runs if usage.measured_runs else None,
-        "llm/prompt_tokens": usage.prompt_tokens if usage.measured_runs else None,
-        "llm/completion_tokens": usage.completion_tokens if usage.measured_runs else None,
+        "llm/measured_runs": measured,
+        "llm/prompt_tokens": usage.prompt_tokens if measured else None,
+        "llm/completion_tokens": usage.completion_tokens if measured else None,
         "llm/tokens_per_run": usage.tokens_per_run,
         "llm/cost_usd": usage.cost_usd,  # absent when unpriced: unpriced is not free
         "llm/cost_per_run_usd": usage.cost_per_run_usd,

@@ -28,6 +28,7 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
+from n8n_deepeval_pipeline.orchestration.red_team import RED_TEAM_ASSETS, red_teamed_versions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
@@ -37,8 +38,14 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
     register_versions,
     shorten_old_keys,
 )
+from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
+from n8n_deepeval_pipeline.summary.run_summary import (
+    BenchmarkSummary,
+    simulation_summary,
+    summarise,
+)
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -202,6 +209,7 @@ class BenchmarkRunner:
         partition: str,
         from_asset: str | None = None,
         verbose: bool = False,
+        regenerate_attacks: bool = False,
         *,
         before_asset: str | None = None,
         tags: dict[str, str] | None = None,
@@ -212,7 +220,8 @@ class BenchmarkRunner:
         ``before_asset``: only what is not ``before_asset`` or downstream of it (the calls of
         a version whose scoring waits for its variants' calls). Dagster's log goes to stderr
         only when ``verbose``; otherwise only the steps' progress lines do (after
-        ``progress_prefix``), and the errors are in what it returns.
+        ``progress_prefix``), and the errors are in what it returns. ``regenerate_attacks``:
+        the red team generates a new attack set instead of playing the kept one.
         """
         selection = None
         if from_asset is not None:
@@ -221,9 +230,12 @@ class BenchmarkRunner:
             every = dg.AssetSelection.groups(self.benchmark.name)
             chosen = every - self._downstream(before_asset)
             selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
-        logs = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+        run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+        if regenerate_attacks:
+            attacks = {"config": {"regenerate": True}}
+            run_config = {**run_config, "ops": {self._step("red_team_attacks"): attacks}}
         with nullcontext() if verbose else progress_on_stderr(progress_prefix):
-            result = self._execute(partition, selection, logs, tags or {})
+            result = self._execute(partition, selection, run_config, tags or {})
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -259,7 +271,8 @@ class BenchmarkRunner:
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        return [name for name in (*ASSET_NAMES, "data_table_sink") if self._key(name) in keys]
+        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink")
+        return [name for name in names if self._key(name) in keys]
 
     def _key(self, asset: str) -> dg.AssetKey:
         return dg.AssetKey([self.benchmark.name, asset])
@@ -405,13 +418,41 @@ class BenchmarkRunner:
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
         )
-        return version_report(
+        report = version_report(
             self.benchmark, partition, baseline, self.stored_versions(versions), own
         )
+        if self.benchmark.red_team is None:
+            return report
+        return report.model_copy(update={"red_team": self._red_team_section(partition)})
+
+    def _red_team_section(self, partition: str) -> RedTeamReport | None:
+        """The report's red-team section of a version whose attacks were played."""
+        if partition not in red_teamed_versions(self.instance, self.benchmark):
+            return None
+        before = baseline_version(
+            red_teamed_versions(self.instance, self.benchmark),
+            partition,
+            self.benchmark.compare.baseline,
+        )
+        return red_team_report(
+            self.red_team_rates(partition),
+            self.red_team_results(partition),
+            self.red_team_results(before) if before else None,
+            self.benchmark.compare.fail_on,
+        )
+
+    def red_team_rates(self, partition: str) -> list[BreachRate]:
+        """The version's breach rates (a benchmark with a redTeam section)."""
+        return self._table("red_team_summary", BreachRate, partition)
+
+    def red_team_results(self, partition: str) -> list[RedTeamResult]:
+        """The version's played attacks (a benchmark with a redTeam section)."""
+        return self._table("red_team_results", RedTeamResult, partition)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""
         scores = self._table("metric_scores", MetricScore, partition)
+        outputs = self._table("agent_outputs", AgentOutput, partition)
         summary = summarise(
             self.benchmark.name,
             full_hash(scores, partition),
@@ -419,9 +460,11 @@ class BenchmarkRunner:
             self._table("run_aggregates", RunAggregate, partition),
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
-            self._table("agent_outputs", AgentOutput, partition),
+            outputs,
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
         snapshots = self.snapshots([partition])
         variant = snapshots[0].variant if snapshots else None
-        return summary.model_copy(update={"workflow_checks": checks, "variant": variant})
+        simulated = simulation_summary(outputs) if self.benchmark.simulation is not None else None
+        update = {"workflow_checks": checks, "simulation": simulated, "variant": variant}
+        return summary.model_copy(update=update)

@@ -102,6 +102,40 @@ class FailingCase(BaseModel):
     categories: dict[str, int]  # failure category → runs
 
 
+class SimulationSummary(BaseModel):
+    """The simulated users' conversations of a version: why they stopped, what they cost."""
+
+    conversations: int
+    stopped: dict[str, int]  # stopping reason → conversations, most frequent first
+    mean_user_turns: float
+    judge: str | None
+    judge_calls: int
+    cached_calls: int
+    tokens: int
+    cost_usd: float | None
+
+
+def simulation_summary(outputs: list[AgentOutput]) -> SimulationSummary | None:
+    """The simulated users' figures (None: the runs were not simulated)."""
+    played = [output.simulation for output in outputs if output.simulation is not None]
+    if not played:
+        return None
+    stopped = Counter(str(output.stop_reason) for output in outputs if output.simulation)
+    return SimulationSummary(
+        conversations=len(played),
+        stopped=dict(stopped.most_common()),
+        mean_user_turns=fmean(int(part.get("userTurns", 0)) for part in played),
+        judge=next((str(part["judge"]) for part in played if part.get("judge")), None),
+        judge_calls=sum(int(part.get("judgeCalls", 0)) for part in played),
+        cached_calls=sum(int(part.get("cachedCalls", 0)) for part in played),
+        tokens=sum(
+            int(part.get("promptTokens", 0)) + int(part.get("completionTokens", 0))
+            for part in played
+        ),
+        cost_usd=_total([part.get("costUsd") for part in played]),
+    )
+
+
 class BenchmarkSummary(BaseModel):
     """The headline figures of one workflow version."""
 
@@ -134,6 +168,8 @@ class BenchmarkSummary(BaseModel):
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
     or that scored the same version beside it (the rows carry only the calls behind them)."""
+    simulation: SimulationSummary | None = None
+    """The simulated users' conversations (a simulated benchmark), apart from the scores."""
     workflow: WorkflowUsage | None = None
     """What the workflow itself spent: its models' tokens and cost, its latency (None: the
     outputs were not read)."""
@@ -332,6 +368,8 @@ def render_summary(summary: BenchmarkSummary) -> str:
     ]
     lines += _attempts_lines(summary)
     lines += workflow_usage_lines(summary.workflow)
+    if summary.simulation is not None:
+        lines.append(_simulation_line(summary.simulation))
     lines += _incomplete_lines(summary.errors)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
@@ -387,6 +425,17 @@ def workflow_usage_lines(usage: WorkflowUsage | None) -> list[str]:
         f"{estimated}) · {cost} · latency p50 {_seconds(usage.latency_p50_s)} · "
         f"p95 {_seconds(usage.latency_p95_s)}"
     ]
+
+
+def _simulation_line(simulation: SimulationSummary) -> str:
+    """The simulated users in one line: their conversations, why they stopped, their cost."""
+    stopped = ", ".join(f"{reason} {count}" for reason, count in simulation.stopped.items())
+    return (
+        f"simulated users ({simulation.judge}) · conversations {simulation.conversations} "
+        f"({stopped}) · mean user turns {simulation.mean_user_turns:.1f} · calls "
+        f"{simulation.judge_calls} (+{simulation.cached_calls} cached) · tokens "
+        f"{simulation.tokens} · cost {_cost(simulation.cost_usd)}"
+    )
 
 
 def _attempts_lines(summary: BenchmarkSummary) -> list[str]:
@@ -478,15 +527,35 @@ _FIX = {401: "give it a valid key", 403: "check what its account may use (the mo
 
 
 def judge_trouble(errors: ErrorSummary) -> str:
-    """What kept the judge from answering, each with the scores it left unjudged."""
+    """Every score left without a judgement, and what kept the judge from giving each.
+
+    The judge's refusals first, then its failed calls, then the scores its open circuit
+    failed fast; other unjudged kinds (a worker crash, a timeout) after, by kind.
+    """
+    left = {kind: count for kind, count in errors.by_kind.items() if is_unjudged(kind)}
     troubles = [
-        f"{_REFUSED[status]} for {errors.by_kind[kind]} scores"
+        f"{_REFUSED[status]} for {left.pop(kind)}"
         for status, kind in REFUSED_ERROR_KINDS.items()
-        if kind in errors.by_kind
+        if kind in left
     ]
-    if errors.judge_outage:
-        troubles.append(f"was unavailable for {errors.judge_outage} scores")
-    return f"the judge {' and '.join(troubles)}"
+    failed = {kind: left.pop(kind) for kind in list(left) if kind in _JUDGE_FAILURE_KINDS}
+    if failed:
+        troubles.append(f"failed for {sum(failed.values())} ({', '.join(failed)})")
+    outage = sum(left.pop(kind) for kind in list(left) if kind in OUTAGE_ERROR_KINDS)
+    if outage:
+        troubles.append(f"was unavailable for {outage}")
+    said = f"{errors.unjudged} of {errors.scores} scores have no judgement"
+    if troubles:
+        said += ": the judge " + " and ".join(
+            [", ".join(troubles[:-1]), troubles[-1]] if len(troubles) > 1 else troubles
+        )
+    if left:
+        said += f"; {sum(left.values())} more: " + ", ".join(f"{k} {n}" for k, n in left.items())
+    return said
+
+
+# The judge answered nothing usable after its retries (refusals and outage are apart).
+_JUDGE_FAILURE_KINDS = frozenset({"judge_error", "judge_invalid_output"})
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

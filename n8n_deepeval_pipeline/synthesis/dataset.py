@@ -225,7 +225,7 @@ def write_rows(
     """Add the rows to the JSONL file or the Data Table; how many were new there."""
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        return append_to_file(out, rows)
+        return append_to_file(out, rows).new
     assert data_table is not None
     with client() as n8n:
         return append_to_data_table(n8n, data_table, rows)

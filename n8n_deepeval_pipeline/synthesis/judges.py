@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, get_args
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.environment_variables import value
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.spec import (
     JudgeChoice,
@@ -92,13 +93,13 @@ def synthesis_embedder(
 
     Unless ``N8N_DEEPEVAL_EMBEDDER_PROVIDER`` / ``_BASE_URL`` / ``_API_KEY`` / ``_API_VERSION`` say.
     """
-    model = model or environ.get(EMBEDDER_ENV + "MODEL")
+    model = model or value("N8N_DEEPEVAL_EMBEDDER_MODEL", environ)
     if not model:
         raise JudgeConfigError(
             "--from-docs needs an embedding model: --embedder MODEL (e.g. "
             f"text-embedding-3-small) or {EMBEDDER_ENV}MODEL"
         )
-    provider = environ.get(EMBEDDER_ENV + "PROVIDER") or judge.provider
+    provider = value("N8N_DEEPEVAL_EMBEDDER_PROVIDER", environ) or judge.provider
     if provider not in EMBEDDER_PROVIDERS:
         raise JudgeConfigError(
             f"the {provider} judge serves no embeddings: set {EMBEDDER_ENV}PROVIDER to one of "
@@ -109,9 +110,10 @@ def synthesis_embedder(
     spec = EmbedderSpec(
         provider=provider,
         model=model,
-        base_url=environ.get(EMBEDDER_ENV + "BASE_URL") or (judge.base_url if same else None),
-        api_key=environ.get(EMBEDDER_ENV + "API_KEY") or key,
-        api_version=environ.get(EMBEDDER_ENV + "API_VERSION")
+        base_url=value("N8N_DEEPEVAL_EMBEDDER_BASE_URL", environ)
+        or (judge.base_url if same else None),
+        api_key=value("N8N_DEEPEVAL_EMBEDDER_API_KEY", environ) or key,
+        api_version=value("N8N_DEEPEVAL_EMBEDDER_API_VERSION", environ)
         or (judge.api_version if same else None),
     )
     if provider != "openai" and not spec.base_url:

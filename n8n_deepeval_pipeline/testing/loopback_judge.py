@@ -1,27 +1,40 @@
-"""A loopback OpenAI-compatible judge: a test and benchmark double, not a judge.
+"""A loopback judge that speaks each provider's HTTP API: a test and benchmark double, not a judge.
 
-It answers ``POST /v1/chat/completions`` after a fixed latency with JSON that fits the
-request's ``response_format`` JSON schema (values drawn from a hash of the whole request,
-so answers are deterministic and two requests that differ in any field, the schema's
-form included, get different answers) and reports token usage. A request with
-``logprobs: true`` and no schema (G-Eval's raw call) gets ``{score, reason}`` with the
-log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
-fits ``output_config``'s schema). A fault plan makes it misbehave
+It answers after a fixed latency, in the API the request's path names: OpenAI's chat
+completions (``…/chat/completions``: OpenAI, Azure's deployment paths, OpenRouter,
+DeepSeek, any OpenAI-compatible client), Anthropic's Messages (``/v1/messages``),
+Gemini's ``…:generateContent``, Ollama's ``/api/chat`` and Bedrock's Converse
+(``/model/{id}/converse``). The answer is JSON
+that fits the schema the request carries (``response_format``, ``output_config``,
+``responseSchema``, ``format``), values drawn from a hash of the whole request, so
+answers are deterministic and two requests that differ in any field get different
+answers; a request without a schema (JSON mode, Bedrock) gets the one of ``schemas``
+(candidate answer schemas) whose keys the prompt's example JSON names. Token usage is
+reported in each API's form. A chat completion with ``logprobs: true`` and no schema
+(G-Eval's raw call) gets ``{score, reason}`` with the log-probabilities of its tokens.
+A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``), ``403``, ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
-(closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
+``Retry-After: 2``, as ``503:2`` does), ``400``, ``403``, ``500``, ``503``, ``529``
+(Anthropic's "overloaded"), ``slow`` (answers after ``slow_s``), ``drop`` (closes the
+connection without an answer), ``invalid_json``, ``schema_violation``, ``refuse_schema``
+(a 400 about the schema, as a model without structured outputs answers) and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
 (a bucket refilled continuously, taken from when a request arrives, at the tokens its
 answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
-``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
-request after the plan runs out (``fail_always`` makes every request a 500 instead,
-``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently. ``free_text`` answers a
-request that asks for no format at all (a synthesizer's evolution) with a sentence drawn
-from the request, rather than the fixed JSON, so that different prompts get different text.
-``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its text
-(``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's document path.
+``x-ratelimit-*`` headers on every answer; with ``announce`` it says less, as many
+judges do: ``retry-after`` only that header on a 429, ``nothing`` no header at all);
+``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401). ``fixed`` pins
+fields of every structured answer (``{"score": 5}``): judges of a panel that answer
+differently. ``free_text`` answers a request that asks for no format at all (a
+synthesizer's evolution) with a sentence drawn from the request, rather than the fixed
+JSON, so that different prompts get different text. With ``distinct_text`` every free
+text of a structured answer ends with a digest of its request, so that text the judge
+writes (a red team's attacks) differs from request to request and shows where it went.
+``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its
+text (``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's
+document path.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -39,19 +52,36 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 import signal
 import struct
 import threading
 import time
 from collections import Counter
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal, get_args
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
-from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+from n8n_deepeval_pipeline.judging.schema_filler import PLACEHOLDER, fill_schema
 
 EMBEDDING_SIZE = 16
-_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+# What a rate-limited loopback judge tells of its budget: OpenAI's headers on every answer
+# (and Retry-After on a 429), Retry-After on a 429 only, or nothing.
+Announce = Literal["headers", "retry-after", "nothing"]
+ANNOUNCE: tuple[str, ...] = get_args(Announce)
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable", 529: "Overloaded"}  # fmt: skip
+# The API a request's path speaks.
+_ROUTES = (
+    ("/chat/completions", "openai"),
+    ("/v1/messages", "anthropic"),
+    (":generateContent", "gemini"),
+    ("/api/chat", "ollama"),
+    ("/converse", "bedrock"),
+)
+_ERROR_CODES = ("400", "403", "429", "500", "503", "529")
+_QUOTED_KEY = re.compile(r"[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*:")
 
 
 def _seed(body: dict[str, Any]) -> bytes:
@@ -69,7 +99,43 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
     return " ".join(text(message.get("content")) for message in messages)
 
 
-def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
+def schema_named_by(prompt: str, schemas: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The schema among ``schemas`` whose answer the prompt's example JSON shows.
+
+    DeepEval's prompts end with an example of the JSON they want: its first key must be
+    one of the schema's properties and every required one must be named in it; of
+    several, the one with most properties named.
+    """
+    start = prompt.rfind("Example JSON")
+    example = prompt[start : start + 1500] if start != -1 else prompt[-1500:]
+    first = _QUOTED_KEY.search(example)
+    if first is None:
+        return None
+    named = set(_QUOTED_KEY.findall(example))
+    fitting = [
+        schema
+        for schema in schemas
+        if first.group(1) in schema.get("properties", {})
+        and set(schema.get("required", [])) <= named
+    ]
+    return max(fitting, key=lambda s: len(named & set(s["properties"])), default=None)
+
+
+def gemini_json_schema(schema: Any) -> Any:
+    """Gemini's schema (``type: OBJECT``, ``nullable``) as a JSON schema."""
+    if isinstance(schema, dict):
+        converted = {key: gemini_json_schema(value) for key, value in schema.items()}
+        if isinstance(converted.get("type"), str):
+            converted["type"] = converted["type"].lower()
+        return converted
+    if isinstance(schema, list):
+        return [gemini_json_schema(item) for item in schema]
+    return schema
+
+
+def answer_for(
+    body: dict[str, Any], fixed: dict[str, Any] | None = None, distinct_text: bool = False
+) -> str:
     """The assistant text for a chat completion request (``fixed`` fields pinned)."""
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
@@ -78,7 +144,21 @@ def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = prompt_text(body.get("messages", []))
-    return json.dumps(_pinned(fill_schema(schema, _seed(body), prompt), fixed))
+    answer = fill_schema(schema, _seed(body), prompt)
+    if distinct_text:
+        answer = _tagged(answer, _seed(body).hex()[:8])
+    return json.dumps(_pinned(answer, fixed))
+
+
+def _tagged(value: Any, tag: str) -> Any:
+    """Every free text of ``value`` (not a choice such as yes/no) followed by ``tag``."""
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        return f"{value} {tag}"
+    if isinstance(value, dict):
+        return {key: _tagged(item, tag) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tagged(item, tag) for item in value]
+    return value
 
 
 def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
@@ -111,8 +191,13 @@ class LoopbackJudge:
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
+        announce: Announce = "headers",
+        distinct_text: bool = False,
+        schemas: list[dict[str, Any]] | None = None,
     ) -> None:
         self.latency_s = latency_s
+        self.announce = announce
+        self.schemas = list(schemas or [])
         self.bucket = (
             RateBucket(requests_per_minute, tokens_per_minute, burst_s)
             if requests_per_minute or tokens_per_minute
@@ -128,6 +213,7 @@ class LoopbackJudge:
         self.reject_key = reject_key
         self.fixed = fixed
         self.free_text = free_text
+        self.distinct_text = distinct_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -177,7 +263,8 @@ class LoopbackJudge:
             await asyncio.sleep(self.latency_s)
             _write(writer, 200, _embeddings(json.loads(body or b"{}")))
             return True
-        if not path.endswith(("/chat/completions", "/v1/messages")):
+        api = next((api for suffix, api in _ROUTES if path.endswith(suffix)), None)
+        if api is None:
             _write(writer, 404, {"error": {"message": "not found"}})
             return True
         fault = self._next_fault()
@@ -194,11 +281,8 @@ class LoopbackJudge:
                 return True
             request = json.loads(body or b"{}")
             self.bodies.append(request)
-            anthropic = path.endswith("/v1/messages")
-            status, payload, extra = (
-                self._anthropic(fault, request) if anthropic else self._openai(fault, request)
-            )
-            if status == 200 and not anthropic and self.bucket is not None:
+            status, payload, extra = self._answer(api, fault, request)
+            if status == 200 and api == "openai" and self.bucket is not None:
                 # On arrival, as a provider refuses: a 429 costs no latency.
                 admitted, extra = self._admit(self.bucket, payload["usage"]["total_tokens"])
                 if not admitted:
@@ -214,26 +298,35 @@ class LoopbackJudge:
         """Whether the bucket lets a call of ``tokens`` in now, and the headers to send."""
         with self._lock:
             admitted, headers = bucket.take(tokens, time.monotonic())
+        if self.announce != "headers":
+            told = ("retry-after",) if self.announce == "retry-after" else ()
+            headers = {name: value for name, value in headers.items() if name in told}
         if admitted:
             self.admitted.append((time.time(), tokens))
         else:
             self.rate_limited += 1
         return admitted, headers
 
-    def _openai(
-        self, fault: str, request: dict[str, Any]
+    def _answer(
+        self, api: str, fault: str, request: dict[str, Any]
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Status, body and headers of a chat completion's answer under ``fault``."""
+        """Status, body and headers of the answer to ``request`` in ``api``, under ``fault``."""
         code, _, retry_after = fault.partition(":")
-        if code in ("403", "429", "500", "503"):
+        if code in _ERROR_CODES:
             extra = {"retry-after": retry_after} if retry_after else {}
-            return int(code), {"error": {"message": f"injected {code}"}}, extra
-        text, logprobs = self._reply(request)
+            return int(code), _error(f"injected {code}", int(code)), extra
+        if fault == "refuse_schema":
+            message = "output_config.format: this model does not support the json_schema format"
+            return 400, _error(message, 400), {}
+        if api == "openai":
+            text, logprobs = self._reply(request)
+        else:
+            text, logprobs = self._structured(request, *_SCHEMA_AND_PROMPT[api](request)), None
         if fault == "invalid_json":
             text = text[: len(text) // 2]
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
-        return 200, _completion(request, text, logprobs), {}
+        return 200, _ANSWERS[api](request, text, logprobs), {}
 
     def _reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """The answer's text, and its log-probabilities for G-Eval's raw call."""
@@ -242,25 +335,22 @@ class LoopbackJudge:
             return rubric_answer(_seed(request), "loopback reason", top)
         if self.free_text and not request.get("response_format"):
             return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
-        return answer_for(request, self.fixed), None
-
-    def _anthropic(
-        self, fault: str, request: dict[str, Any]
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Anthropic's Messages API: JSON text fitting ``output_config``'s schema, if any."""
-        if fault != "ok":
-            return self._openai(fault, request)
-        prompt = prompt_text(request.get("messages", []))
-        schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
-        text = (
-            json.dumps(_pinned(fill_schema(schema, _seed(request), prompt), self.fixed))
-            if schema
-            else answer_for({})
+        response_format = request.get("response_format") or {}
+        schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
+            "schema"
         )
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
-        content = [{"type": "text", "text": text}]
-        message = {"type": "message", "role": "assistant", "content": content, "usage": usage}
-        return 200, message, {}
+        prompt = prompt_text(request.get("messages", []))
+        return self._structured(request, schema, prompt), None
+
+    def _structured(self, request: dict[str, Any], schema: Any, prompt: str) -> str:
+        """JSON fitting ``schema``, or the schema the prompt names, drawn from the request."""
+        schema = schema or schema_named_by(prompt, self.schemas)
+        if not schema:
+            return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
+        answer = fill_schema(schema, _seed(request), prompt)
+        if self.distinct_text:
+            answer = _tagged(answer, _seed(request).hex()[:8])
+        return json.dumps(_pinned(answer, self.fixed))
 
     async def _serve(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -365,6 +455,105 @@ def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
     return {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
 
 
+def _error(message: str, status: int) -> dict[str, Any]:
+    """An error body each SDK reads its message from (``error.message``, ``message``)."""
+    return {"error": {"message": message, "code": status}, "message": message}
+
+
+def _anthropic_request(request: dict[str, Any]) -> tuple[Any, str]:
+    schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
+    return schema, prompt_text(request.get("messages", []))
+
+
+def _gemini_request(request: dict[str, Any]) -> tuple[Any, str]:
+    config = request.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or gemini_json_schema(config.get("responseSchema"))
+    parts = [part for content in request.get("contents", []) for part in content["parts"]]
+    return schema, "".join(str(part.get("text", "")) for part in parts)
+
+
+def _ollama_request(request: dict[str, Any]) -> tuple[Any, str]:
+    schema = request.get("format") if isinstance(request.get("format"), dict) else None
+    return schema, prompt_text(request.get("messages", []))
+
+
+def _bedrock_request(request: dict[str, Any]) -> tuple[Any, str]:
+    return None, prompt_text(request.get("messages", []))  # Converse takes no schema
+
+
+_SCHEMA_AND_PROMPT = {
+    "anthropic": _anthropic_request,
+    "gemini": _gemini_request,
+    "ollama": _ollama_request,
+    "bedrock": _bedrock_request,
+}
+
+
+def _anthropic_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    usage = {"input_tokens": len(_anthropic_request(request)[1]) // 4, "output_tokens": 20}
+    content = [{"type": "text", "text": text}]
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", "loopback"),
+        "content": content,
+        "stop_reason": "end_turn",
+        "usage": usage,
+    }
+
+
+def _gemini_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    prompt_tokens = len(_gemini_request(request)[1]) // 4
+    return {
+        "candidates": [
+            {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": 20,
+            "totalTokenCount": prompt_tokens + 20,
+        },
+        "modelVersion": "loopback",
+    }
+
+
+def _ollama_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    return {
+        "model": request.get("model", "loopback"),
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": text},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": len(_ollama_request(request)[1]) // 4,
+        "eval_count": 20,
+    }
+
+
+def _bedrock_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    prompt_tokens = len(_bedrock_request(request)[1]) // 4
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {
+            "inputTokens": prompt_tokens,
+            "outputTokens": 20,
+            "totalTokens": prompt_tokens + 20,
+        },
+        "metrics": {"latencyMs": 1},
+    }
+
+
+# API → its answer holding a text (and, for chat completions, its log-probabilities).
+_ANSWERS: dict[str, Callable[[dict[str, Any], str, dict[str, Any] | None], dict[str, Any]]] = {
+    "openai": _completion,
+    "anthropic": _anthropic_answer,
+    "gemini": _gemini_answer,
+    "ollama": _ollama_answer,
+    "bedrock": _bedrock_answer,
+}
+
+
 def _refusal(headers: dict[str, str], target: str) -> str:
     """The key a request carried (any provider's header) and its URL, quoted back."""
     names = ("authorization", "x-api-key", "api-key")
@@ -417,6 +606,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, help="requests per minute it allows")
     parser.add_argument("--tpm", type=int, help="tokens per minute it allows")
     parser.add_argument("--burst-s", type=float, default=60.0, help="seconds of refill it holds")
+    parser.add_argument(
+        "--announce", choices=ANNOUNCE, default="headers", help="what it tells of its budget"
+    )
     options = parser.parse_args()
     judge = LoopbackJudge(
         latency_s=options.latency_ms / 1000,
@@ -424,6 +616,7 @@ def main() -> None:
         requests_per_minute=options.rpm,
         tokens_per_minute=options.tpm,
         burst_s=options.burst_s,
+        announce=options.announce,
     ).start()
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -1,6 +1,12 @@
 """Steps read back from n8n executions (the shape of GET /executions?includeData=true)."""
 
-from n8n_deepeval_pipeline.n8n_api.executions import model_calls_by_session, steps_by_session
+from n8n_deepeval_pipeline.n8n_api.executions import (
+    execution_steps,
+    executions_of,
+    model_calls_by_session,
+    steps_by_execution,
+    steps_by_session,
+)
 
 STEPS = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}}, "observation": "42"}]
 
@@ -108,3 +114,26 @@ def test_model_calls_are_read_per_call_as_reported_else_as_n8n_estimated_them():
         {"node": "Ollama Model", "prompt_tokens": 40, "completion_tokens": 5, "estimated": True},
     ]
     assert calls["h:r2:0"] == []
+
+
+def test_a_session_s_executions_are_found_one_per_message_in_the_order_they_ran():
+    # The red team reads the steps of a session's nth message, one execution each.
+    second = execution("red-team-a001", {"output": "Done", "intermediateSteps": STEPS})
+    first = execution("red-team-a001", {"output": "Hello", "intermediateSteps": []})
+    other = execution("red-team-a002", {"output": "Hi", "intermediateSteps": []})
+    first["id"], second["id"], other["id"] = "40", "41", "42"
+    found = executions_of([other, second, first], "red-team-a001")  # newest first, as listed
+    assert [e["id"] for e in found] == ["40", "41"]
+    assert [execution_steps(e) for e in found] == [[], STEPS]
+    assert executions_of([other], "red-team-a003") == []
+
+
+def test_a_simulated_conversations_turns_each_get_their_own_executions_steps():
+    thanks = execution("h:r6:0:thread", {"output": "You're welcome", "intermediateSteps": []})
+    sums = execution("h:r6:0:thread", {"output": "42", "intermediateSteps": STEPS})
+    other = execution("h:r6:1:thread", {"output": "Hi", "intermediateSteps": []})
+    sums["id"], thanks["id"], other["id"] = "40", "41", "42"
+    assert steps_by_execution([other, thanks, sums]) == {
+        "h:r6:0:thread": [STEPS, []],  # the first message's execution first
+        "h:r6:1:thread": [[]],
+    }
