@@ -5,7 +5,9 @@ from its start node to its end node. A simulated benchmark plays a conversation 
 instead of one call (``simulated_target``). Outputs are stored under the partition (the
 workflow version) only if the workflow hashed to that version both before and after the
 calls: an edit during the run, or a partition of an older version, is refused instead of
-being labelled wrongly.
+being labelled wrongly. A partition may be a variant of the workflow (``target.variants``):
+its harness copy is made from the variant's graph. After the calls, the runs' executions
+are read once for the steps answers lack and for the workflow's own model tokens, priced.
 """
 
 from __future__ import annotations
