@@ -136,7 +136,7 @@ def _cause(cause: DropCause) -> str:
     )
     if cause.kind == "metric":
         return f"{_text(cause.name)} fails {counts}"
-    return f"{_text(cause.name.replace('_', ' '))} {counts}"
+    return f"{_text(cause.name)} {counts}"
 
 
 def _causes(case: CaseDetail | None) -> str:

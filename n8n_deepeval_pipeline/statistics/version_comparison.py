@@ -67,8 +67,7 @@ FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 # Every error kind a metric result can carry (evaluation.ErrorKind), in one category.
 FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType(
     {
-        "target_error": "target_error",
-        "no_output": "target_error",  # the workflow gave nothing to score
+        "target_error": "target_error",  # the workflow gave nothing to score
         "judge_auth": "judge_error",
         "judge_error": "judge_error",
         "judge_forbidden": "judge_error",

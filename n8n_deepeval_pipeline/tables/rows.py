@@ -12,11 +12,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+
+# A run without output was once stored as "no_output" too; one name is kept for it now, the
+# one `compare` and the failure categories use, and rows stored before read back under it.
+_RETIRED_ERROR_KINDS = {"no_output": "target_error"}
+
+
+def _current_error_kind(kind: Any) -> Any:
+    return _RETIRED_ERROR_KINDS.get(kind, kind) if isinstance(kind, str) else kind
 
 
 class TableRow(BaseModel):
@@ -78,7 +86,9 @@ class AgentOutput(TableRow):
     session_id: str | None = None
     latency_s: float | None = None
     error: str | None = None
-    error_kind: Literal["target_error", "no_output"] | None = None
+    error_kind: Literal["target_error"] | None = None
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 class MetricScore(TableRow):
@@ -112,6 +122,8 @@ class MetricScore(TableRow):
     panel: str | None = None  # how the judges' scores combined: majority or mean
     judge_agreement: float | None = None  # share of answering judges with the panel's verdict
     judge_scores: list[dict[str, Any]] | None = None  # each judge: score, success, error, cost
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 Row = TypeVar("Row", bound=TableRow)

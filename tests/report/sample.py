@@ -143,7 +143,7 @@ def _score(run: ExpandedRun, metric: tuple, failing: str | None, no_output: bool
     label, slug, direction, threshold, judged = metric
     error_kind, error, value = None, None, None
     if no_output:
-        error_kind, error = "no_output", "the workflow returned no output to score"
+        error_kind, error = "target_error", "the workflow returned no output to score"
     elif failing == label and run.row_id == "shipping":
         error_kind, error = "timeout", "helpfulness did not finish within 120 s"
     else:

@@ -69,7 +69,7 @@ def test_results_json_headline(report):
     assert headline["cost_usd"] == pytest.approx(90 * 0.00021)
     assert headline["judge_label"] == "openai:gpt-4.1-mini"
     assert headline["dry_run_judge"] is False
-    assert headline["errors_by_kind"] == {"no_output": 3, "timeout": 1}
+    assert headline["errors_by_kind"] == {"target_error": 3, "timeout": 1}
     assert (headline["score_errors"], headline["unjudged_scores"]) == (4, 1)
     assert headline["output_errors"] == 1
 
@@ -193,9 +193,9 @@ def test_pr_comment_lists_only_flagged_cases_the_most_serious_first(report):
     assert rows == [
         "| case | baseline | candidate | change | p | verdict | why it dropped |",
         "| refund | 4/4 | 0/4 | −100.0 pts | 0.014 | 🔴 regression "
-        "| exact\\_answer fails 4/4 (was 0/4); below threshold 4/4 (was 0/4) |",
+        "| exact\\_answer fails 4/4 (was 0/4); below\\_threshold 4/4 (was 0/4) |",
         "| billing | 4/4 | 1/4 | −75.0 pts | 0.071 | 🟠 likely_regression "
-        "| helpfulness fails 3/4 (was 0/4); below threshold 3/4 (was 0/4) |",
+        "| helpfulness fails 3/4 (was 0/4); below\\_threshold 3/4 (was 0/4) |",
         "| order\\_status | 0/4 | 4/4 | +100.0 pts | 0.014 | 🟢 improvement |  |",
         "| address | 1/4 | 3/4 | +50.0 pts | 0.243 | 🟡 worth_watching |  |",
     ]
@@ -333,9 +333,9 @@ def test_banner_and_pr_comment_speak_the_benchmarks_gate():
 def test_errors_that_fail_no_run_are_named_on_the_errors_card_and_under_why_runs_failed():
     report = sample_report(reported_only=True)
     headline = report.headline
-    # 24 missing_input results of a reported-only metric; the no_output and timeout
+    # 24 missing_input results of a reported-only metric; the target_error and timeout
     # results each failed their run, so "Why runs failed" counts them.
-    assert headline.errors_by_kind == {"missing_input": 24, "no_output": 3, "timeout": 1}
+    assert headline.errors_by_kind == {"missing_input": 24, "target_error": 3, "timeout": 1}
     assert headline.errors_failing_no_run == {"missing_input": 24}
     drift = {d.category: d for d in report.comparison.result.failure_drift}
     assert drift["missing_input"].candidate_count == 0
@@ -368,7 +368,7 @@ def test_each_dropped_case_says_which_metric_and_category_made_it_drop(report, h
     assert cases["shipping"].causes == ()  # 3/4 in both
     refund_row = html.split('<a href="#case-refund">refund</a>')[1].split("</tr>")[0]
     assert '<span class="cause">exact_answer fails 4/4 (was 0/4)</span>' in refund_row
-    assert '<span class="chip">below threshold 4/4 (was 0/4)</span>' in refund_row
+    assert '<span class="chip">below_threshold 4/4 (was 0/4)</span>' in refund_row
 
 
 def _case_html(html, row_id):
@@ -456,3 +456,18 @@ def test_each_verdict_present_says_what_it_asks_of_the_reader(report, html):
     comment = pr_comment(report)
     assert f"- 🟠 likely_regression: {GUIDANCE['likely_regression']}" in comment
     assert "worth a glance" not in GUIDANCE["likely_regression"]  # our own words
+
+
+def test_a_run_without_output_is_a_target_error_in_the_report_as_in_compare(report, html):
+    """One name for a workflow call that gave nothing to score, wherever a reader meets it."""
+    from n8n_deepeval_pipeline.console.comparison import render_comparison
+
+    assert report.headline.errors_by_kind == {"target_error": 3, "timeout": 1}
+    run = next(case for case in report.cases if case.row_id == "address").runs[3]
+    assert {metric.error_kind for metric in run.metrics} == {"target_error"}
+    assert run.failure_categories == ("target_error",)
+    compared = render_comparison(report.comparison.result, BASELINE, CANDIDATE)
+    everything = "\n".join([html, pr_comment(report), json.dumps(results_json(report)), compared])
+    assert "no_output" not in everything and "no output:" not in everything
+    assert "target_error: webhook answered HTTP 502 Bad Gateway" in html
+    assert re.search(r"<td>target_error</td>", html)  # why runs failed, by compare's name

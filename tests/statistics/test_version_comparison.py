@@ -254,7 +254,7 @@ def test_every_error_kind_has_one_failure_category():
 
 
 def test_run_failure_categories():
-    assert run_failure_categories(failed("no_output", None, "judge_unavailable")) == {
+    assert run_failure_categories(failed("target_error", None, "judge_unavailable")) == {
         "target_error",
         "below_threshold",
         "judge_error",

@@ -103,7 +103,7 @@ def test_consistency_groups_runs_of_a_case_with_pass_at_k():
     assert (stats.label_distribution, stats.label_agreement) == ({"x": 3}, 1.0)
 
 
-def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
+def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_target_errors():
     benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
     runs = steps.expanded_runs([row("r1", input="hi")], 2, "n")
     outputs = [
@@ -116,7 +116,7 @@ def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
     assert {task.item.actual_output for task in plan.tasks} == {"hello"}
     missing = plan.rows_without_output()
     assert {(r.run_id, r.error_kind, r.error, r.success) for r in missing} == {
-        (runs[1].run_id, "no_output", "target_error: 500", False)
+        (runs[1].run_id, "target_error", "target_error: 500", False)
     }
     finished = {plan.tasks[0].fingerprint(): EvaluationResult(task_id=99, score=1.0)}
     kept, to_run = plan.resume(finished)
