@@ -299,7 +299,10 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     second = runner.invoke(main, ["run", str(example_copy)])
     assert second.exit_code == 5  # the run completed and regressed against the first
     assert "runs 27 · pass rate 18.5%" in second.stdout
-    assert "likely_regression against the previous version" in second.stderr
+    assert (
+        "likely_regression against baseline f7ee35b359b4: ord-missing, returns-policy (2 cases; "
+        in second.stderr
+    )
     compared = runner.invoke(main, ["compare", str(example_copy)])
     assert compared.exit_code == 1, compared.output
     lines = compared.stdout.splitlines()
@@ -315,7 +318,14 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     assert as_json.exit_code == 1  # the same gate, the same exit code
     printed = json.loads(as_json.stdout)
     assert (printed["baseline"], printed["candidate"]) == ("f7ee35b359b4", "f7b1504dcb09")
-    assert printed["flagged_cases"] == ["ord-missing", "returns-policy"]
+    assert printed["gate"] == {
+        "fail_on": "likely_regression",
+        "baseline": "f7ee35b359b4",
+        "flagged_cases": ["ord-missing", "returns-policy"],
+        "has_regression": True,  # as compare exits 1
+        "incomplete": None,
+        "exit_codes": {"run": 5, "compare": 1},
+    }
     cases = {case["row_id"]: case for case in printed["result"]["cases"]}
     assert cases["ord-missing"]["verdict"] == "likely_regression"
     assert cases["ord-missing"]["p_value"] == pytest.approx(0.05)
@@ -336,6 +346,7 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     written = runner.invoke(main, ["report", str(example_copy), "--out", str(out)])
     assert written.exit_code == 0, written.output
     results = json.loads((out / "eval-results.json").read_text())
+    assert results["gate"] == printed["gate"]  # one gate object in both
     assert results["workflow_hash"].startswith("f7b1504dcb09")
     assert results["comparison"]["baseline_hash"].startswith("f7ee35b359b4")
     verdicts = {c["row_id"]: c["verdict"] for c in results["comparison"]["result"]["cases"]}

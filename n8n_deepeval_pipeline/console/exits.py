@@ -9,16 +9,17 @@ from typing import Any
 import click
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.summary.gate import (  # what a version's gate and errors decide
+    EXIT_COMPARE_FAILED as EXIT_COMPARE_FAILED,
+)
+from n8n_deepeval_pipeline.summary.gate import EXIT_INCOMPLETE as EXIT_INCOMPLETE
+from n8n_deepeval_pipeline.summary.gate import EXIT_REGRESSION as EXIT_REGRESSION
+from n8n_deepeval_pipeline.summary.gate import EXIT_RUN_REGRESSION as EXIT_RUN_REGRESSION
 
-# Exit codes of `run`, one per way it can disappoint, for CI scripts.
+# Exit codes of `run`, one per way it can disappoint, for CI scripts (3 and 5: the gate's).
 EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
-EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
-EXIT_RUN_REGRESSION = 5
-# …and of `compare`.
-EXIT_REGRESSION = 1
-EXIT_COMPARE_FAILED = 2
 
 
 class Refused(click.ClickException):

@@ -14,7 +14,11 @@ from n8n_deepeval_pipeline.report.charts import (
     paired_rate_bars,
     rate_bars,
 )
-from n8n_deepeval_pipeline.report.gate_status import gate_status
+from n8n_deepeval_pipeline.report.gate_status import (
+    gate_status,
+    incomplete_run,
+    unjudged_within_limit,
+)
 from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
@@ -39,7 +43,12 @@ _ENVIRONMENT.filters.update(
     short_hash=formatting.short_hash,
 )
 _ENVIRONMENT.tests.update(flagged=is_flagged, failing_gate=fails_gate)
-_ENVIRONMENT.globals.update(gate_status=gate_status, guidance=GUIDANCE)
+_ENVIRONMENT.globals.update(
+    gate_status=gate_status,
+    guidance=GUIDANCE,
+    incomplete_run=incomplete_run,
+    unjudged_within_limit=unjudged_within_limit,
+)
 
 
 @dataclass(frozen=True)

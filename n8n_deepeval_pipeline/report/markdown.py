@@ -17,7 +17,11 @@ from n8n_deepeval_pipeline.report.formatting import (
     signed_figure,
     thousands,
 )
-from n8n_deepeval_pipeline.report.gate_status import gate_status
+from n8n_deepeval_pipeline.report.gate_status import (
+    gate_status,
+    incomplete_run,
+    unjudged_within_limit,
+)
 from n8n_deepeval_pipeline.report.model import (
     CaseDetail,
     ComparisonReport,
@@ -28,6 +32,7 @@ from n8n_deepeval_pipeline.report.model import (
 )
 from n8n_deepeval_pipeline.report.verdicts import FLAGGED, GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
+from n8n_deepeval_pipeline.summary.gate import Gate
 
 _MARKER: dict[Verdict, str] = {
     "regression": "🔴",
@@ -58,15 +63,15 @@ def _verdict(verdict: Verdict) -> str:
 _ALERT = {"bad": "> [!CAUTION]\n> ", "warn": "> [!WARNING]\n> ", "good": ""}
 
 
-def _status(comparison: ComparisonReport | None) -> str:
+def _status(comparison: ComparisonReport | None, gate: Gate) -> str:
     if comparison is None:
         return "No baseline to compare with: this is the version's own summary."
-    status = gate_status(comparison, _text)
+    status = gate_status(comparison, gate, _text)
     baseline = f"**Against baseline `{short_hash(comparison.baseline_hash)}`:** "
     return _ALERT[status.level] + baseline + status.text
 
 
-def _headline(h: Headline) -> list[str]:
+def _headline(h: Headline, gate: Gate) -> list[str]:
     k = h.largest_k
     consistency = f"consistency {figure(h.mean_consistency)}"
     if k is not None:
@@ -83,10 +88,12 @@ def _headline(h: Headline) -> list[str]:
     ]
     if h.dry_run_judge:
         lines += ["", "> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders."]
-    if h.unjudged_scores:
+    if gate.incomplete:
+        lines += ["", f"> [!CAUTION]\n> {incomplete_run(gate)}"]
+    elif h.unjudged_scores:
         lines += [
             "",
-            f"> [!WARNING]\n> No judgement for {h.unjudged_scores} of {h.scores} scores.",
+            f"> [!WARNING]\n> {unjudged_within_limit(h)}",
         ]
     return lines
 
@@ -231,9 +238,9 @@ def pr_comment(report: Report) -> str:
     lines = [
         f"### Benchmark {_text(report.benchmark)} · `{short_hash(report.workflow_hash)}`",
         "",
-        _status(report.comparison),
+        _status(report.comparison, report.gate),
         "",
-        *_headline(report.headline),
+        *_headline(report.headline, report.gate),
     ]
     if report.comparison:
         lines += _comparison(report.comparison, report.headline, report.case_by_id)

@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     Verdict,
     VersionComparison,
 )
+from n8n_deepeval_pipeline.summary.gate import Gate
 
 # Near the limit a cut moves back to the last space, so that words stay whole.
 _WORD_BOUNDARY_SLACK = 0.8
@@ -211,6 +212,7 @@ class Report(_Frozen):
     benchmark: str
     workflow_hash: str
     headline: Headline
+    gate: Gate  # what compare.failOn flags, whether the run is incomplete, the exit codes
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first

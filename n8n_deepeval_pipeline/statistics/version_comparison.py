@@ -233,7 +233,6 @@ class VersionComparison(_Frozen):
     metric_deltas: tuple[MetricDelta, ...]
     failure_drift: tuple[CategoryDrift, ...]
     verdict_counts: dict[Verdict, int]
-    has_regression: bool
 
 
 def pass_count(passes: Sequence[bool]) -> PassCount:
@@ -456,7 +455,6 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
         metric_deltas=metric_deltas(base_shared, cand_shared),
         failure_drift=failure_drift(_runs_of(baseline, row_ids), _runs_of(candidate, row_ids)),
         verdict_counts={name: counts[name] for name in VERDICTS},
-        has_regression=counts["regression"] > 0,
     )
 
 

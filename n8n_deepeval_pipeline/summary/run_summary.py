@@ -15,6 +15,7 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
+from n8n_deepeval_pipeline.summary.gate import Gate
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
@@ -128,6 +129,10 @@ class BenchmarkSummary(BaseModel):
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
     or that scored the same version beside it (the rows carry only the calls behind them)."""
+    incomplete: str | None = None
+    """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
+    gate: Gate | None = None
+    """What compare.failOn makes of the version against its baseline, and the exit codes."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -178,6 +183,30 @@ def over_error_limit(errors: ErrorSummary, limit: float) -> list[str]:
             f"({errors.unjudged} of {errors.scores})"
         )
     return over
+
+
+def incompleteness(
+    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
+) -> str | None:
+    """Why a version counts as incomplete (``run`` exits 3), or None.
+
+    The limit is the error_rate check's (checks.maxErrorRate) unless ``max_error_rate``
+    (``run --max-error-rate``) sets one, so that the CLI, the check and the report give one
+    answer; without it, any judge outage makes the version incomplete.
+    """
+    if max_error_rate is None and errors.judge_outage:
+        return (
+            f"{judge_trouble(errors)} "
+            "(--max-error-rate sets how many unjudged scores are acceptable)"
+        )
+    if max_error_rate is None:
+        limit, named = max_error_rate_checked, "checks.maxErrorRate"
+    else:
+        limit, named = max_error_rate, "--max-error-rate"
+    over = over_error_limit(errors, limit)
+    if over:
+        return f"{' and '.join(over)}, above {named} {limit:.1%}"
+    return None
 
 
 def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
@@ -317,7 +346,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _attempts_lines(summary)
-    lines += _incomplete_lines(summary.errors)
+    lines += _incomplete_lines(summary.errors, summary.incomplete is not None)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
     if summary.dry_run_judge:
@@ -408,14 +437,20 @@ def _left_out(summary: BenchmarkSummary) -> str:
     return f" (leaves out {'; '.join(parts)})" if parts else ""
 
 
-def _incomplete_lines(errors: ErrorSummary) -> list[str]:
-    """Warnings that cannot be missed: failed workflow calls, scores without a judgement."""
+def _incomplete_lines(errors: ErrorSummary, incomplete: bool) -> list[str]:
+    """Warnings that cannot be missed: failed workflow calls, scores without a judgement.
+
+    "INCOMPLETE RUN" only when ``incomplete`` (``run`` exits 3); within the error limit
+    the same counts are a warning about a complete run.
+    """
+    heading = "WARNING: INCOMPLETE RUN: " if incomplete else "WARNING: "
+    within = "" if incomplete else "; within the error limit, the run is complete"
     lines = []
     if errors.failed_target_calls:
         kinds = [kind for kind in errors.by_kind if kind in TARGET_ERROR_KINDS]
         lines += [
-            f"WARNING: INCOMPLETE RUN: {errors.failed_target_calls} of {errors.runs} workflow "
-            f"calls failed ({errors.failed_target_call_rate:.1%})",
+            f"{heading}{errors.failed_target_calls} of {errors.runs} workflow "
+            f"calls failed ({errors.failed_target_call_rate:.1%}{within})",
             f"  first error: {errors.first_message[kinds[0]]}",
         ]
     if not errors.unjudged:
@@ -423,8 +458,8 @@ def _incomplete_lines(errors: ErrorSummary) -> list[str]:
     kinds = [kind for kind in errors.by_kind if is_unjudged(kind)]
     counts = ", ".join(f"{kind} {errors.by_kind[kind]}" for kind in kinds)
     lines += [
-        f"WARNING: INCOMPLETE RUN: {errors.unjudged} of {errors.scores} scores have no "
-        f"judgement ({errors.unjudged_rate:.1%}: {counts})",
+        f"{heading}{errors.unjudged} of {errors.scores} scores have no "
+        f"judgement ({errors.unjudged_rate:.1%}: {counts}{within})",
         f"  first error: {errors.first_message[kinds[0]]}",
     ]
     refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]

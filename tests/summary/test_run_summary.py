@@ -90,38 +90,36 @@ def _judge_errors(**counts):
 
 
 def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
-    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_auth=3, judge_unavailable=51)
     assert _incompleteness(errors, None, 0.05) == (
-        "incomplete: the judge refused the key (HTTP 401) for 3 scores and was unavailable "
+        "the judge refused the key (HTTP 401) for 3 scores and was unavailable "
         "for 51 scores (--max-error-rate sets how many unjudged scores are acceptable)"
     )
-    assert _incomplete_lines(errors)[-1] == (
+    assert _incomplete_lines(errors, True)[-1] == (
         "  the judge refused the key (HTTP 401): give it a valid key and run again "
         "(cached answers stay)"
     )
 
 
 def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
-    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
-    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors)]
+    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors, True)]
     assert said[0] == (
-        "incomplete: the judge refused the calls (HTTP 403) for 3 scores and was unavailable "
+        "the judge refused the calls (HTTP 403) for 3 scores and was unavailable "
         "for 5 scores (--max-error-rate sets how many unjudged scores are acceptable)"
     )
     assert "(50.0%: judge_unavailable 5, judge_forbidden 3, judge_error 2)" in said[1]
     assert not any("key" in line for line in said)
     # judge errors of another kind (no answer, a 500) say nothing of a refusal
     other = _judge_errors(judge_error=3, judge_unavailable=5)
-    assert _incompleteness(other, None, 0.05).startswith(
-        "incomplete: the judge was unavailable for 5 scores"
-    )
-    assert _incomplete_lines(other)[-1].startswith("  the judge was unreachable: fix it")
+    assert _incompleteness(other, None, 0.05).startswith("the judge was unavailable for 5 scores")
+    assert _incomplete_lines(other, True)[-1].startswith("  the judge was unreachable: fix it")
 
 
 def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
@@ -146,3 +144,38 @@ def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
     )
     dumped = resumed.model_dump(mode="json")["attempts"]
     assert dumped["r1"]["judge_calls"] == 263 and dumped["r2"]["cost_usd"] == 0.1
+
+
+def _with_failed_calls(failed: int, runs: int):
+    """A version of ``runs`` runs whose first ``failed`` workflow calls gave nothing."""
+    from n8n_deepeval_pipeline.summary.run_summary import summarise
+    from tests.test_cli_exit_codes import score
+
+    rows = [score(run, "target_error", "HTTP 500") for run in range(failed)]
+    return summarise(
+        "bench", "a" * 64, rows + [score(run) for run in range(failed, runs)], [], [], []
+    )
+
+
+def test_failed_calls_within_the_limit_warn_without_calling_the_run_incomplete():
+    """0.8% of the calls failed and `run` exits 0: nothing says the run is incomplete."""
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+
+    summary = _with_failed_calls(2, 250)
+    assert incompleteness(summary.errors, None, 0.05) is None
+    text = render_summary(summary)
+    assert "INCOMPLETE" not in text.upper()
+    assert "WARNING: 2 of 250 workflow calls failed (0.8%; within the error limit, the run" in text
+
+
+def test_failed_calls_above_the_limit_say_incomplete_run_as_the_exit_code_does():
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+
+    summary = _with_failed_calls(16, 276)
+    why = incompleteness(summary.errors, None, 0.05)
+    assert why == (
+        "5.8% of the workflow calls failed (16 of 276 runs), above checks.maxErrorRate 5.0%"
+    )
+    lines = render_summary(summary.model_copy(update={"incomplete": why})).splitlines()
+    assert "WARNING: INCOMPLETE RUN: 16 of 276 workflow calls failed (5.8%)" in lines
+    assert summary.model_copy(update={"incomplete": why}).model_dump()["incomplete"] == why
