@@ -251,8 +251,10 @@ def test_html_verdict_badges_and_charts(html):
         ("stable", "stable"),
     ]:
         assert f'<span class="badge {verdict}">{text}</span>' in html
-    assert html.count("<svg ") == 3 + 3  # intervals, metric pairs, metric pass rates; histograms
-    assert 'aria-label="Pass rate per metric"' in html
+    assert html.count('<svg class="chart"') == 1 + 3  # the intervals; a histogram per metric
+    # each metric's pass rate as a bar in its row, the baseline's as a tick across it
+    assert html.count('<svg class="strip"') == 3
+    assert 'aria-label="79.2%, baseline 95.8%"' in html  # helpfulness: 19/24 against 23/24
 
 
 def test_html_is_self_contained(html):
@@ -392,24 +394,85 @@ def test_a_flagged_case_sets_the_baseline_runs_beside_the_candidates(report, htm
     assert refund.baseline_runs[0].output.text == GOOD_ANSWERS["refund"]
     section = _case_html(html, "refund")
     baseline, candidate = section.split('<div class="side candidate">')
-    assert f"baseline <code>{BASELINE[:12]}</code> · 4 of 4 runs pass" in baseline
-    assert f"candidate <code>{CANDIDATE[:12]}</code> · 0 of 4 runs pass" in candidate
+    candidate, results = candidate.split('<table class="results paired">')
+    assert f'<span class="version">baseline</span> <code>{BASELINE[:12]}</code>' in baseline
+    assert f'<span class="version">candidate</span> <code>{CANDIDATE[:12]}</code>' in candidate
     good, bad = escape(GOOD_ANSWERS["refund"]), escape(BAD_ANSWERS["refund"])
     assert good in baseline and good not in candidate
     assert bad in candidate and bad not in baseline
-    # The candidate's failing metric, with its reason, marked as the one that failed the run.
-    assert '<tr class="failing">\n        <td>exact_answer</td>' in candidate
-    assert "exact_answer scored 0.00 against 0.5." in candidate
+    # One row per metric, both versions' results side by side; the candidate's failing
+    # metric marked as the one that failed the run, its reason beside the baseline's.
+    failing = results.split('<tr class="failing">')[1].split("</tr>")[0]
+    assert '<td class="name">exact_<wbr>answer</td>' in failing
+    assert failing.count("<td>") == 2
+    pass_then_fail = failing.split("<td>")[1:]
+    assert 'pass</span> <span class="score">1.000' in pass_then_fail[0]
+    assert 'fail</span> <span class="score">0.000' in pass_then_fail[1]
+    assert "exact_answer scored 0.00 against 0.5." in failing
+    assert "baseline: exact_answer scored 1.00 against 0.5." in failing
     assert "baseline 4/4 → 0/4 runs pass" in section
     # A stable case keeps to the candidate's runs.
     assert '<div class="sides">' not in _case_html(html, "greeting")
 
 
-def test_passing_runs_are_folded_and_failing_ones_open(html):
-    section = _case_html(html, "billing")  # baseline 4/4, candidate 1/4
-    assert section.count('<details class="run pass">') == 4 + 1
-    assert section.count('<details class="run fail" open>') == 3
-    assert '<details class="run pass" open>' not in html
+def test_a_flagged_cases_baseline_is_open_and_elsewhere_passing_runs_are_folded(html):
+    section = _case_html(html, "billing")  # flagged: baseline 4/4, candidate 1/4
+    baseline, candidate = section.split('<div class="side candidate">')
+    # the answer the candidate is compared with is open, beside its first failing runs:
+    # runs 1 and 3 read the same (bias 0.1 in both), shown once with their count
+    assert '<div class="run pass"><div class="run-head"><span class="version">baseline' in baseline
+    head = candidate.split("</div>")[0]
+    assert '<strong>runs 1, 3</strong> <span class="times">×2</span>' in head
+    # the other runs follow: the baseline's three and the candidate's passing one folded,
+    # its other failing run open
+    assert section.count('<details class="run pass">') == 3 + 1
+    assert section.count('<details class="run fail" open>') == 1
+    stable = _case_html(html, "shipping")  # stable: 3/4 in both, no baseline beside it
+    assert stable.count('<details class="run pass">') == 3
+    assert '<details class="run pass" open>' not in stable
+
+
+def _same_runs(run, indices):
+    """Copies of ``run`` at other run indices: what the page shows of each is the same."""
+    stem = run.run_id.rsplit(":", 1)[0]
+    return tuple(
+        run.model_copy(update={"run_index": i, "run_id": f"{stem}:{i}", "latency_s": 1.0 + i})
+        for i in indices
+    )
+
+
+def test_runs_that_read_the_same_are_shown_once_with_their_count(report):
+    from n8n_deepeval_pipeline.report.model import fold_runs
+
+    refund = report.case_by_id["refund"]
+    same = _same_runs(refund.runs[0], [0, 1, 3])
+    other = refund.runs[2]  # the same failure, another helpfulness score
+    groups = fold_runs((*same, other))
+    assert [[run.run_index for run in group.runs] for group in groups] == [[0, 1, 3], [2]]
+    assert (groups[0].indices, groups[1].indices) == ("0–1, 3", "2")
+    assert groups[0].latency == "1.00–4.00 s"
+    folded = report.model_copy(
+        update={
+            "cases": (
+                refund.model_copy(update={"runs": _same_runs(refund.runs[0], range(4))}),
+                *report.cases[1:],
+            )
+        }
+    )
+    candidate = _case_html(render_html(folded), "refund").split('<div class="side candidate">')[1]
+    assert '<strong>runs 0–3</strong> <span class="times">×4</span>' in candidate
+    assert '<details class="run fail"' not in candidate  # no other run of the candidate
+    # eval-results.json keeps every run
+    assert len(results_json(folded)["cases"][0]["runs"]) == 4
+
+
+def test_metric_names_break_only_between_their_words_and_headers_stay_apart(html):
+    assert "exact_<wbr>answer" in html  # a narrow column breaks it after the underscore
+    assert "overflow-wrap: anywhere" not in html  # which broke names anywhere: "dete ction"
+    assert '<th>metric</th><th>result</th><th class="num">score</th>' in html
+    assert (
+        '<th>metric</th><th>baseline</th><th>candidate</th><th class="num">threshold</th>' in html
+    )
 
 
 def test_case_details_come_in_the_order_of_the_cases_table(report, html):
@@ -461,7 +524,8 @@ def test_both_candidate_pass_rates_say_which_cases_they_cover(html):
 
 
 def test_each_verdict_present_says_what_it_asks_of_the_reader(report, html):
-    guidance = html.split("What each verdict asks of you")[1].split("</dl>")[0]
+    guidance = html.split("The verdicts, and what each asks of you")[1].split("</dl>")[0]
+    assert '<span class="count">2 cases</span>' in guidance  # stable: greeting, shipping
     present = ["likely_regression", "regression", "improvement", "worth_watching", "stable"]
     for verdict in present:
         assert escape(GUIDANCE[verdict]) in guidance
