@@ -5,7 +5,7 @@ import json
 import dagster as dg
 import pytest
 
-from n8n_deepeval_pipeline import load_benchmark
+from n8n_deepeval_pipeline import load_benchmark, settings
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
@@ -422,5 +422,19 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     # the report is made even though the version regressed (that is when it is read)
     html = report.metadata["report"].value
     assert html.endswith(f"reports/support_agent/{second[:12]}/report.html")
-    assert report.metadata["run_pass_rate"].value == pytest.approx(5 / 27)
+    assert report.metadata["run_pass_rate"].value == 0.1852  # 5/27, as the UI shows it
+    # a link the UI opens: the address `n8n-deepeval ui` serves the reports folder at
+    assert report.metadata["report_url"].value == (
+        f"http://127.0.0.1:{settings.reports_port()}/support_agent/{second}/report.html"
+    )
+    # every float the UI shows is rounded one way: 4 significant digits, costs to $0.000001
+    shown = [
+        (key, value.value)
+        for event in result.get_asset_materialization_events()
+        for key, value in event.step_materialization_data.materialization.metadata.items()
+        if isinstance(value, dg.FloatMetadataValue)
+    ]
+    assert len(shown) > 10
+    for key, value in shown:
+        assert value == (round(value, 6) if "cost_usd" in key else float(f"{value:.4g}")), key
     assert "| returns-policy | 3/3 | 0/3 |" in report.metadata["summary"].value
