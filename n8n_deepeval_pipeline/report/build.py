@@ -97,6 +97,7 @@ def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricR
         dry_run=metric.dry_run,
         score_bins=score_bins(present),
         unscored=len(scores) - len(present),
+        decides=metric.decides,
     )
 
 

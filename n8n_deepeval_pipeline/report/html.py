@@ -15,7 +15,7 @@ from n8n_deepeval_pipeline.report.gate_status import (
     unjudged_within_limit,
 )
 from n8n_deepeval_pipeline.report.model import MetricRow, Report
-from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_flagged
+from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
 
 _ENVIRONMENT = Environment(
@@ -39,7 +39,7 @@ _ENVIRONMENT.filters.update(
     breakable=formatting.breakable,
     rate_strip=rate_strip,
 )
-_ENVIRONMENT.tests.update(flagged=is_flagged, failing_gate=fails_gate)
+_ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
 _ENVIRONMENT.globals.update(
     gate_status=gate_status,
     guidance=GUIDANCE,

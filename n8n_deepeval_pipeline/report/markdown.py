@@ -71,7 +71,13 @@ def _status(comparison: ComparisonReport | None, gate: Gate) -> str:
     return _ALERT[status.level] + baseline + status.text
 
 
-def _headline(h: Headline, gate: Gate) -> list[str]:
+def _dry_run(report: Report) -> str:
+    if report.placeholders_decide:
+        return "every metric that decides a run needs a judge: the pass rate means nothing yet."
+    return f"they decide no run (the pass rate is {_text(', '.join(report.deciding_metrics))}'s)."
+
+
+def _headline(h: Headline, gate: Gate, dry_run: str) -> list[str]:
     k = h.largest_k
     consistency = f"consistency {figure(h.mean_consistency)}"
     if k is not None:
@@ -87,7 +93,10 @@ def _headline(h: Headline, gate: Gate) -> list[str]:
         f"{thousands(h.score_errors)} errors",
     ]
     if h.dry_run_judge:
-        lines += ["", "> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders."]
+        lines += [
+            "",
+            f"> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders; {dry_run}",
+        ]
     if gate.incomplete:
         lines += ["", f"> [!CAUTION]\n> {incomplete_run(gate)}"]
     elif h.unjudged_scores:
@@ -240,7 +249,7 @@ def pr_comment(report: Report) -> str:
         "",
         _status(report.comparison, report.gate),
         "",
-        *_headline(report.headline, report.gate),
+        *_headline(report.headline, report.gate, _dry_run(report)),
     ]
     if report.comparison:
         lines += _comparison(report.comparison, report.headline, report.case_by_id)

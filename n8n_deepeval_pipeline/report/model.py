@@ -91,6 +91,7 @@ class MetricRow(_Frozen):
     dry_run: bool
     score_bins: tuple[int, ...]  # how many scores fall in each tenth of [0, 1]
     unscored: int  # results without a score
+    decides: bool = True  # its results decide runs (a dry-run placeholder may not)
 
 
 class ComparisonReport(_Frozen):
@@ -353,6 +354,16 @@ class Report(_Frozen):
     def case_by_id(self) -> dict[str, CaseDetail]:
         """The case details by row id, for the cases table to name each drop's cause."""
         return {case.row_id: case for case in self.cases}
+
+    @property
+    def placeholders_decide(self) -> bool:
+        """Whether the dry-run judge's placeholders decide the runs (nothing else could)."""
+        return any(metric.dry_run and metric.decides for metric in self.metrics)
+
+    @property
+    def deciding_metrics(self) -> tuple[str, ...]:
+        """The metrics whose results decide the runs under the pass rule."""
+        return tuple(metric.metric for metric in self.metrics if metric.decides)
 
     @property
     def directions(self) -> dict[str, Direction]:

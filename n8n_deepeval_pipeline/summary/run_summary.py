@@ -39,6 +39,7 @@ class MetricSummary(BaseModel):
     dry_run: bool
     panel: str | None = None  # a judge panel's rule (majority, mean), if a panel scored it
     agreement: float | None = None  # mean share of a panel's judges agreeing with its verdict
+    decides: bool = True  # its results decide runs under the pass rule
 
 
 class JudgeUsage(BaseModel):
@@ -278,6 +279,7 @@ def summarise(
     """Headline figures from the partition's stored tables."""
     # The benchmark file's metric order (scores arrive in completion order).
     labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
+    deciding = {str(outcome["metric"]) for row in aggregates for outcome in row.metrics}
     metrics = []
     for label in labels:
         rows = [score for score in scores if score.metric == label]
@@ -293,6 +295,7 @@ def summarise(
                 dry_run=any(row.dry_run for row in rows),
                 panel=next((row.panel for row in rows if row.panel), None),
                 agreement=mean_of_present([row.judge_agreement for row in rows]),
+                decides=label in deciding,
             )
         )
     pass_at = [row.pass_at_k for row in consistency]
@@ -354,6 +357,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
             "DRY-RUN JUDGE: judge-backed scores are placeholders, not judgements "
             "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
         )
+        lines += _placeholder_lines(summary.metrics)
     panels = any(metric.panel for metric in summary.metrics)
     agree = f"  {'agree':>6}" if panels else ""
     lines += [
@@ -361,7 +365,9 @@ def render_summary(summary: BenchmarkSummary) -> str:
         f"{'metric':<{width}}  {'mean':>6}  {'pass':>6}  {'errors':>6}{agree}  direction",
     ]
     for metric in summary.metrics:
-        flag = "  (dry-run)" if metric.dry_run else ""
+        flag = (
+            f"  (dry-run{'' if metric.decides else ', decides no run'})" if metric.dry_run else ""
+        )
         flag += f"  (panel: {metric.panel})" if metric.panel else ""
         agreement = f"  {_figure(metric.agreement):>6}" if panels else ""
         lines.append(
@@ -374,6 +380,22 @@ def render_summary(summary: BenchmarkSummary) -> str:
     if summary.workflow_checks:
         lines += ["", render_workflow_checks(summary.workflow_checks)]
     return "\n".join(lines)
+
+
+def _placeholder_lines(metrics: list[MetricSummary]) -> list[str]:
+    """Whether the dry-run judge's placeholders decide runs, and what decides them if not."""
+    deciding = [metric.metric for metric in metrics if metric.decides]
+    if not any(metric.dry_run and not metric.decides for metric in metrics):
+        if deciding and all(m.dry_run for m in metrics if m.decides):
+            return [
+                "  every metric that decides a run needs a judge: this pass rate is the "
+                "placeholders', and means nothing until a judge is set"
+            ]
+        return []
+    return [
+        f"  placeholders decide no run: the pass rate is decided by {', '.join(deciding)} "
+        "(no judge needed)"
+    ]
 
 
 def _cost(cost: float | None) -> str:

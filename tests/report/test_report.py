@@ -586,3 +586,11 @@ def test_no_banner_calls_a_run_incomplete_that_run_calls_complete(report, html):
     assert report.gate.incomplete is None
     assert "Incomplete run" not in html and "ncomplete run" not in pr_comment(report)
     assert "1 of 72 scores have no judgement (timeout or judge errors)" in html
+
+
+def test_the_cases_that_dropped_are_open_and_the_others_folded(html):
+    opened = re.findall(r'<details class="case" id="case-([^"]+)" open>', html)
+    # regression and likely regression open; the improvement, worth_watching and stable
+    # cases folded (a flagged one still sets both versions side by side when opened)
+    assert opened == ["refund", "billing"]
+    assert '<div class="sides">' in _case_html(html, "address")  # worth_watching, folded

@@ -179,3 +179,38 @@ def test_failed_calls_above_the_limit_say_incomplete_run_as_the_exit_code_does()
     lines = render_summary(summary.model_copy(update={"incomplete": why})).splitlines()
     assert "WARNING: INCOMPLETE RUN: 16 of 276 workflow calls failed (5.8%)" in lines
     assert summary.model_copy(update={"incomplete": why}).model_dump()["incomplete"] == why
+
+
+def test_the_summary_says_the_placeholders_decide_no_run_and_what_does():
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary, summarise
+    from n8n_deepeval_pipeline.tables.steps import expanded_runs, run_aggregates
+    from tests.tables.factories import metric_score
+    from tests.tables.test_steps import example_benchmark, row
+
+    runs = expanded_runs([row("r1")], 2, "n")
+    scores = [
+        metric_score(run.run_id, name, value, value >= 0.5, dry_run=dry, judge=judge)
+        for run in runs
+        for name, value, dry, judge in (
+            ("knowledge_retention", 0.0, True, "dry-run"),
+            ("answered", 1.0, False, None),
+        )
+    ]
+    benchmark = example_benchmark(metrics=["answered", "knowledge_retention"])
+    aggregates = run_aggregates(benchmark, runs, scores)
+    summary = summarise(
+        "bench", "a" * 64, scores, aggregates, [], ["answered", "knowledge_retention"]
+    )
+    assert summary.pass_rate == 1.0
+    assert {m.metric: m.decides for m in summary.metrics} == {
+        "answered": True,
+        "knowledge_retention": False,
+    }
+    lines = render_summary(summary).splitlines()
+    assert (
+        "  placeholders decide no run: the pass rate is decided by answered (no judge needed)"
+    ) in lines
+    assert any(
+        line.startswith("knowledge_retention") and line.endswith("(dry-run, decides no run)")
+        for line in lines
+    )
