@@ -375,3 +375,15 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
         assert case["baseline_runs"][0]["output"] != case["runs"][0]["output"]
         causes = [(c["name"], c["candidate_failed"], c["baseline_failed"]) for c in case["causes"]]
         assert ("tool_correctness", 3, 0) in causes
+
+
+def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    bad = tmp_path / "benchmark.yaml"
+    bad.write_text("name: 1\n")
+    result = CliRunner().invoke(main, ["ui", str(bad)])
+    assert result.exit_code == 2
+    assert str(bad) in result.output
+    assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
