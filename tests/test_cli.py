@@ -385,5 +385,5 @@ def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
     bad.write_text("name: 1\n")
     result = CliRunner().invoke(main, ["ui", str(bad)])
     assert result.exit_code == 2
-    assert str(bad) in result.output
+    assert f"{bad}: invalid benchmark\n  - name: Input should be a valid string" in result.output
     assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
