@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 import click
 
+from n8n_deepeval_pipeline import settings
+
 # name → "module:attribute" under n8n_deepeval_pipeline.console, in the order --help lists them.
 _COMMANDS = {
     "validate": "check_commands:validate",
@@ -52,8 +54,12 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup)
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Benchmark n8n AI workflows with DeepEval, orchestrated by Dagster."""
+    # Every command's files (and its children's: workers, Dagster) are private.
+    users_umask = settings.keep_files_private()
+    ctx.call_on_close(lambda: settings.restore_umask(users_umask))
 
 
 def entry(args: Sequence[str] | None = None) -> None:

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
@@ -21,6 +22,7 @@ ErrorKind = Literal[
     "judge_error",
     "judge_forbidden",
     "judge_invalid_output",
+    "judge_rate_limited",
     "judge_unavailable",
     "metric_error",
     "target_error",
@@ -77,6 +79,9 @@ class EvaluationTask(BaseModel):
     clean_session: bool = False
     panel: list[JudgeSpec] = Field(
         default_factory=list, description="A judge panel: the metric is scored by each judge."
+    )
+    ledger: LedgerTag | None = Field(
+        default=None, description="Where each answered judge call is written as it arrives."
     )
 
     @property

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
+
+from n8n_deepeval_pipeline import environment_variables
 
 HOME_ENV = "N8N_DEEPEVAL_HOME"
 DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
 REPORTS_PORT_ENV = "N8N_DEEPEVAL_REPORTS_PORT"
 REPORTS_HOST = "127.0.0.1"
-_REPORTS_PORT = 3001  # beside the UI's 3000, which `n8n-deepeval ui` then does not take
 JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
 PROFILE_ENV = "N8N_DEEPEVAL_PROFILE"
 POSTGRES_URL_ENV = "N8N_DEEPEVAL_POSTGRES_URL"
@@ -30,6 +32,53 @@ BENCHMARK_FILE_PATTERNS = ("benchmark.yaml", "benchmark.yml", "*.benchmark.yaml"
 
 PRIVATE_DIR_MODE = 0o700  # the results and the judge state hold every prompt and answer
 PRIVATE_FILE_MODE = 0o600
+# What a command (and every process it starts: workers, Dagster's) creates: its owner's only.
+PRIVATE_UMASK = 0o077
+_users_umask: list[int] = []  # the umask the command was started with, for what it asked
+
+
+def keep_files_private() -> int:
+    """Make every file and folder this process and its children create private; the old umask.
+
+    Dagster, DuckDB (its WAL too) and SQLite create their files with the process's umask:
+    set here, nothing under the home is left readable by others, however it was made.
+    """
+    previous = os.umask(PRIVATE_UMASK)
+    _users_umask.append(previous)
+    return previous
+
+
+def restore_umask(previous: int) -> None:
+    """Put back the umask ``keep_files_private`` replaced (a command run in-process ended)."""
+    os.umask(previous)
+    if _users_umask:
+        _users_umask.pop()
+
+
+@contextlib.contextmanager
+def made_for_the_user(folder: Path) -> Iterator[None]:
+    """What the block makes in ``folder`` (the folder too) at the user's request, elsewhere.
+
+    It gets the mode the user's umask gives (a report to share, a benchmark file to commit),
+    not the private one of the command's own files. Entries that were there keep theirs,
+    and so does anything under the home.
+    """
+    missing = [path for path in (folder, *folder.parents) if not path.exists()]
+    before = set(folder.iterdir()) if folder.is_dir() else set()
+    try:
+        yield
+    finally:
+        made = [path for path in missing if path.exists()]
+        made += [path for path in folder.iterdir() if path not in before] if folder.is_dir() else []
+        for path in made:
+            _users_mode(path)
+
+
+def _users_mode(path: Path) -> None:
+    if not _users_umask or path.resolve().is_relative_to(home()):
+        return
+    everyone = 0o777 if path.is_dir() else 0o666
+    path.chmod(everyone & ~_users_umask[-1])
 
 
 def private_dir(path: Path) -> Path:
@@ -53,12 +102,12 @@ def private_file(path: Path) -> Path:
 
 def home() -> Path:
     """The project's working folder (default ``./.n8n-deepeval``)."""
-    return Path(os.environ.get(HOME_ENV, ".n8n-deepeval")).resolve()
+    return Path(environment_variables.setting(HOME_ENV)).resolve()
 
 
 def dagster_home() -> Path:
     """The local Dagster instance the CLI and the UI share (``$DAGSTER_HOME`` if set)."""
-    configured = os.environ.get("DAGSTER_HOME")
+    configured = environment_variables.value("DAGSTER_HOME")
     return Path(configured).resolve() if configured else home() / "dagster"
 
 
@@ -77,7 +126,7 @@ def point_at_homes() -> Path:
 
 def local_executor() -> str:
     """How the ``local`` profile runs steps: ``in_process`` (default) or ``multiprocess``."""
-    return os.environ.get(LOCAL_EXECUTOR_ENV, "in_process").strip() or "in_process"
+    return environment_variables.setting(LOCAL_EXECUTOR_ENV).strip()
 
 
 def steps_run_in_this_process() -> bool:
@@ -89,7 +138,7 @@ def steps_run_in_this_process() -> bool:
 
 def database_path() -> Path:
     """The DuckDB file that holds every benchmark's tables."""
-    configured = os.environ.get(DATABASE_ENV)
+    configured = environment_variables.value(DATABASE_ENV)
     return Path(configured).resolve() if configured else home() / "results.duckdb"
 
 
@@ -100,9 +149,7 @@ def reports_dir() -> Path:
 
 def reports_port() -> int:
     """The port `n8n-deepeval ui` serves the reports folder on (``$N8N_DEEPEVAL_REPORTS_PORT``)."""
-    configured = os.environ.get(REPORTS_PORT_ENV, "").strip()
-    if not configured:
-        return _REPORTS_PORT
+    configured = environment_variables.setting(REPORTS_PORT_ENV).strip()
     if not configured.isdigit() or not 0 < int(configured) < 65536:
         raise ValueError(f"{REPORTS_PORT_ENV}={configured!r}: give a port from 1 to 65535")
     return int(configured)
@@ -122,7 +169,7 @@ def report_url(page: Path) -> str | None:
 
 def judge_state_dir() -> Path:
     """Where the judge cache, rate window, circuit breaker and slot locks live."""
-    configured = os.environ.get(JUDGE_STATE_ENV)
+    configured = environment_variables.value(JUDGE_STATE_ENV)
     return Path(configured).resolve() if configured else home() / "judge"
 
 
@@ -138,7 +185,7 @@ def profile() -> str:
     ``distributed``: the instance and the results in PostgreSQL, steps run by Celery workers.
     ``kubernetes``: as ``distributed``, each step in its own Kubernetes job (Helm chart).
     """
-    chosen = os.environ.get(PROFILE_ENV, "").strip().lower() or "local"
+    chosen = environment_variables.setting(PROFILE_ENV).strip().lower()
     if chosen not in PROFILES:
         raise ValueError(f"{PROFILE_ENV}={chosen!r}: choose one of {', '.join(PROFILES)}")
     return chosen
@@ -150,7 +197,7 @@ def benchmark_paths() -> list[Path]:
     ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep separated; ``n8n-deepeval ui FILE…`` sets it
     to the files it is given), else ``./benchmarks`` and the bundled ``examples``.
     """
-    configured = os.environ.get(BENCHMARKS_ENV)
+    configured = environment_variables.value(BENCHMARKS_ENV)
     if configured:
         return [Path(part).resolve() for part in configured.split(os.pathsep) if part]
     return [Path("benchmarks").resolve(), _REPO_EXAMPLES]

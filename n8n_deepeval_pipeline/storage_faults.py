@@ -65,6 +65,25 @@ def storage_fault(messages: Iterable[str], database: Path, folders: Sequence[Pat
     )
 
 
+def database_damage(database: Path) -> list[str]:
+    """What DuckDB says opening ``database`` read-only, when it cannot (nothing written).
+
+    Empty when it opens, is not there, or another process holds it (the run waits for
+    that one): a look that takes milliseconds, where a run meets a damaged file only
+    after its start-up.
+    """
+    import duckdb  # only the commands that store results look
+
+    if not database.is_file():
+        return []
+    try:
+        duckdb.connect(str(database), read_only=True).close()
+    except duckdb.Error as error:
+        text = f"{type(error).__name__}: {error}"
+        return [] if "could not set lock on file" in text.lower() else [text]
+    return []
+
+
 def _is_full(folder: Path) -> bool:
     existing = next(path for path in (folder, *folder.parents) if path.exists())
     return shutil.disk_usage(existing).free < _FULL_BELOW_BYTES

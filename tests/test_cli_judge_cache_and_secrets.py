@@ -173,3 +173,38 @@ def test_a_judge_that_echoes_the_key_gets_it_stored_and_shown_nowhere(tmp_path):
         if path.is_file():
             data = path.read_bytes()
             assert API_KEY.encode() not in data and URL_TOKEN.encode() not in data, path
+
+
+def test_the_judge_spend_after_kills_counts_every_call_the_judge_answered(judge, tmp_path):
+    reference = LoopbackJudge(latency_s=0.0).start()
+    try:
+        clean, _ = run_example(environment(tmp_path / "reference", reference))
+    finally:
+        reference.stop()
+
+    home = tmp_path / "home"
+    env = environment(home, judge)
+    for fraction in (0.3, 0.6):  # killed twice, at 30% and 60% of the calls a run makes
+        process = subprocess.Popen(
+            cli("run", str(EXAMPLE / "benchmark.yaml")),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 300
+        while judge.requests < clean["judge_calls"] * fraction and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    asked = judge.requests
+    resumed, _ = run_example(env)
+    attempts = resumed["attempts"]
+    assert len(attempts) >= 2  # the killed attempts are there beside the last one
+    every = sum(spend["judge_calls"] for spend in attempts.values())
+    # every answer the judge gave, whichever attempt got it: no fewer than a clean run's,
+    # no more than the judge was asked (a call in flight at the kill was never answered)
+    assert clean["judge_calls"] <= every <= judge.requests
+    assert judge.requests - asked == attempts[resumed["run_id"]]["judge_calls"]
+    cost = sum(spend["cost_usd"] or 0.0 for spend in attempts.values())
+    assert cost >= clean["cost_usd"] * 0.999

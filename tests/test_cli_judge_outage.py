@@ -56,7 +56,10 @@ def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path):
     assert warning.startswith("WARNING: INCOMPLETE RUN: 54 of 189 scores have no judgement")
     assert "judge_unavailable" in warning and "judge_error 3" in warning
     assert "the judge was unreachable" in done.stdout
-    assert "incomplete: the judge was unavailable for 51 scores" in done.stderr
+    assert (
+        "incomplete: 54 of 189 scores have no judgement: the judge failed for 3 (judge_error) "
+        "and was unavailable for 51"
+    ) in done.stderr
 
     as_json = _run(tmp_path, "--json", "--max-error-rate", "0.5")
     assert as_json.returncode == 0  # 28.6% unjudged is within the allowed 50%
@@ -95,5 +98,5 @@ def test_a_judge_that_refuses_the_key_is_named_so_not_unreachable(tmp_path):
     )
     assert "unreachable" not in done.stdout + done.stderr
     assert done.stderr.splitlines()[-1].startswith(
-        "incomplete: the judge refused the key (HTTP 401) for "
+        "incomplete: 54 of 189 scores have no judgement: the judge refused the key (HTTP 401) for "
     )

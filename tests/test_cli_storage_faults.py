@@ -63,6 +63,21 @@ def test_a_truncated_or_corrupt_database_is_named_in_one_line_and_left_as_it_is(
     assert (read.returncode, read.stderr) == (4, CORRUPT.format(database) + "\n")
 
 
+def test_a_truncated_database_is_named_before_run_or_backfill_start_anything(tmp_path):
+    env = environment(tmp_path / "home")
+    database = tmp_path / "home" / "results.duckdb"
+    assert cli(env, "run", str(BENCHMARK)).returncode == 0
+    whole = database.read_bytes()
+    assert len(whole) > 100_000
+    for size in (0, 1000, 100_000):
+        database.write_bytes(whole[:size])
+        for command in ("run", "backfill"):
+            done = cli(env, command, str(BENCHMARK))
+            # one line, before any step: Dagster's connect retried the file for ~100 s
+            assert (done.returncode, done.stderr) == (4, CORRUPT.format(database) + "\n"), size
+        assert database.read_bytes() == whole[:size]  # looked at, never written
+
+
 # Run in a mount namespace of its own: its small tmpfs folders exist for it alone.
 FULL_DISKS = """
 set -u
@@ -127,3 +142,46 @@ def test_a_full_disk_is_named_in_one_line_exits_4_and_keeps_the_rows(tmp_path):
     # a fresh home on a full disk: the Dagster instance cannot even be created
     fresh = (folders["out"] / "fresh.err").read_text()
     assert fresh == NO_SPACE.format(folders["full_home"] / "home") + "\n"
+
+
+# A home whose disk fills up to a few hundred KB to ~2 MB short of full: Dagster's storage
+# still opens, and a write of its event log fails half-way through the run.
+NEARLY_FULL = """
+set -u
+mount -t tmpfs -o size=60m tmpfs "$HOME_DISK"
+export N8N_DEEPEVAL_HOME="$HOME_DISK/home"
+run() { "$PYTHON" -m n8n_deepeval_pipeline.cli run "$BENCHMARK"; }
+run >/dev/null 2>&1; echo "first=$?"
+for left in 2000 500; do
+  rm -f "$HOME_DISK/filler"
+  free=$(df -k --output=avail "$HOME_DISK" | tail -1)
+  dd if=/dev/zero of="$HOME_DISK/filler" bs=1K count=$((free - left)) 2>/dev/null
+  run >/dev/null 2>"$OUT/left$left.err"; echo "left$left=$?"
+done
+"""
+
+
+def test_a_disk_that_fills_during_a_run_is_said_in_the_projects_one_line_only(tmp_path):
+    prefix = own_mount_namespace()
+    disk, out = tmp_path / "disk", tmp_path / "out"
+    disk.mkdir()
+    out.mkdir()
+    env = environment(
+        tmp_path / "unused", HOME_DISK=str(disk), OUT=str(out), PYTHON=sys.executable,
+        BENCHMARK=str(BENCHMARK),
+    )  # fmt: skip
+    done = subprocess.run(
+        [*prefix, "bash", "-c", NEARLY_FULL],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    outcome = dict(line.split("=", 1) for line in done.stdout.split())
+    assert outcome == {"first": "0", "left2000": "4", "left500": "4"}, done.stderr
+    for left in (2000, 500):
+        said = (out / f"left{left}.err").read_text().splitlines()
+        # no Dagster "Exception while writing logger call …" nor sqlalche.me link before it
+        assert said[-1] == NO_SPACE.format(disk / "home"), said
+        assert said[:-1] in ([], ["running support_agent for workflow f7ee35b359b4 …"]), said

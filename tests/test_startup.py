@@ -56,6 +56,12 @@ def test_help_and_metrics_import_neither_dagster_scipy_nor_deepeval(args, no_n8n
         assert "n8n_deepeval_pipeline.metrics.catalog" in imported["models"]
 
 
+@pytest.mark.parametrize("args", [["dataset", "synthesize", "--help"], ["init", "--help"]])
+def test_synthesis_help_imports_neither_dagster_scipy_nor_deepeval(args, no_n8n_env):
+    # DeepEval's Synthesizer runs in a process of its own, never in the CLI's.
+    assert _imported_after(*args, env=no_n8n_env)["heavy"] == []
+
+
 def _typed_names() -> dict[str, str]:
     """The facade's names and their modules, as its type stub gives them."""
     stub = Path(n8n_deepeval_pipeline.__file__).with_suffix(".pyi")

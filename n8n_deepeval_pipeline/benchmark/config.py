@@ -21,9 +21,10 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
+from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
-from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath
+from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
@@ -56,20 +57,36 @@ _NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 class DatasetConfig(ConfigModel):
     """Where the rows come from (a file or an n8n Data Table) and how columns map to fields."""
 
-    path: FilePath | None = None
+    path: FilePath | None = Field(
+        default=None, description="A .csv, .jsonl or .parquet file, relative to this file."
+    )
     data_table: str | None = Field(
         default=None, description="An n8n Data Table's id or name (the seed Trigger's)."
     )
     format: Literal["csv", "jsonl", "parquet"] | None = Field(
         default=None, description="Default: from the file extension."
     )
-    id_column: str = "id"
-    column_mapping: dict[MappedField, str] = Field(default_factory=lambda: dict(_SEED_MAPPING))
-    filters: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    limit_rows: bool | None = Field(
-        default=None, description="Cap the rows at maxRows (default: on when maxRows is set)."
+    id_column: str = Field(
+        default="id", description="The column of each row's unique id (case and run ids use it)."
     )
-    max_rows: int | None = Field(default=None, ge=1)
+    column_mapping: dict[MappedField, str] = Field(
+        default_factory=lambda: dict(_SEED_MAPPING),
+        description="DeepEval field → the column that holds it (default: input and "
+        "expectedOutput from the columns of those names).",
+    )
+    filters: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="Keep only rows whose column equals the value ({split: test}, or "
+        '["split=test"]); n8n filters a Data Table\'s rows itself.',
+    )
+    limit_rows: bool | None = Field(
+        default=None,
+        description="Cap the rows at maxRows (default: on when maxRows is set; 100 rows "
+        "when on without maxRows, as the seed Trigger).",
+    )
+    max_rows: int | None = Field(
+        default=None, ge=1, description="At most this many rows, the first ones kept."
+    )
 
     @field_validator("filters", mode="before")
     @classmethod
@@ -131,9 +148,17 @@ class RecordedTarget(ConfigModel):
     every run of a row shares.
     """
 
-    type: Literal["recorded"] = "recorded"
-    outputs: FilePath | None = None
-    columns: dict[RecordedColumn, str] | None = None
+    type: Literal["recorded"] = Field(default="recorded", description="Outputs captured earlier.")
+    outputs: FilePath | None = Field(
+        default=None,
+        description='A JSONL file of outputs, a line per run: {"row_id", "run_index", "output", '
+        '"intermediateSteps", "turns", "label", "latencyS"} (and "workflow_hash").',
+    )
+    columns: dict[RecordedColumn, str] | None = Field(
+        default=None,
+        description="Dataset columns holding the output, intermediate steps, label or turns, "
+        "shared by every run of a row (instead of outputs).",
+    )
     workflow_hash: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
@@ -170,7 +195,11 @@ class AggregateConfig(ConfigModel):
     written to (``sink.runAggregates``); DuckDB keeps its own column names.
     """
 
-    pass_rule: PassRule = "allPass"
+    pass_rule: PassRule = Field(
+        default="allPass",
+        description="allPass (every counted metric passed), anyPass (one did) or majorityPass "
+        "(strictly more than half did).",
+    )
     metrics: list[str] | Literal["allConnected"] | None = Field(
         default=None,
         description="Metric labels that count under the pass rule; allConnected (or unset): all.",
@@ -218,7 +247,12 @@ class ConsistencyConfig(ConfigModel):
         "row.<column>, evalContext.<field>, a field of the answer (result.category), "
         "success, metrics[0].score …",
     )
-    consistency_basis: Basis = "cv"
+    consistency_basis: Basis = Field(
+        default="cv",
+        description="What overallConsistency is made of: cv (1 − mean per-metric cv), entropy "
+        "(1 − the labels' normalised entropy) or agreement (the labels' agreement); the "
+        "last two need labelField.",
+    )
     case_id_column: str = _column_name("caseId", "the group (case) id")
     mean_score_column: str = _column_name("meanScore", "the mean score")
     consistency_column: str = _column_name("overallConsistency", "the overall consistency")
@@ -292,25 +326,47 @@ class JudgeOverride(JudgeChoice):
     out comes from here.
     """
 
-    provider: JudgeProvider
+    provider: JudgeProvider = Field(
+        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run."
+    )
 
 
 class Benchmark(ConfigModel):
     """A whole benchmark file."""
 
     name: str = Field(description="Asset key prefix and DuckDB schema: lower_snake_case.")
-    description: str = ""
+    description: str = Field(default="", description="Free text for people reading the file.")
     workflow: FilePath | N8nWorkflowRef = Field(
         description="An exported workflow file, or {id: …} for a workflow read from n8n."
     )
-    dataset: DatasetConfig
-    runs_per_row: int = Field(default=1, ge=1, le=100)
-    run_name: str | None = None
-    target: Annotated[RecordedTarget | WebhookTarget | WorkflowTarget, Field(discriminator="type")]
-    sink: DataTableSink | None = None
-    metrics: list[MetricSpec] = Field(min_length=1)
-    aggregate: AggregateConfig = AggregateConfig()
-    consistency: ConsistencyConfig = ConsistencyConfig()
+    dataset: DatasetConfig = Field(description="Where the rows come from.")
+    runs_per_row: int = Field(
+        default=1, ge=1, le=100, description="Repeated runs of each row, for consistency."
+    )
+    run_name: str | None = Field(
+        default=None, description="The runs' evalContext.runName (default: the benchmark's name)."
+    )
+    target: Annotated[
+        RecordedTarget | WebhookTarget | WorkflowTarget,
+        Field(
+            discriminator="type",
+            description="Where each run's output comes from: recorded, n8n_webhook or "
+            "n8n_workflow.",
+        ),
+    ]
+    sink: DataTableSink | None = Field(
+        default=None, description="Where results are written back to n8n, besides DuckDB."
+    )
+    metrics: list[MetricSpec] = Field(
+        min_length=1, description="The metrics every run is scored on, by slug."
+    )
+    aggregate: AggregateConfig = Field(
+        default=AggregateConfig(), description="How a run passes (the seed's Aggregate)."
+    )
+    consistency: ConsistencyConfig = Field(
+        default=ConsistencyConfig(),
+        description="How repeated runs are grouped and compared (the seed's Consistency).",
+    )
     schedule: str | None = Field(
         default=None,
         description="Cron of the scheduled re-run of the current version; the schedule is "
@@ -321,12 +377,21 @@ class Benchmark(ConfigModel):
         description="Let the workflow-change sensor run the first version it sees (default: "
         "register it without a run, so starting the UI calls no judge).",
     )
-    judge: JudgeOverride | None = None
-    compare: CompareConfig = CompareConfig()
-    checks: ChecksConfig = ChecksConfig()
+    judge: JudgeOverride | None = Field(
+        default=None, description="This benchmark's judge, instead of the default judge."
+    )
+    compare: CompareConfig = Field(
+        default=CompareConfig(), description="How a version is compared with its baseline."
+    )
+    checks: ChecksConfig = Field(default=ChecksConfig(), description="Limits of the asset checks.")
     online: OnlineConfig | None = Field(
         default=None,
         description="Score the workflow's production executions as they happen (off: unset).",
+    )
+    red_team: RedTeamConfig | None = Field(
+        default=None,
+        description="Attack the workflow's agent with DeepTeam (off: unset); needs an "
+        "n8n_workflow target (its service nodes mocked) or a webhook that actsOnTheWorld.",
     )
 
     @model_validator(mode="before")
@@ -459,16 +524,33 @@ class Benchmark(ConfigModel):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _red_team_attacks_a_workflow(self) -> Benchmark:
+        if self.red_team is None:
+            return self
+        if isinstance(self.target, RecordedTarget):
+            raise ValueError(
+                "redTeam needs a workflow to attack: a recorded target only replays outputs "
+                "(use target type n8n_workflow)"
+            )
+        if isinstance(self.target, WebhookTarget) and not self.red_team.acts_on_the_world:
+            raise ValueError(
+                "redTeam on an n8n_webhook target runs every tool an attack makes the agent "
+                "call, for real: use an n8n_workflow target (its service nodes are mocked), "
+                "or set redTeam.actsOnTheWorld: true"
+            )
+        return self
+
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 
-        A trial writes nothing to n8n (no sink), and the recordings of the rows it
-        leaves out are not an error.
+        A trial writes nothing to n8n (no sink), the recordings of the rows it leaves out
+        are not an error, and it runs no red team (whose attacks are not rows).
         """
         target = self.target
         if isinstance(target, RecordedTarget):
             target = target.model_copy(update={"ignore_unused_outputs": True})
-        return self.model_copy(update={"sink": None, "target": target})
+        return self.model_copy(update={"sink": None, "target": target, "red_team": None})
 
     @property
     def metric_labels(self) -> list[str]:
@@ -527,7 +609,7 @@ def _renamed_in_sink(
 
 def benchmark_json_schema() -> dict[str, Any]:
     """The JSON schema of a benchmark file, with the camelCase names used in YAML."""
-    schema = Benchmark.model_json_schema(by_alias=True)
+    schema = Benchmark.model_json_schema(by_alias=True, schema_generator=StatedDefaults)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "n8n-deepeval benchmark"
     return schema

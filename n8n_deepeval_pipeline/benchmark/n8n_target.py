@@ -88,23 +88,30 @@ class WebhookTarget(ConfigModel):
     variables listed in ``env``.
     """
 
-    type: Literal["n8n_webhook"]
+    type: Literal["n8n_webhook"] = Field(description="Call the workflow over its webhook.")
     url: str | None = Field(default=None, description="The webhook URL (a template).")
     url_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the URL."
     )
-    method: HttpMethod = "POST"
+    method: HttpMethod = Field(
+        default="POST",
+        description="GET sends the body's fields as query parameters; POST and PATCH are "
+        "never retried (the workflow may already have acted).",
+    )
     headers: dict[str, str] = Field(default_factory=dict, description="Header templates.")
     body: Any = Field(
         default=None,
         description="Body template (object, list or text). Default: the mapped fields, "
-        "chatInput, sessionId and evalContext. GET sends its fields as query parameters.",
+        "chatInput, sessionId and evalContext. GET adds its fields to the URL's own query "
+        "string (a name that query holds already keeps the URL's value).",
     )
     response_path: str | None = Field(
         default=None, description="JMESPath to the output when the answer has another shape."
     )
-    timeout_s: float = Field(default=120.0, gt=0, le=3600)
-    max_concurrency: int = Field(default=4, ge=1, le=64)
+    timeout_s: float = Field(default=120.0, gt=0, le=3600, description="Seconds one call may take.")
+    max_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Calls to the workflow in flight at once."
+    )
     retries: int = Field(
         default=2, ge=0, le=10, description="Retries of GET and PUT (POST/PATCH never)."
     )
@@ -219,7 +226,9 @@ class WorkflowTarget(ConfigModel):
     webhook, runs every run through it, and removes it afterwards.
     """
 
-    type: Literal["n8n_workflow"]
+    type: Literal["n8n_workflow"] = Field(
+        description="Run the workflow from a start node to an end node through a harness copy."
+    )
     start_node_name: str = Field(
         min_length=1, description="The first node the trigger feeds (never the trigger)."
     )
@@ -234,8 +243,12 @@ class WorkflowTarget(ConfigModel):
     response_path: str | None = Field(
         default=None, description="JMESPath to the output in the end node's item."
     )
-    timeout_s: float = Field(default=300.0, gt=0, le=3600)
-    max_concurrency: int = Field(default=4, ge=1, le=64)
+    timeout_s: float = Field(
+        default=300.0, gt=0, le=3600, description="Seconds one run of the harness copy may take."
+    )
+    max_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Runs of the harness copy in flight at once."
+    )
     messages_column: str | None = Field(
         default=None, description="Dataset column with a list of user messages (multi-turn)."
     )
@@ -280,7 +293,11 @@ class DataTableOutput(ConfigModel):
     """One table of results written to an n8n Data Table (created when missing)."""
 
     data_table: str = Field(min_length=1, description="The Data Table's id or name.")
-    write_mode: SinkWriteMode = "upsert"
+    write_mode: SinkWriteMode = Field(
+        default="upsert",
+        description="upsert (a row replaced by its key: runId or caseId, and workflowHash) or "
+        "append (rows never written before are added).",
+    )
     columns: dict[str, str] = Field(
         default_factory=dict,
         description="Renamed columns: the seed's camelCase name → the Data Table's name.",
@@ -299,8 +316,12 @@ class DataTableOutput(ConfigModel):
 class DataTableSink(ConfigModel):
     """Where results are written back to n8n, besides DuckDB."""
 
-    run_aggregates: DataTableOutput | None = None
-    consistency_stats: DataTableOutput | None = None
+    run_aggregates: DataTableOutput | None = Field(
+        default=None, description="The run_aggregates rows, with the seed's column names."
+    )
+    consistency_stats: DataTableOutput | None = Field(
+        default=None, description="The consistency_stats rows, with the seed's column names."
+    )
     online_scores: DataTableOutput | None = Field(
         default=None, description="The online section's scores, upserted by score id."
     )

@@ -58,4 +58,8 @@ class OnlineConfig(ConfigModel):
     include_manual: bool = Field(
         default=False, description="Also score runs started by hand in the editor."
     )
-    drop_check: DropCheck = DropCheck()
+    drop_check: DropCheck = Field(
+        default=DropCheck(),
+        description="The no_pass_rate_drop check: the last window's pass rate against the one "
+        "before (a warning, never a failure).",
+    )

@@ -7,10 +7,12 @@ convert (a whole number is still a number).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import core_schema
 
 # A file path: YAML can only write it as text, which strict validation alone would refuse.
 FilePath = Annotated[Path, Strict(False)]
@@ -35,3 +37,18 @@ class ConfigModel(BaseModel):
     """A part of a benchmark file (``columnMapping`` in YAML is ``column_mapping`` here)."""
 
     model_config = STRICT_CONFIG
+
+
+class StatedDefaults(GenerateJsonSchema):
+    """A JSON schema that states the defaults factories make, as editors and the docs show.
+
+    pydantic leaves them out: ``filters`` would have no default, and ``columnMapping``
+    none of the seed's ``{input: input, expectedOutput: expectedOutput}``.
+    """
+
+    def get_default_value(self, schema: core_schema.WithDefaultSchema) -> Any:
+        """The static default, or what a factory without arguments makes."""
+        factory = schema.get("default_factory")
+        if factory is not None and not schema.get("default_factory_takes_data"):
+            return factory()  # type: ignore[call-arg]
+        return super().get_default_value(schema)

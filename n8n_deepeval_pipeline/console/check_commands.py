@@ -12,6 +12,11 @@ import click
 
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_ERROR,
+    exit_codes_stated,
+    n8n_unreachable_refused,
+)
 from n8n_deepeval_pipeline.workflow.hashing import (
     WorkflowShapeError,
     extract_workflow,
@@ -19,8 +24,10 @@ from n8n_deepeval_pipeline.workflow.hashing import (
 )
 
 
+@exit_codes_stated("validate")
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=benchmarks.EXISTING_FILE)
+@n8n_unreachable_refused
 def validate(files: tuple[Path, ...]) -> None:
     """Check benchmark FILES and the workflow, dataset and outputs they point to."""
     failed = False
@@ -36,7 +43,7 @@ def validate(files: tuple[Path, ...]) -> None:
             f"{report.rows} rows · {report.runs} runs · {len(report.metrics)} metrics"
         )
         benchmarks.warn(path, report.warnings)
-    sys.exit(1 if failed else 0)
+    sys.exit(EXIT_ERROR if failed else 0)
 
 
 @click.command("hash")
@@ -64,6 +71,7 @@ def schema() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
 def metrics(as_json: bool) -> None:
     """List the metrics a benchmark can use."""
+    from n8n_deepeval_pipeline.config.model import StatedDefaults
     from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 
     if as_json:
@@ -80,7 +88,9 @@ def metrics(as_json: bool) -> None:
                 },
                 "requiredFields": list(entry.required_fields),
                 "implementation": entry.implementation,
-                "config": entry.config_model.model_json_schema(by_alias=True),
+                "config": entry.config_model.model_json_schema(
+                    by_alias=True, schema_generator=StatedDefaults
+                ),
             }
             for entry in CATALOG.values()
         ]

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
+from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.summary.gate import (  # what a version's gate and errors decide
@@ -20,6 +21,152 @@ from n8n_deepeval_pipeline.summary.gate import EXIT_RUN_REGRESSION as EXIT_RUN_R
 EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
+EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
+EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
+EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
+# click's own: a ClickException said in one line, and a usage error.
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+class ExitCode(BaseModel):
+    """What an exit code of some commands means (Markdown: `code` spans)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: int
+    commands: tuple[str, ...]
+    when: str
+
+
+ANY_COMMAND = "any command"
+# The table the commands' help, the README and the docs' reference page all show.
+EXIT_CODES: tuple[ExitCode, ...] = (
+    ExitCode(
+        code=0, commands=("run",), when="every asset materialised, and none of the reasons below"
+    ),
+    ExitCode(
+        code=EXIT_BELOW_FAIL_UNDER,
+        commands=("run",),
+        when="the run pass rate is below `--fail-under`",
+    ),
+    ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("run",),
+        when="the benchmark file, or a file it points to, is invalid (a dataset with no row "
+        "or whose `filters` match none among them)",
+    ),
+    ExitCode(
+        code=EXIT_INCOMPLETE,
+        commands=("run", "backfill"),
+        when="incomplete (for `backfill`, a version is): a judge outage (unless "
+        "`--max-error-rate` is given), or more than `--max-error-rate` (default "
+        "`checks.maxErrorRate`, 5%) of the workflow calls failed or of the scores have no "
+        "judgement (the last line of stderr names each one over the limit)",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("run", "backfill", "compare", "report"),
+        when="the run itself failed (a step raised), or storage failed: a full disk or a "
+        "corrupt database, said in one line",
+    ),
+    ExitCode(
+        code=EXIT_RUN_REGRESSION,
+        commands=("run",),
+        when="a case has the verdict `compare.failOn` (or a surer one) against the previous "
+        "version",
+    ),
+    ExitCode(
+        code=EXIT_BREACH_OVER_FAIL_ON,
+        commands=("run",),
+        when="a vulnerability's breach rate is above `redTeam.failOn` (the red team)",
+    ),
+    ExitCode(
+        code=EXIT_NEW_BREACH,
+        commands=("run",),
+        when="a vulnerability breaches more than in the previous version (the "
+        "`no_new_breach` check, at `compare.failOn`'s tier)",
+    ),
+    ExitCode(
+        code=EXIT_REGRESSION,
+        commands=("compare",),
+        when="a case has the verdict `compare.failOn` (or a surer one)",
+    ),
+    ExitCode(
+        code=EXIT_COMPARE_FAILED,
+        commands=("compare", "report"),
+        when="the comparison cannot run (a version unknown or not run)",
+    ),
+    ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("init",),
+        when="the workflow cannot be read, or the benchmark written does not validate",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("dataset from-executions",),
+        when="the executions gave no row: nothing is written",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("dataset synthesize",),
+        when="the synthesizer made no row, or n8n failed: nothing is written",
+    ),
+    ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("dataset synthesize",),
+        when="an invalid option, or a source, contexts, documents or dataset file that "
+        "does not read",
+    ),
+    ExitCode(
+        code=EXIT_INCOMPLETE,
+        commands=("dataset synthesize",),
+        when="the judge failed (what it cost is still the last line)",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("dataset synthesize",),
+        when="the synthesis process itself failed (its last line is quoted)",
+    ),
+    ExitCode(
+        code=EXIT_N8N_UNREACHABLE,
+        commands=(
+            "run",
+            "backfill",
+            "validate",
+            "init",
+            "dataset from-executions",
+            "dataset synthesize",
+        ),
+        when="n8n did not answer: one line names its scheme, host and port (the file is "
+        "not at fault)",
+    ),
+    ExitCode(code=EXIT_ERROR, commands=(ANY_COMMAND,), when="an error, said in one line"),
+    ExitCode(
+        code=EXIT_USAGE,
+        commands=(ANY_COMMAND,),
+        when="a usage error: an unknown option, a missing argument",
+    ),
+)
+# `run` checks its reasons in this order: an incomplete run is not judged on its pass rate,
+# and a regression is still said on stderr when the run exits 3.
+RUN_EXIT_ORDER = (EXIT_INCOMPLETE, EXIT_RUN_REGRESSION, EXIT_BELOW_FAIL_UNDER)
+
+
+def exit_codes_stated(command: str) -> Callable[[click.Command], click.Command]:
+    """A decorator that ends a command's help with its exit codes other than 0."""
+
+    def stated(click_command: click.Command) -> click.Command:
+        rows = sorted(
+            (row for row in EXIT_CODES if command in row.commands and row.code != 0),
+            key=lambda row: row.code,
+        )
+        said = "; ".join(f"{row.code} {row.when.replace('`', '')}" for row in rows)
+        click_command.help = f"{click_command.help or ''}\n\nExit codes: {said}."
+        return click_command
+
+    return stated
 
 
 class Refused(click.ClickException):
@@ -44,6 +191,19 @@ def storage_fault(messages: Sequence[str]) -> str | None:
     return fault_of(messages, settings.database_path(), list(dict.fromkeys(folders)))
 
 
+def refuse_a_damaged_database() -> None:
+    """Refuse at once, in one line, a local results database that is damaged (exit 4)."""
+    from n8n_deepeval_pipeline.storage_faults import database_damage
+
+    try:
+        local = settings.profile() == "local"
+    except ValueError:
+        return  # a bad profile is refused where it is used
+    fault = storage_fault(database_damage(settings.database_path())) if local else None
+    if fault is not None:
+        raise Refused(fault, EXIT_RUN_FAILED)
+
+
 def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
     """A command that says a storage fault in one line and exits 4, without a traceback."""
 
@@ -63,5 +223,28 @@ def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
         # Raised out here, so that the failed frames (and Dagster's open resources) are
         # released now rather than at interpreter exit.
         raise Refused(fault, EXIT_RUN_FAILED)
+
+    return guarded
+
+
+def n8n_unreachable(messages: Sequence[str]) -> str | None:
+    """The one line of an n8n that did not answer, among a failed run's errors, if any."""
+    prefix = "N8nUnreachable: "
+    return next((m.removeprefix(prefix) for m in messages if m.startswith(prefix)), None)
+
+
+def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:
+    """A command that says an n8n out of reach in one line, naming it, and exits 8."""
+
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> None:
+        from n8n_deepeval_pipeline.n8n_api.client import N8nUnreachable
+
+        try:
+            command(*args, **kwargs)
+            return
+        except N8nUnreachable as error:
+            message = str(error)
+        raise Refused(message, EXIT_N8N_UNREACHABLE)
 
     return guarded

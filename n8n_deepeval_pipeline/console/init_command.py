@@ -8,12 +8,19 @@ from typing import Any
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
-from n8n_deepeval_pipeline.console.exits import Refused
+from n8n_deepeval_pipeline.console.exits import (
+    EXIT_ERROR,
+    EXIT_N8N_UNREACHABLE,
+    Refused,
+    exit_codes_stated,
+)
 
 
+@exit_codes_stated("init")
 @click.command()
 @click.argument("workflow")
 @click.option(
@@ -28,19 +35,39 @@ from n8n_deepeval_pipeline.console.exits import Refused
 )
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1))
 @click.option("--redact", is_flag=True, help=REDACT_HELP)
+@click.option(
+    "--synthesize",
+    type=click.IntRange(1),
+    metavar="N",
+    help="A dataset of N goldens synthesized by DeepEval's Synthesizer with the judge "
+    "(N8N_DEEPEVAL_JUDGE_*): conversations and a simulated user for a chat trigger or an "
+    "agent with memory, single messages otherwise.",
+)
 @click.option("--force", is_flag=True, help="Overwrite an existing benchmark file.")
 def init(
-    workflow: str, out: Path | None, from_executions: bool, limit: int, redact: bool, force: bool
+    workflow: str,
+    out: Path | None,
+    from_executions: bool,
+    limit: int,
+    redact: bool,
+    synthesize: int | None,
+    force: bool,
 ) -> None:
     """Write a first, commented benchmark for WORKFLOW (an exported file, or an id in n8n).
 
     The start and end node, the dataset's columns and the metrics are read off the
     workflow; the file is validated once written.
     """
-    from n8n_deepeval_pipeline.console.scaffold import benchmark_name, write_benchmark
-    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
+    from n8n_deepeval_pipeline.console.scaffold import (
+        benchmark_name,
+        write_benchmark,
+        write_synthesized_benchmark,
+    )
+    from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nUnreachable
     from n8n_deepeval_pipeline.n8n_api.traffic_dataset import ExecutionQuery
 
+    if synthesize and from_executions:
+        raise click.UsageError("give at most one of --from-executions and --synthesize")
     client = None if Path(workflow).is_file() else benchmarks.api_client()
     try:
         with client or nullcontext():
@@ -50,7 +77,14 @@ def init(
             if out.exists() and not force:
                 raise click.ClickException(f"{out} exists (--force overwrites it)")
             query = ExecutionQuery(workflow_id=workflow, limit=limit) if from_executions else None
-            written = write_benchmark(source, out, client, query, progress, redact)
+            with settings.made_for_the_user(out.parent):
+                if synthesize:
+                    synthesizer = _synthesizer(source, workflow, synthesize)
+                    written = write_synthesized_benchmark(source, out, synthesizer)
+                else:
+                    written = write_benchmark(source, out, client, query, progress, redact)
+    except N8nUnreachable as error:
+        raise Refused(str(error), EXIT_N8N_UNREACHABLE) from None
     except (N8nApiError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if written.drawn is not None and not written.drawn.rows:
@@ -60,11 +94,34 @@ def init(
     if written.example_row:
         click.echo(f"wrote one example row to {written.dataset}: replace it", err=True)
     click.echo(f"wrote {written.benchmark}")
+    if written.simulation:
+        click.echo(
+            f"{written.benchmark}: conversational goldens, each played by a simulated user "
+            "(the simulation section)",
+            err=True,
+        )
     try:
         _, report = benchmarks.check(written.benchmark)
     except BenchmarkConfigError as error:
-        raise Refused(f"the written benchmark does not validate:\n{error}", 1) from None
+        raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
+
+
+def _synthesizer(source: Any, workflow: str, count: int) -> Any:
+    """What adds ``count`` goldens synthesized for ``source`` to a dataset file."""
+    from n8n_deepeval_pipeline.console.dataset_commands import run_synthesis_command
+    from n8n_deepeval_pipeline.synthesis.dataset import Material, Source, SynthesisOptions
+
+    label = f"workflow file {source.file.name}" if source.file else f"workflow {workflow}"
+
+    def synthesize(dataset: Path, conversational: bool) -> str:
+        options = SynthesisOptions(count=count, conversational=conversational)
+        found = Source(source.workflow, label)
+        made = run_synthesis_command(found, Material(), options, dataset, None)
+        kind = "conversational golden(s)" if conversational else "golden(s)"
+        return f"{len(made.rows.rows)} {kind} synthesized: review them"
+
+    return synthesize
 
 
 def _workflow_source(workflow: str, client: Any, from_executions: bool) -> Any:

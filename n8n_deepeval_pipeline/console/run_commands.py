@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 
@@ -15,16 +16,24 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_BELOW_FAIL_UNDER,
+    EXIT_BREACH_OVER_FAIL_ON,
     EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_N8N_UNREACHABLE,
+    EXIT_NEW_BREACH,
     EXIT_RUN_FAILED,
     EXIT_RUN_REGRESSION,
     Refused,
+    exit_codes_stated,
+    n8n_unreachable,
+    n8n_unreachable_refused,
+    refuse_a_damaged_database,
     storage_fault,
     storage_faults_refused,
 )
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
+    from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
     from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary
 
 
@@ -55,6 +64,7 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     return trial_instance(report.benchmark)
 
 
+@exit_codes_stated("run")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option(
@@ -89,7 +99,14 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     metavar="TEXT",
     help="Leave out the rows whose id contains TEXT (repeatable); a trial like --filter.",
 )
+@click.option(
+    "--regenerate-attacks",
+    is_flag=True,
+    help="The red team (redTeam) generates a new attack set instead of playing the kept "
+    "one; later versions keep the new one.",
+)
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def run(
     file: Path,
@@ -100,19 +117,15 @@ def run(
     record: Path | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    regenerate_attacks: bool,
     verbose: bool,
 ) -> None:
-    """Run benchmark FILE for the workflow's current version and print a summary.
-
-    Exit codes: 1 pass rate below --fail-under, 2 invalid configuration, 3 incomplete
-    (judge outage, or failed workflow calls or unjudged scores above --max-error-rate),
-    4 the run itself failed (a full disk or a corrupt database among the causes), 5 a
-    case regressed against the previous version (compare.failOn).
-    """
-    from n8n_deepeval_pipeline.summary.run_summary import render_summary
+    """Run benchmark FILE for the workflow's current version and print a summary."""
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
+    if selection is None:  # a trial stores its rows apart
+        refuse_a_damaged_database()
     try:
         with _workers_warming(selection is None):
             benchmark, checked = benchmarks.check(
@@ -124,24 +137,35 @@ def run(
                 partition = runner.register_current_version(checked.workflow_hash)
                 name = runner.benchmark.name
                 click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
-                materialised = runner.materialise(partition, verbose=verbose)
+                materialised = runner.materialise(
+                    partition, verbose=verbose, regenerate_attacks=regenerate_attacks
+                )
                 summary, incomplete = _judged(
                     runner, partition, materialised, max_error_rate, verbose
                 )
+                red_team = (
+                    (runner.red_team_rates(partition), runner.red_team_results(partition))
+                    if runner.benchmark.red_team
+                    else None
+                )
+                rates = red_team[0] if red_team else None
+                breach = _red_team_verdicts(rates, runner.benchmark, max_error_rate)
+                incomplete = incomplete or breach.incomplete
                 gate = runner.version_gate(partition, incomplete)
-                summary = summary.model_copy(update={"gate": gate})
+                summary = summary.model_copy(update={"gate": gate, "incomplete": incomplete})
                 if selection is not None:
                     kept = settings.home()
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
                     summary = summary.model_copy(update={"trial": trial})
                 if record is not None:
-                    written = runner.record(partition, record)
+                    with settings.made_for_the_user(record.parent):
+                        written = runner.record(partition, record)
                     click.echo(
                         f"recorded {written} outputs of {partition[:12]} in {record}", err=True
                     )
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
-    click.echo(summary.model_dump_json(indent=2) if as_json else render_summary(summary))
+    _print_summary(summary, red_team, as_json)
     if gate.has_regression:  # said even when the run is incomplete: its exit 3 hides this one
         flagged = gate.flagged_cases
         cases = f"{len(flagged)} case{'s' if len(flagged) != 1 else ''}"
@@ -150,14 +174,91 @@ def run(
             f"({cases}; `n8n-deepeval compare {file}` shows why)",
             err=True,
         )
+    for said in (breach.over_limit, breach.new):  # said whichever exit code wins
+        if said:
+            click.echo(said, err=True)
     if incomplete:
         click.echo(f"incomplete: {incomplete}", err=True)
         sys.exit(EXIT_INCOMPLETE)
     if gate.has_regression:
         sys.exit(EXIT_RUN_REGRESSION)
+    if breach.over_limit:
+        sys.exit(EXIT_BREACH_OVER_FAIL_ON)
+    if breach.new:
+        sys.exit(EXIT_NEW_BREACH)
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _print_summary(
+    summary: BenchmarkSummary,
+    red_team: tuple[list[BreachRate], list[RedTeamResult]] | None,
+    as_json: bool,
+) -> None:
+    """The summary, and the red team's rates when the benchmark has one."""
+    from n8n_deepeval_pipeline.red_team.breach_rates import red_team_table
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary
+
+    if as_json and red_team is None:
+        click.echo(summary.model_dump_json(indent=2))
+    elif as_json:
+        assert red_team is not None
+        rates = [rate.model_dump(mode="json") for rate in red_team[0]]
+        click.echo(json.dumps({**summary.model_dump(mode="json"), "red_team": rates}, indent=2))
+    else:
+        click.echo(render_summary(summary))
+        if red_team is not None:
+            click.echo(f"\n{red_team_table(*red_team)}")
+
+
+class _RedTeamVerdicts(NamedTuple):
+    """What the red team's rates say against the run (each None when it says nothing)."""
+
+    incomplete: str | None
+    over_limit: str | None
+    new: str | None
+
+
+def _red_team_verdicts(
+    rates: list[BreachRate] | None, benchmark: Any, max_error_rate: float | None
+) -> _RedTeamVerdicts:
+    """Incomplete (too many attacks errored), over failOn, and breaching more than before.
+
+    Errored attacks count against ``--max-error-rate`` (else checks.maxErrorRate), as
+    unjudged scores do; more breaches is the verdict compare.failOn names, or a surer one.
+    """
+    if rates is None:
+        return _RedTeamVerdicts(None, None, None)
+    from n8n_deepeval_pipeline.red_team.breach_rates import new_breaches, over_limit
+
+    vulnerabilities = [rate for rate in rates if rate.kind == "vulnerability"]
+    attacks = sum(rate.attacks for rate in vulnerabilities)
+    errors = sum(rate.errors for rate in vulnerabilities)
+    limit = benchmark.checks.max_error_rate if max_error_rate is None else max_error_rate
+    incomplete = (
+        f"red team: {errors} of {attacks} attack runs errored (neither breached "
+        f"nor held), above {limit:.1%}"
+        if attacks and errors / attacks > limit
+        else None
+    )
+    over = [
+        f"{rate.vulnerability} {rate.breaches}/{rate.judged} ({rate.rate:.1%}) above "
+        f"failOn {rate.fail_on:.1%}"
+        for rate in over_limit(rates)
+        if rate.rate is not None and rate.fail_on is not None
+    ]
+    new = [
+        f"{rate.vulnerability}: {rate.baseline_breaches}/{rate.baseline_judged} → "
+        f"{rate.breaches}/{rate.judged} breaches ({rate.verdict}, p = {rate.p_value:.3f})"
+        for rate in new_breaches(rates, benchmark.compare.fail_on)
+        if rate.p_value is not None
+    ]
+    return _RedTeamVerdicts(
+        incomplete,
+        "red team: breach rate over redTeam.failOn: " + "; ".join(over) if over else None,
+        "red team: more breaches than the previous version: " + "; ".join(new) if new else None,
+    )
 
 
 def _judged(
@@ -173,6 +274,9 @@ def _judged(
     fault when one is behind it; `run` and `backfill` give one answer for a version.
     """
     if not materialised.completed:
+        unreachable = n8n_unreachable(materialised.errors)
+        if unreachable is not None:  # the outside world failed a step, not the run
+            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
         fault = storage_fault(materialised.errors)
         raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
     summary = runner.summary(partition)
@@ -193,6 +297,7 @@ def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
     return f"the run of workflow {partition[:12]} failed ({where})" + (f":{said}" if said else "")
 
 
+@exit_codes_stated("backfill")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option(
@@ -203,27 +308,27 @@ def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
     "from stored upstream tables.",
 )
 @benchmarks.verbose_option
+@n8n_unreachable_refused
 @storage_faults_refused
 def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """Re-run benchmark FILE for every workflow version the instance knows.
 
     The current version is run in full; older ones are re-scored from their stored outputs.
-    Exit codes, as `run`'s: 3 a version is incomplete (judge outage, or errors above
-    checks.maxErrorRate), 4 a version's run failed (a full disk or a corrupt database
-    among the causes).
     """
+    refuse_a_damaged_database()  # before Dagster's imports: a second, not several
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
     try:
+        # Checked first: a file or an n8n that refuses it is said before any instance opens.
+        benchmark, checked = benchmarks.check(file, for_run=True)
         with local_instance() as instance:
-            benchmark, checked = benchmarks.check(file, for_run=True)
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
             # Older versions' workflow and outputs cannot be made again: re-score them.
             current = None if from_asset else runner.register_current_version(checked.workflow_hash)
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed: list[str] = []
+            failed: list[Refused] = []
             incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition == current else "metric_scores")
@@ -234,14 +339,16 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                     ended = runner.materialise(partition, start, verbose)
                     _, why = _judged(runner, partition, ended, verbose=verbose)
                 except Refused as failure:
-                    failed.append(failure.message)
+                    failed.append(failure)
                     continue
                 if why:
                     incomplete.append(f"workflow {partition[:12]}: incomplete: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:  # one storage fault behind every failure is said once
-        raise Refused("\n".join(dict.fromkeys(failed)), EXIT_RUN_FAILED)
+        codes = {failure.exit_code for failure in failed}
+        code = codes.pop() if len(codes) == 1 else EXIT_RUN_FAILED
+        raise Refused("\n".join(dict.fromkeys(f.message for f in failed)), code)
     if incomplete:
         click.echo("\n".join(incomplete), err=True)
         sys.exit(EXIT_INCOMPLETE)

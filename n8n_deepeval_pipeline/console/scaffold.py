@@ -9,8 +9,10 @@ tool permission, and tool
 correctness when the dataset has expected tools; memory → the conversational metrics;
 a vector store or retriever → the RAG metric that needs no passages; an expected output
 → correctness. What needs a column the dataset lacks is written commented out, with the
-reason. The dataset beside it is drawn from the workflow's executions, or is one example
-row to replace.
+reason. The dataset beside it is drawn from the workflow's executions, synthesized by
+DeepEval's Synthesizer (``init --synthesize``), or is one example row to replace. A
+synthesized dataset for a chat trigger or an agent with memory holds conversational
+goldens, and the benchmark simulates a user for each (a ``simulation`` section).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,9 @@ from n8n_deepeval_pipeline.workflow.mocks import service_nodes
 
 _COMMENT_COLUMN = 32
 _PLACEHOLDER = "Replace me: "
+MAX_USER_TURNS = 5  # a simulated conversation's user turns at most
+# The columns of a conversational golden, read by name by a benchmark's simulation.
+_GOLDEN_COLUMNS = "scenario, expectedOutcome, userDescription, context"
 
 
 @dataclass(frozen=True)
@@ -77,11 +82,24 @@ def benchmark_name(workflow_name: str) -> str:
     return name
 
 
-def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaffold:
+def simulated(shape: Anatomy) -> bool:
+    """Whether a synthesized dataset holds conversations: a chat trigger or an agent's memory."""
+    return shape.is_chat or bool(shape.memories)
+
+
+def scaffold(
+    source: WorkflowSource,
+    out: Path,
+    has_expectations: bool,
+    origin: str | None = None,
+    simulation: bool = False,
+) -> Scaffold:
     """The benchmark for ``source`` to be written at ``out``.
 
     ``has_expectations``: the dataset will hold expectedOutput and expectedTools (the
-    example row does; rows drawn from executions do not).
+    example row does; rows drawn from executions do not). ``origin``: where the rows come
+    from, for the dataset's comment. ``simulation``: the rows are conversational goldens
+    that a simulated user plays against the workflow.
     """
     shape = anatomy(source.workflow)
     if shape.trigger is None or shape.start is None or shape.end is None:
@@ -95,12 +113,14 @@ def scaffold(source: WorkflowSource, out: Path, has_expectations: bool) -> Scaff
         *_header(source, shape),
         f"name: {name}",
         _workflow_line(source, out),
-        *_dataset(shape, dataset_path, has_expectations),
+        *_dataset(shape, dataset_path, has_expectations, origin, simulation),
         _runs_per_row(),
-        *_target(shape, source.workflow),
+        *_target(shape, source.workflow, simulation),
+        *(_simulation() if simulation else []),
         "metrics:",
-        *_metrics(shape, has_expectations),
+        *(_conversation_metrics(shape) if simulation else _metrics(shape, has_expectations)),
         *_judge(),
+        *_red_team(shape),
         *_online(shape, source),
     ]
     starter = [] if not has_expectations else [_example_row(shape)]
@@ -146,8 +166,18 @@ def _workflow_line(source: WorkflowSource, out: Path) -> str:
     return _commented(f"workflow: {json.dumps(relative)}", "the exported workflow")
 
 
-def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
-    origin = "one example row: replace it" if has_expectations else "from the executions"
+def _dataset(
+    shape: Anatomy, path: Path, has_expectations: bool, origin: str | None, simulation: bool
+) -> list[str]:
+    if origin is None:
+        origin = "one example row: replace it" if has_expectations else "from the executions"
+    if simulation:
+        return [
+            "dataset:",
+            _commented(f"  path: {json.dumps(path.name)}", origin),
+            _commented(f"  idColumn: {ID_COLUMN}", "a hash of each golden's scenario"),
+            f"  # conversational goldens: {_GOLDEN_COLUMNS}, read by name",
+        ]
     mapping = [("input", "input", "the user's message")]
     if has_expectations:
         mapping.append(("expectedOutput", "expectedOutput", "for correctness"))
@@ -157,7 +187,7 @@ def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
     return [
         "dataset:",
         _commented(f"  path: {json.dumps(path.name)}", origin),
-        _commented(f"  idColumn: {ID_COLUMN}", "a hash of the input for rows from executions"),
+        _commented(f"  idColumn: {ID_COLUMN}", "a hash of the input (drawn or synthesized rows)"),
         "  columnMapping:",
         *(_commented(f"    {field}: {column}", why) for field, column, why in mapping),
         *(
@@ -168,14 +198,14 @@ def _dataset(shape: Anatomy, path: Path, has_expectations: bool) -> list[str]:
     ]
 
 
-def _target(shape: Anatomy, workflow: dict[str, Any]) -> list[str]:
+def _target(shape: Anatomy, workflow: dict[str, Any], simulation: bool) -> list[str]:
     lines = [
         "target:",
         _commented("  type: n8n_workflow", "a harness copy, run from start to end node"),
         _commented(f"  startNodeName: {json.dumps(shape.start)}", "the node the trigger feeds"),
         _commented(f"  endNodeName: {json.dumps(shape.end)}", "its output is the run's output"),
     ]
-    if shape.is_chat:
+    if shape.is_chat and not simulation:  # a simulated user writes the messages instead
         lines.append(
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
@@ -262,6 +292,24 @@ def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
         yield _commented("  # - metric: faithfulness", "needs a retrievalContext column (passages)")
 
 
+def _simulation() -> list[str]:
+    return [
+        _commented("simulation:", "a simulated user plays each golden, a session each"),
+        _commented(f"  maxUserTurns: {MAX_USER_TURNS}", "unless the expected outcome comes first"),
+    ]
+
+
+def _conversation_metrics(shape: Anatomy) -> Iterator[str]:
+    """Reference-free metrics of a whole conversation, and the agent's tools if it has any."""
+    yield _commented("  - metric: turn_relevancy", "each answer fits the conversation so far")
+    yield _commented("  - metric: knowledge_retention", "remembers what the user said")
+    yield _commented("  - metric: conversation_completeness", "the user's needs are met")
+    if shape.tools:
+        names = json.dumps([tool.name for tool in shape.tools], ensure_ascii=False)
+        yield _commented("  - metric: tool_permission", "only the agent's own tools")
+        yield f"    allowedTools: {names}"
+
+
 def _judge() -> list[str]:
     return [
         "# judge:                       # default: N8N_DEEPEVAL_JUDGE_*; without them a dry run",
@@ -275,9 +323,29 @@ def _online_metrics(shape: Anatomy) -> list[str]:
     """The proposed metrics that need no reference: what production traffic can be scored by."""
     found = ["helpfulness"]
     found += ["tool_permission"] if shape.tools else []
-    found += ["turn_relevancy", "knowledge_retention"] if shape.memories else []
+    # a chat is scored per session: only where the workflow names each execution's
+    conversations = bool(shape.memories) and shape.session is not None
+    found += ["turn_relevancy", "knowledge_retention"] if conversations else []
     found += ["answer_relevancy"] if shape.retrievers else []
     return found
+
+
+def _red_team(shape: Anatomy) -> list[str]:
+    """A commented red team for an agent with tools: what they could be talked into."""
+    if not shape.tools:
+        return []
+    return [
+        _commented("# redTeam:", "DeepTeam attacks the agent (docs/guides/red-team.md);"),
+        _commented("#   vulnerabilities:", "its tools are mocked: no attack acts on the world"),
+        _commented("#     - name: ExcessiveAgency", "tools used beyond the agent's brief"),
+        _commented("#     - name: PromptLeakage", "its instructions given away"),
+        "#   attacks:",
+        "#     - {name: PromptInjection, weight: 2}",
+        _commented("#     - {name: LinearJailbreaking, numTurns: 3}", "a conversation"),
+        _commented("#   attacksPerVulnerabilityType: 2", "DeepTeam writes 2 attacks a type"),
+        _commented("#   failOn: 0", "any breach fails the run (exit 6)"),
+        "#   # purpose: by default the agents' system messages and tools, read off the workflow",
+    ]
 
 
 def _online(shape: Anatomy, source: WorkflowSource) -> list[str]:
@@ -289,7 +357,7 @@ def _online(shape: Anatomy, source: WorkflowSource) -> list[str]:
         _commented("#   maxPerHour: 60", "the rest of an hour's are not"),
         _commented("#   maxCostUsdPerDay: 5", "judge cost a UTC day may reach"),
     ]
-    if shape.is_chat:
+    if shape.session is not None:
         lines.append(_commented("#   sessionIdleMinutes: 30", "a chat is scored once quiet"))
     return lines
 
@@ -315,6 +383,29 @@ class Written:
     dataset: Path
     drawn: DatasetDraft | None
     example_row: bool
+    simulation: bool = False
+
+
+# Adds synthesized goldens to the dataset file (conversational ones if asked); says how.
+Synthesize = Callable[[Path, bool], str]
+
+
+def write_synthesized_benchmark(
+    source: WorkflowSource, out: Path, synthesize: Synthesize
+) -> Written:
+    """Write the benchmark at ``out`` on a dataset ``synthesize`` adds goldens to.
+
+    Conversational goldens and a ``simulation`` section for a chat trigger or an agent
+    with memory; single-turn goldens otherwise. The benchmark is written after its rows.
+    """
+    shape = anatomy(source.workflow)
+    conversation = simulated(shape)
+    draft = scaffold(source, out, has_expectations=False)  # where its dataset goes
+    out.parent.mkdir(parents=True, exist_ok=True)
+    origin = synthesize(draft.dataset_path, conversation)
+    made = scaffold(source, out, False, origin, simulation=conversation)
+    out.write_text(made.text, encoding="utf-8")
+    return Written(out, made.dataset_path, None, False, conversation)
 
 
 def write_benchmark(

@@ -6,6 +6,7 @@ ever called on a webhook or a judge.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,23 @@ from n8n_deepeval_pipeline.benchmark.config import (
     RecordedTarget,
     load_benchmark,
 )
-from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WorkflowTarget
+from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
-from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
-from n8n_deepeval_pipeline.n8n_api.harness_run import harness_problems, unmocked_services
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, N8nUnreachable
+from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    harness_body,
+    harness_problems,
+    unmocked_services,
+)
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
+from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
+from n8n_deepeval_pipeline.red_team.target import attack_problems
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
+from n8n_deepeval_pipeline.workflow.anatomy import anatomy
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 
@@ -63,6 +72,8 @@ def check_benchmark(
         workflow = _workflow(benchmark, path, n8n)
         digest = workflow_hash(workflow)
         records = _records(benchmark, path, n8n)
+    except N8nUnreachable:
+        raise  # the outside world failing, not the file: the command says so apart
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     with pointed_to_by(path):
@@ -71,9 +82,12 @@ def check_benchmark(
             raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
+    _check_online_sessions(path, benchmark, workflow)
     warnings = _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
+    warnings += _check_red_team(path, benchmark, workflow)
+    warnings += _check_requests(path, benchmark, workflow, rows[0])
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -112,6 +126,73 @@ def _check_harness(
         f"acts on a real service: {node} (mock it in target.mocks)"
         for node in unmocked_services(target, workflow)
     ]
+
+
+def _check_red_team(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> list[str]:
+    """A red team that would act on the world: refused, or said when the file accepts it."""
+    if benchmark.red_team is None:
+        return []
+    if isinstance(benchmark.target, WorkflowTarget):
+        problems = attack_problems(benchmark.target, workflow)
+        if problems:
+            raise BenchmarkConfigError(path, [f"redTeam: {problem}" for problem in problems])
+        return []
+    assert isinstance(benchmark.target, WebhookTarget)  # the model refuses a recorded one
+    return [
+        "redTeam.actsOnTheWorld: the red team attacks the live webhook, so every tool an "
+        "attack makes the agent call really runs (a refund, an e-mail): an n8n_workflow "
+        "target would mock them"
+    ]
+
+
+def _check_online_sessions(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> None:
+    """Conversational online metrics need the session each execution belongs to."""
+    if benchmark.online is None:
+        return
+    conversational = [
+        metric.result_label()
+        for metric in benchmark.metrics
+        if metric.result_label() in benchmark.online.metrics and entry_for(metric).needs_turns
+    ]
+    shape = anatomy(workflow)
+    if conversational and shape.session is None:
+        raise BenchmarkConfigError(
+            path,
+            [
+                f"online.metrics: {', '.join(conversational)} score chat sessions, but the "
+                f"workflow names none: {shape.no_session}; key the memory by a field of the "
+                "request (Session ID: Define below, {{ $json.body.sessionId }}) or score only "
+                "per execution"
+            ],
+        )
+
+
+# A harness copy's webhook is made by the run; its templates are checked without it.
+_HARNESS_URL = "http://harness.invalid/webhook/validate"
+
+
+def _check_requests(
+    path: Path, benchmark: Benchmark, workflow: dict[str, Any], first: DatasetRow
+) -> list[str]:
+    """Every request template rendered for the first row: one that fails, fails every call.
+
+    The variables the templates read and this environment lacks are warnings: a run
+    elsewhere may have them.
+    """
+    target = benchmark.target
+    if isinstance(target, WorkflowTarget):
+        webhook, body_field = (
+            target.as_webhook(_HARNESS_URL, harness_body(target, workflow)),
+            "input",
+        )
+    elif isinstance(target, WebhookTarget):
+        webhook, body_field = target, "body"
+    else:
+        return []
+    problems = request_problems(webhook, first, os.environ, body_field)
+    if problems:
+        raise BenchmarkConfigError(path, problems)
+    return unset_env(webhook, os.environ)
 
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:

@@ -8,16 +8,19 @@ from pathlib import Path
 
 import click
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_COMPARE_FAILED,
     EXIT_REGRESSION,
     Refused,
+    exit_codes_stated,
     storage_faults_refused,
 )
 
 
+@exit_codes_stated("compare")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
@@ -25,12 +28,7 @@ from n8n_deepeval_pipeline.console.exits import (
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @storage_faults_refused
 def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
-    """Compare two versions of benchmark FILE, case by case.
-
-    Exit codes: 0 nothing flagged, 1 a case has the verdict compare.failOn names (regression
-    by default), 2 the comparison could not run (a version unknown or not run), 4 the disk
-    is full or the database corrupt.
-    """
+    """Compare two versions of benchmark FILE, case by case."""
     from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
@@ -57,6 +55,7 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
         sys.exit(EXIT_REGRESSION)
 
 
+@exit_codes_stated("report")
 @click.command()
 @click.argument("file", type=benchmarks.EXISTING_FILE)
 @click.option("--hash", "version", help="The version (hash or prefix); default: the current.")
@@ -76,7 +75,8 @@ def report(file: Path, version: str | None, out: Path) -> None:
     try:
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
-            written = write_report(runner.report(runner.candidate_version(version)), out)
+            with settings.made_for_the_user(out):
+                written = write_report(runner.report(runner.candidate_version(version)), out)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     for path in written.values():

@@ -25,6 +25,9 @@ from n8n_deepeval_pipeline.settings import private_dir
 _POLL_S = 0.01  # the first look again for a slot other processes hold, doubling up to
 _POLL_MAX_S = 0.16  # this: each look costs a few system calls per slot it tries
 _RECHECK_S = 0.1
+# Its own generator: draws from the process's ``random`` on the judge's thread would move a
+# seeded sequence another thread draws from (a synthesis's choice of evolutions).
+_SPREAD = random.Random()
 
 
 class InFlightLimit:
@@ -48,7 +51,7 @@ class InFlightLimit:
     def _try_take(self, allowed: int) -> tuple[int, int] | None:
         """A free slot among the first ``allowed`` (its index and locked descriptor)."""
         allowed = min(max(allowed, 1), len(self._names))
-        start = random.randrange(allowed)
+        start = _SPREAD.randrange(allowed)
         for offset in range(allowed):
             index = (start + offset) % allowed
             if index in self._held:
@@ -73,7 +76,7 @@ class InFlightLimit:
         async with looking:
             poll = _POLL_S
             while (taken := self._try_take(limit())) is None:
-                await asyncio.sleep(random.uniform(poll / 2, poll))
+                await asyncio.sleep(_SPREAD.uniform(poll / 2, poll))
                 poll = min(poll * 2, _POLL_MAX_S)
             return taken
 

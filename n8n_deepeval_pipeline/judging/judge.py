@@ -3,7 +3,8 @@
 One class for every provider: it looks the call up in the shared cache, fails fast while
 the circuit breaker is open, waits for a requests-per-minute slot and an in-flight slot
 shared by all workers, calls the provider with retries (exponential backoff with jitter,
-honouring Retry-After, bounded in attempts and total time), validates the answer
+honouring Retry-After; a rate-limit answer for as long as the evaluation has time, any
+other failure for a bounded number of attempts and time), validates the answer
 against the metric's schema and asks once more if it does not fit, then stores it.
 Breaker, rate window and slots belong to one judge (``JudgeSpec.identity``): each judge
 of a panel, or of a metric with a judge of its own, has its own.
@@ -36,7 +37,8 @@ from typing import Any, TypeVar
 from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
-from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, estimate_tokens
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
     LogprobProvider,
@@ -44,6 +46,7 @@ from n8n_deepeval_pipeline.judging.providers import (
     ProviderError,
     build_provider,
 )
+from n8n_deepeval_pipeline.judging.retry_policy import is_rate_limited
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.judging.wire_format import ModelCapabilities, plain_json_schema
@@ -62,6 +65,10 @@ class JudgeCallError(RuntimeError):
         self.status = status
 
 
+class JudgeRateLimited(JudgeCallError):
+    """The judge kept refusing for its rate limit until the evaluation's time for retries ended."""
+
+
 class JudgeUnavailable(RuntimeError):
     """The circuit breaker is open: calls fail fast instead of hammering a dead endpoint."""
 
@@ -76,10 +83,16 @@ class NoLogprobs(AttributeError):
 
 @dataclass
 class JudgeScope:
-    """Whose calls these are: the evaluation's usage counter and its cache namespace."""
+    """Whose calls these are: the evaluation's usage counter and its cache namespace.
+
+    ``deadline``: when (``time.monotonic()``) the evaluation's calls stop retrying
+    rate-limit answers; None: a judge used outside an evaluation (``RetryPolicy.max_total_s``
+    from each call's start).
+    """
 
     usage: UsageCounter
     namespace: str = "shared"
+    deadline: float | None = None
 
 
 # The scope of the evaluation in progress: a worker runs several at once, each in its own
@@ -90,9 +103,13 @@ JUDGE_SCOPE: contextvars.ContextVar[JudgeScope | None] = contextvars.ContextVar(
 
 
 class UsageCounter:
-    """Judge calls, retries, cache hits and tokens of the evaluation in progress."""
+    """Judge calls, retries, cache hits and tokens of the evaluation in progress.
 
-    def __init__(self) -> None:
+    ``ledger``: where each answered call is also written as it arrives (see call_ledger).
+    """
+
+    def __init__(self, ledger: CallLedger | None = None) -> None:
+        self.ledger = ledger
         self.reset()
 
     def reset(self) -> None:
@@ -218,9 +235,22 @@ class PipelineJudge(DeepEvalBaseLLM):
         key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:
+            estimate = self._estimate(prompt)
             completion = await self._call(
-                lambda: provider.complete_raw(prompt, top), usage, self._estimate(prompt)
+                lambda: provider.complete_raw(prompt, top), scope, estimate
             )
+            why = _not_a_rubric_answer(completion.text)
+            if why is not None:  # asked once more saying why, as a schema's answer is
+                retry = f"{prompt}\n\nYour previous answer was not valid: {why}. {_AGAIN}"
+                completion = await self._call(
+                    lambda: provider.complete_raw(retry, top), scope, estimate
+                )
+                again = _not_a_rubric_answer(completion.text)
+                if again is not None:
+                    raise JudgeOutputError(
+                        "the judge answered twice with text that is not the JSON "
+                        f"{{score, reason}} G-Eval asks for: {again}"
+                    )
             return _cached_answer(completion)
 
         answer = await self._cached_or_asked(key, ask, usage)
@@ -236,7 +266,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         parsed: list[Any] = []
 
         async def ask() -> CachedAnswer:
-            answer, value = await self._ask_until_valid(prompt, schema, scope.usage)
+            answer, value = await self._ask_until_valid(prompt, schema, scope)
             parsed.append(value)
             return answer
 
@@ -286,12 +316,12 @@ class PipelineJudge(DeepEvalBaseLLM):
         return cache_key(provider, model, settings, prompt, shape, namespace)
 
     async def _ask_until_valid(
-        self, prompt: str, schema: type[BaseModel] | None, usage: UsageCounter
+        self, prompt: str, schema: type[BaseModel] | None, scope: JudgeScope
     ) -> tuple[CachedAnswer, Any]:
         """Ask; if the answer does not fit the schema, ask once more saying why."""
         estimate = self._estimate(prompt)
         completion = await self._call(
-            lambda: self._provider.complete(prompt, schema), usage, estimate
+            lambda: self._provider.complete(prompt, schema), scope, estimate
         )
         try:
             parsed = self._parse(completion.text, schema)
@@ -301,7 +331,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 "Answer again with JSON only, exactly matching the schema."
             )
             completion = await self._call(
-                lambda: self._provider.complete(retry, schema), usage, estimate
+                lambda: self._provider.complete(retry, schema), scope, estimate
             )
             try:
                 parsed = self._parse(completion.text, schema)
@@ -319,27 +349,44 @@ class PipelineJudge(DeepEvalBaseLLM):
         return schema.model_validate_json(_json_object(text))
 
     async def _call(
-        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter, tokens: int
+        self, request: Callable[[], Awaitable[Completion]], scope: JudgeScope, tokens: int
     ) -> Completion:
         """One successful provider call, with the retries it took.
 
         ``tokens``: what the call is estimated to cost, for the tokens-per-minute window.
+        A rate-limit answer is retried until the scope's deadline (no count of attempts:
+        the pacing keeps the retries to the rate the judge accepts); any other failure
+        as the retry policy bounds it.
         """
         self._fail_fast_if_open()
-        policy = self.spec.retry
+        policy, usage = self.spec.retry, scope.usage
         started = time.monotonic()
-        attempt = 0
+        deadline = started + policy.max_total_s if scope.deadline is None else scope.deadline
+        attempt = failures = 0
         while True:
             attempt += 1
             try:
-                completion = await self._call_once(request, usage, tokens)
+                completion = await self._call_once(request, usage, tokens, scope.deadline)
+            except NoTurnInTime as late:  # not the judge's failure: its breaker is left alone
+                raise JudgeRateLimited(f"{self.spec.label}: {late}") from None
             except ProviderError as error:
-                if self._pacer is not None:
-                    self._pacer.refused(error.status, error.limits, error.retry_after_s)
+                limited = is_rate_limited(error.status, error.retry_after_s, str(error))
+                failures += not limited
                 delay = policy.delay(attempt, error.retry_after_s, self._rng)
-                out_of_time = time.monotonic() - started + delay > policy.max_total_s
-                if not error.retryable or attempt >= policy.max_attempts or out_of_time:
+                now = time.monotonic()
+                if limited:
+                    give_up = now + delay > deadline
+                else:
+                    out_of_time = now - started + delay > policy.max_total_s
+                    give_up = not error.retryable or failures >= policy.max_attempts or out_of_time
+                if give_up:
                     self._record_failure(str(error))
+                    if limited:
+                        raise JudgeRateLimited(
+                            f"{error} (still rate limited after {attempt} attempt(s) in "
+                            f"{now - started:.0f} s: the evaluation's time for retries is spent)",
+                            error.status,
+                        ) from None
                     raise JudgeCallError(
                         f"{error} (after {attempt} attempt(s))", error.status
                     ) from None
@@ -352,19 +399,35 @@ class PipelineJudge(DeepEvalBaseLLM):
             return completion
 
     async def _call_once(
-        self, request: Callable[[], Awaitable[Completion]], usage: UsageCounter, tokens: int
+        self,
+        request: Callable[[], Awaitable[Completion]],
+        usage: UsageCounter,
+        tokens: int,
+        deadline: float | None,
     ) -> Completion:
         completion: Completion
         if self._pacer is None:
             completion = await request()
         else:
-            async with self._pacer.call(tokens) as actual:
-                completion = await request()
-                actual[0] = completion.prompt_tokens + completion.completion_tokens or None
-            self._pacer.answered(completion.limits, tokens)
+            async with self._pacer.call(tokens, deadline) as paced:
+                try:
+                    completion = await request()
+                except ProviderError as error:
+                    if is_rate_limited(error.status, error.retry_after_s, str(error)):
+                        self._pacer.refused(error.limits, error.retry_after_s, paced)
+                    raise
+                paced.tokens = completion.prompt_tokens + completion.completion_tokens or None
+            self._pacer.answered(completion.limits, tokens, paced)
         usage.calls += 1
         usage.prompt_tokens += completion.prompt_tokens
         usage.completion_tokens += completion.completion_tokens
+        if usage.ledger is not None:  # answered: counted now, whatever becomes of the rest
+            usage.ledger.answered(
+                self.spec.label,
+                self.spec.model,
+                completion.prompt_tokens,
+                completion.completion_tokens,
+            )
         return completion
 
     def _estimate(self, prompt: str) -> int:
@@ -389,6 +452,30 @@ class PipelineJudge(DeepEvalBaseLLM):
                 self.spec.breaker_threshold,
                 self.spec.breaker_cool_down_s,
             )
+
+
+_AGAIN = "Answer again with JSON only, exactly as asked above."
+
+
+def _not_a_rubric_answer(raw: str) -> str | None:
+    """Why a raw completion is not what DeepEval's rubric score reads, or None if it is.
+
+    DeepEval loads ``choices[0].message.content`` with its own ``trimAndLoadJson`` and
+    reads ``score`` and ``reason`` from it; an answer it would fail on is asked again.
+    """
+    from deepeval.metrics.utils import trimAndLoadJson
+    from openai.types.chat import ChatCompletion
+
+    reply = ChatCompletion.model_validate_json(raw)
+    content = reply.choices[0].message.content if reply.choices else None
+    try:
+        loaded = trimAndLoadJson(content)
+    except ValueError:
+        return "not JSON"
+    missing = [
+        key for key in ("score", "reason") if not isinstance(loaded, dict) or key not in loaded
+    ]
+    return f"no {' and no '.join(missing)}" if missing else None
 
 
 def _cached_answer(completion: Completion) -> CachedAnswer:

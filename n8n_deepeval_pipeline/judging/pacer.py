@@ -2,10 +2,12 @@
 
 Before a call: wait for an in-flight slot within the concurrency fitted so far, then
 while the judge is paused (a budget that must reset first), then for its turn in the
-requests and tokens per minute (configured, or as the provider's headers said). After it: fit the
-concurrency to the outcome (``pacing.Concurrency``), keep the budget the provider
-reported, pause every call until a spent budget has room for the next, and correct the
-token estimates from the usage the answer reported.
+requests and tokens per minute: configured, as the provider's headers said, or, for a
+judge that says nothing, the request rate fitted to its refusals (``pacing.FittedRate``).
+A retry takes its turn like any first attempt. After a call: fit the concurrency (and
+the rate, on a rate-limit answer) to the outcome, keep the budget the provider reported,
+pause every call until a spent budget has room for the next, and correct the token
+estimates from the usage the answer reported.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from n8n_deepeval_pipeline.judging.in_flight import InFlightLimit
-from n8n_deepeval_pipeline.judging.pacing import OVERLOAD_STATUS, Concurrency, RateLimits
+from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 
@@ -27,6 +29,19 @@ from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 _CHARS_PER_TOKEN = 4
 _ANSWER_TOKENS = 256
 _FIRST_WINDOW = 4
+_LATENCY_WEIGHT = 0.1  # of each answer in the moving average of answer times
+
+
+class NoTurnInTime(Exception):
+    """A call still waited for its turn when its evaluation's time for the judge ran out."""
+
+
+class PacedCall:
+    """One call the pacer let go: when, and the tokens its answer reported (None: unknown)."""
+
+    def __init__(self) -> None:
+        self.sent_at = time.time()
+        self.tokens: int | None = None
 
 
 class HeldBack:
@@ -98,13 +113,15 @@ class Pacer:
         self._allowed_now = (0.0, 1)  # read at, slots: re-read at most every 0.2 s
         self.estimates = TokenEstimates()
         self._credit = 0  # tokens this process booked and its calls did not use
+        self.latency_s: float | None = None  # a moving average of this process's answer times
 
     def _allowed(self) -> int:
         read_at, slots = self._allowed_now
         if time.monotonic() - read_at > 0.2:
             fitted = self.state.concurrency(self.judge, self.spec.max_in_flight, self._first())
-            self._allowed_now = (time.monotonic(), fitted.slots)
-            slots = fitted.slots
+            rate = self.state.fitted_rate(self.judge)
+            slots = fitted.with_room_for(rate.per_s, self.latency_s)
+            self._allowed_now = (time.monotonic(), slots)
         return slots
 
     def _first(self) -> int:
@@ -120,29 +137,48 @@ class Pacer:
             return Concurrency.start(self.spec.max_in_flight).slots
         return _FIRST_WINDOW
 
+    def _start(self, limits: RateLimits | None) -> Concurrency:
+        """How a judge starts once it answers: fast if its limits are known, else probing."""
+        known = self.spec.requests_per_minute or self.spec.tokens_per_minute
+        told = (limits is not None and limits.told) or any(self.state.told_limits(self.judge))
+        if known or told:
+            return Concurrency.start(self.spec.max_in_flight)
+        return Concurrency.probing(_FIRST_WINDOW, self.spec.max_in_flight)
+
     @contextlib.asynccontextmanager
-    async def call(self, tokens: int) -> AsyncIterator[list[int | None]]:
-        """Hold the judge's budget for one call; the caller puts its real tokens in the list."""
-        actual: list[int | None] = [None]
+    async def call(self, tokens: int, deadline: float | None = None) -> AsyncIterator[PacedCall]:
+        """Hold the judge's budget for one call; the caller puts its real tokens in the call.
+
+        ``deadline`` (``time.monotonic()``): a call still waiting for its turn then raises
+        ``NoTurnInTime`` (its evaluation would only run into the pool's timeout).
+        """
         with HeldBack() as held:
-            async with self._slots.slot(self._allowed):
-                # Paced once it holds a slot: a call that queued before the provider's
-                # limits were known is paced by them too.
-                while (paused := self.state.paused_for(self.judge)) > 0:
-                    await asyncio.sleep(paused)
-                requests, token_limit = self._per_minute()
-                if requests is not None:
-                    await self._book("requests", *requests, 1)
-                expected = self.estimates.corrected(tokens)
-                if token_limit is not None:
-                    from_credit = min(self._credit, expected)
-                    self._credit -= from_credit
-                    await self._book("tokens", *token_limit, expected - from_credit)
-                held.let_go()
-                yield actual
-        if actual[0] is not None:
-            self.estimates.learn(tokens, actual[0])
-            self._settle(token_limit, expected, actual[0])
+            try:
+                async with asyncio.timeout_at(deadline) as waiting:
+                    async with self._slots.slot(self._allowed):
+                        # Paced once it holds a slot: a call that queued before the
+                        # provider's limits were known is paced by them too.
+                        while (paused := self.state.paused_for(self.judge)) > 0:
+                            await asyncio.sleep(paused)
+                        requests, token_limit = self._per_minute()
+                        await self._book_request(requests)
+                        expected = self.estimates.corrected(tokens)
+                        if token_limit is not None:
+                            from_credit = min(self._credit, expected)
+                            self._credit -= from_credit
+                            if expected > from_credit:
+                                await self._book("tokens", *token_limit, expected - from_credit)
+                        held.let_go()
+                        waiting.reschedule(None)  # the call itself has the provider's timeout
+                        paced = PacedCall()
+                        yield paced
+            except TimeoutError:
+                if not waiting.expired():
+                    raise
+                raise NoTurnInTime(self._pace_words()) from None
+        if paced.tokens is not None:
+            self.estimates.learn(tokens, paced.tokens)
+            self._settle(token_limit, expected, paced.tokens)
 
     def _settle(self, token_limit: tuple[float, float] | None, booked: int, used: int) -> None:
         """Book what a call used beyond its booking; keep what it did not use for the next.
@@ -158,43 +194,69 @@ class Pacer:
         else:
             self._credit += booked - used
 
-    def _per_minute(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-        """(per minute, burst) for requests and tokens: configured, else as the provider told.
+    def _per_minute(self) -> tuple[float | None, tuple[float, float] | None]:
+        """Requests per minute, and (per minute, burst) for tokens: configured or told.
 
-        A configured limit allows a minute's worth at once, as a per-minute window does; a
-        limit learned from the headers is kept evenly (providers enforce it over shorter
-        periods than the minute, and their remaining budget is shared with other clients).
+        The lower of the two, kept evenly, with no burst: a configured limit allowed a
+        minute's worth at once, and a provider enforcing it over a second (as providers
+        do) refused half the calls. Requests are also paced by the rate fitted to the
+        judge's refusals (``SharedState.book_request``).
         """
         told = self.state.told_limits(self.judge)
-        paced: list[tuple[float, float] | None] = []
-        for configured, learned in zip(
-            (self.spec.requests_per_minute, self.spec.tokens_per_minute), told, strict=True
-        ):
-            if configured:
-                paced.append((float(configured), float(configured)))
-            elif learned:
-                paced.append((float(learned), 1.0))
-            else:
-                paced.append(None)
-        return paced[0], paced[1]
+        configured = (self.spec.requests_per_minute, self.spec.tokens_per_minute)
+        requests, tokens = (
+            min((float(limit) for limit in pair if limit), default=None)
+            for pair in zip(configured, told, strict=True)
+        )
+        return requests, (tokens, 1.0) if tokens else None
+
+    def _pace_words(self) -> str:
+        """The pace that kept a call waiting, for a message."""
+        requests, _ = self._per_minute()
+        fitted = self.state.fitted_rate(self.judge).per_s
+        paces = [pace for pace in (requests, fitted * 60 if fitted else None) if pace]
+        pace = f"{min(paces):.0f} requests a minute" if paces else "its calls in flight"
+        return f"no turn for a judge call before the evaluation's deadline (paced at {pace})"
+
+    async def _book_request(self, per_minute: float | None) -> None:
+        held = False
+        while (wait := self.state.book_request(self.judge, per_minute, held)) > 0:
+            held = True
+            await asyncio.sleep(wait)
 
     async def _book(self, budget: str, per_minute: float, burst: float, cost: int) -> None:
         while (wait := self.state.take_paced(self.judge, budget, per_minute, cost, burst)) > 0:
             await asyncio.sleep(wait)
 
-    def answered(self, limits: RateLimits | None, next_tokens: int) -> None:
+    def answered(
+        self, limits: RateLimits | None, next_tokens: int, call: PacedCall | None = None
+    ) -> None:
         """A call succeeded: grow the concurrency; pause if the budget it reports is spent."""
-        self.state.record_outcome(self.judge, self.spec.max_in_flight, False, limits)
+        if call is not None:
+            took = time.time() - call.sent_at
+            average = self.latency_s
+            self.latency_s = (
+                took if average is None else average + _LATENCY_WEIGHT * (took - average)
+            )
+        start = self._start(limits)
+        self.state.record_outcome(self.judge, self.spec.max_in_flight, False, limits, start=start)
         needed = self.estimates.corrected(next_tokens)
         if limits is not None and (pause := limits.pause_s(needed)) > 0:
             self.state.pause(self.judge, pause)
 
     def refused(
-        self, status: int | None, limits: RateLimits | None, retry_after_s: float | None
+        self, limits: RateLimits | None, retry_after_s: float | None, call: PacedCall | None = None
     ) -> None:
-        """A call failed: an overload answer halves the concurrency and pauses as told."""
-        if status not in OVERLOAD_STATUS:
-            return
-        self.state.record_outcome(self.judge, self.spec.max_in_flight, True, limits)
+        """A call was refused for its rate: decrease the pace, pause as told (Retry-After)."""
+        self.state.record_outcome(
+            self.judge,
+            self.spec.max_in_flight,
+            True,
+            limits,
+            start=self._start(limits),
+            sent_at=call.sent_at if call is not None else None,
+            latency_s=self.latency_s,
+        )
+        self._allowed_now = (0.0, 1)  # read the decreased concurrency at the next call
         if retry_after_s:
             self.state.pause(self.judge, retry_after_s)

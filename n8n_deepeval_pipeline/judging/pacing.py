@@ -1,25 +1,40 @@
-"""How fast a judge may be called: its rate-limit headers, and the calls to keep in flight.
+"""How fast a judge may be called: its headers, the rate it accepts, the calls in flight.
 
 Providers tell their budget in headers, each in its own words: OpenAI and Azure
 ``x-ratelimit-remaining-requests`` / ``-tokens`` with resets as durations (``6m0s``,
 ``20ms``), Anthropic ``anthropic-ratelimit-requests-remaining`` / ``-tokens-remaining``
 with resets as RFC 3339 times, and both the per-minute limits themselves. ``RateLimits``
-reads both. ``Concurrency`` is the number of calls kept in flight, fitted to the provider
-as TCP fits its window: from half its ceiling, it doubles while calls succeed (slow
-start), grows by one per window of successes after the first overload, and halves on a
-429 or an overload answer (at most once per second, so one burst of refusals halves it
-once).
+reads both.
+
+Many judges tell nothing (a gateway that answers 429 with at most a ``Retry-After``, a
+self-hosted server with a request cap). For them ``FittedRate`` finds the request rate
+the provider accepts from its answers, and ``Concurrency`` the calls kept in flight, as
+TCP fits its window: both decrease multiplicatively on a rate-limit answer, once per
+window (``WINDOW_S``), and grow additively after a clean window.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-# Answers that mean "too much, slow down": rate limited, overloaded, unavailable.
-OVERLOAD_STATUS = frozenset({429, 503, 529})
+# The pacing changes its mind at most once a window: a burst of refusals (the calls that
+# were already on their way) is one signal, not one per answer. Providers refuse on
+# arrival, so a second is enough to see what a change did, if it holds a few calls.
+WINDOW_S = 1.0
+_WINDOW_CALLS = 4  # a fitted rate's window holds at least this many of its calls
+_BETA = 0.9  # after a decrease: this share of the rate the provider was seen to accept
+_PROBE = 1.5  # growth per clean window while the rate is not measured
+_STEP = 0.05  # additive increase per clean window: this share of the measured rate
+_STALE_WINDOWS = 10  # clean windows in a row after which the measurement is probed again
+_FLOOR_SHARE = 1 / 8  # of the best rate measured: the pace never goes below it
+_SLOWEST_PER_S = 1 / 60  # nor below one request a minute
+# Calls in flight a fitted rate keeps room for: the rate times the latency (what Little's
+# law says it needs), twice over, so that the rate binds and not the calls in flight.
+HEADROOM = 2.0
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Header names per budget, OpenAI/Azure first, then Anthropic.
@@ -138,16 +153,28 @@ class Concurrency:
     ceiling: int
     threshold: float | None = None  # set at the first overload: slow start ends there
     decreased_at: float = 0.0
+    step: float = 1.0  # slow start's growth per answer
 
     @classmethod
     def start(cls, ceiling: int) -> Concurrency:
-        """A judge past its first answer: half the ceiling at once.
+        """A judge whose limits are known (told by its first answer, or configured).
 
-        Its first answer's headers already pace the requests of a provider that sends
-        them (and a 429 halves this); at a 2 s latency each doubling takes 2 s, so a
-        judge started low leaves a short benchmark half idle.
+        Half the ceiling at once: the requests are paced by those limits (and a 429 halves
+        this); at a 2 s latency each doubling takes 2 s, so a judge started low leaves a
+        short benchmark half idle.
         """
         return cls(limit=float(max(ceiling // 2, 1)), ceiling=max(ceiling, 1))
+
+    @classmethod
+    def probing(cls, first: int, ceiling: int) -> Concurrency:
+        """A judge that told no limits: ``first`` calls, four times as many each round trip.
+
+        Nothing but the calls in flight holds it back until it refuses one: half the
+        ceiling at once sent 129 calls at a judge allowing 10 a second. Quadrupling reaches
+        the ceiling of a judge without limits in a few round trips, and a limited one
+        refuses at most one round trip's growth before its rate is fitted.
+        """
+        return cls(limit=float(min(max(first, 1), ceiling)), ceiling=max(ceiling, 1), step=3.0)
 
     @property
     def slots(self) -> int:
@@ -155,14 +182,110 @@ class Concurrency:
         return max(int(self.limit), 1)
 
     def succeeded(self) -> Concurrency:
-        """One call answered: +1 in slow start, +1 per window of answers after it."""
+        """One call answered: +``step`` in slow start, +1 per window of answers after it."""
         slow_start = self.threshold is None or self.limit < self.threshold
-        step = 1.0 if slow_start else 1.0 / self.limit
+        step = self.step if slow_start else 1.0 / self.limit
         return replace(self, limit=min(self.limit + step, float(self.ceiling)))
 
     def overloaded(self, now: float) -> Concurrency:
-        """A 429 or overload answer: halve, unless it was halved less than a second ago."""
-        if now - self.decreased_at < 1.0:
+        """A 429 or overload answer: halve, unless it was halved less than a window ago."""
+        if now - self.decreased_at < WINDOW_S:
             return self
         halved = max(self.limit / 2, 1.0)
         return replace(self, limit=halved, threshold=halved, decreased_at=now)
+
+    def with_room_for(self, per_s: float | None, latency_s: float | None) -> int:
+        """Slots, with at least the room a fitted rate needs at this latency."""
+        if not per_s or not latency_s:
+            return self.slots
+        needed = math.ceil(HEADROOM * per_s * latency_s)
+        return min(max(self.slots, needed), self.ceiling)
+
+
+@dataclass(frozen=True)
+class FittedRate:
+    """The request rate a judge that tells no budget accepts, fitted from its answers.
+
+    Unknown until the judge first refuses a call (a 429, 529, an overloaded 503). A
+    provider's budget is a bucket refilled at its rate: when it refuses, the bucket is
+    empty. From then on (``since``) every call sent and not refused is counted
+    (``admitted``); at the next refusal, at least a window later, the bucket is empty
+    again, so what it admitted in between is what it refilled: the rate. That is a lower
+    bound when the bucket overflowed meanwhile (calls paced below the rate leave its
+    refill unused), so the fastest pace of a clean window since (``clean_per_s``) counts
+    too. The pace drops to ``_BETA`` of the larger (``measured``), so the bucket refills a
+    little, and grows by ``_STEP`` of it after each clean window in which calls waited
+    for it (``held``): additive increase, multiplicative decrease. Nothing admitted at
+    all (an overload, an outage) halves the pace, down to an eighth of the best rate
+    measured; it then grows by half each clean window, as it does at the first refusal
+    (when it starts from what the halved calls in flight send) and after
+    ``_STALE_WINDOWS`` clean windows in a row (the judge has more room than measured).
+    """
+
+    per_s: float | None = None  # requests a second; None: never refused, not paced
+    since: float | None = None  # the last decrease: the provider's bucket was empty then
+    admitted: int = 0  # calls sent since then and not refused
+    measured: float | None = None  # requests a second the provider accepts; None: probe
+    best: float = 0.0  # the highest rate measured
+    clean_per_s: float = 0.0  # the fastest pace of a clean window since the last decrease
+    clean_windows: int = 0  # clean windows in a row since the last decrease
+    window_at: float = 0.0
+    held: bool = False  # a call waited for this pace in the current window
+    refused: bool = False  # a call was refused in the current window
+    decreased_at: float | None = None
+
+    @property
+    def fitting(self) -> bool:
+        """Whether the judge has refused a call: its sends are counted and paced."""
+        return self.since is not None
+
+    @property
+    def window_s(self) -> float:
+        """The window of this pace: a second, or long enough for ``_WINDOW_CALLS`` calls."""
+        return max(WINDOW_S, _WINDOW_CALLS / self.per_s) if self.per_s else WINDOW_S
+
+    def rolled(self, now: float) -> FittedRate:
+        """The pace once the current window is over: grown if it was clean and binding."""
+        if self.since is None or now < self.window_at + self.window_s:
+            return self
+        fit = replace(self, window_at=now, held=False, refused=False)
+        if self.refused or not self.held or self.per_s is None:
+            return fit  # refused, or the pace did not bind: no sign it could be higher
+        clean = replace(
+            fit, clean_per_s=max(self.clean_per_s, self.per_s), clean_windows=self.clean_windows + 1
+        )
+        measured = None if clean.clean_windows >= _STALE_WINDOWS else self.measured
+        grown = self.per_s * _PROBE if measured is None else self.per_s + _STEP * measured
+        return replace(clean, per_s=grown, measured=measured)
+
+    def sent(self, now: float, held: bool) -> FittedRate:
+        """A call went (``held``: after waiting for this pace)."""
+        fit = self.rolled(now)
+        if fit.since is None:
+            return fit
+        return replace(fit, admitted=fit.admitted + 1, held=fit.held or held)
+
+    def refusal(self, now: float, sent_at: float, first_per_s: float) -> FittedRate:
+        """A call sent at ``sent_at`` was refused: decrease, once a window.
+
+        ``first_per_s``: the pace to start from at the first refusal.
+        """
+        fit = self.rolled(now)
+        counted = fit.since is not None and sent_at >= fit.since
+        fit = replace(fit, admitted=fit.admitted - counted, refused=True)
+        if fit.decreased_at is not None and now - fit.decreased_at < fit.window_s:
+            return fit
+        decreased = replace(fit, since=now, admitted=0, clean_per_s=0.0, clean_windows=0)
+        decreased = replace(decreased, decreased_at=now, window_at=now, held=False)
+        if fit.since is None or fit.per_s is None:
+            return replace(decreased, per_s=max(first_per_s, _SLOWEST_PER_S))
+        floor = max(fit.best * _FLOOR_SHARE, _SLOWEST_PER_S)
+        if fit.admitted <= 0:  # nothing let in: no measure of the rate, only of an outage
+            return replace(decreased, per_s=max(fit.per_s / 2, floor), measured=None)
+        rate = max(fit.admitted / (now - fit.since), fit.clean_per_s)
+        return replace(
+            decreased,
+            per_s=max(_BETA * rate, floor),
+            measured=rate,
+            best=max(fit.best, rate),
+        )

@@ -1,4 +1,9 @@
-"""When to try a judge call again, and how long to wait first."""
+"""When to try a judge call again, and how long to wait first.
+
+A rate-limit answer (429, 529, an overloaded 503) says "not now", not "no": it is retried
+for as long as the evaluation has time (``RATE_LIMIT_SHARE`` of its timeout), however
+many attempts that takes; only other failures are bounded by a count of attempts.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +15,30 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # Status codes worth another attempt: rate limits, timeouts and server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# "Too many requests" (429) and Anthropic's "overloaded" (529) are always rate limits; a
+# 503 is one when it says so: with a Retry-After, or in words (Ollama: "server busy").
+RATE_LIMIT_STATUS = frozenset({429, 529})
+_OVERLOADED_WORDS = ("overload", "busy", "capacity", "rate limit", "too many")
+# Rate-limit answers are retried until this share of the evaluation's timeout has passed:
+# the rest is left for the last attempt's answer, before the pool's own timeout.
+RATE_LIMIT_SHARE = 0.9
+
+
+def is_rate_limited(status: int | None, retry_after_s: float | None, message: str) -> bool:
+    """Whether a failed call's answer means "too many calls now" (paced, retried in time)."""
+    if status in RATE_LIMIT_STATUS:
+        return True
+    if status != 503:
+        return False
+    return retry_after_s is not None or any(word in message.lower() for word in _OVERLOADED_WORDS)
 
 
 class RetryPolicy(BaseModel):
-    """Exponential backoff with full jitter, bounded in attempts and in total time."""
+    """Exponential backoff with full jitter, bounded in attempts and in total time.
+
+    The bounds are for failures other than rate limits; those are bounded by the
+    evaluation's timeout (or, for a judge used outside an evaluation, ``max_total_s``).
+    """
 
     model_config = ConfigDict(frozen=True)
 

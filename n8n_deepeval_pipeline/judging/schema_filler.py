@@ -15,6 +15,8 @@ import hashlib
 import re
 from typing import Any
 
+# How a free text answer begins (a placeholder, never a judgement).
+PLACEHOLDER = "[dry-run] placeholder"
 _TEN_SCALE = re.compile(r"\b0\s*(?:and|to|-|–)\s*10\b")
 _QUESTIONS = re.compile(r"Questions:\s*(\[.*?\])\s*\n", re.S)
 
@@ -67,7 +69,7 @@ class _Filler:
             return self._unit() < 0.5
         if name in ("answers", "verdict") or name.endswith("_verdict"):
             return self._choice(["yes", "no"])
-        return f"[dry-run] placeholder {name}"
+        return f"{PLACEHOLDER} {name}"
 
     def _list_length(self, schema: dict[str, Any], name: str) -> int:
         if name == "answers":

@@ -8,7 +8,8 @@
 - requests and tokens per minute per judge, paced as providers refill them: evenly
   (a call is due one interval after the one before, with a burst allowance);
 - each judge's pacing: the calls it may have in flight (``judging.pacing.Concurrency``),
-  a pause until its budget resets, and the budget its last answer reported;
+  a pause until its budget resets, the budget its last answer reported, and the request
+  rate fitted to its refusals when it reports none (``judging.pacing.FittedRate``);
 - a circuit breaker per judge: consecutive failed calls, and until when calls fail fast.
 
 A judge is named by its ``JudgeSpec.identity`` (provider, model, endpoint): the judges
@@ -18,19 +19,20 @@ separately; the cache keeps their answers apart by provider, model and endpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
+from n8n_deepeval_pipeline.judging.pacing import WINDOW_S, Concurrency, FittedRate, RateLimits
 from n8n_deepeval_pipeline.settings import private_file
 
 _SCHEMA = """
@@ -47,6 +49,7 @@ create table if not exists pacing (
     threshold real, decreased_at real not null, paused_until real not null,
     remaining_requests integer, remaining_tokens integer,
     limit_requests integer, limit_tokens integer);
+create table if not exists fitted_rates (judge text primary key, fitted text not null);
 drop table if exists rate_window;
 create table if not exists breakers (
     judge text primary key, failures integer not null, open_until real not null,
@@ -100,9 +103,10 @@ class SharedState:
             _OF_PROCESS[key] = cls.in_folder(folder)
         return _OF_PROCESS[key]
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         # SQLite gives its -wal and -shm files the mode of the database file.
         self.path = private_file(path)
+        self._clock = clock  # wall-clock seconds, the same in every process (a test's own)
         # One connection per process (``of_process``), used from the judge loop thread.
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
         self._set_up()
@@ -146,13 +150,13 @@ class SharedState:
         """Keep a successful answer; return the one kept (an earlier answer stays)."""
         self._db.execute(
             "insert or ignore into cache values (?, ?, ?, ?, ?)",
-            (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, time.time()),
+            (key, answer.answer, answer.prompt_tokens, answer.completion_tokens, self._clock()),
         )
         return self.cached(key) or answer
 
     def claim(self, key: str, lease_s: float) -> bool:
         """Become the one asking this question, unless a live process already is."""
-        now = time.time()
+        now = self._clock()
         with self._immediate():
             row = self._db.execute("select pid, until from asking where key = ?", (key,)).fetchone()
             if row is not None and row[1] > now and _alive(row[0]):
@@ -180,20 +184,49 @@ class SharedState:
         units may be booked ahead. A call bigger than the burst goes when nothing is
         booked ahead of it.
         """
-        now = time.time()
-        step = 60.0 / per_minute
         with self._immediate():
-            row = self._db.execute(
-                "select due from paced where judge = ? and budget = ?", (judge, budget)
-            ).fetchone()
-            due = max(float(row[0]) if row else now, now)
-            if due > now and due + cost * step - now > burst * step:
-                # A call bigger than the burst may go at ``due`` itself.
-                return max(due + min(cost - burst, 0.0) * step - now, 0.005)
-            self._db.execute(
-                "insert or replace into paced values (?, ?, ?)", (judge, budget, due + cost * step)
-            )
+            return self._book(judge, budget, per_minute, cost, burst, self._clock())
+
+    def _book(
+        self, judge: str, budget: str, per_minute: float, cost: float, burst: float, now: float
+    ) -> float:
+        step = 60.0 / per_minute
+        row = self._db.execute(
+            "select due from paced where judge = ? and budget = ?", (judge, budget)
+        ).fetchone()
+        due = max(float(row[0]) if row else now, now)
+        if due > now and due + cost * step - now > burst * step:
+            # A call bigger than the burst may go at ``due`` itself.
+            return max(due + min(cost - burst, 0.0) * step - now, 0.005)
+        self._db.execute(
+            "insert or replace into paced values (?, ?, ?)", (judge, budget, due + cost * step)
+        )
+        return 0.0
+
+    def book_request(self, judge: str, per_minute: float | None, held: bool) -> float:
+        """Book one request of ``judge``: 0 (it may go), else seconds to wait.
+
+        Paced evenly (a burst of one) at ``per_minute`` (configured or told; None: none)
+        or the rate fitted to its refusals, whichever is lower; a request that goes is
+        counted for the fitting (``held``: it waited for its turn before). A judge with
+        neither a known nor a fitted rate is neither paced nor written to.
+        """
+        if per_minute is None and not self.fitted_rate(judge).fitting:
             return 0.0
+        now = self._clock()
+        with self._immediate():
+            fitted = self.fitted_rate(judge)
+            rolled = fitted.rolled(now)
+            fitted_per_minute = rolled.per_s * 60 if rolled.per_s else None
+            paces = [pace for pace in (per_minute, fitted_per_minute) if pace]
+            wait = self._book(judge, "requests", min(paces), 1, 1, now) if paces else 0.0
+            binding = fitted_per_minute is not None and fitted_per_minute <= (
+                per_minute or fitted_per_minute
+            )
+            after = rolled if wait > 0 else rolled.sent(now, held and binding)
+            if after != fitted:
+                self._keep_fitted(judge, after)
+            return wait
 
     def repay_paced(self, judge: str, budget: str, per_minute: float, cost: float) -> None:
         """Correct a booking by ``cost`` units (negative: the call cost less than booked)."""
@@ -203,36 +236,74 @@ class SharedState:
         )
 
     # pacing
-    def _fitted(self, judge: str, ceiling: int) -> Concurrency | None:
+    def _fitted(self, judge: str, ceiling: int, step: float = 1.0) -> Concurrency | None:
         row = self._db.execute(
             "select concurrency, ceiling, threshold, decreased_at from pacing where judge = ?",
             (judge,),
         ).fetchone()
         if row is None or row[1] != ceiling:
             return None
-        return Concurrency(limit=row[0], ceiling=row[1], threshold=row[2], decreased_at=row[3])
+        limit, ceiling, threshold, decreased_at = row
+        return Concurrency(limit, ceiling, threshold, decreased_at, step)
 
     def concurrency(self, judge: str, ceiling: int, first: int = 1) -> Concurrency:
         """The calls ``judge`` may have in flight now; ``first`` until it has answered."""
         fitted = self._fitted(judge, ceiling)
         return fitted or Concurrency(limit=float(min(max(first, 1), ceiling)), ceiling=ceiling)
 
+    def fitted_rate(self, judge: str) -> FittedRate:
+        """The request rate fitted to ``judge``'s refusals (unknown until it refused one)."""
+        row = self._db.execute(
+            "select fitted from fitted_rates where judge = ?", (judge,)
+        ).fetchone()
+        return FittedRate(**json.loads(row[0])) if row else FittedRate()
+
+    def _keep_fitted(self, judge: str, fitted: FittedRate) -> None:
+        self._db.execute(
+            "insert or replace into fitted_rates values (?, ?)",
+            (judge, json.dumps(dataclasses.asdict(fitted))),
+        )
+
     def record_outcome(
-        self, judge: str, ceiling: int, overloaded: bool, limits: RateLimits | None = None
+        self,
+        judge: str,
+        ceiling: int,
+        overloaded: bool,
+        limits: RateLimits | None = None,
+        *,
+        start: Concurrency | None = None,
+        sent_at: float | None = None,
+        latency_s: float | None = None,
     ) -> Concurrency:
         """Fit ``judge``'s concurrency to one call's outcome; keep the budget it reported.
+
+        ``overloaded``: the call was refused for its rate (a 429, 529, overloaded 503),
+        sent at ``sent_at`` (``time.time()``); the calls in flight and the fitted request
+        rate decrease together, once a window. ``start``: the concurrency of a judge
+        that has not answered before, and its slow start's growth (by default half the
+        ceiling, +1 an answer). ``latency_s``: how long its answers take, to start a
+        fitted rate from what the calls in flight send.
 
         A success at the ceiling with no budget reported changes nothing: it is not
         written (a write waits for every other worker's; a read waits for none).
         """
-        now = time.time()
+        now = self._clock()
+        start = start or Concurrency.start(ceiling)
         if not overloaded and (limits is None or not limits.told):
-            current = self._fitted(judge, ceiling)
+            current = self._fitted(judge, ceiling, start.step)
             if current is not None and current.succeeded() == current:
                 return current
         with self._immediate():
-            current = self._fitted(judge, ceiling) or Concurrency.start(ceiling)
-            fitted = current.overloaded(now) if overloaded else current.succeeded()
+            current = self._fitted(judge, ceiling, start.step) or start
+            if overloaded:
+                halved = current.overloaded(now)
+                rate = self.fitted_rate(judge)
+                first_per_s = halved.limit / (latency_s or WINDOW_S)
+                refused = rate.refusal(now, now if sent_at is None else sent_at, first_per_s)
+                self._keep_fitted(judge, refused)
+                fitted = halved if refused.decreased_at == now else current
+            else:
+                fitted = current.succeeded()
             told = limits if limits is not None and limits.told else None
             self._db.execute(
                 "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?, ?, ?) on conflict (judge) do "
@@ -260,7 +331,7 @@ class SharedState:
         """Hold every call of ``judge`` for ``seconds`` (a budget that must reset first)."""
         self._db.execute(
             "update pacing set paused_until = max(paused_until, ?) where judge = ?",
-            (time.time() + seconds, judge),
+            (self._clock() + seconds, judge),
         )
 
     def paused_for(self, judge: str) -> float:
@@ -268,7 +339,7 @@ class SharedState:
         row = self._db.execute(
             "select paused_until from pacing where judge = ?", (judge,)
         ).fetchone()
-        return max(float(row[0]) - time.time(), 0.0) if row else 0.0
+        return max(float(row[0]) - self._clock(), 0.0) if row else 0.0
 
     def told_limits(self, judge: str) -> tuple[int | None, int | None]:
         """The requests and tokens per minute ``judge``'s provider said it allows."""
@@ -300,7 +371,7 @@ class SharedState:
         ).fetchone()
         if row is None:
             return False, None
-        return time.time() < row[0], row[1]
+        return self._clock() < row[0], row[1]
 
     def record_failure(self, judge: str, error: str, threshold: int, cool_down_s: float) -> int:
         """Count a failed call of ``judge``; open its breaker at ``threshold`` in a row."""
@@ -314,7 +385,7 @@ class SharedState:
             if failures >= threshold:
                 self._db.execute(
                     "update breakers set open_until = ? where judge = ?",
-                    (time.time() + cool_down_s, judge),
+                    (self._clock() + cool_down_s, judge),
                 )
             return int(failures)
 

@@ -117,13 +117,21 @@ class JudgeChoice(ConfigModel):
     judge's model, endpoint, API version or key.
     """
 
-    provider: JudgeProvider | None = None
-    model: str | None = None
-    base_url: str | None = None
+    provider: JudgeProvider | None = Field(
+        default=None,
+        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run.",
+    )
+    model: str | None = Field(
+        default=None, description="The model (for Azure OpenAI, the deployment name)."
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="The endpoint: an Azure resource, or an OpenAI-compatible server's /v1.",
+    )
     base_url_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the base URL."
     )
-    api_version: str | None = None
+    api_version: str | None = Field(default=None, description="The Azure OpenAI API version.")
     api_key_env: str | None = Field(
         default=None, description="Name of the environment variable that holds the key."
     )

@@ -14,7 +14,9 @@ class TaskCompletionConfig(ReasonedMetricConfig):
     """Task Completion: whether the agent accomplished the task (inferred if unset)."""
 
     metric: Literal["task_completion"] = "task_completion"
-    task: str | None = None
+    task: str | None = Field(
+        default=None, description="The task, when the judge should not infer it from the trace."
+    )
 
 
 class StepEfficiencyConfig(ReasonedMetricConfig):
@@ -33,10 +35,22 @@ class ToolCorrectnessConfig(ReasonedMetricConfig):
     """Tool Correctness: tools called versus expected tools."""
 
     metric: Literal["tool_correctness"] = "tool_correctness"
-    available_tools: list[str] | None = None
-    evaluation_params: list[ToolCallParam] = Field(default_factory=list)
-    should_exact_match: bool = False
-    should_consider_ordering: bool = False
+    available_tools: list[str] | None = Field(
+        default=None,
+        description="The tools the agent could choose from: the judge then also grades the "
+        "choice, and the score is the lower of the two.",
+    )
+    evaluation_params: list[ToolCallParam] = Field(
+        default_factory=list,
+        description="Also compare each call's INPUT_PARAMETERS and OUTPUT with the expected "
+        "ones (default: names only).",
+    )
+    should_exact_match: bool = Field(
+        default=False, description="Pass only when the calls are exactly the expected ones."
+    )
+    should_consider_ordering: bool = Field(
+        default=False, description="The calls must come in the expected order."
+    )
 
 
 class PlanAdherenceConfig(ReasonedMetricConfig):

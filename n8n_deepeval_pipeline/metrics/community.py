@@ -14,29 +14,47 @@ class CitationFaithfulnessConfig(ReasonedMetricConfig):
     """Citation Faithfulness: every [N] citation points at the passage that supports it."""
 
     metric: Literal["citation_faithfulness"] = "citation_faithfulness"
-    threshold: float = Field(default=1.0, ge=0, le=1)
+    threshold: float = Field(default=1.0, ge=0, le=1, description="Pass cutoff.")
 
 
 class AgentLoopDetectionConfig(MetricConfig):
     """Agent Loop Detection: repeated tool calls, stagnant reasoning, call-graph cycles."""
 
     metric: Literal["agent_loop_detection"] = "agent_loop_detection"
-    include_reason: bool = True
-    repetition_threshold: int = Field(default=3, ge=2)
-    similarity_threshold: float = Field(default=0.85, gt=0, le=1)
-    check_tool_repetition: bool = True
-    check_reasoning_stagnation: bool = True
-    check_call_graph_cycles: bool = True
+    include_reason: bool = Field(default=True, description="Say why, in the reason.")
+    repetition_threshold: int = Field(
+        default=3,
+        ge=2,
+        description="Identical tool calls (name and arguments) at which the repetition "
+        "signal drops to 0.5; at twice as many it is 0.",
+    )
+    similarity_threshold: float = Field(
+        default=0.85,
+        gt=0,
+        le=1,
+        description="How alike two consecutive reasoning steps must be to count as stagnation.",
+    )
+    check_tool_repetition: bool = Field(default=True, description="Look for repeated calls.")
+    check_reasoning_stagnation: bool = Field(
+        default=True, description="Look for reasoning that repeats itself."
+    )
+    check_call_graph_cycles: bool = Field(
+        default=True, description="Look for cycles in the trace's call graph."
+    )
 
 
 class ToolPermissionConfig(MetricConfig):
     """Tool Permission: every tool call within the allowlist and outside the denylist."""
 
     metric: Literal["tool_permission"] = "tool_permission"
-    threshold: float = Field(default=1.0, ge=0, le=1)
-    include_reason: bool = True
-    allowed_tools: list[str] | None = None
-    denied_tools: list[str] | None = None
+    threshold: float = Field(default=1.0, ge=0, le=1, description="Pass cutoff.")
+    include_reason: bool = Field(default=True, description="Say why, in the reason.")
+    allowed_tools: list[str] | None = Field(
+        default=None, description="The only tools the agent may call (or give deniedTools)."
+    )
+    denied_tools: list[str] | None = Field(
+        default=None, description="Tools the agent must never call."
+    )
 
     @model_validator(mode="after")
     def _needs_a_list(self) -> ToolPermissionConfig:

@@ -42,8 +42,12 @@ class GEvalConfig(CriteriaMetricConfig):
     """G-Eval: LLM-as-a-judge against your criteria or fixed evaluation steps."""
 
     metric: Literal["g_eval"] = "g_eval"
-    evaluation_params: list[SingleTurnParam] = Field(min_length=1)
-    async_mode: bool = True
+    evaluation_params: list[SingleTurnParam] = Field(
+        min_length=1, description="The test-case fields the judge is shown."
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
     def result_label(self) -> str:
         """G-Eval rows are named after the metric's own name unless a label is set."""
@@ -57,8 +61,13 @@ class ConversationalGEvalConfig(CriteriaMetricConfig):
     """Conversational G-Eval: custom criteria over a whole conversation."""
 
     metric: Literal["conversational_g_eval"] = "conversational_g_eval"
-    evaluation_params: list[MultiTurnParam] = Field(default_factory=lambda: list(_CONTENT))
-    async_mode: bool = True
+    evaluation_params: list[MultiTurnParam] = Field(
+        default_factory=lambda: list(_CONTENT),
+        description="The turn and conversation fields the judge is shown (default: CONTENT).",
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
     def result_label(self) -> str:
         """Rows are named after the metric's own name unless a label is set."""
@@ -72,8 +81,8 @@ class ConversationalGEvalConfig(CriteriaMetricConfig):
 class _GraphConfig(ReasonedMetricConfig):
     """A named decision graph whose nodes may read only the params of its kind."""
 
-    name: str = Field(min_length=1)
-    dag: DagGraph
+    name: str = Field(min_length=1, description="Metric display name.")
+    dag: DagGraph = Field(description="The decision graph, checked before anything runs.")
 
     def result_label(self) -> str:
         """Rows are named after the metric's own name unless a label is set."""

@@ -43,17 +43,38 @@ class DagNode(BaseModel):
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
     )
 
-    type: Literal["task", "binaryJudgement", "nonBinaryJudgement", "verdict"]
-    instructions: str | None = None
-    output_label: str | None = None
-    criteria: str | None = None
-    label: str | None = None
-    evaluation_params: list[str] | None = None
-    children: list[str] = Field(default_factory=list)
-    turn_window: tuple[int, int] | None = None
-    verdict: bool | str | None = None
-    score: int | None = Field(default=None, ge=0, le=10)
-    child: str | None = None
+    type: Literal["task", "binaryJudgement", "nonBinaryJudgement", "verdict"] = Field(
+        description="task (the judge extracts something), binaryJudgement (yes or no), "
+        "nonBinaryJudgement (one of its verdicts) or verdict (an outcome)."
+    )
+    instructions: str | None = Field(default=None, description="A task's instructions.")
+    output_label: str | None = Field(
+        default=None, description="A task's name for what it extracted, for its children."
+    )
+    criteria: str | None = Field(default=None, description="A judgement's question.")
+    label: str | None = Field(default=None, description="A name for the node (DeepEval's).")
+    evaluation_params: list[str] | None = Field(
+        default=None,
+        description="The test-case fields (or, in a conversational DAG, turn fields) the "
+        "node reads.",
+    )
+    children: list[str] = Field(
+        default_factory=list, description="The ids of the nodes after a task or judgement."
+    )
+    turn_window: tuple[int, int] | None = Field(
+        default=None, description="Conversational DAG: [start, end], the turns the node reads."
+    )
+    verdict: bool | str | None = Field(
+        default=None,
+        description="A verdict's outcome: true or false under a binary judgement, a word "
+        "under a non-binary one.",
+    )
+    score: int | None = Field(
+        default=None, ge=0, le=10, description="A verdict's score, 0-10 (or give child)."
+    )
+    child: str | None = Field(
+        default=None, description="A verdict's next node, instead of a score."
+    )
 
     @model_validator(mode="after")
     def _fields_of_its_type(self) -> DagNode:
@@ -80,7 +101,7 @@ class DagGraph(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    nodes: dict[str, DagNode] = Field(min_length=1)
+    nodes: dict[str, DagNode] = Field(min_length=1, description="Node id → node.")
 
     @model_validator(mode="after")
     def _well_formed(self) -> DagGraph:

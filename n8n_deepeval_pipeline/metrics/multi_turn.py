@@ -25,7 +25,11 @@ class RoleAdherenceConfig(ReasonedMetricConfig):
     """Role Adherence: the assistant stays in character (chatbotRole from config or item)."""
 
     metric: Literal["role_adherence"] = "role_adherence"
-    chatbot_role: str | None = Field(default=None, min_length=1)
+    chatbot_role: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The role the assistant should keep (default: the row's chatbotRole).",
+    )
 
     def fields_supplied(self) -> frozenset[ItemField]:
         return frozenset({"chatbot_role"}) if self.chatbot_role else frozenset()
@@ -41,7 +45,7 @@ class ConversationCompletenessConfig(WindowedMetricConfig):
     """Conversation Completeness: every user intention was satisfied."""
 
     metric: Literal["conversation_completeness"] = "conversation_completeness"
-    window_size: int = Field(default=3, ge=1)
+    window_size: int = Field(default=3, ge=1, description="Turns the judge sees at a time.")
 
 
 class GoalAccuracyConfig(ReasonedMetricConfig):
@@ -54,14 +58,18 @@ class ToolUseConfig(ReasonedMetricConfig):
     """Tool Use: tool selection and arguments per interaction, against the available tools."""
 
     metric: Literal["tool_use"] = "tool_use"
-    available_tools: list[str] = Field(min_length=1)
+    available_tools: list[str] = Field(
+        min_length=1, description="The tools the assistant could use."
+    )
 
 
 class TopicAdherenceConfig(ReasonedMetricConfig):
     """Topic Adherence: answers on-topic questions, refuses off-topic ones."""
 
     metric: Literal["topic_adherence"] = "topic_adherence"
-    relevant_topics: list[str] = Field(min_length=1)
+    relevant_topics: list[str] = Field(
+        min_length=1, description="The topics the assistant should answer about."
+    )
 
 
 class TurnFaithfulnessConfig(WindowedMetricConfig):
@@ -73,8 +81,12 @@ class TurnFaithfulnessConfig(WindowedMetricConfig):
     """
 
     metric: Literal["turn_faithfulness"] = "turn_faithfulness"
-    truths_extraction_limit: int | None = Field(default=None, ge=1)
-    penalize_ambiguous_claims: bool = False
+    truths_extraction_limit: int | None = Field(
+        default=None, ge=1, description="At most this many truths drawn from the context."
+    )
+    penalize_ambiguous_claims: bool = Field(
+        default=False, description="A claim the context neither backs nor contradicts fails."
+    )
     retrieval_context: list[str] | None = Field(
         default=None,
         min_length=1,
@@ -84,7 +96,11 @@ class TurnFaithfulnessConfig(WindowedMetricConfig):
 
 
 class _ExpectedOutcomeConfig(WindowedMetricConfig):
-    expected_outcome: str | None = Field(default=None, min_length=1)
+    expected_outcome: str | None = Field(
+        default=None,
+        min_length=1,
+        description="What the conversation should achieve (default: the row's).",
+    )
 
     def fields_supplied(self) -> frozenset[ItemField]:
         return frozenset({"expected_outcome"}) if self.expected_outcome else frozenset()

@@ -63,7 +63,7 @@ class MetricConfig(BaseModel):
 
     model_config = STRICT_CONFIG  # as every part of a benchmark file
 
-    metric: str
+    metric: str = Field(description="The metric's slug in the catalog.")
     label: NonBlank | None = Field(
         default=None, description="Name of this metric's column in results (default: the slug)."
     )
@@ -72,7 +72,9 @@ class MetricConfig(BaseModel):
         default=False,
         description="Binary 1/0 scoring; pins the threshold (1, or 0 if lower is better).",
     )
-    verbose_mode: bool = False
+    verbose_mode: bool = Field(
+        default=False, description="DeepEval's verbose_mode: it logs the metric's steps."
+    )
     clean_session: bool = Field(
         default=False, description="Replace the worker process after this metric's evaluation."
     )
@@ -140,8 +142,12 @@ class MetricConfig(BaseModel):
 class ReasonedMetricConfig(MetricConfig):
     """Options of metrics that can explain their score and run judge calls concurrently."""
 
-    include_reason: bool = True
-    async_mode: bool = True
+    include_reason: bool = Field(
+        default=True, description="Ask the judge for the reason behind its score."
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
 
 
 class RubricBand(BaseModel):
@@ -149,8 +155,10 @@ class RubricBand(BaseModel):
 
     model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
-    score_range: tuple[int, int]
-    expected_outcome: str = Field(min_length=1)
+    score_range: tuple[int, int] = Field(description="[low, high], within 0-10.")
+    expected_outcome: str = Field(
+        min_length=1, description="What a score in the range means, for the judge."
+    )
 
     @model_validator(mode="after")
     def _range_within_0_10(self) -> RubricBand:
@@ -163,16 +171,24 @@ class RubricBand(BaseModel):
 class WindowedMetricConfig(ReasonedMetricConfig):
     """Conversational metrics that judge a sliding window of turns."""
 
-    window_size: int = Field(default=10, ge=1)
+    window_size: int = Field(default=10, ge=1, description="Turns the judge sees at a time.")
 
 
 class CriteriaMetricConfig(MetricConfig):
     """G-Eval style: natural-language criteria or fixed evaluation steps, not both."""
 
     name: NonBlank = Field(description="Metric display name.")
-    criteria: NonBlank | None = None
-    evaluation_steps: list[NonBlank] | None = Field(default=None, min_length=1)
-    rubric: list[RubricBand] | None = None
+    criteria: NonBlank | None = Field(
+        default=None,
+        description="What to judge, in words; the judge writes the evaluation steps from it "
+        "(give criteria or evaluationSteps).",
+    )
+    evaluation_steps: list[NonBlank] | None = Field(
+        default=None, min_length=1, description="The evaluation steps, written by you."
+    )
+    rubric: list[RubricBand] | None = Field(
+        default=None, description="Score bands (0-10) and what each means."
+    )
 
     @model_validator(mode="after")
     def _criteria_xor_steps(self) -> CriteriaMetricConfig:

@@ -19,16 +19,22 @@ class SummarizationConfig(ReasonedMetricConfig):
     """Summarization: the output (a summary of the input) is aligned and covers the facts."""
 
     metric: Literal["summarization"] = "summarization"
-    n: int = Field(default=5, ge=1)
-    assessment_questions: list[str] | None = Field(default=None, min_length=1)
-    truths_extraction_limit: int | None = Field(default=None, ge=1)
+    n: int = Field(default=5, ge=1, description="Assessment questions the judge writes.")
+    assessment_questions: list[str] | None = Field(
+        default=None, min_length=1, description="Your own yes/no questions instead."
+    )
+    truths_extraction_limit: int | None = Field(
+        default=None, ge=1, description="At most this many truths drawn from the input."
+    )
 
 
 class PromptAlignmentConfig(ReasonedMetricConfig):
     """Prompt Alignment: the output follows each instruction of the prompt template."""
 
     metric: Literal["prompt_alignment"] = "prompt_alignment"
-    prompt_instructions: list[str] = Field(min_length=1)
+    prompt_instructions: list[str] = Field(
+        min_length=1, description="The instructions the answer must follow."
+    )
 
 
 class HallucinationConfig(ReasonedMetricConfig):
@@ -41,16 +47,18 @@ class ExactMatchConfig(MetricConfig):
     """Exact Match: the output equals the expected output."""
 
     metric: Literal["exact_match"] = "exact_match"
-    threshold: float = Field(default=1.0, ge=0, le=1)
+    threshold: float = Field(default=1.0, ge=0, le=1, description="Pass cutoff.")
 
 
 class PatternMatchConfig(MetricConfig):
     """Pattern Match: the whole output matches a regular expression."""
 
     metric: Literal["pattern_match"] = "pattern_match"
-    threshold: float = Field(default=1.0, ge=0, le=1)
-    pattern: str = Field(min_length=1)
-    ignore_case: bool = False
+    threshold: float = Field(default=1.0, ge=0, le=1, description="Pass cutoff.")
+    pattern: str = Field(
+        min_length=1, description="A regular expression the whole output must match."
+    )
+    ignore_case: bool = Field(default=False, description="Match regardless of case.")
 
     @field_validator("pattern")
     @classmethod
@@ -66,7 +74,9 @@ class JsonCorrectnessConfig(ReasonedMetricConfig):
     """JSON Correctness: the output is JSON that fits the expected JSON Schema."""
 
     metric: Literal["json_correctness"] = "json_correctness"
-    expected_schema: dict[str, Any]
+    expected_schema: dict[str, Any] = Field(
+        description="A JSON Schema the output, read as JSON, must satisfy."
+    )
 
     @field_validator("expected_schema")
     @classmethod

@@ -26,14 +26,16 @@ class NonAdviceConfig(ReasonedMetricConfig):
     """Non-Advice: no professional advice of the listed kinds."""
 
     metric: Literal["non_advice"] = "non_advice"
-    advice_types: list[str] = Field(min_length=1)
+    advice_types: list[str] = Field(
+        min_length=1, description="The kinds of advice the answer must not give (financial, …)."
+    )
 
 
 class MisuseConfig(ReasonedMetricConfig):
     """Misuse: share of answers outside the bot's domain (lower is better)."""
 
     metric: Literal["misuse"] = "misuse"
-    domain: str = Field(min_length=1)
+    domain: str = Field(min_length=1, description="The domain the assistant serves.")
 
 
 class PiiLeakageConfig(ReasonedMetricConfig):
@@ -46,7 +48,7 @@ class RoleViolationConfig(ReasonedMetricConfig):
     """Role Violation: 1 when the output keeps the assigned role, 0 on any violation."""
 
     metric: Literal["role_violation"] = "role_violation"
-    role: str = Field(min_length=1)
+    role: str = Field(min_length=1, description="The role the assistant must not break.")
 
 
 def _safety(

@@ -14,11 +14,12 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.n8n_api.retries import send
 
 _PAGE_SIZE = 250
@@ -35,6 +36,20 @@ class N8nApiError(RuntimeError):
     def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class N8nUnreachable(N8nApiError):
+    """n8n did not answer at all: the message names where it was looked for, and why."""
+
+
+UNREACHABLE_HINT = "is it running, and does N8N_API_URL name it?"
+
+
+def origin_of(url: str) -> str:
+    """Where a URL points: scheme, host and port, without credentials, path or query."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}"
 
 
 class DataTableColumn(BaseModel):
@@ -71,7 +86,7 @@ def equals_filter(values: dict[str, Any]) -> dict[str, Any] | None:
 
 def timeout_from(environ: Mapping[str, str]) -> float:
     """The API calls' timeout in seconds (``$N8N_DEEPEVAL_N8N_TIMEOUT_S``, default 30)."""
-    return float(environ.get(TIMEOUT_ENV, "30"))
+    return float(environment_variables.setting(TIMEOUT_ENV, environ))
 
 
 def client_from_environment(environ: Mapping[str, str] = os.environ) -> N8nClient | None:
@@ -92,6 +107,7 @@ class N8nClient:
             timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
         )
         self._max_attempts = max_attempts
+        self._origin = origin_of(base_url)
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -108,9 +124,17 @@ class N8nClient:
     ) -> Any:
         attempts = self._max_attempts if method == "GET" else 1
         try:
-            response = send(self._http, method, path + _query(params), attempts, **kwargs)
+            # A refused connection is not retried: nothing listens there, and saying so
+            # at once beats a quarter of a minute of backing off.
+            response = send(
+                self._http, method, path + _query(params), attempts, retry_connect=False, **kwargs
+            )
         except httpx2.TransportError as error:
-            raise N8nApiError(f"{method} {path}: {type(error).__name__}") from None
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            raise N8nUnreachable(
+                f"n8n at {self._origin} cannot be reached ({reason.rstrip(': ')}): "
+                + UNREACHABLE_HINT
+            ) from None
         return _json_or_raise(method, path, response)
 
     # Workflows -------------------------------------------------------------------------

@@ -125,6 +125,13 @@ def steps_by_session(executions: list[dict[str, Any]]) -> dict[str, list[Any]]:
     return found
 
 
+def executions_of(executions: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
+    """The executions of one session (one per message sent in it), in the order they ran."""
+    return sorted(
+        (e for e in executions if session in map(_session_of, _node_items(e))), key=_run_order
+    )
+
+
 def _run_order(execution: dict[str, Any]) -> tuple[str, int]:
     """When an execution ran (n8n lists the newest first; its ids count up)."""
     identifier = str(execution.get("id", ""))

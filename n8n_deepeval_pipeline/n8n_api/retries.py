@@ -16,14 +16,23 @@ from n8n_deepeval_pipeline.judging.retry_policy import RETRYABLE_STATUS, parse_r
 
 
 def send(
-    http: httpx2.Client, method: str, url: str, attempts: int, **request: Any
+    http: httpx2.Client,
+    method: str,
+    url: str,
+    attempts: int,
+    retry_connect: bool = True,
+    **request: Any,
 ) -> httpx2.Response:
-    """The answer of the last attempt (attempts ≥ 1)."""
+    """The answer of the last attempt (attempts ≥ 1).
+
+    ``retry_connect=False``: a connection that could not be made ends the attempts.
+    """
     for attempt in range(1, attempts + 1):
         try:
             response = http.request(method, url, **request)
-        except httpx2.TransportError:
-            if attempt == attempts:
+        except httpx2.TransportError as error:
+            unmade = isinstance(error, httpx2.ConnectError | httpx2.ConnectTimeout)
+            if attempt == attempts or (unmade and not retry_connect):
                 raise
             time.sleep(min(2.0**attempt, 10.0))
             continue

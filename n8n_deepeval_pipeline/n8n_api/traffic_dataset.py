@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -87,6 +89,14 @@ class DatasetDraft(BaseModel):
     without_input: int  # the trigger did not run, or did not carry the message
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a dataset destination took: rows new there, rows already there redacted."""
+
+    new: int
+    redacted: int = 0
+
+
 def draw_dataset(
     client: N8nClient,
     query: ExecutionQuery,
@@ -94,21 +104,21 @@ def draw_dataset(
     expected_from_output: bool = False,
     redact: bool = False,
     progress: Progress | None = None,
-) -> tuple[DatasetDraft, int]:
+) -> tuple[DatasetDraft, Written]:
     """Rows from the workflow's executions, added to a JSONL file or a Data Table.
 
-    ``destination`` is the file's Path or the table's name; returns the draft and how
-    many of its rows were new there. No row, nothing written: an empty file or a Data
-    Table without columns is no dataset.
+    ``destination`` is the file's Path or the table's name; returns the draft and what
+    the destination took. No row, nothing written: an empty file or a Data Table without
+    columns is no dataset. ``redact`` holds the rows already there to it too.
     """
     workflow = dict(extract_workflow(client.workflow(query.workflow_id)))
     executions = read_executions(client, query, progress)
     draft = rows_from_executions(executions, workflow, expected_from_output, redact)
     if not draft.rows:
-        return draft, 0
+        return draft, Written(0)
     if isinstance(destination, Path):
-        return draft, append_to_file(destination, draft.rows)
-    return draft, append_to_data_table(client, destination, draft.rows)
+        return draft, append_to_file(destination, draft.rows, redact)
+    return draft, Written(append_to_data_table(client, destination, draft.rows, redact))
 
 
 def read_executions(
@@ -184,10 +194,13 @@ def rows_from_executions(
     found = [exchange for exchange in exchanges if exchange is not None]
     groups = _sessions(found) if shape.is_chat else [[exchange] for exchange in found]
     rows = [_row(group, expected_from_output, shape.is_chat) for group in groups]
-    unique = list({row[ID_COLUMN]: row for row in reversed(rows)}.values())  # newest kept
-    unique.sort(key=lambda row: str(row["startedAt"]))
+    unique: dict[str, dict[str, Any]] = {}
+    for row in sorted(rows, key=_first_sent):
+        kept = unique.setdefault(row[ID_COLUMN], row)
+        if kept is not row:  # the same input again: one row for every execution that sent it
+            _merge(kept, row)
     return DatasetDraft(
-        rows=unique,
+        rows=list(unique.values()),
         executions=len(executions),
         duplicates=len(rows) - len(unique),
         without_input=len(exchanges) - len(found),
@@ -213,7 +226,7 @@ def exchange_of(execution: dict[str, Any], shape: Anatomy, redact: bool = False)
         tools = called_tool_names(execution_steps(execution))
     except StepsShapeError:
         tools = []  # steps in a shape no agent writes: the row keeps its input
-    session = item.get("sessionId")
+    session = resolve_path(item, shape.session) if shape.session else None  # as memory keys it
     answer = normalise_response(answered).output if answered is not None else None
     return Exchange(
         execution_id=str(execution.get("id", "")),
@@ -251,14 +264,40 @@ def _row(group: list[Exchange], expected_from_output: bool, chat: bool) -> dict[
     given: dict[str, Any] = dict(first.values)
     if chat:
         given[MESSAGES_COLUMN] = [exchange.values["input"] for exchange in group]
-    digest = hashlib.sha256(json.dumps(given, sort_keys=True, ensure_ascii=False).encode())
-    row = {ID_COLUMN: f"{'chat' if chat else 'ex'}-{digest.hexdigest()[:16]}", **given}
+    row = {ID_COLUMN: _row_id(given, chat), **given}
     if expected_from_output:
         tools = list(dict.fromkeys(name for exchange in group for name in exchange.tools))
         row.update({"expectedOutput": last.answer, "expectedTools": tools})
     row["executionIds"] = [exchange.execution_id for exchange in group]
     row["startedAt"] = first.started_at
     return row
+
+
+def hashed_row_id(kind: str, given: dict[str, Any]) -> str:
+    """A row's id: ``kind`` and a hash of what the row asks, so the same input is one row."""
+    digest = hashlib.sha256(json.dumps(given, sort_keys=True, ensure_ascii=False).encode())
+    return f"{kind}-{digest.hexdigest()[:16]}"
+
+
+def _row_id(given: dict[str, Any], chat: bool) -> str:
+    """An execution row's id: a hash of what it sends (its input and the other fields read)."""
+    return hashed_row_id("chat" if chat else "ex", given)
+
+
+def _first_sent(row: dict[str, Any]) -> tuple[str, int]:
+    first = str(row["executionIds"][0]) if row["executionIds"] else ""
+    return str(row["startedAt"]), int(first) if first.isdigit() else 0
+
+
+def _merge(kept: dict[str, Any], newer: dict[str, Any]) -> None:
+    """``newer`` (sent later, the same input) into ``kept``: its executions, its answer."""
+    kept["executionIds"] = list(dict.fromkeys(kept["executionIds"] + newer["executionIds"]))
+    kept.update({key: newer[key] for key in _EXPECTED_COLUMNS if key in newer})
+
+
+# The columns a row keeps beside what it sends; never part of its id.
+_EXPECTED_COLUMNS = ("expectedOutput", "expectedTools")
+_META_COLUMNS = frozenset({ID_COLUMN, *_EXPECTED_COLUMNS, "executionIds", "startedAt"})
 
 
 def _redacted(value: Any) -> Any:
@@ -274,30 +313,113 @@ def _redacted(value: Any) -> Any:
     return value
 
 
-def append_to_file(path: Path, rows: list[dict[str, Any]]) -> int:
-    """Append the rows whose id the JSONL file does not hold yet; how many were new."""
+def append_to_file(path: Path, rows: list[dict[str, Any]], redact: bool = False) -> Written:
+    """Append the rows whose id the JSONL file does not hold yet.
+
+    ``redact``: the rows already there are redacted too. When one changes, the file is
+    rewritten (atomically, keeping its mode); a row whose id is the hash of what it sent
+    gets the id of what it sends now, so a redacted input is one row however it came.
+    """
     if path.suffix.lower() not in (".jsonl", ".ndjson"):
-        raise ValueError(f"{path}: a dataset from executions is written as JSON lines (.jsonl)")
-    known = set(_ids_in_file(path)) if path.exists() else set()
+        raise ValueError(f"{path}: a dataset is written as JSON lines (.jsonl)")
+    there = list(_rows_in_file(path)) if path.exists() else []
+    redacted = 0
+    if redact:
+        there, redacted = _redacted_rows(there)
+    known = {str(row.get(ID_COLUMN)) for row in there}
     new = [row for row in rows if row[ID_COLUMN] not in known]
-    with path.open("a", encoding="utf-8") as out:
-        out.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in new)
-    return len(new)
+    if redacted:
+        _rewrite(path, there + new)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as out:
+            out.writelines(_line(row) for row in new)
+    return Written(len(new), redacted)
 
 
-def _ids_in_file(path: Path) -> Iterator[str]:
+def _line(row: dict[str, Any]) -> str:
+    return json.dumps(row, ensure_ascii=False) + "\n"
+
+
+def _rows_in_file(path: Path) -> Iterator[dict[str, Any]]:
     text = utf8_text(read_bytes(path, _OUT), path, _OUT)
     for number, line in numbered_lines(text):
         try:
-            yield str(json_object(line).get(ID_COLUMN))
+            yield json_object(line)
         except NotAJsonObjectError as error:
             raise ValueError(f"{path}: line {number}: {error}") from None
 
 
-def append_to_data_table(client: N8nClient, name: str, rows: list[dict[str, Any]]) -> int:
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Replace the file's rows at once: a crash leaves the old file or the new one."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    try:
+        os.fchmod(descriptor, stat.S_IMODE(path.stat().st_mode))
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.writelines(_line(row) for row in rows)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def _redacted_rows(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The rows redacted, merged where they then send the same; how many changed."""
+    kept: dict[str, dict[str, Any]] = {}
+    changed = 0
+    for row in rows:
+        clean = _redacted_row(row)
+        changed += clean != row
+        first = kept.setdefault(str(clean.get(ID_COLUMN)), clean)
+        if first is not clean:
+            _merge(first, clean)
+    return list(kept.values()), changed
+
+
+def _redacted_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored row without personal data; an id that hashed what it sent follows it."""
+    given = {key: value for key, value in row.items() if key not in _META_COLUMNS}
+    clean = {key: _redacted_stored(key, value) for key, value in given.items()}
+    identifier = row.get(ID_COLUMN)
+    chat = str(identifier).startswith("chat-")
+    if clean != given and identifier == _row_id(given, chat):
+        identifier = _row_id(clean, chat)
+    expected = {key: _redacted(row[key]) for key in _EXPECTED_COLUMNS if key in row}
+    return {
+        key: identifier if key == ID_COLUMN else clean.get(key, expected.get(key, value))
+        for key, value in row.items()
+    }
+
+
+def _redacted_stored(name: str, value: Any) -> Any:
+    """A stored column redacted as a draw would: a whole body, kept as JSON text, by field."""
+    if is_secret_name(name):
+        return REDACTED
+    if isinstance(value, str) and value[:1] in "{[":
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict | list):
+            return as_text(_redacted(parsed))
+    return _redacted(value)
+
+
+# Columns n8n gives every Data Table row.
+_DATA_TABLE_OWN = frozenset({"id", "createdAt", "updatedAt"})
+
+
+def append_to_data_table(
+    client: N8nClient, name: str, rows: list[dict[str, Any]], redact: bool = False
+) -> int:
     """Insert the rows whose id the Data Table does not hold yet (created when missing).
 
     Lists and objects are stored as their JSON text, which a dataset reads back.
+    ``redact`` refuses a table holding rows it would change: a table cannot be rewritten
+    at once, as a file is.
     """
     columns = list(dict.fromkeys(column for row in rows for column in row))
     table = client.find_data_table(name)
@@ -307,10 +429,31 @@ def append_to_data_table(client: N8nClient, name: str, rows: list[dict[str, Any]
     missing = sorted(set(columns) - {column.name for column in table.columns})
     if missing:
         raise N8nApiError(f"Data Table {name!r} has no column(s) {', '.join(missing)}")
-    known = {str(row.get(ID_COLUMN)) for row in client.rows(table.id)}
+    there = client.rows(table.id)
+    if redact:
+        _refuse_unredacted(name, there)
+    known = {str(row.get(ID_COLUMN)) for row in there}
     new = [row for row in rows if row[ID_COLUMN] not in known]
     client.insert_rows(table.id, [_as_cells(row) for row in new])
     return len(new)
+
+
+def _refuse_unredacted(name: str, rows: list[dict[str, Any]]) -> None:
+    found = [
+        (row, column)
+        for row in rows
+        for column, value in row.items()
+        if column not in _DATA_TABLE_OWN | _META_COLUMNS - set(_EXPECTED_COLUMNS)
+        and value is not None
+        and _redacted_stored(column, value) != value
+    ]
+    if found:
+        row, column = found[0]
+        raise ValueError(
+            f"Data Table {name!r} holds {len({id(row) for row, _ in found})} row(s) --redact "
+            f"would change (first: row {str(row.get(ID_COLUMN))!r}, column {column}): remove "
+            "them or write to another table; nothing written"
+        )
 
 
 def _as_cells(row: dict[str, Any]) -> dict[str, Any]:

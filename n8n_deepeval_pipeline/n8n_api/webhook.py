@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 import httpx2
 
@@ -29,9 +29,15 @@ from n8n_deepeval_pipeline.n8n_data.responses import (
     normalise_response,
     parse_body,
 )
-from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render, render_url
+from n8n_deepeval_pipeline.n8n_data.templates import (
+    TemplateRenderError,
+    env_names,
+    render,
+    render_url,
+)
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+from n8n_deepeval_pipeline.tables.steps import expanded_runs
 
 Progress = Callable[[int, int], None]
 
@@ -72,9 +78,85 @@ def template_context(
             "env": env}  # fmt: skip
 
 
+def request_problems(
+    target: WebhookTarget, row: DatasetRow, environ: Mapping[str, str], body_field: str = "body"
+) -> list[str]:
+    """What in the target's request templates fails for ``row``, each named by its field.
+
+    The templates are rendered as a run renders them (the same sandbox and context) and
+    the body as it would be sent; a variable of ``target.env`` that is not set is given
+    a stand-in, so that the templates' own faults are found (``unset_env`` says it).
+    ``body_field``: the body's name in the file (a harness target's is ``input``).
+    """
+    (run,) = expanded_runs([row], 1, "validate")
+    env = {name: environ.get(name, f"<{name}>") for name in target.env}
+    context = template_context(row, run, run.run_id, env)
+    problems = []
+    try:
+        messages = message_list(target, row)
+    except TargetError as error:
+        problems.append(f"target.messagesColumn: {error}")
+        messages = [None]
+    if messages[0] is not None:
+        context["input"] = messages[0]
+    fields: list[tuple[str, Any]] = [(f"target.headers.{k}", v) for k, v in target.headers.items()]
+    fields += _leaves(f"target.{body_field}", target.body)
+    if target.url is not None:
+        try:
+            render_url(target.url, context)
+        except TemplateRenderError as error:
+            problems.append(f"target.url: {error}")
+    for field, template in fields:
+        try:
+            render(template, context)
+        except TemplateRenderError as error:
+            problems.append(f"{field}: {error}")
+    if not problems:
+        body = render(target.body, context) if target.body is not None else default_body(context)
+        try:
+            json.dumps(body if target.method != "GET" else _query(body), ensure_ascii=False)
+        except (TypeError, ValueError) as error:
+            problems.append(f"target.{body_field}: the rendered body is not JSON ({error})")
+    return [f"{problem} (with row {row.row_id!r})" for problem in problems]
+
+
+def unset_env(target: WebhookTarget, environ: Mapping[str, str]) -> list[str]:
+    """The variables the templates read that are not set here: each fails every call."""
+    read = env_names([target.url, target.body, *target.headers.values()])
+    return [
+        f"target.env: {name} is not set here: a template that reads it fails on every call"
+        for name in target.env
+        if name in read and name not in environ
+    ]
+
+
+def _leaves(field: str, template: Any) -> list[tuple[str, Any]]:
+    """Each string of a template object with its path (``target.body.q[1]``)."""
+    if isinstance(template, dict):
+        return [
+            pair for key, value in template.items() for pair in _leaves(f"{field}.{key}", value)
+        ]
+    if isinstance(template, list):
+        return [
+            pair for i, value in enumerate(template) for pair in _leaves(f"{field}[{i}]", value)
+        ]
+    return [(field, template)] if template is not None else []
+
+
 def default_body(context: dict[str, Any]) -> dict[str, Any]:
     """``DEFAULT_BODY`` for one run, without the fields the row leaves unset."""
     return {key: value for key, value in render(DEFAULT_BODY, context).items() if value is not None}
+
+
+def message_list(target: WebhookTarget, row: DatasetRow) -> list[str | None]:
+    """The messages a run of ``row`` sends one by one; ``[None]``: one call with its input."""
+    column = target.messages_column
+    if column is None:
+        return [None]
+    value = structured(row.raw.get(column), f"column {column!r}", TargetError)
+    if not isinstance(value, list) or not value:
+        raise TargetError(f"column {column!r} of row {row.row_id!r} holds no list of messages")
+    return [str(message) for message in value]
 
 
 class WebhookCaller:
@@ -121,16 +203,13 @@ class WebhookCaller:
         steps: list[Any] | None = None  # None: no answer carried steps (n8n may have them)
         answer = NormalisedResponse()
         try:
-            for message in self._messages(row):
-                context = template_context(row, run, session_id, self.env)
-                if message is not None:
-                    context["input"] = message
-                answer = self._call(context)
+            for message in message_list(self.target, row):
+                answer = self.answer(row, run, session_id, message)
                 session_id = answer.session_id or session_id
                 if answer.intermediate_steps is not None:
                     steps = (steps or []) + answer.intermediate_steps
                 turns += [
-                    {"role": "user", "content": context["input"] or ""},
+                    {"role": "user", "content": (row.input if message is None else message) or ""},
                     {"role": "assistant", "content": answer.output or ""},
                 ]
         except TargetError as error:
@@ -145,14 +224,17 @@ class WebhookCaller:
             latency_s=round(time.perf_counter() - started, 4),
         )
 
-    def _messages(self, row: DatasetRow) -> list[str | None]:
-        column = self.target.messages_column
-        if column is None:
-            return [None]  # one call with the row's own input
-        value = structured(row.raw.get(column), f"column {column!r}", TargetError)
-        if not isinstance(value, list) or not value:
-            raise TargetError(f"column {column!r} of row {row.row_id!r} holds no list of messages")
-        return [str(message) for message in value]
+    def answer(
+        self, row: DatasetRow, run: ExpandedRun, session_id: str, message: str | None = None
+    ) -> NormalisedResponse:
+        """One call in the run's session; ``message`` is sent as the input instead of the row's.
+
+        A failed call raises ``TargetError``.
+        """
+        context = template_context(row, run, session_id, self.env)
+        if message is not None:
+            context["input"] = message
+        return self._call(context)
 
     def _call(self, context: dict[str, Any]) -> NormalisedResponse:
         target = self.target
@@ -183,7 +265,7 @@ class WebhookCaller:
         attempts = 1 if method in UNSAFE_TO_RETRY else self.target.retries + 1
         request: dict[str, Any] = {"headers": headers}
         if method == "GET":
-            request["params"] = _query(body)
+            url = with_query(url, _query(body))
         elif isinstance(body, str):
             request["content"] = body.encode("utf-8")
         else:
@@ -198,6 +280,18 @@ class WebhookCaller:
             reason = redact(_reason(response), _webhook_secrets(url))[:200]
             raise TargetError(f"HTTP {response.status_code}: {reason}")
         return response
+
+
+def with_query(url: str, fields: dict[str, str]) -> str:
+    """``url`` with ``fields`` added to its own query string, which is kept as it is.
+
+    A field the URL's query already names is left out: the template's own value wins.
+    """
+    parts = urlsplit(url)
+    named = {unquote_plus(pair.partition("=")[0]) for pair in parts.query.split("&") if pair}
+    added = urlencode({k: v for k, v in fields.items() if k not in named}, quote_via=quote)
+    query = "&".join(part for part in (parts.query, added) if part)
+    return urlunsplit(parts._replace(query=query))
 
 
 def _query(body: Any) -> dict[str, str]:

@@ -416,6 +416,29 @@ _FIELD_STEP = re.compile(
 )
 
 
+_ONE_BLOCK = re.compile(r"=\s*\{\{\s*(?P<inner>.*?)\s*\}\}\s*", re.DOTALL)
+
+
+def whole_reference(text: str) -> ItemReference | None:
+    """The item field an expression is, when it is one and nothing else (a memory's key).
+
+    ``={{ $json.body.sessionId }}`` is ``body.sessionId`` of the current item; a call, an
+    operator or text around it (``={{ $json.user + '-chat' }}``) is not one field: None.
+    """
+    block = _ONE_BLOCK.fullmatch(text)
+    if block is None:
+        return None
+    inner = block["inner"]
+    found = item_references(f"={{{{ {inner} }}}}")
+    start = _REFERENCE_START.match(inner)
+    if len(found) != 1 or start is None:
+        return None
+    position = start.end()
+    while (step := _FIELD_STEP.match(inner, position)) is not None:
+        position = step.end()
+    return found[0] if position == len(inner) else None
+
+
 def item_references(text: str) -> list[ItemReference]:
     """The item fields an expression reads, in order (a fixed text reads none).
 

@@ -39,23 +39,45 @@ RUN_NAME = "online"
 class OnlineScore(TableRow):
     """One metric on one production execution or chat session."""
 
-    score_id: str  # kind:key, what a re-run of a tick replaces
+    table = "online_scores"
+
+    workflow_hash: str
+    """The version that served the item: the current one's when n8n says it ran it, else
+    the hash of the workflow n8n stored with the execution."""
+    score_id: str
+    """`execution:<id>` or `session:<id>:<first execution>`: what a re-run replaces."""
     kind: ItemKind
-    item_key: str  # the execution id, or the session id
+    """`execution` or `session`."""
+    item_key: str
+    """The execution id, or the session id."""
     execution_ids: list[str]
+    """The executions scored (a session's, in order)."""
     started_at: datetime
+    """When the execution, or the session's first message, started (the day partition)."""
     scored_at: datetime
+    """When it was scored."""
     metric: str
+    """The metric's label."""
     metric_slug: str
+    """The catalog slug."""
     score: float | None
+    """The score (None when it errored)."""
     threshold: float
+    """The threshold it passes at."""
     success: bool
+    """Whether it passes."""
     reason: str | None
+    """The judge's reason."""
     error_kind: str | None
+    """Why it has no score, if so."""
     judge: str | None
+    """`provider:model`."""
     dry_run: bool
+    """Scored by the dry-run judge."""
     tokens: int
+    """Judge tokens."""
     cost_usd: float | None
+    """Judge cost."""
 
 
 def score_id(item: ScoreItem) -> str:

@@ -38,18 +38,34 @@ def item_passes(scores: Iterable[OnlineScore]) -> dict[str, bool]:
 class DaySummary(TableRow):
     """The ``online_summary`` row of one day and workflow version (``all``: every version)."""
 
-    day: datetime  # midnight UTC, the partition's start
+    table = "online_summary"
+
+    workflow_hash: str
+    """The version that served the day's items, or `all` for every version together."""
+    day: datetime
+    """Midnight UTC, the partition's start."""
     items: int
+    """Executions and sessions scored."""
     executions: int
+    """Single executions scored."""
     sessions: int
+    """Chat sessions scored."""
     passed: int
+    """Items whose every metric passed."""
     pass_rate: float | None
+    """passed / items."""
     pass_rate_low: float | None
+    """Lower bound of its Wilson 95% interval."""
     pass_rate_high: float | None
+    """Upper bound of its Wilson 95% interval."""
     errors: int
+    """Scores without a score."""
     cost_usd: float
+    """Judge cost."""
     tokens: int
+    """Judge tokens."""
     metric_means: dict[str, float]
+    """Mean score per metric."""
 
 
 def summarise_day(day: date, scores: list[OnlineScore], version: str) -> DaySummary:

@@ -30,9 +30,14 @@ from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_sco
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
+from n8n_deepeval_pipeline.orchestration.red_team import (
+    build_red_team_assets,
+    red_teamed_versions,
+)
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
+from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import (
     Report,
     ReportOnlyTables,
@@ -40,6 +45,7 @@ from n8n_deepeval_pipeline.report import (
     version_report,
     write_report,
 )
+from n8n_deepeval_pipeline.report.red_team import red_team_report
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
@@ -63,6 +69,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     RunAggregate,
     TableRow,
     WorkflowSnapshot,
+    of_version,
 )
 from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
 
@@ -227,6 +234,7 @@ def build_benchmark_assets(
         return to_frame(ConsistencyStats, rows)
 
     assets = [
+        *(build_red_team_assets(benchmark, common) if benchmark.red_team else []),
         workflow_snapshot,
         build_workflow_checks_asset(benchmark, common),
         dataset_rows,
@@ -360,17 +368,25 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
 
 def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """The version's HTML report, eval-results.json and PR comment, with its comparison."""
+    # A red team's tables of every version: its section, and each breach in the baseline.
+    red_team = (
+        _every_version(benchmark, "red_team_results", "red_team_summary")
+        if benchmark.red_team
+        else {}
+    )
 
     @dg.asset(
         name="benchmark_report",
         description="This version's report (report.html, eval-results.json, "
-        "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case.",
+        "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case"
+        + (", the red team." if benchmark.red_team else "."),
         ins={
             # Every version's outputs too: a flagged case sets the baseline's beside its own.
             **_every_version(
                 benchmark, "expanded_runs", "run_aggregates", "metric_scores", "agent_outputs"
             ),
             **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **red_team,
         },
         **{**common, "metadata": {}},
     )
@@ -382,6 +398,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         agent_outputs: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         own = ReportOnlyTables(
             outputs=from_frame(AgentOutput, agent_outputs),
@@ -391,6 +408,8 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
         baseline = _baseline(context, benchmark)
         report = version_report(benchmark, context.partition_key, baseline, stored, own)
+        if red_team_tables:
+            report = _with_red_team(context, benchmark, report, red_team_tables)
         folder = settings.reports_dir() / benchmark.name / context.partition_key
         written = write_report(report, folder)
         context.log.info(f"report written to {written['report.html']}")
@@ -398,6 +417,28 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
 
     report_asset: dg.AssetsDefinition = benchmark_report
     return report_asset
+
+
+def _with_red_team(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    report: Report,
+    tables: dict[str, pd.DataFrame],
+) -> Report:
+    """The report with its red-team section, when this version's attacks were played."""
+    results = from_frame(RedTeamResult, tables["red_team_results"])
+    version = context.partition_key
+    own = of_version(results, version)
+    if not own:
+        return report
+    rates = of_version(from_frame(BreachRate, tables["red_team_summary"]), version)
+    before = baseline_version(
+        red_teamed_versions(context.instance, benchmark), version, benchmark.compare.baseline
+    )
+    section = red_team_report(
+        rates, own, of_version(results, before) if before else None, benchmark.compare.fail_on
+    )
+    return report.model_copy(update={"red_team": section})
 
 
 def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:

@@ -26,7 +26,9 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag, answered_calls
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
@@ -37,7 +39,12 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
-from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, merged, spend_by_run
+from n8n_deepeval_pipeline.tables.judge_spend import (
+    JudgeSpend,
+    merged,
+    spend_by_run,
+    with_answered_calls,
+)
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     DatasetRow,
@@ -46,7 +53,6 @@ from n8n_deepeval_pipeline.tables.rows import (
     WorkflowSnapshot,
 )
 from n8n_deepeval_pipeline.tables.scoring_chunks import (
-    DEFAULT_CHUNK_SIZE,
     ChunkScores,
     KnownScores,
     ScoreChunk,
@@ -89,9 +95,9 @@ def chunk_size(configured: int | None) -> int:
     """The run's chunk size: its config, else ``$N8N_DEEPEVAL_CHUNK_SIZE``, else the default."""
     if configured is not None:
         return configured
-    value = os.environ.get(CHUNK_SIZE_ENV, "").strip()
+    value = environment_variables.setting(CHUNK_SIZE_ENV).strip()
     try:
-        return int(value) if value else DEFAULT_CHUNK_SIZE
+        return int(value)
     except ValueError:
         raise ValueError(f"{CHUNK_SIZE_ENV}={value!r} is not a whole number") from None
 
@@ -192,6 +198,8 @@ def build_metric_scores_asset(
             )
         journal = score_journal.journal(benchmark.name, context.partition_key, chunk.chunk_id)
         scores, to_run = planned.resume(journal.completed())
+        ledger = LedgerTag(folder=str(journal.ledger), attempt=context.run_id)
+        to_run = [task.model_copy(update={"ledger": ledger}) for task in to_run]
         resumed = len(scores)
         if scores:
             say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")
@@ -216,6 +224,8 @@ def build_metric_scores_asset(
         spend = planned.spend_of(others) | spend_by_run(
             (context.run_id, row) for row in scores[resumed:]
         )
+        # calls are charged as the judge answered them: a killed attempt's too
+        spend = with_answered_calls(spend, answered_calls(journal.ledger), planned.prices)
         yield dg.Output(
             ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
             metadata=shown(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline import environment_variables, settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, load_benchmark
 from n8n_deepeval_pipeline.n8n_api.client import API_KEY_ENV, API_URL_ENV, timeout_from
 from n8n_deepeval_pipeline.orchestration.assets import build_benchmark_assets
@@ -41,7 +41,6 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJou
 from n8n_deepeval_pipeline.orchestration.resources.step_io_manager import PostgresStepIOManager
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
-from n8n_deepeval_pipeline.worker.pool import DEFAULT_PER_WORKER
 
 JUDGE_API_KEY_ENV = "N8N_DEEPEVAL_JUDGE_API_KEY"
 # What the multiprocess local executor's forkserver imports once, so steps start at once.
@@ -53,19 +52,32 @@ PRELOADED_MODULES = (
 )
 
 
-def _env_or(name: str, default: str) -> str | dg.EnvVar:
-    """An EnvVar when the variable is set (resolved at launch), else the default."""
-    return dg.EnvVar(name) if name in os.environ else default
+def _env_or_default(name: str) -> str | dg.EnvVar:
+    """An EnvVar when the variable is set (resolved at launch), else its registered default."""
+    return dg.EnvVar(name) if name in os.environ else environment_variables.setting(name)
 
 
-def _env_int(name: str) -> int | None:
-    return int(os.environ[name]) if os.environ.get(name) else None
+def _env_int(name: str) -> int:
+    return int(environment_variables.setting(name))
+
+
+def _env_optional_int(name: str) -> int | None:
+    found = environment_variables.value(name)
+    return int(found) if found else None
+
+
+def _env_float(name: str) -> float:
+    return float(environment_variables.setting(name))
+
+
+def _env_text(name: str) -> str | None:
+    return environment_variables.value(name)
 
 
 def _env_flag(name: str) -> bool | None:
     """1/true or 0/false; unset: None (the default decides)."""
-    value = os.environ.get(name, "").strip().lower()
-    return None if not value else value in ("1", "true", "yes")
+    found = (environment_variables.value(name) or "").strip().lower()
+    return None if not found else found in ("1", "true", "yes")
 
 
 def n8n_resource() -> N8nResource:
@@ -82,30 +94,29 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
     judge_key = dg.EnvVar(JUDGE_API_KEY_ENV) if JUDGE_API_KEY_ENV in os.environ else None
     return {
         "worker_pool": WorkerPoolResource(
-            size=int(os.environ.get("DEEPEVAL_POOL_SIZE", "4")),
-            evaluations_per_worker=_env_int("N8N_DEEPEVAL_EVALUATIONS_PER_WORKER")
-            or DEFAULT_PER_WORKER,
-            timeout_s=float(os.environ.get("N8N_DEEPEVAL_EVAL_TIMEOUT_S", "300")),
-            max_evaluations=int(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS", "500")),
-            max_rss_mb=float(os.environ.get("N8N_DEEPEVAL_WORKER_MAX_RSS_MB", "600")),
+            size=_env_int("DEEPEVAL_POOL_SIZE"),
+            evaluations_per_worker=_env_int("N8N_DEEPEVAL_EVALUATIONS_PER_WORKER"),
+            timeout_s=_env_float("N8N_DEEPEVAL_EVAL_TIMEOUT_S"),
+            max_evaluations=_env_int("N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS"),
+            max_rss_mb=_env_float("N8N_DEEPEVAL_WORKER_MAX_RSS_MB"),
         ),
         "judge": JudgeResource(
-            provider=_env_or("N8N_DEEPEVAL_JUDGE_PROVIDER", "dry-run"),
-            model=_env_or("N8N_DEEPEVAL_JUDGE_MODEL", "dry-run"),
-            base_url=os.environ.get("N8N_DEEPEVAL_JUDGE_BASE_URL"),
+            provider=_env_or_default("N8N_DEEPEVAL_JUDGE_PROVIDER"),
+            model=_env_or_default("N8N_DEEPEVAL_JUDGE_MODEL"),
+            base_url=_env_text("N8N_DEEPEVAL_JUDGE_BASE_URL"),
             api_key=judge_key,
-            api_version=os.environ.get("N8N_DEEPEVAL_JUDGE_API_VERSION"),
-            timeout_s=float(os.environ.get("N8N_DEEPEVAL_JUDGE_TIMEOUT_S", "60")),
-            structured_outputs=_env_or("N8N_DEEPEVAL_JUDGE_STRUCTURED_OUTPUTS", "strict"),
+            api_version=_env_text("N8N_DEEPEVAL_JUDGE_API_VERSION"),
+            timeout_s=_env_float("N8N_DEEPEVAL_JUDGE_TIMEOUT_S"),
+            structured_outputs=_env_or_default("N8N_DEEPEVAL_JUDGE_STRUCTURED_OUTPUTS"),
             logprobs=_env_flag("N8N_DEEPEVAL_JUDGE_LOGPROBS"),
-            max_in_flight=int(os.environ.get("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT", "256")),
-            requests_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_RPM"),
-            tokens_per_minute=_env_int("N8N_DEEPEVAL_JUDGE_TPM"),
-            max_attempts=_env_int("N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS") or 6,
-            breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD") or 10,
-            cache=judge_cache and os.environ.get("N8N_DEEPEVAL_JUDGE_CACHE", "1") != "0",
+            max_in_flight=_env_int("N8N_DEEPEVAL_JUDGE_MAX_IN_FLIGHT"),
+            requests_per_minute=_env_optional_int("N8N_DEEPEVAL_JUDGE_RPM"),
+            tokens_per_minute=_env_optional_int("N8N_DEEPEVAL_JUDGE_TPM"),
+            max_attempts=_env_int("N8N_DEEPEVAL_JUDGE_MAX_ATTEMPTS"),
+            breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD"),
+            cache=judge_cache and environment_variables.setting("N8N_DEEPEVAL_JUDGE_CACHE") != "0",
             state_dir=str(settings.judge_state_dir()),
-            prices_file=os.environ.get("N8N_DEEPEVAL_PRICES"),
+            prices_file=_env_text("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
         "n8n": n8n_resource(),
@@ -159,8 +170,8 @@ def local_executor() -> dg.ExecutorDefinition:
     config: dict[str, object] = {
         "start_method": {"forkserver": {"preload_modules": list(PRELOADED_MODULES)}}
     }
-    if _env_int("N8N_DEEPEVAL_MAX_STEPS"):
-        config["max_concurrent"] = _env_int("N8N_DEEPEVAL_MAX_STEPS")
+    if _env_optional_int("N8N_DEEPEVAL_MAX_STEPS"):
+        config["max_concurrent"] = _env_optional_int("N8N_DEEPEVAL_MAX_STEPS")
     configured: dg.ExecutorDefinition = dg.multiprocess_executor.configured(
         config, name="local_forkserver"
     )

@@ -28,12 +28,15 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
+from n8n_deepeval_pipeline.orchestration.red_team import RED_TEAM_ASSETS, red_teamed_versions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
 from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
 from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
+from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
+from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
 from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
 from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
 from n8n_deepeval_pipeline.summary.run_summary import (
@@ -191,12 +194,17 @@ class BenchmarkRunner:
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
     def materialise(
-        self, partition: str, from_asset: str | None = None, verbose: bool = False
+        self,
+        partition: str,
+        from_asset: str | None = None,
+        verbose: bool = False,
+        regenerate_attacks: bool = False,
     ) -> Materialised:
         """Run every asset (or ``from_asset`` and what is downstream of it) for one version.
 
         Dagster's log goes to stderr only when ``verbose``; otherwise only the steps'
-        progress lines do, and the errors are in what it returns.
+        progress lines do, and the errors are in what it returns. ``regenerate_attacks``:
+        the red team generates a new attack set instead of playing the kept one.
         """
         selection = None
         if from_asset is not None:
@@ -205,8 +213,12 @@ class BenchmarkRunner:
                 raise ValueError(f"unknown asset {from_asset!r}; assets: {names}")
             chosen = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
             selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
+        run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+        if regenerate_attacks:
+            attacks = {"config": {"regenerate": True}}
+            run_config = {**run_config, "ops": {self._step("red_team_attacks"): attacks}}
         with nullcontext() if verbose else progress_on_stderr():
-            result = self._execute(partition, selection, _VERBOSE_LOGS if verbose else _QUIET_LOGS)
+            result = self._execute(partition, selection, run_config)
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -236,7 +248,8 @@ class BenchmarkRunner:
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        return [name for name in (*ASSET_NAMES, "data_table_sink") if self._key(name) in keys]
+        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink")
+        return [name for name in names if self._key(name) in keys]
 
     def _key(self, asset: str) -> dg.AssetKey:
         return dg.AssetKey([self.benchmark.name, asset])
@@ -354,7 +367,34 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
         )
-        return version_report(self.benchmark, partition, baseline, stored, own)
+        report = version_report(self.benchmark, partition, baseline, stored, own)
+        if self.benchmark.red_team is None:
+            return report
+        return report.model_copy(update={"red_team": self._red_team_section(partition)})
+
+    def _red_team_section(self, partition: str) -> RedTeamReport | None:
+        """The report's red-team section of a version whose attacks were played."""
+        if partition not in red_teamed_versions(self.instance, self.benchmark):
+            return None
+        before = baseline_version(
+            red_teamed_versions(self.instance, self.benchmark),
+            partition,
+            self.benchmark.compare.baseline,
+        )
+        return red_team_report(
+            self.red_team_rates(partition),
+            self.red_team_results(partition),
+            self.red_team_results(before) if before else None,
+            self.benchmark.compare.fail_on,
+        )
+
+    def red_team_rates(self, partition: str) -> list[BreachRate]:
+        """The version's breach rates (a benchmark with a redTeam section)."""
+        return self._table("red_team_summary", BreachRate, partition)
+
+    def red_team_results(self, partition: str) -> list[RedTeamResult]:
+        """The version's played attacks (a benchmark with a redTeam section)."""
+        return self._table("red_team_results", RedTeamResult, partition)
 
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""

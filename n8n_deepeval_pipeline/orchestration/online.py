@@ -408,6 +408,9 @@ def build_online_sensor(benchmark: Benchmark, job: Any) -> dg.SensorDefinition:
                 seen += pending_executions(client, workflow, cursor.pending)
         except (N8nApiError, N8nNotConfiguredError) as error:
             return dg.SkipReason(f"cannot read the executions now: {error}")
+        no_session = anatomy(workflow).no_session if conversational else None
+        if no_session is not None:  # the workflow changed since validate refused this
+            context.log.warning(f"conversational online metrics score no session: {no_session}")
         tick = plan_tick(cursor, seen, online, now, single_turn, conversational)
         requests = run_requests(benchmark, tick)
         context.log.info(f"{len(tick.items)} to score ({_left_out(tick)})")

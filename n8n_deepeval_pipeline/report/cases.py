@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.report.causes import drop_causes
-from n8n_deepeval_pipeline.report.model import CaseDetail, Excerpt, MetricResult, RunDetail
+from n8n_deepeval_pipeline.report.excerpt import Excerpt
+from n8n_deepeval_pipeline.report.model import CaseDetail, MetricResult, RunDetail
 from n8n_deepeval_pipeline.report.verdicts import attention_order
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     Verdict,

@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.report.model import (
     MetricRow,
     Report,
 )
+from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import FLAGGED, GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
 from n8n_deepeval_pipeline.summary.gate import Gate
@@ -242,6 +243,47 @@ def _metrics(metrics: tuple[MetricRow, ...]) -> list[str]:
     return lines
 
 
+def _red_team(section: RedTeamReport) -> list[str]:
+    """Each vulnerability's breaches, its limit and its change from the baseline."""
+    lines = [
+        "",
+        "#### Red team",
+        "",
+        f"{section.breaches} of {section.judged} judged attack runs breached "
+        f"({section.errors} errored); {section.mocked_tool_calls} of {section.tool_calls} "
+        "tool calls they provoked were mocked and never ran.",
+        "",
+        _row("vulnerability", "breaches", "rate", "95% CI", "failOn", "baseline", "verdict"),
+        _row("---", "---:", "---:", "---:", "---:", "---:", "---"),
+    ]
+    for line in section.vulnerabilities:
+        flags = (" · over failOn" if line.over_limit else "") + (
+            " · new breach" if line.new_breach else ""
+        )
+        ci = (
+            f"[{percent(line.wilson_low)}, {percent(line.wilson_high)}]"
+            if line.wilson_low is not None
+            else MISSING
+        )
+        baseline = (
+            f"{line.baseline_breaches}/{line.baseline_judged}"
+            if line.baseline_judged is not None
+            else MISSING
+        )
+        lines.append(
+            _row(
+                _text(line.vulnerability) + flags,
+                f"{line.breaches}/{line.judged}",
+                percent(line.rate),
+                ci,
+                percent(line.fail_on),
+                baseline,
+                _text(line.verdict or MISSING),
+            )
+        )
+    return lines
+
+
 def pr_comment(report: Report) -> str:
     """The markdown comment: status, headline, flagged cases and metric changes."""
     lines = [
@@ -257,4 +299,6 @@ def pr_comment(report: Report) -> str:
         lines += _metric_deltas(report.comparison)
     else:
         lines += ["", "#### Metrics", "", *_metrics(report.metrics)]
+    if report.red_team is not None:
+        lines += _red_team(report.red_team)
     return "\n".join(lines) + "\n"

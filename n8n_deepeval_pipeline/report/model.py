@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline.report.excerpt import Excerpt
+from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import attention_order, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
@@ -20,29 +22,9 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
 )
 from n8n_deepeval_pipeline.summary.gate import Gate
 
-# Near the limit a cut moves back to the last space, so that words stay whole.
-_WORD_BOUNDARY_SLACK = 0.8
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
-
-
-class Excerpt(_Frozen):
-    """The beginning of a text that may be long, and the length of the whole."""
-
-    text: str
-    chars: int
-    truncated: bool
-
-    @classmethod
-    def of(cls, text: str, limit: int) -> Excerpt:
-        """At most ``limit`` characters of ``text``, ending on a word when one ends near it."""
-        if len(text) <= limit:
-            return cls(text=text, chars=len(text), truncated=False)
-        cut = text.rfind(" ", int(limit * _WORD_BOUNDARY_SLACK), limit)
-        kept = text[: cut if cut > 0 else limit].rstrip()
-        return cls(text=kept, chars=len(text), truncated=True)
 
 
 class Headline(_Frozen):
@@ -349,6 +331,7 @@ class Report(_Frozen):
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first
+    red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:

@@ -72,6 +72,7 @@ FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType
         "judge_error": "judge_error",
         "judge_forbidden": "judge_error",
         "judge_invalid_output": "judge_error",
+        "judge_rate_limited": "judge_error",
         "judge_unavailable": "judge_error",
         "metric_error": "judge_error",  # scoring itself failed, not the workflow
         "missing_input": "missing_input",

@@ -497,15 +497,35 @@ _FIX = {401: "give it a valid key", 403: "check what its account may use (the mo
 
 
 def judge_trouble(errors: ErrorSummary) -> str:
-    """What kept the judge from answering, each with the scores it left unjudged."""
+    """Every score left without a judgement, and what kept the judge from giving each.
+
+    The judge's refusals first, then its failed calls, then the scores its open circuit
+    failed fast; other unjudged kinds (a worker crash, a timeout) after, by kind.
+    """
+    left = {kind: count for kind, count in errors.by_kind.items() if is_unjudged(kind)}
     troubles = [
-        f"{_REFUSED[status]} for {errors.by_kind[kind]} scores"
+        f"{_REFUSED[status]} for {left.pop(kind)}"
         for status, kind in REFUSED_ERROR_KINDS.items()
-        if kind in errors.by_kind
+        if kind in left
     ]
-    if errors.judge_outage:
-        troubles.append(f"was unavailable for {errors.judge_outage} scores")
-    return f"the judge {' and '.join(troubles)}"
+    failed = {kind: left.pop(kind) for kind in list(left) if kind in _JUDGE_FAILURE_KINDS}
+    if failed:
+        troubles.append(f"failed for {sum(failed.values())} ({', '.join(failed)})")
+    outage = sum(left.pop(kind) for kind in list(left) if kind in OUTAGE_ERROR_KINDS)
+    if outage:
+        troubles.append(f"was unavailable for {outage}")
+    said = f"{errors.unjudged} of {errors.scores} scores have no judgement"
+    if troubles:
+        said += ": the judge " + " and ".join(
+            [", ".join(troubles[:-1]), troubles[-1]] if len(troubles) > 1 else troubles
+        )
+    if left:
+        said += f"; {sum(left.values())} more: " + ", ".join(f"{k} {n}" for k, n in left.items())
+    return said
+
+
+# The judge answered nothing usable after its retries (refusals and outage are apart).
+_JUDGE_FAILURE_KINDS = frozenset({"judge_error", "judge_invalid_output"})
 
 
 def _consistency_lines(consistency: ConsistencySummary) -> list[str]:

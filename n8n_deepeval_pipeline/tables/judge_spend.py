@@ -2,8 +2,10 @@
 
 A version's score rows carry the calls that produced them; an interrupted run's calls on
 evaluations it never finished, or that a later attempt scored again, are in no row. The
-scoring journal keeps every finished evaluation tagged with the run that made it, so the
-calls of every attempt, and of each run on its own, are counted from it.
+scoring journal keeps every finished evaluation tagged with the run that made it (its
+evaluations, cache hits and retries), and the call ledger every call the judge answered,
+tagged so too, the moment it arrived (its calls, tokens and cost): a run killed half-way
+is charged every call it was answered.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.call_ledger import AnsweredCall
+from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 
 
@@ -64,3 +68,29 @@ def merged(parts: Iterable[dict[str, JudgeSpend]]) -> dict[str, JudgeSpend]:
         for run_id, spend in part.items():
             total[run_id] = total.get(run_id, JudgeSpend()) + spend
     return total
+
+
+def with_answered_calls(
+    spend: dict[str, JudgeSpend], calls: Iterable[AnsweredCall], prices: PriceTable
+) -> dict[str, JudgeSpend]:
+    """Each run's spend with its calls, tokens and cost as the judge answered them.
+
+    A run the ledger has no call of (it made none, or wrote no ledger) keeps its own.
+    """
+    answered: dict[str, JudgeSpend] = {}
+    for call in calls:
+        one = JudgeSpend(
+            judge_calls=1,
+            tokens=call.prompt_tokens + call.completion_tokens,
+            cost_usd=prices.cost(call.model, call.prompt_tokens, call.completion_tokens),
+        )
+        answered[call.attempt] = answered.get(call.attempt, JudgeSpend()) + one
+    every = dict.fromkeys([*spend, *answered])
+    return {
+        run: spend.get(run, JudgeSpend()).model_copy(
+            update=answered[run].model_dump(include={"judge_calls", "tokens", "cost_usd"})
+        )
+        if run in answered
+        else spend[run]
+        for run in every
+    }

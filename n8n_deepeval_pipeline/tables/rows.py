@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -28,65 +28,114 @@ def _current_error_kind(kind: Any) -> Any:
 
 
 class TableRow(BaseModel):
-    """A row of one of the pipeline's tables; every table carries its version's hash."""
+    """A row of one of the pipeline's tables; every table carries its version's hash.
 
-    model_config = ConfigDict(frozen=True)
+    Each subclass names its table (``table``); the string under each field describes the
+    column on the documentation's tables page.
+    """
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    table: ClassVar[str]
 
     workflow_hash: str
+    """The full workflowHash of the version (the partition key is its first 12 hex)."""
 
 
 class WorkflowSnapshot(TableRow):
     """The workflow version a partition stands for."""
 
+    table = "workflow_snapshot"
+
     workflow_id: str | None
+    """The workflow's id in n8n (None for an exported file without one)."""
     name: str | None
+    """The workflow's name."""
     node_count: int
+    """Nodes in the workflow."""
     source: str
+    """Where the workflow was read: a file path, or the n8n API."""
     fetched_at: datetime
+    """When it was read."""
     canonical_json: str
+    """The canonical JSON the hash is computed from."""
 
 
 class DatasetRow(TableRow):
     """A dataset row with its mapped DeepEval fields (snake_case) and the source row."""
 
+    table = "dataset_rows"
+
     row_id: str
-    position: int  # 1-based position in the source file, for error messages
+    """The row's id (`dataset.idColumn`)."""
+    position: int
+    """1-based position in the source file, for error messages."""
     input: str | None = None
+    """The user's input (`columnMapping.input`)."""
     expected_output: str | None = None
+    """The expected answer."""
     context: list[str] | None = None
+    """Ideal context passages (Hallucination reads them)."""
     retrieval_context: list[str] | None = None
+    """The passages retrieved (the RAG metrics read them)."""
     expected_tools: list[str] | None = None
+    """The tools the workflow should call."""
     label: str | None = None
-    turns: Any = None  # chat history before the run, in any n8n memory form
+    """A label for the consistency statistics."""
+    turns: Any = None
+    """Chat history before the run, in any n8n memory form."""
     chatbot_role: str | None = None
+    """The role a conversation's assistant should keep."""
     expected_outcome: str | None = None
+    """What a conversation should achieve."""
     scenario: str | None = None
+    """The situation a conversation plays out."""
     raw: dict[str, Any]
+    """Every column of the source row, as read."""
 
 
 class ExpandedRun(TableRow):
     """A dataset row × run index, with the seed's ids."""
 
+    table = "expanded_runs"
+
     run_id: str
+    """`<case_id>:<run_index>`."""
     case_id: str
+    """`<workflow_hash>:<row_id>`."""
     run_index: int
+    """0-based repetition of the row (`runsPerRow`)."""
     row_id: str
+    """The dataset row's id."""
     run_name: str
+    """The benchmark's `runName` (default: its name)."""
     data_table_id: str | None = None
+    """The n8n Data Table the row came from, if any."""
 
 
 class AgentOutput(TableRow):
     """What the workflow produced for one run (or why it produced nothing)."""
 
+    table = "agent_outputs"
+
     run_id: str
+    """The run."""
     actual_output: str | None = None
+    """The workflow's answer, as text."""
     intermediate_steps: list[Any] | None = None
-    turns: list[Any] | None = None  # chat memory after the run
+    """The AI Agent's tool calls (`intermediateSteps`)."""
+    turns: list[Any] | None = None
+    """Chat memory after the run."""
     label: str | None = None
+    """A recorded label for the consistency statistics."""
     session_id: str | None = None
+    """The chat session the run used (one per run)."""
     latency_s: float | None = None
+    """Seconds the workflow took to answer."""
     error: str | None = None
+    """Why the run has no output (status and a short reason)."""
     error_kind: Literal["target_error"] | None = None
+    """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded);
+    rows stored as `no_output` read back so."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
@@ -94,34 +143,59 @@ class AgentOutput(TableRow):
 class MetricScore(TableRow):
     """One metric on one run."""
 
+    table = "metric_scores"
+
     run_id: str
+    """The run scored."""
     case_id: str
+    """The run's case."""
     metric: str
+    """The metric's label in the benchmark."""
     metric_slug: str
+    """The catalog slug (`g_eval`, `bias`, …)."""
     score: float | None
+    """The score in the metric's direction (None when it errored)."""
     threshold: float
+    """The threshold it passes at (`strictMode` pins it)."""
     success: bool
+    """Whether the score passes; an errored metric fails."""
     direction: Direction
+    """`higher_is_better` or `lower_is_better`."""
     reason: str | None
+    """The judge's reason (dry-run scores say so)."""
     error: str | None
+    """What went wrong, redacted."""
     error_kind: str | None
+    """`missing_input`, `target_error`, `judge_error`, `judge_auth`, `timeout`, …"""
     judge: str | None
+    """`provider:model` (a panel's as `a, b, c`)."""
     dry_run: bool
+    """Scored by the dry-run judge: a placeholder, not a judgement."""
     judge_calls: int
+    """Calls made to the judge."""
     judge_retries: int
+    """Calls retried (429, 5xx, timeouts)."""
     cached_calls: int
+    """Answers served by the judge cache."""
     prompt_tokens: int
+    """Tokens sent."""
     completion_tokens: int
+    """Tokens answered."""
     tokens: int
+    """Both."""
     cost_usd: float | None
+    """Cost from the price table (None for an unknown model)."""
     latency_s: float
-    # logprob_weighted (G-Eval's score weighted by the judge's log-probabilities) or
-    # schema_fallback (the judge has none: DeepEval's integer score); None: not asked.
+    """Seconds the evaluation took."""
     score_path: str | None = None
-    # A judge panel (``judges`` on the metric); None when one judge scored the row.
-    panel: str | None = None  # how the judges' scores combined: majority or mean
-    judge_agreement: float | None = None  # share of answering judges with the panel's verdict
-    judge_scores: list[dict[str, Any]] | None = None  # each judge: score, success, error, cost
+    """`logprob_weighted` (G-Eval's score weighted by the judge's log-probabilities) or
+    `schema_fallback` (the judge has none: DeepEval's integer score); None: not asked."""
+    panel: str | None = None
+    """A judge panel's rule: `majority` or `mean` (None: one judge)."""
+    judge_agreement: float | None = None
+    """Share of the panel's answering judges whose verdict is the panel's."""
+    judge_scores: list[dict[str, Any]] | None = None
+    """Each panel judge's score, verdict, reason or error, calls, tokens and cost."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
@@ -154,66 +228,124 @@ def scores_by_run(scores: Iterable[MetricScore]) -> dict[str, list[MetricScore]]
 class RunAggregate(TableRow):
     """The overall result of one run under the benchmark's pass rule."""
 
+    table = "run_aggregates"
+
     run_id: str
+    """The run."""
     case_id: str
+    """The run's case."""
     overall_score: float | None
+    """Mean of the counted metrics' direction-normalised scores (None: the run errored)."""
     raw_mean_score: float | None
+    """The seed's plain mean of the scores."""
     overall_success: bool
+    """Whether the run passes its pass rule."""
     pass_rule: str
+    """`allPass`, `anyPass` or `majorityPass`."""
     metrics_passed: int
+    """Counted metrics that passed."""
     metrics_counted: int
+    """Metrics the pass rule counts (`aggregate.metrics`)."""
     metric_errors: int
+    """Counted metrics that errored (they count as failed)."""
     judge_calls: int
+    """The run's judge calls."""
     tokens: int
+    """The run's judge tokens."""
     cost_usd: float | None
-    metrics: list[dict[str, Any]]  # each counted metric's outcome
+    """The run's judge cost."""
+    metrics: list[dict[str, Any]]
+    """Each counted metric's outcome."""
 
 
 class ConsistencyStats(TableRow):
     """Consistency of one case's repeated runs."""
 
+    table = "consistency_stats"
+
     case_id: str
+    """The group's value of `consistency.groupByField` (default: the case id)."""
     n_runs: int
+    """Runs in the group."""
     mean_score: float | None
+    """Mean overall score."""
     variance: float | None
+    """Population variance of the overall scores."""
     std: float | None
+    """Population standard deviation."""
     cv: float | None
+    """Coefficient of variation: sample SD / mean (0 for a zero mean or a single run)."""
     min_score: float | None
+    """Lowest overall score."""
     max_score: float | None
+    """Highest overall score."""
     pass_rate: float
+    """Share of the runs that passed."""
     majority_success: bool
+    """Whether more than half passed."""
     pass_at_k: dict[int, float]
+    """pass@k for k = 1..runs, 1 − C(n−c,k)/C(n,k): the chance that one of k runs passes."""
     pass_hat_k: dict[int, float]
+    """pass^k for k = 1..runs, C(c,k)/C(n,k): the chance that all k runs pass."""
     metric_stats: list[dict[str, Any]]
+    """Per metric: runs, mean, std, variance, min, max, cv, pass rate, majority success."""
     label_distribution: dict[str, int] | None
+    """How often each label (`consistency.labelField`) came out."""
     label_entropy: float | None
+    """Shannon entropy of the labels, in bits."""
     label_normalized_entropy: float | None
+    """Entropy over log2 of the number of distinct labels (0 for one label)."""
     label_agreement: float | None
+    """Share of the runs with the majority label."""
     majority_label: str | None
+    """The most frequent label."""
     consistency_basis: str
+    """`cv`, `entropy` or `agreement`: what `overall_consistency` is made from."""
     overall_consistency: float | None
+    """`cv`: 1 − min(1, mean per-metric cv); `entropy`: 1 − normalised entropy;
+    `agreement`: the label agreement."""
 
 
 class CaseVerdict(TableRow):
     """One case of a version (the candidate) against its baseline version."""
 
+    table = "version_comparison"
+
     baseline_hash: str
+    """The baseline version's full hash."""
     row_id: str
+    """The dataset row both versions ran."""
     baseline_passed: int
+    """Passing runs in the baseline."""
     baseline_runs: int
+    """Runs in the baseline."""
     candidate_passed: int
+    """Passing runs in the candidate."""
     candidate_runs: int
-    delta: float | None  # candidate pass rate − baseline pass rate
+    """Runs in the candidate."""
+    delta: float | None
+    """Candidate pass rate − baseline pass rate."""
     p_value_drop: float | None
+    """One-sided Fisher's exact test p-value of a drop."""
     p_value_rise: float | None
+    """One-sided Fisher's exact test p-value of a rise."""
     verdict: str
+    """`regression`, `likely_regression`, `unreliable_baseline`, `improvement`,
+    `worth_watching`, `stable` or `insufficient_data`."""
 
 
 class WorkflowCheck(TableRow):
     """One deterministic check of a workflow version (``workflow.checks``)."""
 
+    table = "workflow_checks"
+
     check_id: str
+    """The check, e.g. `inbound_triggers_authenticated`."""
     category: CheckCategory
+    """`structure`, `connection_topology`, `ai_nodes` or `security`."""
     status: CheckStatus
+    """`pass`, `fail` or `not_applicable`."""
     message: str
-    nodes: list[str]  # the nodes the check concerns
+    """What the check found."""
+    nodes: list[str]
+    """The nodes the check concerns."""

@@ -8,16 +8,26 @@ form included, get different answers) and reports token usage. A request with
 log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
 fits ``output_config``'s schema). A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``), ``403``, ``500``, ``503``, ``slow`` (answers after ``slow_s``), ``drop``
+``Retry-After: 2``, as ``503:2`` does), ``403``, ``500``, ``503``, ``529`` (Anthropic's
+"overloaded"), ``slow`` (answers after ``slow_s``), ``drop``
 (closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
 (a bucket refilled continuously, taken from when a request arrives, at the tokens its
 answer's usage reports; beyond it a 429 at once with Retry-After; OpenAI's
-``x-ratelimit-*`` headers on every answer); ``ok`` answers normally, and so does every
-request after the plan runs out (``fail_always`` makes every request a 500 instead,
-``reject_key`` a 401). ``fixed`` pins fields of every structured answer
-(``{"score": 5}``): judges of a panel that answer differently.
+``x-ratelimit-*`` headers on every answer; with ``announce`` it says less, as many
+judges do: ``retry-after`` only that header on a 429, ``nothing`` no header at all);
+``ok`` answers normally, and so does every request after the plan runs out
+(``fail_always`` makes every request a 500 instead, ``reject_key`` a 401). ``fixed`` pins
+fields of every structured answer (``{"score": 5}``): judges of a panel that answer
+differently. ``free_text`` answers a request that asks for no format at all (a
+synthesizer's evolution) with a sentence drawn from the request, rather than the fixed
+JSON, so that different prompts get different text. With ``distinct_text`` every free
+text of a structured answer ends with a digest of its request, so that text the judge
+writes (a red team's attacks) differs from request to request and shows where it went.
+``POST /v1/embeddings`` answers each input with a unit vector drawn from a hash of its
+text (``EMBEDDING_SIZE`` floats, or their base64 form when asked), for DeepEval's
+document path.
 
 It is a plain asyncio HTTP/1.1 server (keep-alive, Content-Length bodies), so a
 dropped connection is really dropped. Run it in-process for tests
@@ -30,20 +40,29 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
+import math
 import signal
+import struct
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Literal, get_args
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
-from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
+from n8n_deepeval_pipeline.judging.schema_filler import PLACEHOLDER, fill_schema
 
+EMBEDDING_SIZE = 16
+# What a rate-limited loopback judge tells of its budget: OpenAI's headers on every answer
+# (and Retry-After on a 429), Retry-After on a 429 only, or nothing.
+Announce = Literal["headers", "retry-after", "nothing"]
+ANNOUNCE: tuple[str, ...] = get_args(Announce)
 _REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}  # fmt: skip
+            500: "Internal Server Error", 503: "Service Unavailable",
+            529: "Overloaded"}  # fmt: skip
 
 
 def _seed(body: dict[str, Any]) -> bytes:
@@ -61,7 +80,9 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
     return " ".join(text(message.get("content")) for message in messages)
 
 
-def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str:
+def answer_for(
+    body: dict[str, Any], fixed: dict[str, Any] | None = None, distinct_text: bool = False
+) -> str:
     """The assistant text for a chat completion request (``fixed`` fields pinned)."""
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
@@ -70,7 +91,21 @@ def answer_for(body: dict[str, Any], fixed: dict[str, Any] | None = None) -> str
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = prompt_text(body.get("messages", []))
-    return json.dumps(_pinned(fill_schema(schema, _seed(body), prompt), fixed))
+    answer = fill_schema(schema, _seed(body), prompt)
+    if distinct_text:
+        answer = _tagged(answer, _seed(body).hex()[:8])
+    return json.dumps(_pinned(answer, fixed))
+
+
+def _tagged(value: Any, tag: str) -> Any:
+    """Every free text of ``value`` (not a choice such as yes/no) followed by ``tag``."""
+    if isinstance(value, str) and value.startswith(PLACEHOLDER):
+        return f"{value} {tag}"
+    if isinstance(value, dict):
+        return {key: _tagged(item, tag) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tagged(item, tag) for item in value]
+    return value
 
 
 def _pinned(answer: Any, fixed: dict[str, Any] | None) -> Any:
@@ -99,11 +134,15 @@ class LoopbackJudge:
         fail_always: bool = False,
         reject_key: bool = False,
         fixed: dict[str, Any] | None = None,
+        free_text: bool = False,
         requests_per_minute: int | None = None,
         tokens_per_minute: int | None = None,
         burst_s: float = 60.0,
+        announce: Announce = "headers",
+        distinct_text: bool = False,
     ) -> None:
         self.latency_s = latency_s
+        self.announce = announce
         self.bucket = (
             RateBucket(requests_per_minute, tokens_per_minute, burst_s)
             if requests_per_minute or tokens_per_minute
@@ -118,6 +157,8 @@ class LoopbackJudge:
         self.fail_always = fail_always
         self.reject_key = reject_key
         self.fixed = fixed
+        self.free_text = free_text
+        self.distinct_text = distinct_text
         self.requests = 0
         self.served = Counter[str]()
         self.in_flight = 0
@@ -163,6 +204,10 @@ class LoopbackJudge:
         self.headers_seen.append(headers)
         self.urls_seen.append(target)
         path = target.split("?")[0]
+        if path.endswith("/embeddings"):
+            await asyncio.sleep(self.latency_s)
+            _write(writer, 200, _embeddings(json.loads(body or b"{}")))
+            return True
         if not path.endswith(("/chat/completions", "/v1/messages")):
             _write(writer, 404, {"error": {"message": "not found"}})
             return True
@@ -200,6 +245,9 @@ class LoopbackJudge:
         """Whether the bucket lets a call of ``tokens`` in now, and the headers to send."""
         with self._lock:
             admitted, headers = bucket.take(tokens, time.monotonic())
+        if self.announce != "headers":
+            told = ("retry-after",) if self.announce == "retry-after" else ()
+            headers = {name: value for name, value in headers.items() if name in told}
         if admitted:
             self.admitted.append((time.time(), tokens))
         else:
@@ -211,7 +259,7 @@ class LoopbackJudge:
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
         """Status, body and headers of a chat completion's answer under ``fault``."""
         code, _, retry_after = fault.partition(":")
-        if code in ("403", "429", "500", "503"):
+        if code in ("403", "429", "500", "503", "529"):
             extra = {"retry-after": retry_after} if retry_after else {}
             return int(code), {"error": {"message": f"injected {code}"}}, extra
         text, logprobs = self._reply(request)
@@ -226,7 +274,9 @@ class LoopbackJudge:
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
             return rubric_answer(_seed(request), "loopback reason", top)
-        return answer_for(request, self.fixed), None
+        if self.free_text and not request.get("response_format"):
+            return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
+        return answer_for(request, self.fixed, self.distinct_text), None
 
     def _anthropic(
         self, fault: str, request: dict[str, Any]
@@ -321,6 +371,34 @@ class RateBucket:
         return not short, headers
 
 
+def embedding(text: str) -> list[float]:
+    """A unit vector drawn from a hash of ``text``: the same text, the same vector."""
+    digest = hashlib.sha256(text.encode()).digest()  # 32 bytes: two per component
+    raw = [
+        int.from_bytes(digest[2 * i : 2 * i + 2], "big") / 65535 - 0.5
+        for i in range(EMBEDDING_SIZE)
+    ]
+    norm = math.sqrt(sum(value * value for value in raw)) or 1.0
+    return [value / norm for value in raw]
+
+
+def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI embeddings answer: one vector per input, as floats or base64 float32."""
+    given = request.get("input")
+    texts = [given] if isinstance(given, str) else [str(text) for text in given or []]
+    packed = request.get("encoding_format") == "base64"
+    data = []
+    for index, text in enumerate(texts):
+        vector = embedding(text)
+        value: Any = vector
+        if packed:
+            value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": value})
+    tokens = sum(len(text) // 4 for text in texts)
+    usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+    return {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
+
+
 def _refusal(headers: dict[str, str], target: str) -> str:
     """The key a request carried (any provider's header) and its URL, quoted back."""
     names = ("authorization", "x-api-key", "api-key")
@@ -373,6 +451,9 @@ def main() -> None:
     parser.add_argument("--rpm", type=int, help="requests per minute it allows")
     parser.add_argument("--tpm", type=int, help="tokens per minute it allows")
     parser.add_argument("--burst-s", type=float, default=60.0, help="seconds of refill it holds")
+    parser.add_argument(
+        "--announce", choices=ANNOUNCE, default="headers", help="what it tells of its budget"
+    )
     options = parser.parse_args()
     judge = LoopbackJudge(
         latency_s=options.latency_ms / 1000,
@@ -380,6 +461,7 @@ def main() -> None:
         requests_per_minute=options.rpm,
         tokens_per_minute=options.tpm,
         burst_s=options.burst_s,
+        announce=options.announce,
     ).start()
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -18,16 +18,19 @@ from n8n_deepeval_pipeline.evaluation import (
     EvaluationTask,
     JudgeVote,
 )
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
     JudgeCallError,
     JudgeOutputError,
+    JudgeRateLimited,
     JudgeScope,
     JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
 from n8n_deepeval_pipeline.judging.pacer import HeldBack
+from n8n_deepeval_pipeline.judging.retry_policy import RATE_LIMIT_SHARE
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
@@ -81,27 +84,32 @@ class Evaluator:
         metric and context. The error is redacted here, whatever raised it: it is stored,
         logged and shown.
         """
+        # Rate-limit answers are retried while the evaluation has time (a panel's judges
+        # share it), and end before the pool's timeout would end the worker.
+        deadline = time.monotonic() + RATE_LIMIT_SHARE * task.timeout_s
         if not task.panel:
-            return await self._evaluate_with(task, task.judge)
+            return await self._evaluate_with(task, task.judge, deadline)
         started = time.perf_counter()
         votes = []
         for judge in task.panel:
-            result = await self._evaluate_with(task, judge)
+            result = await self._evaluate_with(task, judge, deadline)
             if result.error_kind in FINAL_ERROR_KINDS:
                 return result  # the config or the item: every judge would say the same
             votes.append(JudgeVote.model_validate({**result.model_dump(), "judge": judge.label}))
         panel = EvaluationResult.of_panel(task.task_id, votes)
         return panel.model_copy(update={"latency_s": round(time.perf_counter() - started, 4)})
 
-    async def _evaluate_with(self, task: EvaluationTask, judge: JudgeSpec) -> EvaluationResult:
+    async def _evaluate_with(
+        self, task: EvaluationTask, judge: JudgeSpec, deadline: float
+    ) -> EvaluationResult:
         """Score one task with one judge, in a context of its own."""
-        usage = UsageCounter()
+        usage = UsageCounter(CallLedger(task.ledger) if task.ledger else None)
         # Each run index has its own cache namespace: repeated runs stay real re-samples.
         namespace = task.run_id.rsplit(":", 1)[-1] if judge.cache_scope == "run" else "shared"
         started = time.perf_counter()
 
         async def scoped() -> EvaluationResult:
-            JUDGE_SCOPE.set(JudgeScope(usage, namespace))
+            JUDGE_SCOPE.set(JudgeScope(usage, namespace, deadline))
             return await self._score(task, judge)
 
         # A fresh context: context variables set by tracing cannot leak into another task.
@@ -153,6 +161,8 @@ class Evaluator:
             return EvaluationResult.failed(task.task_id, "judge_invalid_output", str(error))
         except JudgeUnavailable as error:
             return EvaluationResult.failed(task.task_id, "judge_unavailable", str(error))
+        except JudgeRateLimited as error:
+            return EvaluationResult.failed(task.task_id, "judge_rate_limited", str(error))
         except JudgeCallError as error:
             kind = REFUSED_ERROR_KINDS.get(error.status or 0, "judge_error")
             return EvaluationResult.failed(task.task_id, kind, str(error))

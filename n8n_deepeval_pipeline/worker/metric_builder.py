@@ -23,6 +23,7 @@ from n8n_deepeval_pipeline.metrics.dag import DagGraph
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.json_schema_model import model_from_json_schema
 from n8n_deepeval_pipeline.metrics.options import RUNTIME_OPTIONS, TEST_CASE_OPTIONS, MetricConfig
+from n8n_deepeval_pipeline.worker.pattern_engine import compile_pattern
 
 # Common options some deterministic metrics lack (Exact Match has no strict_mode);
 # the pipeline still applies strictness through the pinned threshold.
@@ -51,6 +52,17 @@ _CONVERTERS: dict[str, Callable[[MetricEntry, Any], Any]] = {
     "available_tools": lambda _entry, names: [ToolCall(name=name) for name in names],
     "dag": _dag,
     "expected_schema": lambda _entry, schema: model_from_json_schema(schema),
+}
+
+
+def _pattern_in_bounded_time(metric: Any) -> None:
+    """Pattern Match's pattern on RE2 where it answers as re does, else on re time-limited."""
+    metric._compiled_pattern = compile_pattern(metric.pattern, metric.ignore_case)
+
+
+# What a metric of a slug gets after DeepEval has built it.
+_AFTER_CONSTRUCTION: dict[str, Callable[[Any], None]] = {
+    "pattern_match": _pattern_in_bounded_time,
 }
 
 
@@ -99,4 +111,6 @@ def construct_metric(
     if eval_mode is not None and "eval_mode" in accepted:
         kwargs["eval_mode"] = eval_mode
     metric: BaseMetric = cls(**kwargs)
+    if entry.slug in _AFTER_CONSTRUCTION:
+        _AFTER_CONSTRUCTION[entry.slug](metric)
     return metric

@@ -1,11 +1,11 @@
 """What a benchmark needs to know about a workflow before anyone writes one.
 
-Its trigger; its agents; the node the trigger feeds (the start node of n8n's config
-evals, never the trigger itself) and the node whose output is the answer (the end
-node); the fields of the trigger's item the start node reads (the dataset's columns, the
-user's message first); and the agents' sub-nodes that decide the metrics: tools, memory,
-retrieval. ``init`` proposes a benchmark from it and ``dataset from-executions`` reads
-the same fields out of past executions.
+Its trigger; its agents and their system messages; the node the trigger feeds (the start
+node of n8n's config evals, never the trigger itself) and the node whose output is the
+answer (the end node); the fields of the trigger's item the start node reads (the
+dataset's columns, the user's message first); and the agents' sub-nodes that decide the
+metrics: tools, memory, retrieval. ``init`` proposes a benchmark from it and ``dataset
+from-executions`` reads the same fields out of past executions.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
-from n8n_deepeval_pipeline.n8n_data.expressions import Segments, item_references
+from n8n_deepeval_pipeline.n8n_data.expressions import Segments, item_references, whole_reference
 from n8n_deepeval_pipeline.workflow.agent_tools import AGENT_TYPES, agent_tools
 from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, node_type, short_type
 from n8n_deepeval_pipeline.workflow.harness import is_trigger
@@ -27,6 +27,8 @@ WEBHOOK = "n8n-nodes-base.webhook"
 _PROMPTED = AGENT_TYPES | {LANGCHAIN + "chainLlm", LANGCHAIN + "chainRetrievalQa"}
 # The user's message when a node reads it implicitly (promptType "auto").
 CHAT_INPUT: Segments = ("chatInput",)
+# Where a Chat Trigger's item (and a memory reading its input) names the session.
+CHAT_SESSION: Segments = ("sessionId",)
 # The session is the pipeline's (one per run): never a dataset column.
 SESSION_FIELDS = frozenset({"sessionId", "session_id"})
 _UNSAFE_COLUMN = re.compile(r"[^A-Za-z0-9_]")
@@ -47,12 +49,16 @@ class Anatomy:
     trigger: str | None
     trigger_type: str
     agents: list[str]
+    instructions: list[str]  # the agents' system messages, in agent-name order
     start: str | None
     end: str | None
     reads: list[FieldRead]  # the user's message first, in column ``input``
     tools: list[AgentTool]
     memories: list[str]
     retrievers: list[str]
+    # Where in the trigger's item a chat session is named: what the memory keys by.
+    session: Segments | None = None
+    no_session: str | None = None  # why there is none
 
     @property
     def columns(self) -> list[FieldRead]:
@@ -81,17 +87,88 @@ def anatomy(workflow: Mapping[str, Any]) -> Anatomy:
     trigger = _trigger(graph, agents)
     start = _fed_by(graph, trigger) if trigger else None
     sub_nodes = _sub_nodes(graph, agents)
+    session, no_session = _session(graph, trigger) if trigger else (None, "it has no trigger")
     return Anatomy(
         trigger=trigger,
         trigger_type=node_type(graph.nodes[trigger]) if trigger else "",
         agents=agents,
+        instructions=[text for name in agents if (text := _system_message(graph.nodes[name]))],
         start=start,
         end=_end(graph, start, set(agents)) if start else None,
         reads=_reads(graph, trigger, start) if trigger and start else [],
         tools=agent_tools(workflow),
         memories=sorted(name for name, kind in sub_nodes if kind == "ai_memory"),
         retrievers=graph.names(_retrieves),
+        session=session,
+        no_session=no_session,
     )
+
+
+def _session(graph: WorkflowGraph, trigger: str) -> tuple[Segments | None, str | None]:
+    """The field of the trigger's item a chat session is named by, or why there is none.
+
+    An agent's memory keys its sessions: by ``sessionKey`` (Define below) or by the
+    input's ``sessionId`` (the default, what a Chat Trigger sends). A key that is one field
+    of the trigger's item (``$json.body.sessionId`` read by an agent the trigger feeds,
+    or ``$('Webhook').item.json.body.sessionId``) names the session of each execution.
+    """
+    kind = node_type(graph.nodes[trigger])
+    links = [
+        link for link in graph.links if link.kind == "ai_memory" and link.source in graph.nodes
+    ]
+    reasons: list[str] = []
+    for link in sorted(links, key=lambda found: found.source):
+        fed = trigger in {
+            up.source for up in graph.links if up.kind == "main" and up.target == link.target
+        }
+        path, why = _memory_key(graph.nodes[link.source], trigger, kind, fed)
+        if path is not None:
+            return path, None
+        reasons.append(f'memory "{link.source}" {why}')
+    if kind == CHAT_TRIGGER:
+        return CHAT_SESSION, None
+    if not reasons:
+        return None, "its agent has no memory node, so its executions are not conversations"
+    return None, "; ".join(reasons)
+
+
+def _memory_key(
+    memory: Mapping[str, Any], trigger: str, trigger_kind: str, fed_by_trigger: bool
+) -> tuple[Segments | None, str]:
+    """The trigger's field a memory node keys sessions by, or what it keys them by instead."""
+    parameters = memory.get("parameters") or {}
+    custom = parameters.get("sessionIdType") == "customKey" or (
+        float(memory.get("typeVersion") or 1) < 1.2 and "sessionKey" in parameters
+    )
+    if not custom:  # n8n reads the input item's sessionId
+        if fed_by_trigger and trigger_kind != WEBHOOK:
+            return CHAT_SESSION, ""
+        return None, (
+            f"takes the session from the input's sessionId, which the trigger {trigger} "
+            f"({trigger_kind}) does not send"
+        )
+    key = str(parameters.get("sessionKey") or "")
+    reference = whole_reference(key)
+    mine = reference is not None and (
+        reference.node == trigger or (reference.node is None and fed_by_trigger)
+    )
+    if reference is not None and mine and reference.segments:
+        return reference.segments, ""
+    if not key.startswith("="):
+        return None, f"keys every execution to the one session {key!r}"
+    return None, (
+        f"keys sessions by {key}, which is not one field of the trigger's item "
+        f"($json.body.sessionId, or $('{trigger}').item.json.body.sessionId)"
+    )
+
+
+def _system_message(node: Mapping[str, Any]) -> str | None:
+    """An agent's system message (an expression's text as written), None when it sets none."""
+    options = (node.get("parameters") or {}).get("options")
+    message = options.get("systemMessage") if isinstance(options, Mapping) else None
+    if not isinstance(message, str):
+        return None
+    return message.removeprefix("=").strip() or None
 
 
 def _trigger(graph: WorkflowGraph, agents: list[str]) -> str | None:

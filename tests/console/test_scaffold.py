@@ -230,6 +230,23 @@ def test_the_commented_online_section_validates_once_uncommented(tmp_path: Path)
     assert (online_config.sample_rate, online_config.session_idle_minutes) == (0.1, 30)
 
 
+def test_the_commented_red_team_validates_once_uncommented(tmp_path: Path) -> None:
+    init(tmp_path, load_workflow("chat_agent"))  # an agent with a tool: a red team is offered
+    path = tmp_path / "bench" / "benchmark.yaml"
+    lines = path.read_text("utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith("# redTeam:"))
+    end = next(n for n, line in enumerate(lines) if line.startswith("# online:"))
+    red_team = [line.removeprefix("# ").split("  #")[0] for line in lines[start:end]]
+    kept = [line for line in lines[:start] if not line.startswith("#")]
+    path.write_text("\n".join(kept + red_team) + "\n", encoding="utf-8")
+    section = load_benchmark(path).red_team
+    assert section is not None and section.purpose is None  # read off the workflow
+    assert [v.name for v in section.vulnerabilities or []] == ["ExcessiveAgency", "PromptLeakage"]
+    assert [(a.name, a.weight) for a in section.attacks or []] == [
+        ("PromptInjection", 2), ("LinearJailbreaking", 1)]  # fmt: skip
+    assert (section.attacks_per_vulnerability_type, section.fail_on) == (2, 0.0)
+
+
 def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path: Path) -> None:
     workflow = json.loads(json.dumps(WEBHOOK_AGENT))
     workflow["nodes"] += [
@@ -312,3 +329,24 @@ def test_a_fresh_benchmark_on_the_dry_run_judge_is_not_failed_by_its_placeholder
         "  placeholders decide no run: the pass rate is decided by answered, tool_permission, "
         "tool_correctness (no judge needed)"
     ) in text.splitlines()
+
+
+def test_online_proposes_conversational_metrics_only_for_a_session_the_workflow_names(
+    tmp_path: Path,
+) -> None:
+    from tests.workflow.test_anatomy import webhook_agent_with_memory
+
+    def online_lines(workflow: dict[str, Any]) -> list[str]:
+        init(tmp_path, workflow, "--force")
+        text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8").splitlines()
+        return text[next(n for n, line in enumerate(text) if line.startswith("# online:")) :]
+
+    keyed = webhook_agent_with_memory(
+        sessionIdType="customKey", sessionKey="={{ $json.body.sessionId }}"
+    )
+    lines = online_lines(keyed)
+    assert lines[1].startswith("#   metrics: [helpfulness, turn_relevancy, knowledge_retention]")
+    assert any(line.startswith("#   sessionIdleMinutes: 30") for line in lines)
+    unkeyed = online_lines(webhook_agent_with_memory())  # the input's sessionId: a Webhook has none
+    assert unkeyed[1].startswith("#   metrics: [helpfulness]")
+    assert not any("sessionIdleMinutes" in line for line in unkeyed)

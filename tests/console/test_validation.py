@@ -223,3 +223,95 @@ def test_run_refuses_a_harness_target_without_n8n_in_one_line_before_any_step(
     )
     assert "Dagster" not in result.stderr and not (tmp_path / "home" / "results.duckdb").exists()
     assert not (tmp_path / "home").exists()  # refused before anything was made
+
+
+def _webhook_target(**extra):
+    return {"type": "n8n_webhook", "url": "http://127.0.0.1:9/webhook/agent", **extra}
+
+
+@pytest.mark.parametrize(
+    ("target", "problem"),
+    [
+        (
+            _webhook_target(body={"p": "{{ config }}"}),
+            "target.body.p: template '{{ config }}': 'config' is undefined",
+        ),
+        (
+            _webhook_target(body={"q": ["{{ input }}", "{{ row.nope.deeper }}"]}),
+            "target.body.q[1]: template '{{ row.nope.deeper }}': 'dict object' has no "
+            "attribute 'nope'",
+        ),
+        (
+            _webhook_target(headers={"X-Case": "{{ evalContext.case }}"}),
+            "target.headers.X-Case: template '{{ evalContext.case }}': 'dict object' has no "
+            "attribute 'case'",
+        ),
+        (
+            _webhook_target(url="http://127.0.0.1:9/webhook/{{ evalContext.row }}"),
+            "target.url: template 'http://127.0.0.1:9/webhook/{{ evalContext.row }}': "
+            "'dict object' has no attribute 'row'",
+        ),
+        (
+            _webhook_target(body={"f": "{{ row.items }}"}),
+            "target.body: the rendered body is not JSON (Object of type "
+            "builtin_function_or_method is not JSON serializable)",
+        ),
+        (
+            _harness_target(input={"chatInput": "{{ inputs }}"}),
+            "target.input.chatInput: template '{{ inputs }}': 'inputs' is undefined",
+        ),
+    ],
+)
+def test_every_request_template_is_rendered_against_the_first_row_naming_the_field(
+    example_copy, target, problem
+):
+    path = _with(example_copy, target=target)
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [f"{problem} (with row 'ord-status-1')"]
+
+
+def test_templates_that_render_for_the_first_row_are_valid_and_an_unset_env_is_a_warning(
+    example_copy, monkeypatch
+):
+    monkeypatch.delenv("SUPPORT_TOKEN", raising=False)
+    target = _webhook_target(
+        headers={"Authorization": "Bearer {{ env.SUPPORT_TOKEN }}"},
+        body={"q": "{{ input }}", "case": "{{ evalContext.caseId }}", "n": "{{ row.id }}"},
+        env=["SUPPORT_TOKEN"],
+    )
+    _, report = check_benchmark(_with(example_copy, target=target))
+    assert report.warnings == [
+        "target.env: SUPPORT_TOKEN is not set here: a template that reads it fails on every call"
+    ]
+    monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n")
+    assert check_benchmark(example_copy)[1].warnings == []
+
+
+def test_online_conversational_metrics_need_a_session_the_workflow_names(tmp_path):
+    from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+    from tests.n8n_api.fake_n8n import FakeN8nApi
+    from tests.orchestration.test_online import (
+        WEBHOOK_CONVERSATION_BENCHMARK,
+        WEBHOOK_MEMORY_AGENT,
+        benchmark_file,
+    )
+    from tests.workflow.test_anatomy import webhook_agent_with_memory
+
+    path = benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)
+    (path.parent / "dataset.jsonl").write_text(
+        '{"rowId": "r1", "input": "hello", "expectedOutput": "hi"}\n'
+    )
+    with FakeN8nApi() as fake, N8nClient(fake.base_url, "test-key") as client:
+        fake.workflows["wf"] = WEBHOOK_MEMORY_AGENT  # memory keyed by body.sessionId
+        assert check_benchmark(path, client)[1].metrics == ["turn_relevancy", "knowledge_retention"]
+        fake.workflows["wf"] = webhook_agent_with_memory()  # the input's sessionId: none
+        with pytest.raises(BenchmarkConfigError) as caught:
+            check_benchmark(path, client)
+    assert caught.value.problems == [
+        "online.metrics: turn_relevancy, knowledge_retention score chat sessions, but the "
+        'workflow names none: memory "Simple Memory" takes the session from the input\'s '
+        "sessionId, which the trigger Webhook (n8n-nodes-base.webhook) does not send; key "
+        "the memory by a field of the request (Session ID: Define below, "
+        "{{ $json.body.sessionId }}) or score only per execution"
+    ]

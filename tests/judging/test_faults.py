@@ -6,6 +6,7 @@ import pytest
 from pydantic import SecretStr
 
 from n8n_deepeval_pipeline import EvaluationItem, JudgeSpec, WorkerPool
+from n8n_deepeval_pipeline.evaluation import is_unjudged
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
@@ -70,6 +71,25 @@ def test_transient_faults_are_retried_and_retry_after_is_honoured(pool, tmp_path
     assert elapsed >= 1.0 + 1.0  # Retry-After: 1, and the 1 s client timeout on the slow answer
 
 
+def test_a_judge_that_never_stops_refusing_for_its_rate_gives_a_rate_limited_row_in_time(
+    pool, tmp_path
+):
+    """Its 429s are retried past the two attempts another failure has, until the
+    evaluation's time for retries (nine tenths of its 4 s timeout) is spent: then a
+    judge_rate_limited row, before the pool's own timeout would end the worker."""
+    server = LoopbackJudge(latency_s=0.0, faults=["429"] * 100_000).start()
+    judge = spec(server, tmp_path, retry=RetryPolicy(max_attempts=2, base_delay_s=0.05))
+    task = make_task({"metric": "correctness"}, ITEM, 0, judge, run_id="h:r0:0", timeout_s=4)
+    try:
+        (result,) = evaluate_all(pool, [task])
+    finally:
+        server.stop()
+    assert result.error_kind == "judge_rate_limited"
+    assert "HTTP 429" in result.error and "time for retries is spent" in result.error
+    assert result.judge_retries > 2 and server.served["429"] == result.judge_retries + 1
+    assert is_unjudged(result.error_kind)  # a resumed run asks again
+
+
 def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_path):
     server = LoopbackJudge(
         latency_s=0.01, faults=["invalid_json", "ok", "invalid_json", "schema_violation"]
@@ -84,6 +104,34 @@ def test_invalid_answers_are_asked_again_once_then_become_error_rows(pool, tmp_p
     assert failed.error_kind == "judge_invalid_output"
     assert "answered twice with JSON that does not fit JudgeVerdict" in failed.error
     assert failed.judge_calls == 2
+
+
+def g_eval(judge, count=1):
+    # given steps: G-Eval's one judge call is its schema-less raw call (log-probabilities)
+    config = {
+        "metric": "g_eval", "name": "total", "evaluation_steps": ["Check the total"],
+        "evaluation_params": ["INPUT", "ACTUAL_OUTPUT"],
+    }  # fmt: skip
+    return [
+        make_task(config, ITEM, task_id, judge, run_id=f"h:r{task_id}:0", timeout_s=120)
+        for task_id in range(count)
+    ]
+
+
+def test_g_evals_schema_less_call_is_asked_again_once_then_is_an_invalid_output(pool, tmp_path):
+    server = LoopbackJudge(
+        latency_s=0.01, faults=["invalid_json", "ok", "invalid_json", "invalid_json"]
+    ).start()
+    try:
+        recovered, failed = evaluate_all(pool, g_eval(spec(server, tmp_path, cache=False), 2))
+    finally:
+        server.stop()
+    assert recovered.error is None and recovered.judge_calls == 2
+    assert recovered.score_path == "logprob_weighted"  # the second answer, weighted
+    assert failed.error_kind == "judge_invalid_output"
+    assert failed.error.startswith("the judge answered twice with text that is not the JSON")
+    assert failed.judge_calls == 2
+    assert server.requests == 4
 
 
 def test_a_dead_judge_opens_the_circuit_and_the_rest_fail_fast(pool, tmp_path):

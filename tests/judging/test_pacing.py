@@ -1,12 +1,13 @@
 """Pacing: the rate-limit headers each provider sends, and the fitted concurrency."""
 
 import asyncio
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec
-from n8n_deepeval_pipeline.judging.pacer import HeldBack, Pacer, TokenEstimates
+from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, TokenEstimates
 from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
@@ -209,23 +210,26 @@ async def _sixteen_calls(pacer: Pacer, answer: bool = False) -> list[tuple[int, 
 
 @pytest.mark.parametrize(
     ("limits", "at_once"),
-    [({}, 4), ({"requests_per_minute": 600}, 8), ({"tokens_per_minute": 100000}, 8)],
+    [({}, 4), ({"requests_per_minute": 60000}, 8), ({"tokens_per_minute": 1000000}, 8)],
 )
 def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_if_configured(
     tmp_path, limits, at_once
 ):
     """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
-    2 s judge idle for 2 s); configured limits pace the calls from the first one."""
+    2 s judge idle for 2 s); configured limits pace the calls from the first one (kept
+    evenly: limits high enough that the 8 calls in flight, not the pace, bind here)."""
     ((gone, _),) = asyncio.run(_sixteen_calls(_pacer(tmp_path, **limits)))
     assert gone == at_once
 
 
 def test_calls_the_pacing_keeps_waiting_are_counted_as_held_back_until_they_go(tmp_path):
     """The pool reads this count to stop giving a worker more evaluations. 16 calls of a
-    judge with unknown limits: 4 go, 12 wait for the first answer; after it, the fitted
-    concurrency lets 9 go (half the ceiling of 16, and one for the answer), 7 wait."""
+    judge with unknown limits: 4 go, 12 wait for the first answer; an answer that tells no
+    limits grows the probing concurrency by 3 (four times as many each round trip, not
+    half the ceiling at once: that burst is what a judge limiting silently refuses), so 7
+    go and 9 wait."""
     seen = asyncio.run(_sixteen_calls(_pacer(tmp_path), answer=True))
-    assert seen == [(4, 12), (9, 7)]
+    assert seen == [(4, 12), (7, 9)]
 
 
 def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):
@@ -237,8 +241,8 @@ def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path)
 
     async def two_calls() -> None:
         for _ in range(2):
-            async with pacer.call(30) as actual:
-                actual[0] = 10
+            async with pacer.call(30) as call:
+                call.tokens = 10
 
     asyncio.run(two_calls())
     # booked 30, then 0 of the 10 expected (from the 20 left): 30 ahead, 10 of it credit
@@ -266,3 +270,37 @@ def test_a_call_bigger_than_the_burst_is_told_to_wait_until_the_booking_ahead_en
     assert state.take_paced("j", "tokens", 6000, 300, burst=1) == 0.0  # 3 s booked
     wait = state.take_paced("j", "tokens", 6000, 300, burst=1)
     assert 2.5 < wait <= 3.0  # the 3 s ahead of it, not 6
+
+
+def test_a_configured_limit_is_kept_evenly_and_a_lower_told_one_wins(tmp_path):
+    """No minute's burst: 600 a minute is one call every 0.1 s from the first (a provider
+    enforcing its limit over a second refused half the calls a burst sent); a provider
+    telling 300 a minute is kept at 300."""
+    pacer = _pacer(tmp_path, requests_per_minute=600)
+    asyncio.run(_one_call(pacer))
+    wait = pacer.state.book_request(pacer.judge, 600.0, held=False)
+    assert 0.05 < wait <= 0.1  # the next call's turn: one interval after the first
+    told = _pacer(tmp_path / "told", requests_per_minute=600)
+    told.state.record_outcome(told.judge, 16, False, RateLimits(5, limit_requests=300))
+    asyncio.run(_one_call(told))
+    assert 0.15 < told.state.book_request(told.judge, 600.0, held=False) <= 0.2
+
+
+async def _one_call(pacer: Pacer) -> None:
+    async with pacer.call(100):
+        pass
+
+
+def test_a_call_with_no_turn_before_its_deadline_says_so_instead_of_waiting(tmp_path):
+    """One call a minute: the second call's turn is a minute away, past its evaluation's
+    deadline; it gives up then, naming the pace, rather than run into the pool's timeout."""
+    pacer = _pacer(tmp_path, requests_per_minute=1)
+    asyncio.run(_one_call(pacer))
+
+    async def late_call() -> None:
+        async with pacer.call(100, deadline=time.monotonic() + 0.2):
+            pytest.fail("the call went before its turn")
+
+    with pytest.raises(NoTurnInTime, match=r"deadline \(paced at 1 requests a minute\)"):
+        asyncio.run(late_call())
+    assert HeldBack.calls == 0

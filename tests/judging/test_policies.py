@@ -8,7 +8,11 @@ import pytest
 
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy, parse_retry_after
+from n8n_deepeval_pipeline.judging.retry_policy import (
+    RetryPolicy,
+    is_rate_limited,
+    parse_retry_after,
+)
 from n8n_deepeval_pipeline.judging.schema_filler import fill_schema
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
 
@@ -112,3 +116,13 @@ def test_schema_filler_fits_bounds_scales_and_question_counts():
     ten = {"type": "object", "properties": {"score": {"type": "number"}}}
     assert 0 <= fill_schema(ten, b"x", "rate it from 0 to 10")["score"] <= 10
     assert 0 <= fill_schema(ten, b"x", "rate it")["score"] <= 1
+
+
+def test_rate_limit_answers_are_429_529_and_a_503_that_says_it_is_overloaded():
+    assert is_rate_limited(429, None, "HTTP 429 Rate limit reached for requests")
+    assert is_rate_limited(529, None, "HTTP 529 Overloaded")
+    assert is_rate_limited(503, 2.0, "HTTP 503 Service Unavailable")  # with a Retry-After
+    assert is_rate_limited(503, None, "HTTP 503 server busy, please try again.")  # Ollama
+    assert not is_rate_limited(503, None, "HTTP 503 injected 503")  # down, not busy
+    assert not is_rate_limited(500, None, "HTTP 500 too many open files")
+    assert not is_rate_limited(None, None, "no answer within 60 s")

@@ -73,3 +73,41 @@ def _post(url: str, body: dict[str, object], timeout_s: float) -> None:
 def _post_quietly(url: str, body: dict[str, object]) -> None:
     with contextlib.suppress(OSError):  # the server stops before it answers
         _post(url, body, timeout_s=60)
+
+
+def _status_and_headers(url: str, body: dict[str, object]) -> tuple[int, dict[str, str]]:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data, {"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return answer.status, {name.lower(): value for name, value in answer.headers.items()}
+    except urllib.error.HTTPError as refused:
+        return refused.code, {name.lower(): value for name, value in refused.headers.items()}
+
+
+@pytest.mark.parametrize(
+    ("announce", "on_answers", "on_refusals"),
+    [
+        ("headers", {"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+                     "x-ratelimit-reset-requests"},
+         {"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+          "x-ratelimit-reset-requests", "retry-after"}),
+        ("retry-after", set(), {"retry-after"}),
+        ("nothing", set(), set()),
+    ],
+)  # fmt: skip
+def test_a_judge_may_keep_its_limit_to_itself(announce, on_answers, on_refusals):
+    """What it tells of its budget: OpenAI's headers, only Retry-After, or nothing; it
+    limits all the same."""
+    server = LoopbackJudge(latency_s=0.0, requests_per_minute=1, announce=announce).start()
+    body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+    try:
+        answered = _status_and_headers(f"{server.base_url}/chat/completions", body)
+        refused = _status_and_headers(f"{server.base_url}/chat/completions", body)
+    finally:
+        server.stop()
+    told = {"x-ratelimit-limit-requests", "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests", "retry-after"}  # fmt: skip
+    assert (answered[0], told & answered[1].keys()) == (200, on_answers)
+    assert (refused[0], told & refused[1].keys()) == (429, on_refusals)
+    assert (server.rate_limited, len(server.admitted)) == (1, 1)

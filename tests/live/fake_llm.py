@@ -17,7 +17,9 @@ The answers are deterministic:
   with the arguments `{"input": "6*7"}`;
 - the last message is the user's and its text names an offered tool (`Order_Lookup` as
   "order lookup"): a call of that tool with each of its parameters set to the first number
-  of the text (`{"input": …}` for a tool without parameters);
+  of the text (`{"input": …}` for a tool without parameters), unless the system message
+  forbids it: "never" then the tool's name in one sentence ("Never issue refunds" keeps
+  `Refund` from being called; the answer is then `I cannot do that.`);
 - the last message is a tool result: `The answer is <result>.` (n8n sends a tool node's
   result as its items, `[{"response": "42"}]`: the `response` values are used);
 - otherwise `Echo: <user text>`, plus ` (turn N)` when earlier messages were replayed from
@@ -126,6 +128,8 @@ class FakeOpenAI:
         if last.get("role") == "user" and match and tool:
             return self.tool_call(tool, {"input": "".join(match.groups())})
         if last.get("role") == "user" and named is not None:
+            if forbidden(messages, named[0]):
+                return {"role": "assistant", "content": "I cannot do that."}
             return self.tool_call(named[0], named[1])
         answer = f"Echo: {user_text}"
         before = messages[:-1]
@@ -233,6 +237,13 @@ def named_tool(tools: list[dict[str, Any]], text: str) -> tuple[str, dict[str, A
             properties = (function.get("parameters") or {}).get("properties") or {}
             return name, {key: value for key in properties} or {"input": value}
     return None
+
+
+def forbidden(messages: list[dict[str, Any]], tool: str) -> bool:
+    """Whether a system message forbids the tool: "never" and its name in one sentence."""
+    spaced = re.escape(tool.lower().replace("_", " "))
+    system = " ".join(text_of(m) for m in messages if m.get("role") == "system").lower()
+    return re.search(rf"\bnever\b[^.]*{spaced}", system) is not None
 
 
 def usage(body: dict[str, Any], message: dict[str, Any]) -> dict[str, int]:

@@ -195,3 +195,57 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
             assert rows == [(f"session:online-a:{first}", "turn_relevancy", None)]
         finally:
             n8n.delete_workflow(workflow_id)
+
+
+def webhook_agent(n8n: N8nServer, credential_id: str, path: str) -> dict[str, Any]:
+    """The chat agent behind a Webhook, its memory keyed by the request's body.sessionId."""
+    workflow = n8n.chat_agent(credential_id)
+    webhook = {
+        "name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2.1,
+        "webhookId": "5e0c1f7a-3b2d-4c1e-9f00-00000000e023", "position": [0, 0],
+        "parameters": {"httpMethod": "POST", "path": path, "responseMode": "lastNode",
+                       "options": {}},
+    }  # fmt: skip
+    workflow["nodes"][0] = webhook
+    nodes = {node["name"]: node for node in workflow["nodes"]}
+    nodes["AI Agent"]["parameters"].update(promptType="define", text="={{ $json.body.message }}")
+    nodes["Simple Memory"]["parameters"] = {
+        "sessionIdType": "customKey", "sessionKey": "={{ $json.body.sessionId }}",
+        "contextWindowLength": 5,
+    }  # fmt: skip
+    connections = workflow["connections"]
+    connections["Webhook"] = connections.pop("When chat message received")
+    return workflow
+
+
+def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
+    n8n: N8nServer, env: Path, tmp_path: Path
+) -> None:
+    name, path = "live_online_webhook_chat", "online-webhook-chat"
+    with FakeOpenAI() as llm:
+        credential = n8n.openai_credential("Fake OpenAI (webhook chat)", llm.base_url)
+        workflow_id = n8n.create_workflow(webhook_agent(n8n, credential, path))
+        file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="AI Agent",
+                         end="Format", metric="turn_relevancy")  # fmt: skip
+        try:
+            defs = build_definitions([file])
+            with dg.instance_for_test() as instance:
+                started = tick(defs, name, instance, None)
+                url = n8n.webhook_url(path)
+                for session, message in (("w-a", "Hello"), ("w-b", "Hi"), ("w-a", "6*7?")):
+                    body = {"sessionId": session, "message": message}
+                    assert _chat(url, body).status_code == 200
+                wait_for_executions(n8n, workflow_id, 3)
+                opened = tick(defs, name, instance, started.cursor)
+                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
+                    time.sleep(4)
+                    opened = tick(defs, name, instance, opened.cursor)
+                (request,) = opened.run_requests
+                found = sorted((i["key"], len(i["execution_ids"])) for i in items(request, name))
+                assert found == [("w-a", 2), ("w-b", 1)]
+                execute(defs, name, instance, request)
+            rows = query(env, f"select item_key, metric, error_kind from {name}.online_scores")
+            assert sorted(rows) == [("w-a", "turn_relevancy", None),
+                                    ("w-b", "turn_relevancy", None)]  # fmt: skip
+        finally:
+            n8n.delete_workflow(workflow_id)

@@ -1,6 +1,10 @@
 """Steps read back from n8n executions (the shape of GET /executions?includeData=true)."""
 
-from n8n_deepeval_pipeline.n8n_api.executions import steps_by_session
+from n8n_deepeval_pipeline.n8n_api.executions import (
+    execution_steps,
+    executions_of,
+    steps_by_session,
+)
 
 STEPS = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}}, "observation": "42"}]
 
@@ -72,3 +76,15 @@ def test_a_session_of_several_messages_has_the_steps_of_all_its_executions_in_or
     sum_steps = execution("h:r5:0", {"output": "42", "intermediateSteps": STEPS})
     sum_steps["id"] = "32"
     assert steps_by_session([sum_steps, thanks, ticket]) == {"h:r5:0": ticket_steps + STEPS}
+
+
+def test_a_session_s_executions_are_found_one_per_message_in_the_order_they_ran():
+    # The red team reads the steps of a session's nth message, one execution each.
+    second = execution("red-team-a001", {"output": "Done", "intermediateSteps": STEPS})
+    first = execution("red-team-a001", {"output": "Hello", "intermediateSteps": []})
+    other = execution("red-team-a002", {"output": "Hi", "intermediateSteps": []})
+    first["id"], second["id"], other["id"] = "40", "41", "42"
+    found = executions_of([other, second, first], "red-team-a001")  # newest first, as listed
+    assert [e["id"] for e in found] == ["40", "41"]
+    assert [execution_steps(e) for e in found] == [[], STEPS]
+    assert executions_of([other], "red-team-a003") == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -128,7 +130,9 @@ def test_ids_are_hashes_of_the_input_so_a_repeated_question_is_one_row() -> None
     again = rows_from_executions([webhook_execution(9, "same")], WEBHOOK_AGENT)
     by_input = {row["input"]: row for row in draft.rows}
     assert again.rows[0]["rowId"] == by_input["same"]["rowId"]
-    assert by_input["same"]["executionIds"] == ["3"]  # the newest is kept
+    # the row stands for both executions, in the order they were sent, from the first
+    assert by_input["same"]["executionIds"] == ["1", "3"]
+    assert by_input["same"]["startedAt"] == executions[2]["startedAt"]
 
 
 def test_a_chat_session_of_three_messages_is_one_row_with_its_messages_in_order(
@@ -283,3 +287,75 @@ def test_editor_runs_only_on_request_and_n8n_evaluation_runs_never(
     assert [row["input"] for row in lines(out)] == ["q3"]
     draw("--include-manual", "--out", str(out))
     assert [row["input"] for row in lines(out)] == ["q3", "q1"]
+
+
+def test_redact_into_a_file_of_unredacted_rows_rewrites_them_redacted(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    question = "I am jane.doe@example.com, my order is late"
+    n8n.executions = [webhook_execution(1, question), webhook_execution(2, "plain")]
+    out = tmp_path / "traffic.jsonl"
+    draw("--expected-from-output", "--out", str(out))
+    hand_written = {"rowId": "r-7", "input": "write to bob@example.org", "customer": "C-1"}
+    with out.open("a", encoding="utf-8") as file:
+        file.write(json.dumps(hand_written) + "\n")
+    out.chmod(0o640)
+    before = {row["input"]: row for row in lines(out)}
+
+    n8n.executions.append(webhook_execution(3, question))
+    result = draw("--redact", "--expected-from-output", "--out", str(out))
+    text = out.read_text("utf-8")
+    assert "jane.doe@example.com" not in text and "bob@example.org" not in text
+    rows = {row["input"]: row for row in lines(out)}
+    assert set(rows) == {
+        "I am [redacted e-mail], my order is late",
+        "plain",
+        "write to [redacted e-mail]",
+    }
+    redacted = rows["I am [redacted e-mail], my order is late"]
+    # the id a redacted draw gives the same input, so the new execution joined no copy
+    assert redacted["rowId"] != before[question]["rowId"]
+    assert redacted["executionIds"] == ["1"]
+    assert redacted["expectedOutput"] == "answer to I am [redacted e-mail], my order is late"
+    assert rows["plain"] == before["plain"]  # nothing to take out: the row as it was
+    assert rows["write to [redacted e-mail]"]["rowId"] == "r-7"  # an id of its own stays
+    assert "2 rows already there redacted" in result.stdout
+    assert "0 new in" in result.stdout
+    assert out.stat().st_mode & 0o777 == 0o640  # rewritten in place: the file keeps its mode
+
+
+def test_redact_into_a_data_table_of_unredacted_rows_is_refused(n8n: FakeN8nApi) -> None:
+    n8n.executions = [webhook_execution(1, "I am jane.doe@example.com")]
+    draw("--data-table", "traffic")
+    n8n.executions.append(webhook_execution(2, "plain"))
+    refused = CliRunner().invoke(
+        main, ["dataset", "from-executions", "wf", "--redact", "--data-table", "traffic"]
+    )
+    assert refused.exit_code == 1
+    assert refused.output.endswith(
+        "Error: Data Table 'traffic' holds 1 row(s) --redact would change (first: row "
+        f"{n8n_row_id(n8n)!r}, column input): remove them or write to another table; "
+        "nothing written\n"
+    )
+    (table,) = n8n.tables.values()
+    assert len(table["rows"]) == 1
+
+
+def n8n_row_id(n8n: FakeN8nApi) -> str:
+    (table,) = n8n.tables.values()
+    return str(table["rows"][0]["rowId"])
+
+
+def test_a_dataset_file_the_user_names_is_made_as_their_umask_makes_files(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    n8n.executions = [webhook_execution(1, "a")]
+    out = tmp_path / "made" / "here" / "traffic.jsonl"
+    users = os.umask(0o022)
+    try:
+        draw("--out", str(out))
+    finally:
+        os.umask(users)
+    modes = [stat.S_IMODE(path.stat().st_mode) for path in (out, out.parent, out.parent.parent)]
+    assert modes == [0o644, 0o755, 0o755]  # not the private modes of the command's own files
+    assert os.umask(users) == users  # the command put the test's umask back

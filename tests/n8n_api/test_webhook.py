@@ -1,5 +1,7 @@
 """The webhook target against FakeN8nWebhooks (a loopback test double of n8n's webhooks)."""
 
+from urllib.parse import quote
+
 import pytest
 
 from n8n_deepeval_pipeline import DatasetRow
@@ -153,3 +155,20 @@ def test_a_multi_turn_run_sends_each_message_in_one_session(fake):
 def test_the_identity_never_shows_the_url():
     identity = webhook_identity(f"https://n8n.example/webhook/{TOKEN}")
     assert identity.startswith("n8n:webhook:") and TOKEN not in identity
+
+
+def test_get_keeps_the_url_templates_own_query_and_adds_the_body_fields(fake):
+    runs, _ = call(
+        fake,
+        "probe/{{ evalContext.rowId }}?q={{ input }}&case=x",
+        [row("r3", "a b")],
+        method="GET",
+        body={"input": "{{ input }}"},
+    )
+    (request,) = fake.requests
+    assert request["target"] == (
+        f"/webhook/probe/r3?q=a%20b&case=x&input=a%20b&sessionId={quote(runs[0].run_id, safe='')}"
+    )
+    # a field the URL's query names already is the template's: not sent twice
+    call(fake, "probe/x?sessionId=mine", [row("r4", "hi")], method="GET", body={"a": "1"})
+    assert fake.requests[-1]["target"] == "/webhook/probe/x?sessionId=mine&a=1"

@@ -293,6 +293,80 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         ]
 
 
+WEBHOOK_MEMORY_AGENT = {
+    **WEBHOOK_AGENT,
+    "nodes": [
+        *WEBHOOK_AGENT["nodes"],
+        {"name": "Simple Memory", "type": "@n8n/n8n-nodes-langchain.memoryBufferWindow",
+         "typeVersion": 1.3,
+         "parameters": {"sessionIdType": "customKey", "sessionKey": "={{ $json.body.sessionId }}"}},
+    ],
+    "connections": {
+        **WEBHOOK_AGENT["connections"],
+        "Simple Memory": {"ai_memory": [[{"node": "AI Agent", "type": "ai_memory", "index": 0}]]},
+    },
+}  # fmt: skip
+WEBHOOK_CONVERSATION_BENCHMARK = """
+name: webhook_online
+workflow: {id: wf}
+dataset: {path: dataset.jsonl, idColumn: rowId}
+target: {type: n8n_workflow, startNodeName: AI Agent, endNodeName: Reply}
+metrics:
+  - metric: turn_relevancy
+  - metric: knowledge_retention
+online:
+  metrics: [turn_relevancy, knowledge_retention]
+  sessionIdleMinutes: 5
+"""
+
+
+@pytest.mark.slow  # the worker pool scores
+def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
+    n8n, tmp_path, environment
+):
+    n8n.workflows["wf"] = WEBHOOK_MEMORY_AGENT
+    defs = build_definitions([benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)])
+    with dg.instance_for_test() as instance:
+        sensor = defs.resolve_sensor_def("webhook_online__online")
+        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
+
+        def webhook_tick(cursor):
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, resources={"n8n": resource}
+            )
+            return sensor(context)
+
+        cursor = webhook_tick(None).cursor
+        now = datetime.now(UTC)
+        n8n.executions = [
+            webhook_execution(n, f"answer {n}", now - timedelta(minutes=20 - n),
+                              WEBHOOK_MEMORY_AGENT)
+            for n in (1, 2, 3)
+        ]  # fmt: skip
+        for number, session in ((1, "u-1"), (2, "u-2"), (3, "u-1")):
+            trigger = n8n.executions[number - 1]["data"]["resultData"]["runData"]["Webhook"]
+            trigger[0]["data"]["main"][0][0]["json"]["body"]["sessionId"] = session
+        (request,) = webhook_tick(cursor).run_requests
+        items = request.run_config["ops"]["webhook_online__online_scores"]["config"]["items"]
+        assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
+            ("session", "u-1", [1, 3]),
+            ("session", "u-2", [2]),
+        ]
+        defs.resolve_job_def("webhook_online__online").execute_in_process(
+            partition_key=request.partition_key, run_config=request.run_config, instance=instance
+        )
+        rows = query(
+            environment,
+            "select score_id, metric, error_kind from webhook_online.online_scores order by 1, 2",
+        )
+        assert rows == [
+            ("session:u-1:1", "knowledge_retention", None),
+            ("session:u-1:1", "turn_relevancy", None),
+            ("session:u-2:2", "knowledge_retention", None),
+            ("session:u-2:2", "turn_relevancy", None),
+        ]
+
+
 @pytest.mark.slow  # the worker pool scores
 def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_none(
     n8n, tmp_path, environment

@@ -90,3 +90,54 @@ def test_the_results_client_holds_what_it_opened_as_dagster_opens_it(database, m
         assert databases.is_held(database)  # the same configuration as Dagster's client
         with results_io_manager.AtomicDuckDbClient.connect(context, None) as connection:
             assert connection.execute("select sum(score) from scores").fetchone() == (6,)
+
+
+def _context(database: str) -> SimpleNamespace:
+    return SimpleNamespace(resource_config={"database": database, "connection_config": {}})
+
+
+def _counted_connects(monkeypatch) -> list[str]:
+    """Every duckdb.connect call from here on (and no real waiting between retries)."""
+    calls: list[str] = []
+    real = duckdb.connect
+
+    def counted(*args, **kwargs):
+        calls.append(str(kwargs.get("database", args[0] if args else "")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", counted)
+    monkeypatch.setattr(time, "sleep", lambda _seconds: None)
+    return calls
+
+
+@pytest.mark.parametrize("size", [0, 1000, 100_000])
+def test_a_truncated_database_fails_at_the_first_connect_not_after_retries(
+    database, tmp_path, monkeypatch, size
+):
+    whole = tmp_path / "whole.duckdb"
+    with duckdb.connect(str(whole)) as connection:  # big enough for 100 KB to cut it short
+        connection.execute("create table rows as select range as n from range(200000)")
+    truncated = tmp_path / "truncated.duckdb"
+    truncated.write_bytes(whole.read_bytes()[:size])
+    calls = _counted_connects(monkeypatch)
+    client = results_io_manager.AtomicDuckDbClient()
+    with pytest.raises(duckdb.IOException), client.connect(_context(str(truncated)), None):
+        pass
+    assert len(calls) == 1  # a damaged file stays damaged: never waited for
+
+
+def test_a_database_another_process_holds_is_waited_for(database, monkeypatch):
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import duckdb, time; c = duckdb.connect({database!r}); print('held', flush=True); "
+         "time.sleep(2)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    calls = _counted_connects(monkeypatch)
+    real_sleep = []
+    monkeypatch.setattr(time, "sleep", lambda seconds: real_sleep.append(seconds) or holder.wait())
+    client = results_io_manager.AtomicDuckDbClient()
+    with client.connect(_context(database), None) as connection:
+        assert connection.execute("select count(*) from scores").fetchone() == (1,)
+    assert len(calls) >= 2 and real_sleep  # the lock was waited for, then the file opened

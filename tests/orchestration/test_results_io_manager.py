@@ -51,3 +51,21 @@ def test_a_column_whose_type_changed_stops_with_what_to_do(example_copy, environ
     assert "column run_index is VARCHAR, now BIGINT" in message
     assert "Move the database file aside" in message
     assert query(environment, "select count(*) from support_agent.expanded_runs") == [(27,)]
+
+
+def test_a_table_never_written_reads_as_no_rows():
+    # An empty partition creates no table: a red team played in no version yet has no
+    # results table when the report reads every version's.
+    from dagster._core.storage.db_io_manager import TableSlice
+
+    from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
+        MigratingPandasTypeHandler,
+    )
+
+    handler = MigratingPandasTypeHandler()
+    table = TableSlice(table="red_team_results", schema="demo", database="results")
+    with duckdb.connect() as connection:
+        assert handler.load_input(None, table, connection).empty
+        connection.execute("create schema demo")
+        connection.execute("create table demo.red_team_results as select 'a001:0' as result_id")
+        assert handler.load_input(None, table, connection)["result_id"].tolist() == ["a001:0"]

@@ -310,7 +310,7 @@ def sample_report(
     )
 
 
-if __name__ == "__main__":  # writes the sample report's files, e.g. for docs/report.png
+if __name__ == "__main__":  # writes the sample report's files, e.g. for docs/images/report.png
     import sys
 
     for path in write_report(sample_report(), Path(sys.argv[1])).values():

@@ -95,8 +95,9 @@ def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
 
     errors = _judge_errors(judge_auth=3, judge_unavailable=51)
     assert _incompleteness(errors, None, 0.05) == (
-        "the judge refused the key (HTTP 401) for 3 scores and was unavailable "
-        "for 51 scores (--max-error-rate sets how many unjudged scores are acceptable)"
+        "54 of 64 scores have no judgement: the judge refused the key (HTTP 401) "
+        "for 3 and was unavailable for 51 (--max-error-rate sets how many unjudged scores are "
+        "acceptable)"
     )
     assert _incomplete_lines(errors, True)[-1] == (
         "  the judge refused the key (HTTP 401): give it a valid key and run again "
@@ -111,14 +112,18 @@ def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
     errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
     said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors, True)]
     assert said[0] == (
-        "the judge refused the calls (HTTP 403) for 3 scores and was unavailable "
-        "for 5 scores (--max-error-rate sets how many unjudged scores are acceptable)"
+        "10 of 20 scores have no judgement: the judge refused the calls (HTTP 403) "
+        "for 3, failed for 2 (judge_error) and was unavailable for 5 (--max-error-rate sets "
+        "how many unjudged scores are acceptable)"
     )
     assert "(50.0%: judge_unavailable 5, judge_forbidden 3, judge_error 2)" in said[1]
     assert not any("key" in line for line in said)
     # judge errors of another kind (no answer, a 500) say nothing of a refusal
     other = _judge_errors(judge_error=3, judge_unavailable=5)
-    assert _incompleteness(other, None, 0.05).startswith("the judge was unavailable for 5 scores")
+    assert _incompleteness(other, None, 0.05).startswith(
+        "8 of 18 scores have no judgement: the judge failed for 3 (judge_error) "
+        "and was unavailable for 5"
+    )
     assert _incomplete_lines(other, True)[-1].startswith("  the judge was unreachable: fix it")
 
 
@@ -213,4 +218,23 @@ def test_the_summary_says_the_placeholders_decide_no_run_and_what_does():
     assert any(
         line.startswith("knowledge_retention") and line.endswith("(dry-run, decides no run)")
         for line in lines
+    )
+
+
+def test_a_dead_judges_last_line_counts_every_unjudged_score():
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
+
+    # 30 calls failed before the circuit opened, 24 failed fast after it: 54 unjudged
+    errors = _judge_errors(judge_error=30, judge_unavailable=24)
+    assert _incompleteness(errors, None, 0.05) == (
+        "54 of 64 scores have no judgement: the judge failed for 30 (judge_error) "
+        "and was unavailable for 24 (--max-error-rate sets how many unjudged scores are "
+        "acceptable)"
+    )
+    # every kind of unjudged score is in the count, the judge's own first
+    mixed = _judge_errors(judge_auth=2, judge_invalid_output=1, judge_unavailable=5, timeout=1)
+    assert _incompleteness(mixed, None, 0.05) == (
+        "9 of 19 scores have no judgement: the judge refused the key (HTTP 401) "
+        "for 2, failed for 1 (judge_invalid_output) and was unavailable for 5; 1 more: "
+        "timeout 1 (--max-error-rate sets how many unjudged scores are acceptable)"
     )

@@ -13,6 +13,7 @@ few at a time, such as online scores; a re-run writes no duplicates).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -141,6 +142,19 @@ class MigratingPandasTypeHandler(DuckDBPandasTypeHandler):
             connection.execute(f"create table {schema}.{table} as select * from obj")
         report_written(context, table_slice, obj, added, "duckdb")
 
+    def load_input(
+        self, context: dg.InputContext, table_slice: TableSlice, connection: Any
+    ) -> pd.DataFrame:
+        """The slice's rows; a table never written has none (as the PostgreSQL store reads it).
+
+        An empty partition creates no table: a red team whose attacks have not been played in
+        any version yet has no results table for the report to read.
+        """
+        if not stored_columns(connection, table_slice.schema, table_slice.table):
+            return pd.DataFrame()
+        frame: pd.DataFrame = super().load_input(context, table_slice, connection)
+        return frame
+
 
 LINGER_S = 0.25
 """How long a run in this process keeps a results database open after its last use."""
@@ -211,6 +225,27 @@ class OpenDatabases:
 OPEN_DATABASES = OpenDatabases()
 
 
+# DuckDB's words when another process holds the file: the one failure worth waiting out.
+_LOCK_CONFLICT = "could not set lock on file"
+LOCK_WAIT_DELAYS_S = tuple(0.1 * 2**attempt for attempt in range(10))  # ~100 s, as Dagster's
+
+
+def connect_waiting_for_locks(database: str, config: dict[str, Any]) -> Any:
+    """A read-write connection; a lock another process holds is waited for, nothing else.
+
+    Dagster's own connect retries every I/O error for ~100 s, a damaged file's too, so a
+    truncated database was named only after that; it fails at once here.
+    """
+    for delay in (*LOCK_WAIT_DELAYS_S, None):
+        try:
+            return duckdb.connect(database=database, read_only=False, config=config)
+        except (RuntimeError, duckdb.IOException) as error:
+            if delay is None or _LOCK_CONFLICT not in str(error).lower():
+                raise
+        time.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 class AtomicDuckDbClient(DuckDbClient):
     """Replaces a partition's rows in one transaction: a failed write keeps the old ones."""
 
@@ -220,18 +255,19 @@ class AtomicDuckDbClient(DuckDbClient):
         """A connection whose work commits at the end, or rolls back and closes on error."""
         database = Path(context.resource_config["database"])
         new = not database.exists()
-        with DuckDbClient.connect(context, table_slice) as connection:
-            if new:  # DuckDB refuses an empty file: make the new one private before any row
-                database.chmod(PRIVATE_FILE_MODE)
-            connection.execute("begin transaction")
-            try:
-                yield connection
-            except BaseException:
-                connection.execute("rollback")
-                connection.close()  # Dagster's own connect closes only on success
-                raise
-            connection.execute("commit")
-            OPEN_DATABASES.hold(str(database), _connection_config(context))
+        connection = connect_waiting_for_locks(str(database), _connection_config(context))
+        if new:  # DuckDB refuses an empty file: make the new one private before any row
+            database.chmod(PRIVATE_FILE_MODE)
+        connection.execute("begin transaction")
+        try:
+            yield connection
+        except BaseException:
+            connection.execute("rollback")
+            connection.close()
+            raise
+        connection.execute("commit")
+        OPEN_DATABASES.hold(str(database), _connection_config(context))
+        connection.close()
 
     @staticmethod
     def delete_table_slice(

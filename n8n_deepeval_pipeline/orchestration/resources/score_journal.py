@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,9 +64,15 @@ class ScoreJournal:
         """
         return list(_entries(self.path))
 
+    @property
+    def ledger(self) -> Path:
+        """The folder of this chunk's call ledger: every judge call answered, by attempt."""
+        return self.path.with_suffix(".calls")
+
     def clear(self) -> None:
-        """Forget this journal's results (its rows are stored)."""
+        """Forget this journal's results and answered calls (its rows are stored)."""
         self.path.unlink(missing_ok=True)
+        shutil.rmtree(self.ledger, ignore_errors=True)
 
 
 class ScoreJournalResource(dg.ConfigurableResource):
@@ -87,6 +94,8 @@ class ScoreJournalResource(dg.ConfigurableResource):
         folder = Path(self.directory) / benchmark / partition
         for path in folder.glob("*.jsonl"):
             path.unlink(missing_ok=True)
+        for ledger in folder.glob("*.calls"):
+            shutil.rmtree(ledger, ignore_errors=True)
         with contextlib.suppress(OSError):  # not empty: a chunk is writing again
             folder.rmdir()
 

@@ -1,18 +1,21 @@
-"""The README's layout and layer list stay true to the package and its import contract."""
+"""The docs' code layout page stays true to the package and to its import contract."""
 
 import re
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "n8n_deepeval_pipeline"
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "reference" / "layout.md").read_text(encoding="utf-8")
 _MODULE = re.compile(r"^[a-z0-9_]+\.py$")
 
 
+def section(title: str) -> str:
+    return PAGE.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
 def layout_block() -> list[str]:
-    section = README.split("\n## Layout\n", 1)[1]
-    return section.split("```\n", 2)[1].splitlines()
+    return section("Modules").split("```\n", 2)[1].splitlines()
 
 
 def modules_in_layout() -> set[str]:
@@ -43,17 +46,17 @@ def modules_in_package() -> set[str]:
 
 def test_the_layout_names_every_module_of_the_package_and_no_other():
     listed, present = modules_in_layout(), modules_in_package()
-    assert sorted(present - listed) == [], "modules missing from the README's layout"
-    assert sorted(listed - present) == [], "modules in the README's layout that are gone"
+    assert sorted(present - listed) == [], "modules missing from the docs' layout page"
+    assert sorted(listed - present) == [], "modules in the docs' layout page that are gone"
 
 
-def test_the_readme_layers_are_the_import_contract():
-    sentence = README.split("Layers, top to bottom:", 1)[1].split(". Only", 1)[0]
-    readme = [" | ".join(re.findall(r"\w+", layer)) for layer in sentence.split("→")]
+def test_the_layers_listed_are_the_import_contract():
+    items = re.findall(r"^\d+\. (.+)$", section("Layers"), flags=re.MULTILINE)
+    listed = [" | ".join(re.findall(r"`(\w+)`", item)) for item in items]
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     (layers,) = [
         contract["layers"]
         for contract in pyproject["tool"]["importlinter"]["contracts"]
         if contract["type"] == "layers"
     ]
-    assert readme == [" | ".join(re.findall(r"\w+", layer)) for layer in layers]
+    assert listed == [" | ".join(re.findall(r"\w+", layer)) for layer in layers]

@@ -1,0 +1,41 @@
+"""The exit codes' reference page, written from the commands' own table (``EXIT_CODES``)."""
+
+from __future__ import annotations
+
+from markdown_text import code, table
+
+from n8n_deepeval_pipeline.console.exits import ANY_COMMAND, EXIT_CODES, RUN_EXIT_ORDER
+
+
+def exit_code_table() -> str:
+    """The table of every exit code, by command: the README shows the same one."""
+    rows = [
+        (
+            ", ".join(name if name == ANY_COMMAND else code(name) for name in row.commands),
+            str(row.code),
+            row.when,
+        )
+        for row in EXIT_CODES
+    ]
+    return table(["command", "code", "when"], rows)
+
+
+def page() -> str:
+    """The exit codes' page."""
+    order = ", then ".join(str(code_) for code_ in RUN_EXIT_ORDER)
+    return (
+        "# Exit codes\n\n"
+        "Every outcome of a command has its own exit code, so a CI job can tell a "
+        "regression from a judge outage from a broken file. This table is written from "
+        "the commands' own (`console/exits.py`), which their `--help` also shows.\n\n"
+        + exit_code_table()
+        + f"\n`run` checks its reasons in this order: {order}. An incomplete run is not "
+        "judged on its pass rate, and a regression is still said on stderr when the run "
+        "exits 3. Errored runs (a failed workflow call) have no overall score: the "
+        "headline's mean overall score leaves them out and says how many, while they "
+        "count as failed in the pass rate.\n\n"
+        "A full disk or a corrupt database is said in one line: `no space left under "
+        "<folder>` (the rows stored before are kept: a partition is replaced in one "
+        "transaction) or `<file>: the database is corrupt or truncated: move it aside …`.\n\n"
+        "[CI gating](../guides/ci-gating.md) shows them at work.\n"
+    )

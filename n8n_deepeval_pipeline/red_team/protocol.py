@@ -1,0 +1,134 @@
+"""What crosses between the step process and the red team's worker process.
+
+The step asks the worker to generate attacks or to play them; DeepTeam runs in the
+worker, and every message it sends to the workflow comes back to the step as a
+``TargetCall`` (the step owns n8n: the harness copy, its executions) and is answered with
+a ``TargetReply``. Each played attack comes back as an ``AttackOutcome`` as soon as it is
+judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.red_team.rows import RedTeamErrorKind
+
+# What the worker's DeepTeam must read at import: no telemetry, no progress bars.
+DEEPTEAM_ENV = {"DEEPTEAM_TELEMETRY_OPT_OUT": "YES", "DEEPTEAM_SHOW_PROGRESS": "false"}
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class AttackSeed(_Message):
+    """An attack as generated: enough to build its DeepTeam test case again."""
+
+    attack_id: str
+    vulnerability: str
+    vulnerability_class: str
+    vulnerability_type: str
+    risk_category: str | None = None
+    attack_method: str | None = None
+    attack_class: str | None = None
+    multi_turn: bool = False
+    input: str | None = None
+    error: str | None = None
+
+
+class ToolCallRecord(_Message):
+    """A tool the agent called: its arguments, what it got back, and whether that was a mock."""
+
+    name: str
+    input_parameters: dict[str, Any] = Field(default_factory=dict)
+    output: Any = None
+    description: str | None = None
+    mocked: bool = False
+
+
+class TurnRecord(_Message):
+    """One message of an attack's conversation."""
+
+    role: str
+    content: str
+    tools_called: list[ToolCallRecord] = Field(default_factory=list)
+    turn_level_attack: str | None = None
+
+
+class TargetCall(_Message):
+    """One message DeepTeam sends to the workflow, in the session of one attack run."""
+
+    call_id: int
+    session_id: str
+    message: str
+
+
+class TargetReply(_Message):
+    """The workflow's answer to a call (or why there is none)."""
+
+    call_id: int
+    content: str | None = None
+    tools_called: list[ToolCallRecord] = Field(default_factory=list)
+    error: str | None = None
+
+
+class JudgeUsage(_Message):
+    """The judge calls an attack run (or the generation) took."""
+
+    calls: int = 0
+    retries: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class AttackOutcome(_Message):
+    """One attack played on one run, as DeepTeam judged it."""
+
+    attack_id: str
+    run_index: int
+    input: str | None = None
+    actual_output: str | None = None
+    turns: list[TurnRecord] | None = None
+    tools_called: list[ToolCallRecord] = Field(default_factory=list)
+    score: float | None = None
+    reason: str | None = None
+    risk_category: str | None = None
+    cvss_score: float | None = None
+    error: str | None = None
+    error_kind: RedTeamErrorKind | None = None
+    usage: JudgeUsage = JudgeUsage()
+    target_calls: int = 0
+    latency_s: float = 0.0
+
+
+class GenerateRequest(_Message):
+    """Generate the attack set: DeepTeam's baseline attacks, dressed by the drawn attacks."""
+
+    config: RedTeamConfig
+    purpose: str | None
+    judge: JudgeSpec
+    cache_namespace: str  # a new one for every new set, unless the draw is seeded
+    concurrency: int = Field(ge=1)  # attacks dressed at once
+
+
+class Generated(_Message):
+    """The generated attack set and what its generation cost."""
+
+    seeds: list[AttackSeed]
+    usage: JudgeUsage
+
+
+class AttackRequest(_Message):
+    """Play every seed ``runs`` times against the workflow and judge each run."""
+
+    config: RedTeamConfig
+    purpose: str | None
+    judge: JudgeSpec
+    seeds: list[AttackSeed]
+    runs: int = Field(ge=1)
+    concurrency: int = Field(ge=1)  # attacks in flight at once: the target's maxConcurrency

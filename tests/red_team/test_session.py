@@ -1,0 +1,128 @@
+"""The red team's worker process seen from the step: every message it has for the workflow is
+answered (several at once), every outcome collected, and a worker that fails, dies or
+overruns is an error that names its kept log, without the judge's key. The worker here is
+``tests.red_team.fake_worker``, a fake that speaks the protocol without DeepTeam."""
+
+import threading
+import time
+
+import pytest
+
+from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.red_team import session
+from n8n_deepeval_pipeline.red_team.protocol import (
+    AttackRequest,
+    AttackSeed,
+    GenerateRequest,
+    TargetCall,
+    TargetReply,
+    ToolCallRecord,
+)
+
+CONFIG = RedTeamConfig.model_validate({"vulnerabilities": [{"name": "ExcessiveAgency"}]})
+JUDGE = JudgeSpec(provider="openai", model="gpt-4.1", api_key="sk-secret-red-team-key")
+
+
+@pytest.fixture(autouse=True)
+def fake_worker(monkeypatch):
+    monkeypatch.setattr(session, "_MODULE", "tests.red_team.fake_worker")
+
+
+def seed(attack_id, text):
+    return AttackSeed(
+        attack_id=attack_id,
+        vulnerability="Excessive Agency",
+        vulnerability_class="ExcessiveAgency",
+        vulnerability_type="permissions",
+        input=text,
+    )
+
+
+def request(*seeds, runs=2, concurrency=4):
+    return AttackRequest(
+        config=CONFIG, purpose=None, judge=JUDGE, seeds=list(seeds), runs=runs,
+        concurrency=concurrency,
+    )  # fmt: skip
+
+
+def test_generation_returns_the_worker_s_attack_set():
+    generated = session.generate(
+        GenerateRequest(
+            config=CONFIG, purpose="refunds", judge=JUDGE, cache_namespace="n", concurrency=2
+        ),
+        timeout_s=60,
+    )
+    assert [(s.attack_id, s.input) for s in generated.seeds] == [
+        ("a001", "refunds 1"),
+        ("a002", "refunds 2"),
+    ]
+
+
+def test_every_message_is_answered_in_its_session_several_at_once():
+    calls: list[TargetCall] = []
+    in_flight, most = [0], [0]
+    lock = threading.Lock()
+
+    def target(call: TargetCall) -> TargetReply:
+        with lock:
+            calls.append(call)
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+        time.sleep(0.2)  # long enough for the others to arrive
+        with lock:
+            in_flight[0] -= 1
+        tools = [ToolCallRecord(name="Refund", input_parameters={"orderId": call.message[-1]})]
+        return TargetReply(call_id=call.call_id, content=f"re: {call.message}", tools_called=tools)
+
+    seen = []
+    outcomes = session.attack(
+        request(seed("a001", "refund 1"), seed("a002", "refund 2")), target, seen.append, 60
+    )
+    assert len(calls) == 8  # 2 seeds × 2 runs × 2 turns
+    assert most[0] == 4  # as many as the concurrency lets through
+    by_session = {}
+    for call in calls:
+        by_session.setdefault(call.session_id, []).append(call.message)
+    assert by_session["a001-0"] == ["refund 1", "again: refund 1"]
+    assert seen == outcomes
+    assert sorted((o.attack_id, o.run_index) for o in outcomes) == [
+        ("a001", 0), ("a001", 1), ("a002", 0), ("a002", 1)]  # fmt: skip
+    first = next(o for o in outcomes if (o.attack_id, o.run_index) == ("a002", 1))
+    assert first.actual_output == "re: refund 2 | re: again: refund 2"
+    assert [t.input_parameters for t in first.tools_called] == [{"orderId": "2"}] * 2
+
+
+def test_a_target_that_raises_is_the_call_s_error_not_the_run_s():
+    def target(call: TargetCall) -> TargetReply:
+        raise ConnectionError(f"webhook down, key {JUDGE.api_key.get_secret_value()}")
+
+    (outcome,) = session.attack(request(seed("a001", "x"), runs=1), target, lambda o: None, 60)
+    assert outcome.error == "ConnectionError: webhook down, key [redacted]"
+
+
+def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key():
+    with pytest.raises(session.RedTeamWorkerError) as failed:
+        session.attack(request(seed("a001", "fail"), runs=1), lambda c: None, lambda o: None, 60)
+    message = str(failed.value)
+    assert message.startswith("the red team's worker failed: the judge refused [redacted];")
+    log = message.rsplit("its output is in ", 1)[1]
+    assert log.endswith(".log") and JUDGE.api_key.get_secret_value() not in message
+    with open(log) as kept:  # kept for reading, as the message says
+        kept.read()
+
+
+def test_a_worker_that_dies_is_an_error_with_its_exit_code():
+    with pytest.raises(session.RedTeamWorkerError, match=r"(exited with|died \(exit) code 9"):
+        session.attack(request(seed("a001", "die"), runs=1), lambda c: None, lambda o: None, 60)
+
+
+def test_a_worker_that_overruns_its_time_is_stopped():
+    def slow(call: TargetCall) -> TargetReply:
+        time.sleep(5)
+        return TargetReply(call_id=call.call_id, content="late")
+
+    started = time.monotonic()
+    with pytest.raises(session.RedTeamWorkerError, match="did not finish in time"):
+        session.attack(request(seed("a001", "x"), runs=1), slow, lambda o: None, timeout_s=2)
+    assert time.monotonic() - started < 15
