@@ -99,6 +99,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("ui",),
+        when="a benchmark file it is named is invalid: nothing is started",
+    ),
+    ExitCode(
         code=EXIT_ERROR,
         commands=("init",),
         when="the workflow cannot be read, or the benchmark written does not validate",

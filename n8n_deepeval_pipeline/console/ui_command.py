@@ -19,7 +19,7 @@ import click
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.console import benchmarks
-from n8n_deepeval_pipeline.console.exits import EXIT_INVALID_CONFIG, Refused
+from n8n_deepeval_pipeline.console.exits import EXIT_INVALID_CONFIG, Refused, exit_codes_stated
 
 _UI_HOST = "127.0.0.1"
 _PORTS_TO_TRY = 100
@@ -90,6 +90,7 @@ def _reports_served() -> AbstractContextManager[object]:
     return server
 
 
+@exit_codes_stated("ui")
 @click.command()
 @click.argument("files", nargs=-1, type=benchmarks.EXISTING_FILE)
 @click.option(
