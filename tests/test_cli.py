@@ -357,8 +357,8 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     assert "| ord-missing | 3/3 | 0/3 |" in (out / "eval-pr-comment.md").read_text()
     assert "51.9%" in (out / "report.html").read_text()
     assert (
-        "They decide no run: the pass rate is decided by tool_correctness, tool_permission, "
-        "no_refund_promise (no judge needed)."
+        "they decide no run: the pass rate is tool_correctness, tool_permission, "
+        "no_refund_promise's."
     ) in (out / "report.html").read_text()
     # The gate (failOn: likely_regression) fails, and the report says so: run exited 5.
     comment, page = (out / "eval-pr-comment.md").read_text(), (out / "report.html").read_text()
