@@ -143,6 +143,27 @@ VARIABLES: tuple[Variable, ...] = (
         meaning="The Azure OpenAI API version.",
     ),
     Variable(
+        name="N8N_DEEPEVAL_JUDGE_DEPLOYMENT",
+        group="judge",
+        meaning="Azure OpenAI: the deployment that runs the model (unset: the model's name).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_REGION",
+        group="judge",
+        meaning="Amazon Bedrock: the AWS region.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID",
+        group="judge",
+        meaning="Amazon Bedrock: the access key id (with `N8N_DEEPEVAL_JUDGE_API_KEY` as the "
+        "secret key; unset: AWS's own chain, a profile or an instance role).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_AWS_SESSION_TOKEN",
+        group="judge",
+        meaning="Amazon Bedrock: a session token, with temporary keys.",
+    ),
+    Variable(
         name="N8N_DEEPEVAL_JUDGE_TIMEOUT_S",
         group="judge",
         default="60",

@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
+from n8n_deepeval_pipeline.benchmark.simulation import SimulationConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
@@ -46,6 +47,7 @@ MappedField = Literal[
     "chatbotRole",
     "expectedOutcome",
     "scenario",
+    "userDescription",
 ]
 # What a recorded target can read from dataset columns.
 RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
@@ -393,6 +395,11 @@ class Benchmark(ConfigModel):
         description="Attack the workflow's agent with DeepTeam (off: unset); needs an "
         "n8n_workflow target (its service nodes mocked) or a webhook that actsOnTheWorld.",
     )
+    simulation: SimulationConfig | None = Field(
+        default=None,
+        description="Play each run of a conversational golden (scenario, expectedOutcome, "
+        "userDescription) as a conversation with a simulated user (off: unset).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -401,6 +408,20 @@ class Benchmark(ConfigModel):
         if isinstance(target, dict) and "type" not in target:
             data = {**data, "target": {**target, "type": "recorded"}}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _golden_columns_by_default(cls, data: Any) -> Any:
+        # A golden has no input: the seed's input/expectedOutput mapping would demand
+        # columns it does not have. Its own columns are read by name (tables.dataset_file).
+        if not isinstance(data, dict) or data.get("simulation") is None:
+            return data
+        dataset = data.get("dataset")
+        if not isinstance(dataset, dict):
+            return data
+        if {"columnMapping", "column_mapping"} & dataset.keys():
+            return data
+        return {**data, "dataset": {**dataset, "columnMapping": {}}}
 
     @model_validator(mode="before")
     @classmethod
@@ -490,9 +511,31 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _simulation_needs_a_live_target(self) -> Benchmark:
+        if self.simulation is None:
+            return self
+        if isinstance(self.target, RecordedTarget):
+            raise ValueError(
+                "simulation: a recorded target replays outputs captured earlier, so a "
+                "simulated user has no workflow to talk to: use target type n8n_workflow or "
+                "n8n_webhook, or remove the simulation section"
+            )
+        if self.target.messages_column is not None:
+            raise ValueError(
+                "simulation: target.messagesColumn scripts the user's messages, which the "
+                "simulated user writes: remove one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _no_judge_key_in_templates(self) -> Benchmark:
         listed = set(getattr(self.target, "env", ()))
-        choices = [self.judge, *(c for metric in self.metrics for c in metric.judge_choices())]
+        simulator = self.simulation.judge if self.simulation else None
+        choices = [
+            self.judge,
+            simulator,
+            *(c for metric in self.metrics for c in metric.judge_choices()),
+        ]
         keys = {choice.api_key_env for choice in choices if choice and choice.api_key_env}
         shared = sorted(listed & keys)
         if shared:
@@ -551,6 +594,12 @@ class Benchmark(ConfigModel):
         if isinstance(target, RecordedTarget):
             target = target.model_copy(update={"ignore_unused_outputs": True})
         return self.model_copy(update={"sink": None, "target": target, "red_team": None})
+
+    @property
+    def simulator_judge(self) -> JudgeChoice | None:
+        """The judge that plays the simulated user: the simulation's, over the benchmark's."""
+        own = self.simulation.judge if self.simulation else None
+        return own.over(self.judge) if own is not None else self.judge
 
     @property
     def metric_labels(self) -> list[str]:

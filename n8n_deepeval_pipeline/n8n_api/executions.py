@@ -116,12 +116,24 @@ def steps_by_session(executions: list[dict[str, Any]]) -> dict[str, list[Any]]:
     are all of theirs. Executions without a session id, or in which no agent ran, are
     left out.
     """
-    found: dict[str, list[Any]] = {}
+    return {
+        session: [step for steps in by_execution for step in steps]
+        for session, by_execution in steps_by_execution(executions).items()
+    }
+
+
+def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[Any]]]:
+    """Session id → each of its executions' intermediate steps, in the order they ran.
+
+    One execution answers one message: the i-th list holds the tools the agent called for
+    the session's i-th message (what a simulated conversation's turns carry).
+    """
+    found: dict[str, list[list[Any]]] = {}
     for execution in sorted(executions, key=_run_order):
         session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
         steps = execution_steps(execution)
         if session is not None and steps is not None:
-            found.setdefault(session, []).extend(steps)
+            found.setdefault(session, []).append(steps)
     return found
 
 

@@ -133,7 +133,12 @@ def build_benchmark_assets(
         (snapshot,) = from_frame(WorkflowSnapshot, workflow_snapshot)
         records = n8n.dataset_records(benchmark.dataset)
         with pointed_to_by(source):
-            rows = steps.dataset_rows(benchmark.dataset, snapshot.workflow_hash, records)
+            rows = steps.dataset_rows(
+                benchmark.dataset,
+                snapshot.workflow_hash,
+                records,
+                conversational=benchmark.simulation is not None,
+            )
         if selection is not None:
             rows = selection.apply(rows)
             context.log.info(f"trial of {len(rows)} rows: {selection.describe()}")

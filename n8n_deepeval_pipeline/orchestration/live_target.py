@@ -1,7 +1,8 @@
 """A live run of the workflow for ``agent_outputs``: call it, and make sure of the version.
 
 A webhook target is called as it is; a workflow target through a harness copy that runs
-from its start node to its end node. Outputs are stored under the partition (the
+from its start node to its end node. A simulated benchmark plays a conversation per run
+instead of one call (``simulated_target``). Outputs are stored under the partition (the
 workflow version) only if the workflow hashed to that version both before and after the
 calls: an edit during the run, or a partition of an older version, is refused instead of
 being labelled wrongly.
@@ -30,6 +31,12 @@ from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows,
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.simulated_target import (
+    SimulatedUsers,
+    conversations,
+    simulated_users,
+    simulation_metadata,
+)
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
@@ -62,17 +69,18 @@ def live_outputs(
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
-    """Call the webhook for every run, between two checks of the workflow's version."""
+    """Call the workflow for every run, between two checks of the workflow's version."""
     target = benchmark.target
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
+    users = simulated_users(benchmark, judge)
     if isinstance(target, WorkflowTarget):
         rows, failed = judge_written_rows(
             context, target, workflow, rows, judge.spec_for(benchmark.judge)
         )
         called = [run for run in runs if run.row_id not in failed]
         outputs = (  # no copy is made when no row is left to call
-            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows)
+            _through_harness(context, benchmark.name, target, workflow, n8n, called, rows, users)
             if called
             else []
         )
@@ -85,9 +93,10 @@ def live_outputs(
                 "the workflow is a file: the version n8n serves cannot be checked; "
                 "name it with workflow: {id: …} to have it checked before and after the calls"
             )
-        outputs = _call(context, n8n, target, runs, rows)
+        executions_of = None  # a webhook's executions are found through its workflow in n8n
         if isinstance(benchmark.workflow, N8nWorkflowRef) and target.steps_from_execution:
-            outputs = with_execution_steps(context, n8n, benchmark.workflow.id, outputs)
+            executions_of = benchmark.workflow.id
+        outputs = _call(context, n8n, target, runs, rows, users, executions_of)
     workflow_at_version(benchmark, n8n, partition, "after")
     return outputs
 
@@ -98,7 +107,15 @@ def _call(
     target: WebhookTarget,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
+    users: SimulatedUsers | None,
+    executions_of: str | None,
 ) -> list[AgentOutput]:
+    """One call per run, or one conversation per run with simulated users.
+
+    ``executions_of``: the workflow whose executions hold the steps answers lack.
+    """
+    if users is not None:
+        return conversations(context, n8n, users, target, runs, rows, executions_of)
     caller = n8n.webhook_caller(target)
     context.log.info(f"calling {caller.identity} for {len(runs)} runs")
     step = max(1, len(runs) // 10)
@@ -108,9 +125,12 @@ def _call(
             say_progress(context, f"called {done}/{total}")
 
     try:
-        return caller.outputs(runs, {row.row_id: row for row in rows}, progress)
+        outputs = caller.outputs(runs, {row.row_id: row for row in rows}, progress)
     finally:
         caller.close()
+    if executions_of is not None:
+        outputs = with_execution_steps(context, n8n, executions_of, outputs)
+    return outputs
 
 
 def _through_harness(
@@ -121,6 +141,7 @@ def _through_harness(
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
+    users: SimulatedUsers | None,
 ) -> list[AgentOutput]:
     """Run the workflow from its start to its end node through a harness copy."""
     problems = harness_problems(target, workflow)
@@ -130,8 +151,10 @@ def _through_harness(
         context.log.warning(f"acts on a real service: {node}")
     answers = mock_answers(target, workflow)
     label = f"{benchmark_name} {context.partition_key}"
-    # Every call may take its whole timeout, maxConcurrency at a time.
-    time_limit_s = target.timeout_s * -(-len(runs) // target.max_concurrency)
+    # Every call may take its whole timeout, maxConcurrency at a time (a conversation's
+    # calls one after the other).
+    calls = users.config.max_user_turns if users is not None else 1
+    time_limit_s = target.timeout_s * calls * -(-len(runs) // target.max_concurrency)
     with n8n.client() as client:
         for name in remove_stale_copies(client, benchmark_name):
             context.log.warning(f"removed a harness copy whose run is over: {name}")
@@ -145,15 +168,29 @@ def _through_harness(
             mocked_nodes(workflow, answers),
         ) as (copy_id, url):
             webhook = target.as_webhook(url, harness_body(target, workflow))
-            outputs = _call(context, n8n, webhook, runs, rows)
-            if target.steps_from_execution:
-                outputs = with_execution_steps(context, n8n, copy_id, outputs)
+            executions_of = copy_id if target.steps_from_execution else None
+            outputs = _call(context, n8n, webhook, runs, rows, users, executions_of)
     tools = {tool_name(name) for name in answers}
     return [
         output.model_copy(
-            update={"intermediate_steps": marked_mocked(output.intermediate_steps, tools)}
+            update={
+                "intermediate_steps": marked_mocked(output.intermediate_steps, tools),
+                "turns": _turns_marked_mocked(output.turns, tools),
+            }
         )
         for output in outputs
+    ]
+
+
+def _turns_marked_mocked(turns: list[Any] | None, tools: set[str]) -> list[Any] | None:
+    """A conversation's turns, the steps of mocked tools marked in each answer."""
+    if not turns or not tools:
+        return turns
+    return [
+        {**turn, "intermediateSteps": marked_mocked(turn["intermediateSteps"], tools)}
+        if isinstance(turn, dict) and isinstance(turn.get("intermediateSteps"), list)
+        else turn
+        for turn in turns
     ]
 
 
@@ -193,4 +230,5 @@ def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:
         "runs_without_output": sum(1 for output in outputs if output.error),
         "target_errors": sum(1 for output in outputs if output.error_kind == "target_error"),
         "mean_latency_s": fmean(latencies) if latencies else 0.0,
+        **simulation_metadata(outputs),
     }

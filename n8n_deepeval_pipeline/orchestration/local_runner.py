@@ -43,6 +43,7 @@ from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
     error_summary,
     incompleteness,
+    simulation_summary,
     summarise,
 )
 from n8n_deepeval_pipeline.tables.comparison import (
@@ -408,4 +409,9 @@ class BenchmarkRunner:
             self.benchmark.metric_labels,
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
-        return summary.model_copy(update={"workflow_checks": checks})
+        simulated = (
+            simulation_summary(self._table("agent_outputs", AgentOutput, partition))
+            if self.benchmark.simulation is not None
+            else None
+        )
+        return summary.model_copy(update={"workflow_checks": checks, "simulation": simulated})

@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
     ConsistencyStats,
     MetricScore,
     RunAggregate,
@@ -98,6 +99,40 @@ class FailingCase(BaseModel):
     categories: dict[str, int]  # failure category → runs
 
 
+class SimulationSummary(BaseModel):
+    """The simulated users' conversations of a version: why they stopped, what they cost."""
+
+    conversations: int
+    stopped: dict[str, int]  # stopping reason → conversations, most frequent first
+    mean_user_turns: float
+    judge: str | None
+    judge_calls: int
+    cached_calls: int
+    tokens: int
+    cost_usd: float | None
+
+
+def simulation_summary(outputs: list[AgentOutput]) -> SimulationSummary | None:
+    """The simulated users' figures (None: the runs were not simulated)."""
+    played = [output.simulation for output in outputs if output.simulation is not None]
+    if not played:
+        return None
+    stopped = Counter(str(output.stop_reason) for output in outputs if output.simulation)
+    return SimulationSummary(
+        conversations=len(played),
+        stopped=dict(stopped.most_common()),
+        mean_user_turns=fmean(int(part.get("userTurns", 0)) for part in played),
+        judge=next((str(part["judge"]) for part in played if part.get("judge")), None),
+        judge_calls=sum(int(part.get("judgeCalls", 0)) for part in played),
+        cached_calls=sum(int(part.get("cachedCalls", 0)) for part in played),
+        tokens=sum(
+            int(part.get("promptTokens", 0)) + int(part.get("completionTokens", 0))
+            for part in played
+        ),
+        cost_usd=_total([part.get("costUsd") for part in played]),
+    )
+
+
 class BenchmarkSummary(BaseModel):
     """The headline figures of one workflow version."""
 
@@ -134,6 +169,8 @@ class BenchmarkSummary(BaseModel):
     """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
     gate: Gate | None = None
     """What compare.failOn makes of the version against its baseline, and the exit codes."""
+    simulation: SimulationSummary | None = None
+    """The simulated users' conversations (a simulated benchmark), apart from the scores."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -349,6 +386,8 @@ def render_summary(summary: BenchmarkSummary) -> str:
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _attempts_lines(summary)
+    if summary.simulation is not None:
+        lines.append(_simulation_line(summary.simulation))
     lines += _incomplete_lines(summary.errors, summary.incomplete is not None)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
@@ -400,6 +439,17 @@ def _placeholder_lines(metrics: list[MetricSummary]) -> list[str]:
 
 def _cost(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
+
+
+def _simulation_line(simulation: SimulationSummary) -> str:
+    """The simulated users in one line: their conversations, why they stopped, their cost."""
+    stopped = ", ".join(f"{reason} {count}" for reason, count in simulation.stopped.items())
+    return (
+        f"simulated users ({simulation.judge}) · conversations {simulation.conversations} "
+        f"({stopped}) · mean user turns {simulation.mean_user_turns:.1f} · calls "
+        f"{simulation.judge_calls} (+{simulation.cached_calls} cached) · tokens "
+        f"{simulation.tokens} · cost {_cost(simulation.cost_usd)}"
+    )
 
 
 def _attempts_lines(summary: BenchmarkSummary) -> list[str]:

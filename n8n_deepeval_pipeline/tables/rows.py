@@ -89,6 +89,8 @@ class DatasetRow(TableRow):
     """What a conversation should achieve."""
     scenario: str | None = None
     """The situation a conversation plays out."""
+    user_description: str | None = None
+    """Who the simulated user is (a conversational golden's `userDescription`)."""
     raw: dict[str, Any]
     """Every column of the source row, as read."""
 
@@ -113,7 +115,13 @@ class ExpandedRun(TableRow):
 
 
 class AgentOutput(TableRow):
-    """What the workflow produced for one run (or why it produced nothing)."""
+    """What the workflow produced for one run (or why it produced nothing).
+
+    A simulated run's output is its conversation: ``turns`` (each assistant turn with the
+    ``intermediateSteps`` it called), why it stopped, and what the simulated user's judge
+    calls cost (``simulation``); its error kinds include the judge's when the simulated
+    user could not be played.
+    """
 
     table = "agent_outputs"
 
@@ -133,9 +141,15 @@ class AgentOutput(TableRow):
     """Seconds the workflow took to answer."""
     error: str | None = None
     """Why the run has no output (status and a short reason)."""
-    error_kind: Literal["target_error"] | None = None
-    """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded);
-    rows stored as `no_output` read back so."""
+    error_kind: Literal["target_error", "judge_error", "judge_unavailable"] | None = None
+    """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded,
+    no answer; rows stored as `no_output` read back so); `judge_error`,
+    `judge_unavailable`: the simulated user's judge failed."""
+    stop_reason: str | None = None
+    """Why a simulated conversation ended: `outcome_reached`, `turn_limit`,
+    `empty_user_turn`, `target_error` or `judge_error`."""
+    simulation: dict[str, Any] | None = None
+    """The simulated user's side: its turns, judge calls and cost."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 

@@ -77,14 +77,18 @@ def workflow_snapshot(
 
 
 def dataset_rows(
-    config: DatasetConfig, version: str, records: list[dict[str, Any]] | None = None
+    config: DatasetConfig,
+    version: str,
+    records: list[dict[str, Any]] | None = None,
+    conversational: bool = False,
 ) -> list[DatasetRow]:
     """The dataset after filters and the row cap, mapped fields in snake_case columns.
 
     ``version``: the full workflow hash. ``records``: the rows of an n8n Data Table;
-    without them the dataset file is read.
+    without them the dataset file is read. ``conversational``: the rows are conversational
+    goldens (a simulated benchmark).
     """
-    return load_dataset_rows(config, version, records)
+    return load_dataset_rows(config, version, records, conversational)
 
 
 def expanded_runs(rows: list[DatasetRow], runs_per_row: int, run_name: str) -> list[ExpandedRun]:

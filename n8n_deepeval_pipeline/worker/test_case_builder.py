@@ -104,7 +104,8 @@ class _Prepared:
         }
 
 
-def _tool_call(call: ToolCallData) -> ToolCall:
+def as_tool_call(call: ToolCallData) -> ToolCall:
+    """A tool call as DeepEval's ``ToolCall`` (test cases and simulated turns)."""
     return ToolCall(
         name=call.name,
         input_parameters=call.input_parameters,
@@ -121,7 +122,7 @@ def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
         expected_output=item.expected_output,
         context=item.context,
         retrieval_context=item.retrieval_context,
-        tools_called=[_tool_call(call) for call in prepared.calls]
+        tools_called=[as_tool_call(call) for call in prepared.calls]
         if prepared.calls is not None
         else None,
         expected_tools=[ToolCall(name=name) for name in item.expected_tools]
@@ -155,7 +156,7 @@ def _conversational_test_case(prepared: _Prepared) -> ConversationalTestCase:
             role=turn.role,
             content=turn.content,
             retrieval_context=turn.retrieval_context,
-            tools_called=[_tool_call(call) for call in turn.tools_called]
+            tools_called=[as_tool_call(call) for call in turn.tools_called]
             if turn.tools_called
             else None,
         )

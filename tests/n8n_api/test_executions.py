@@ -3,6 +3,7 @@
 from n8n_deepeval_pipeline.n8n_api.executions import (
     execution_steps,
     executions_of,
+    steps_by_execution,
     steps_by_session,
 )
 
@@ -88,3 +89,14 @@ def test_a_session_s_executions_are_found_one_per_message_in_the_order_they_ran(
     assert [e["id"] for e in found] == ["40", "41"]
     assert [execution_steps(e) for e in found] == [[], STEPS]
     assert executions_of([other], "red-team-a003") == []
+
+
+def test_a_simulated_conversations_turns_each_get_their_own_executions_steps():
+    thanks = execution("h:r6:0:thread", {"output": "You're welcome", "intermediateSteps": []})
+    sums = execution("h:r6:0:thread", {"output": "42", "intermediateSteps": STEPS})
+    other = execution("h:r6:1:thread", {"output": "Hi", "intermediateSteps": []})
+    sums["id"], thanks["id"], other["id"] = "40", "41", "42"
+    assert steps_by_execution([other, thanks, sums]) == {
+        "h:r6:0:thread": [STEPS, []],  # the first message's execution first
+        "h:r6:1:thread": [[]],
+    }

@@ -136,3 +136,42 @@ def test_turns_are_enriched_with_tool_calls_and_item_retrieval_context():
 def test_shapes_no_memory_produces_are_refused(value, message):
     with pytest.raises(ConversationShapeError, match=message):
         parse_conversation(value)
+
+
+SUM = {"action": {"tool": "Calculator", "toolInput": {"input": "6*7"}, "log": "calc"},
+       "observation": '[{"response":"42"}]'}  # fmt: skip
+SIMULATED = [
+    {"role": "user", "content": "What is 6*7?"},
+    {"role": "assistant", "content": "42.", "intermediateSteps": [SUM], "latencyS": 0.2},
+    {"role": "user", "content": "Thanks"},
+    {"role": "assistant", "content": "You're welcome.", "intermediateSteps": []},
+]
+
+
+def test_a_simulated_conversation_says_which_tools_each_turn_called():
+    turns = parse_conversation(SIMULATED)
+    assert [turn.tools_called for turn in turns] == [
+        None,
+        [ToolCallData(name="Calculator", input_parameters={"input": "6*7"},
+                      output='[{"response":"42"}]', reasoning="calc")],
+        None,
+        [],  # said: no tool
+    ]  # fmt: skip
+
+
+def test_per_turn_tools_are_kept_and_the_runs_tools_not_piled_on_the_last_turn():
+    every_tool = [ToolCallData(name="Calculator", input_parameters={"input": "6*7"})]
+    enriched = enrich_turns(parse_conversation(SIMULATED), every_tool, ["ctx"])
+    assert [len(turn.tools_called or []) for turn in enriched] == [0, 1, 0, 0]
+    assert [turn.retrieval_context for turn in enriched] == [None, ["ctx"], None, ["ctx"]]
+    # a recorded memory says nothing of tools: the run's go on its last answer, as before
+    recorded = [{key: value for key, value in t.items() if key != "intermediateSteps"}
+                for t in SIMULATED]  # fmt: skip
+    piled = enrich_turns(parse_conversation(recorded), every_tool, None)
+    assert [turn.tools_called for turn in piled] == [None, None, None, every_tool]
+
+
+def test_unreadable_turn_steps_are_named_by_message():
+    broken = [{"role": "assistant", "content": "x", "intermediateSteps": "{not json"}]
+    with pytest.raises(ConversationShapeError, match="message 1: "):
+        parse_conversation(broken)
