@@ -8,7 +8,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
-from n8n_deepeval_pipeline.summary.run_summary import summarise
+from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -39,7 +39,8 @@ def version_report(
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
 
-    Versions may be named by key or hash; the report shows their full hashes.
+    Versions may be named by key or hash; the report shows their full hashes. It calls
+    the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
     """
     candidate = stored.full_hash(candidate)
     rows = _rows(stored, own, candidate)
@@ -51,6 +52,8 @@ def version_report(
         own.consistency,
         benchmark.metric_labels,
     )
+    why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
+    summary = summary.model_copy(update={"incomplete": why})
     against = None
     if baseline:
         baseline = stored.full_hash(baseline)
@@ -58,9 +61,10 @@ def version_report(
             workflow_hash=baseline,
             rows=_rows(stored, own, baseline),
             comparison=stored.compare(baseline, candidate),
-            fail_on=benchmark.compare.fail_on,
         )
-    return build_report(summary, rows, baseline=against, dataset=own.dataset)
+    return build_report(
+        summary, rows, fail_on=benchmark.compare.fail_on, baseline=against, dataset=own.dataset
+    )
 
 
 def _rows(stored: StoredVersions, own: ReportOnlyTables, version: str) -> VersionRows:
