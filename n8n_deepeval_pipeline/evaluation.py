@@ -25,15 +25,15 @@ ErrorKind = Literal[
     "judge_rate_limited",
     "judge_unavailable",
     "metric_error",
-    "no_output",
     "target_error",
     "worker_crash",
     "timeout",
 ]
 # A metric's own answer about the run: asking again gives the same one.
 FINAL_ERROR_KINDS: frozenset[str] = frozenset({"missing_input", "invalid_config"})
-# The workflow failed to answer: a result about the workflow, not a gap in the scoring.
-TARGET_ERROR_KINDS: frozenset[str] = frozenset({"no_output", "target_error"})
+# The workflow failed to answer (a failed call, nothing recorded or stored for the run):
+# a result about the workflow, not a gap in the scoring.
+TARGET_ERROR_KINDS: frozenset[str] = frozenset({"target_error"})
 # The judge did not answer (the circuit was open): the run is incomplete, not judged.
 OUTAGE_ERROR_KINDS: frozenset[str] = frozenset({"judge_unavailable"})
 # The judge refused the call, by its HTTP status: the key (401), or what the key may use

@@ -34,7 +34,7 @@ from n8n_deepeval_pipeline.console.exits import (
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
     from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
-    from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, ErrorSummary
+    from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary
 
 
 def _workers_warming(wanted: bool) -> AbstractContextManager[None]:
@@ -169,6 +169,11 @@ def run(
                     if runner.benchmark.red_team
                     else None
                 )
+                rates = red_team[0] if red_team else None
+                breach = _red_team_verdicts(rates, runner.benchmark, max_error_rate)
+                incomplete = incomplete or breach.incomplete
+                gate = runner.version_gate(partition, incomplete)
+                summary = summary.model_copy(update={"gate": gate, "incomplete": incomplete})
                 if selection is not None:
                     kept = settings.home()
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
@@ -182,19 +187,21 @@ def run(
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     _print_summary(summary, red_team, as_json)
-    regressed = "no_regression" in materialised.failed_checks
-    if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
-        gate = runner.benchmark.compare.fail_on
-        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
-    breach = _red_team_verdicts(red_team[0] if red_team else None, runner.benchmark, max_error_rate)
+    if gate.has_regression:  # said even when the run is incomplete: its exit 3 hides this one
+        flagged = gate.flagged_cases
+        cases = f"{len(flagged)} case{'s' if len(flagged) != 1 else ''}"
+        click.echo(
+            f"{gate.fail_on} against baseline {gate.baseline}: {', '.join(flagged)} "
+            f"({cases}; `n8n-deepeval compare {file}` shows why)",
+            err=True,
+        )
     for said in (breach.over_limit, breach.new):  # said whichever exit code wins
         if said:
             click.echo(said, err=True)
-    incomplete = incomplete or breach.incomplete
     if incomplete:
-        click.echo(incomplete, err=True)
+        click.echo(f"incomplete: {incomplete}", err=True)
         sys.exit(EXIT_INCOMPLETE)
-    if regressed:
+    if gate.has_regression:
         sys.exit(EXIT_RUN_REGRESSION)
     if breach.over_limit:
         sys.exit(EXIT_BREACH_OVER_FAIL_ON)
@@ -298,7 +305,7 @@ def _red_team_verdicts(
     errors = sum(rate.errors for rate in vulnerabilities)
     limit = benchmark.checks.max_error_rate if max_error_rate is None else max_error_rate
     incomplete = (
-        f"incomplete: red team: {errors} of {attacks} attack runs errored (neither breached "
+        f"red team: {errors} of {attacks} attack runs errored (neither breached "
         f"nor held), above {limit:.1%}"
         if attacks and errors / attacks > limit
         else None
@@ -344,8 +351,11 @@ def _judged(
     if materialised.attempts is not None:  # what the judge cost every attempt, and this run
         spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
         summary = summary.model_copy(update=spend)
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness
+
     limit = runner.benchmark.checks.max_error_rate
-    return summary, _incompleteness(summary.errors, max_error_rate, limit)
+    why = incompleteness(summary.errors, max_error_rate, limit)
+    return summary.model_copy(update={"incomplete": why}), why
 
 
 def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
@@ -353,31 +363,6 @@ def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
     said = "".join(f"\n  {error}" for error in dict.fromkeys(errors))
     where = "see the log above" if verbose else "--verbose shows Dagster's log"
     return f"the run of workflow {partition[:12]} failed ({where})" + (f":{said}" if said else "")
-
-
-def _incompleteness(
-    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
-) -> str | None:
-    """Why the run counts as incomplete, or None.
-
-    The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
-    one, so that the CLI and the check give one answer.
-    """
-    from n8n_deepeval_pipeline.summary.run_summary import judge_trouble, over_error_limit
-
-    if max_error_rate is None and errors.judge_outage:
-        return (
-            f"incomplete: {judge_trouble(errors)} "
-            "(--max-error-rate sets how many unjudged scores are acceptable)"
-        )
-    if max_error_rate is None:
-        limit, named = max_error_rate_checked, "checks.maxErrorRate"
-    else:
-        limit, named = max_error_rate, "--max-error-rate"
-    over = over_error_limit(errors, limit)
-    if over:
-        return f"incomplete: {' and '.join(over)}, above {named} {limit:.1%}"
-    return None
 
 
 @exit_codes_stated("backfill")
@@ -426,7 +411,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                     failed.append(failure)
                     continue
                 if why:
-                    incomplete.append(f"workflow {partition[:12]}: {why}")
+                    incomplete.append(f"workflow {partition[:12]}: incomplete: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:  # one storage fault behind every failure is said once

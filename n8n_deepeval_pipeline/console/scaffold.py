@@ -2,8 +2,10 @@
 
 The workflow's anatomy gives the target (its start node, the node the trigger feeds, and
 its end node, run through a harness copy), the dataset's columns (the fields of the
-trigger's item the start node reads) and the metrics, by topology: always a
-reference-free quality metric (helpfulness); tools → tool permission, and tool
+trigger's item the start node reads) and the metrics, by topology: always a check that
+the workflow answered (a pattern, no judge needed: on the dry-run judge the judge metrics'
+placeholders decide no run) and a reference-free quality metric (helpfulness); tools →
+tool permission, and tool
 correctness when the dataset has expected tools; memory → the conversational metrics;
 a vector store or retriever → the RAG metric that needs no passages; an expected output
 → correctness. What needs a column the dataset lacks is written commented out, with the
@@ -270,6 +272,11 @@ def _placed(item: Any, keys: list[str], value: str) -> Any:
 
 
 def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
+    # A check that needs no judge: on the dry-run judge the judge metrics are placeholders,
+    # which decide no run, so that a first run's pass rate says whether the wiring works.
+    yield _commented("  - metric: pattern_match", "no judge needed: did the workflow")
+    yield _commented("    label: answered", "answer with some text?")
+    yield "    pattern: '(?s)\\s*\\S.*'"
     yield _commented("  - metric: helpfulness", "reference-free: does it meet the request?")
     if has_expectations:
         yield _commented("  - metric: correctness", "against expectedOutput")

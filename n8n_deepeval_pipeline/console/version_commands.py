@@ -41,7 +41,6 @@ def compare(
     """Compare two versions of benchmark FILE, case by case."""
     from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
-    from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     if variants:
@@ -55,19 +54,20 @@ def compare(
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
             before, after = runner.versions_to_compare(baseline, candidate)
-            comparison = runner.stored_versions([before, after]).compare(before, after)
+            stored = runner.stored_versions([before, after])
+            comparison = stored.compare(before, after)
+            gate = runner.gate(after, before, stored, runner.incompleteness(after, stored))
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
-    gate = runner.benchmark.compare.fail_on
-    flagged = cases_failing_gate(comparison, gate)
     if as_json:
-        printed = comparison_json(comparison, before, after, gate, flagged)
-        click.echo(json.dumps(printed, indent=2))
+        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
     else:
         click.echo(render_comparison(comparison, before, after))
-    if flagged:
+    if gate.flagged_cases:
+        flagged = gate.flagged_cases
         click.echo(
-            f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
+            f"{len(flagged)} case(s) flagged {gate.fail_on} or worse: {', '.join(flagged)}",
+            err=True,
         )
         sys.exit(EXIT_REGRESSION)
 

@@ -8,7 +8,9 @@ Accepted, message by message or mixed:
   wrapped as ``[{messages: [...], messagesCount}]``);
 - OpenAI-style ``{role: user|assistant|system|tool, content}``;
 - LangChain's serialised ``{lc, type: constructor, id: [..., "HumanMessage"], kwargs}``.
-System and tool messages are not turns. A message may carry its own
+System and tool messages are not turns, nor is an assistant message without text that
+only asks for tools (n8n's agents keep it in memory between the question and the
+answer that follows the tool's result). A message may carry its own
 ``retrievalContext`` (top level, in ``data`` or in ``additional_kwargs``), and an
 OpenAI-style assistant message the tools that turn called as ``intermediateSteps`` (any
 shape ``agent_steps`` reads; a simulated conversation stores each answer's steps so).
@@ -101,6 +103,12 @@ def _turn_tools(message: Mapping[str, Any], position: int) -> list[ToolCallData]
     return None if steps is None else tool_calls(steps)
 
 
+def _asks_for_tools(body: Mapping[str, Any]) -> bool:
+    kwargs = body.get("additional_kwargs")
+    holders = [body, kwargs] if isinstance(kwargs, Mapping) else [body]
+    return any(holder.get("tool_calls") for holder in holders)
+
+
 def _message_turns(message: Mapping[str, Any], position: int) -> list[TurnData]:
     if "role" in message:
         kind, body = str(message["role"]), message
@@ -127,6 +135,8 @@ def _message_turns(message: Mapping[str, Any], position: int) -> list[TurnData]:
     if role is None:
         return []
     content = _text(body.get("content"))
+    if role == "assistant" and not content.strip() and _asks_for_tools(body):
+        return []
     tools = _turn_tools(message, position) if role == "assistant" and "role" in message else None
     turn = TurnData(role=role, content=content, retrieval_context=_retrieval_context(message))
     return [turn.model_copy(update={"tools_called": tools})]

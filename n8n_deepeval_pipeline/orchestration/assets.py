@@ -29,6 +29,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
 from n8n_deepeval_pipeline.orchestration.red_team import (
     build_red_team_assets,
@@ -192,7 +193,7 @@ def build_benchmark_assets(
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
         else:
             outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
-        context.add_output_metadata(outputs_metadata(outputs))
+        context.add_output_metadata(shown(outputs_metadata(outputs)))
         return to_frame(AgentOutput, outputs)
 
     @dg.asset(
@@ -210,8 +211,8 @@ def build_benchmark_assets(
             from_frame(MetricScore, metric_scores),
         )
         passed = [row.overall_success for row in rows]
-        rate = _rounded(fmean(passed)) if passed else 0.0
-        context.add_output_metadata({"runs": len(rows), "run_pass_rate": rate})
+        rate = fmean(passed) if passed else 0.0
+        context.add_output_metadata(shown({"runs": len(rows), "run_pass_rate": rate}))
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -507,34 +508,26 @@ def _stored_versions(
 def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     """Where the report is, its PR comment, and the figures charted across versions."""
     headline = report.headline
-    metadata: dict[str, Any] = {
-        "report": dg.MetadataValue.path(str(html)),
-        "report_url": dg.MetadataValue.url(html.as_uri()),
-        "summary": dg.MetadataValue.md(pr_comment(report)),
-        "run_pass_rate": dg.MetadataValue.float(_rounded(headline.pass_rate.rate or 0.0)),
-        "variant": report.variant or BASE,
-    }
+    metadata: dict[str, Any] = {"report": dg.MetadataValue.path(str(html))}
+    served = settings.report_url(html)
+    if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
+        metadata["report_url"] = dg.MetadataValue.url(served)
+    metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
+    metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
+    metadata["variant"] = report.variant or BASE
     if headline.cost_usd is not None:  # the report's "—": unpriced is not free
-        metadata["cost_usd"] = dg.MetadataValue.float(round(headline.cost_usd, 6))
+        metadata["cost_usd"] = dg.MetadataValue.float(headline.cost_usd)
     if headline.mean_overall_score is not None:
-        metadata["mean_overall_score"] = dg.MetadataValue.float(
-            _rounded(headline.mean_overall_score)
-        )
-    return metadata
+        metadata["mean_overall_score"] = dg.MetadataValue.float(headline.mean_overall_score)
+    return shown(metadata)
 
 
 def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
     counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
     metadata: dict[str, Any] = {"baseline": baseline[:12], **counts}
     if comparison.overall_delta is not None:
-        delta = _rounded(comparison.overall_delta)
-        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(delta)
-    return metadata
-
-
-def _rounded(value: float) -> float:
-    """A rate without float sums' noise: -0.125, not -0.12500000000000006 (9 places kept)."""
-    return round(value, 9)
+        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(comparison.overall_delta)
+    return shown(metadata)
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
@@ -543,5 +536,5 @@ def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
         "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows]),
         "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]),
     }
-    present = {name: _rounded(value) for name, value in means.items() if value is not None}
-    return {"cases": len(rows), **present}
+    present = {name: value for name, value in means.items() if value is not None}
+    return shown({"cases": len(rows), **present})

@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag, answered_calls
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -243,17 +244,17 @@ def build_metric_scores_asset(
         spend = with_answered_calls(spend, answered_calls(journal.ledger), planned.prices)
         yield dg.Output(
             ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
-            metadata={
-                "rows": len(scores),
-                "evaluated": len(to_run),
-                "resumed": resumed,
-                # this step's process (its workers: pool/peak_rss_mb_per_worker)
-                "step_peak_rss_mb": round(
-                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
-                ),
-                **{f"pool/{key}": value for key, value in pool.items()},
-                **_pacing_metadata(judge, planned),
-            },
+            metadata=shown(
+                {
+                    "rows": len(scores),
+                    "evaluated": len(to_run),
+                    "resumed": resumed,
+                    # this step's process (its workers: pool/peak_rss_mb_per_worker)
+                    "step_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                    **{f"pool/{key}": value for key, value in pool.items()},
+                    **_pacing_metadata(judge, planned),
+                }
+            ),
         )
         journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
 
@@ -377,12 +378,12 @@ def _pool_metadata(chunks: list[ChunkScores]) -> dict[str, Any]:
     for key in {key for entry in stats for key in entry}:
         values = [entry[key] for entry in stats if key in entry]
         if key in summed:
-            merged[key] = round(sum(values), 3)
+            merged[key] = sum(values)
         elif key in worst:
             merged[key] = max(values)
         else:
-            merged[key] = round(statistics.median(values), 3)
-    return {f"pool/{key}": merged[key] for key in sorted(merged)}
+            merged[key] = statistics.median(values)
+    return shown({f"pool/{key}": merged[key] for key in sorted(merged)})
 
 
 def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, Any]:
@@ -393,16 +394,18 @@ def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, An
     """
     everything = sum(spend.values(), JudgeSpend())
     own = spend.get(run_id, JudgeSpend())
-    return {
-        ATTEMPTS_METADATA: dg.MetadataValue.json(
-            {run: part.model_dump() for run, part in spend.items()}
-        ),
-        "attempts/count": dg.MetadataValue.int(len(spend)),
-        "attempts/judge_calls": dg.MetadataValue.int(everything.judge_calls),
-        "attempts/cost_usd": dg.MetadataValue.float(everything.cost_usd or 0.0),
-        "run/judge_calls": dg.MetadataValue.int(own.judge_calls),
-        "run/cost_usd": dg.MetadataValue.float(own.cost_usd or 0.0),
-    }
+    return shown(
+        {
+            ATTEMPTS_METADATA: dg.MetadataValue.json(
+                {run: part.model_dump() for run, part in spend.items()}
+            ),
+            "attempts/count": dg.MetadataValue.int(len(spend)),
+            "attempts/judge_calls": dg.MetadataValue.int(everything.judge_calls),
+            "attempts/cost_usd": dg.MetadataValue.float(everything.cost_usd or 0.0),
+            "run/judge_calls": dg.MetadataValue.int(own.judge_calls),
+            "run/cost_usd": dg.MetadataValue.float(own.cost_usd or 0.0),
+        }
+    )
 
 
 def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
@@ -423,7 +426,7 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
         metadata["tokens"] = dg.MetadataValue.int(sum(s.tokens for s in judged))
     costs = [s.cost_usd for s in judged if s.cost_usd is not None]
     if costs:  # unpriced (a dry run, a model without a price): no cost, as the report's "—"
-        metadata["cost_usd"] = dg.MetadataValue.float(round(sum(costs), 6))
+        metadata["cost_usd"] = dg.MetadataValue.float(sum(costs))
     for metric in sorted({s.metric for s in scores}):
         values = [s.score for s in scores if s.metric == metric and s.score is not None]
         if values:
@@ -434,8 +437,8 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
     judges = judge_usage(scores)
     for usage in judges if len(judges) > 1 else []:
         if usage.cost_usd is not None:
-            metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(round(usage.cost_usd, 6))
-    return metadata
+            metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd)
+    return shown(metadata)
 
 
 def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
@@ -477,12 +480,14 @@ def score_checks(
             check_name="error_rate",
             asset_key=key,
             passed=not over_error_limit(errors, benchmark.checks.max_error_rate),
-            metadata={
-                "unjudged": errors.unjudged,
-                "unjudged_rate": errors.unjudged_rate,
-                "failed_target_calls": errors.failed_target_calls,
-                "failed_target_call_rate": errors.failed_target_call_rate,
-            },
+            metadata=shown(
+                {
+                    "unjudged": errors.unjudged,
+                    "unjudged_rate": errors.unjudged_rate,
+                    "failed_target_calls": errors.failed_target_calls,
+                    "failed_target_call_rate": errors.failed_target_call_rate,
+                }
+            ),
         ),
         dg.AssetCheckResult(
             check_name="every_run_scored",

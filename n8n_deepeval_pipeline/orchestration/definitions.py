@@ -1,7 +1,8 @@
 """The code location Dagster loads (``-m n8n_deepeval_pipeline.orchestration.definitions``).
 
-One asset group, job, schedule and sensor per benchmark file found in the benchmark
-folders (``$N8N_DEEPEVAL_BENCHMARKS``, default ``./benchmarks`` and the bundled examples).
+One asset group, job, schedule and sensor per benchmark file named, or found in the
+folders named, by ``$N8N_DEEPEVAL_BENCHMARKS`` (``n8n-deepeval ui FILE…`` sets it to its
+files; default ``./benchmarks`` and the bundled examples).
 This is the one place where environment variables (and secrets) meet resources.
 """
 
@@ -258,8 +259,8 @@ def _check_schema_name(benchmark: Benchmark) -> None:
 
 
 def load_definitions() -> dg.Definitions:
-    """Definitions for every benchmark file in the configured folders."""
-    return build_definitions(settings.discover_benchmark_files(settings.benchmark_folders()))
+    """Definitions for every benchmark file named, or found in the folders named."""
+    return build_definitions(settings.discover_benchmark_files(settings.benchmark_paths()))
 
 
 @dg.definitions

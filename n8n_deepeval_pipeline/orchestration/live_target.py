@@ -316,7 +316,7 @@ def outputs_metadata(outputs: list[AgentOutput]) -> dict[str, Any]:
         "runs": len(outputs),
         "runs_without_output": sum(1 for output in outputs if output.error),
         "target_errors": sum(1 for output in outputs if output.error_kind == "target_error"),
-        "mean_latency_s": round(fmean(latencies), 4) if latencies else 0.0,
+        "mean_latency_s": fmean(latencies) if latencies else 0.0,
         **simulation_metadata(outputs),
     }
     usage = workflow_usage(outputs)

@@ -41,8 +41,12 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
+from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
+from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
 from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
+    error_summary,
+    incompleteness,
     simulation_summary,
     summarise,
 )
@@ -69,6 +73,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     WorkflowCheck,
     WorkflowSnapshot,
     full_hash,
+    of_version,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workflow.variants import BASE, Member
@@ -402,6 +407,30 @@ class BenchmarkRunner:
                 f"no version before {chosen[:12]} to compare with: run another version first"
             )
         return before, chosen
+
+    def incompleteness(self, version: str, stored: StoredVersions) -> str | None:
+        """Why a stored version is incomplete, as the error_rate check says (no CLI limit)."""
+        errors = error_summary(of_version(stored.scores, version))
+        return incompleteness(errors, None, self.benchmark.checks.max_error_rate)
+
+    def gate(
+        self, candidate: str, baseline: str | None, stored: StoredVersions, incomplete: str | None
+    ) -> Gate:
+        """The gate of a stored version against ``baseline`` (None: it has none).
+
+        ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
+        """
+        fail_on = self.benchmark.compare.fail_on
+        if baseline is None:
+            return version_gate(fail_on, None, [], incomplete)
+        flagged = cases_failing_gate(stored.compare(baseline, candidate), fail_on)
+        return version_gate(fail_on, baseline, flagged, incomplete)
+
+    def version_gate(self, partition: str, incomplete: str | None) -> Gate:
+        """The gate of a version just run, against its baseline (``run``'s last word)."""
+        baseline = self.baseline_of(partition)
+        stored = self.stored_versions([partition] + ([baseline] if baseline else []))
+        return self.gate(partition, baseline, stored, incomplete)
 
     def report(self, partition: str) -> Report:
         """The version's report, compared with its baseline when it has one.

@@ -8,7 +8,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
-from n8n_deepeval_pipeline.summary.run_summary import summarise
+from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
@@ -44,9 +44,10 @@ def version_report(
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
 
-    Versions may be named by key or hash; the report shows their full hashes. When the
-    candidate is a workflow with variants, or one of them, and ``stored`` and ``own`` hold
-    the family's rows, the report sets them side by side.
+    Versions may be named by key or hash; the report shows their full hashes. It calls
+    the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
+    When the candidate is a workflow with variants, or one of them, and ``stored`` and
+    ``own`` hold the family's rows, the report sets them side by side.
     """
     candidate = stored.full_hash(candidate)
     rows = _rows(stored, own, candidate)
@@ -59,6 +60,8 @@ def version_report(
         benchmark.metric_labels,
         rows.outputs,
     )
+    why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
+    summary = summary.model_copy(update={"incomplete": why})
     against = None
     if baseline:
         baseline = stored.full_hash(baseline)
@@ -66,13 +69,13 @@ def version_report(
             workflow_hash=baseline,
             rows=_rows(stored, own, baseline),
             comparison=stored.compare(baseline, candidate),
-            fail_on=benchmark.compare.fail_on,
         )
     snapshot = next((s for s in own.snapshots if s.workflow_hash == candidate), None)
     summary = summary.model_copy(update={"variant": snapshot.variant if snapshot else None})
     return build_report(
         summary,
         rows,
+        fail_on=benchmark.compare.fail_on,
         baseline=against,
         dataset=own.dataset,
         variants=_family_matrix(benchmark, candidate, stored, own),

@@ -313,10 +313,10 @@ def _judges(config: MetricConfig, resolve: JudgeResolver) -> list[JudgeSpec]:
 
 
 def _no_output(output: AgentOutput | None) -> EvaluationResult:
-    """Why a run has no score: the target failed, or nothing was stored for it."""
+    """Why a run has no score: its target (or simulated user's judge) failed, or none was stored."""
     if output is None:
-        return EvaluationResult.failed(-1, "no_output", "no agent output stored for this run")
-    return EvaluationResult.failed(-1, output.error_kind or "no_output", output.error or "")
+        return EvaluationResult.failed(-1, "target_error", "no agent output stored for this run")
+    return EvaluationResult.failed(-1, output.error_kind or "target_error", output.error or "")
 
 
 def _marked(judge: JudgeSpec, reason: str | None) -> str | None:

@@ -12,11 +12,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+
+# A run without output was once stored as "no_output" too; one name is kept for it now, the
+# one `compare` and the failure categories use, and rows stored before read back under it.
+_RETIRED_ERROR_KINDS = {"no_output": "target_error"}
+
+
+def _current_error_kind(kind: Any) -> Any:
+    return _RETIRED_ERROR_KINDS.get(kind, kind) if isinstance(kind, str) else kind
 
 
 class TableRow(BaseModel):
@@ -138,10 +146,9 @@ class AgentOutput(TableRow):
     """Seconds the workflow took to answer."""
     error: str | None = None
     """Why the run has no output (status and a short reason)."""
-    error_kind: Literal["target_error", "no_output", "judge_error", "judge_unavailable"] | None = (
-        None
-    )
-    """`target_error`: the call failed; `no_output`: it answered nothing; `judge_error`,
+    error_kind: Literal["target_error", "judge_error", "judge_unavailable"] | None = None
+    """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded,
+    no answer; rows stored as `no_output` read back so); `judge_error`,
     `judge_unavailable`: the simulated user's judge failed."""
     stop_reason: str | None = None
     """Why a simulated conversation ended: `outcome_reached`, `turn_limit`,
@@ -160,6 +167,8 @@ class AgentOutput(TableRow):
     """What those calls cost (USD); None also when a model has no price: unpriced."""
     llm_usage: list[dict[str, Any]] | None = None
     """Per model node: its model, calls, prompt and completion tokens, estimated, cost."""
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 class MetricScore(TableRow):
@@ -218,6 +227,8 @@ class MetricScore(TableRow):
     """Share of the panel's answering judges whose verdict is the panel's."""
     judge_scores: list[dict[str, Any]] | None = None
     """Each panel judge's score, verdict, reason or error, calls, tokens and cost."""
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 Row = TypeVar("Row", bound=TableRow)

@@ -135,11 +135,24 @@ def agent_outputs(
     return recorded_outputs(target, runs, {row.row_id: row for row in rows}, runs_per_row)
 
 
+def deciding_metrics(benchmark: Benchmark, scores: list[MetricScore]) -> set[str]:
+    """The metrics whose results decide a run under the pass rule.
+
+    ``Benchmark.counted_labels`` (aggregate.metrics, default all but head-to-head ones),
+    less the dry-run judge's placeholders when a score that needs no judge is among them:
+    a placeholder is no judgement, and must not decide a first run's pass rate. When only
+    placeholders are left, they decide (the summary says so).
+    """
+    counted = set(benchmark.counted_labels)
+    real = counted - {score.metric for score in scores if score.dry_run}
+    return real or counted
+
+
 def run_aggregates(
     benchmark: Benchmark, runs: list[ExpandedRun], scores: list[MetricScore]
 ) -> list[RunAggregate]:
-    """One aggregate per run over the metrics that count (``Benchmark.counted_labels``)."""
-    counted = set(benchmark.counted_labels)
+    """One aggregate per run over the metrics that decide it (``deciding_metrics``)."""
+    counted = deciding_metrics(benchmark, scores)
     by_run = scores_by_run(scores)
     rows = []
     for run in runs:

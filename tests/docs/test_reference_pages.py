@@ -143,7 +143,7 @@ def test_the_tables_page_has_every_column_of_every_table_with_its_type():
     assert scores["success"][:2] == ["boolean", "no"]
     assert scores["judge_scores"][0] == "JSON text"
     assert rows(page["agent_outputs"])["error_kind"][0] == (
-        "text: `target_error`, `no_output`, `judge_error` or `judge_unavailable`"
+        "text: `target_error`, `judge_error` or `judge_unavailable`"
     )
 
 

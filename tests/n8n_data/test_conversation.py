@@ -86,6 +86,48 @@ def test_every_memory_form_gives_the_same_turns(history):
     assert pairs(parse_conversation(history)) == EXPECTED
 
 
+def lc(kind, **kwargs):
+    return {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", kind],
+            "kwargs": kwargs}  # fmt: skip
+
+
+CALL = {"id": "call_6", "name": "Calculator", "args": {"input": "6*7"}, "type": "tool_call"}
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [  # what n8n 2.41's Simple Memory held after an agent called its Calculator
+            lc("HumanMessage", content="What is 6*7", additional_kwargs={}),
+            lc("AIMessage", content=[], tool_calls=[CALL], invalid_tool_calls=[]),
+            lc("ToolMessage", content='[{"response":"42"}]', tool_call_id="call_6"),
+            lc("AIMessage", content="The answer is 42.", tool_calls=[]),
+        ],
+        [  # stored messages (Redis, Postgres chat memory)
+            {"type": "human", "data": {"content": "What is 6*7"}},
+            {"type": "ai", "data": {"content": "", "tool_calls": [CALL]}},
+            {"type": "tool", "data": {"content": "42", "tool_call_id": "call_6"}},
+            {"type": "ai", "data": {"content": "The answer is 42.", "tool_calls": []}},
+        ],
+        [  # OpenAI style: the call in the message's tool_calls, its content null
+            {"role": "user", "content": "What is 6*7"},
+            {"role": "assistant", "content": None, "additional_kwargs": {"tool_calls": [CALL]}},
+            {"role": "tool", "content": "42", "tool_call_id": "call_6"},
+            {"role": "assistant", "content": "The answer is 42."},
+        ],
+    ],
+    ids=["lc-json", "stored", "openai"],
+)
+def test_a_message_that_only_asks_for_a_tool_is_not_a_turn(history):
+    assert pairs(parse_conversation(history)) == [
+        ("user", "What is 6*7"),
+        ("assistant", "The answer is 42."),
+    ]
+    # An answer without text and without a tool call stays a turn: the agent said nothing.
+    silent = [lc("HumanMessage", content="Hi"), lc("AIMessage", content="", tool_calls=[])]
+    assert pairs(parse_conversation(silent)) == [("user", "Hi"), ("assistant", "")]
+
+
 def test_json_text_and_absent_history():
     assert pairs(parse_conversation('[{"role": "user", "content": "Hi"}]')) == [("user", "Hi")]
     assert parse_conversation(None) is None and parse_conversation("") is None

@@ -1,3 +1,5 @@
+import os
+
 import dagster as dg
 import pytest
 
@@ -106,6 +108,21 @@ def test_no_regression_is_a_verdict_by_default_and_blocks_only_when_asked(
     example_copy.write_text(text.replace("compare:\n", "compare:\n  blocking: true\n", 1))
     assert "blocking: true" in example_copy.read_text()
     assert _no_regression_spec(build_definitions([example_copy])).blocking
+
+
+def test_the_benchmarks_variable_names_files_as_well_as_folders(
+    tmp_path, monkeypatch, example_copy
+):
+    """What `n8n-deepeval ui FILE` hands Dagster: the files named, not the bundled example."""
+    from n8n_deepeval_pipeline import settings
+
+    other = tmp_path / "folder" / "benchmarks" / "x.benchmark.yaml"
+    other.parent.mkdir(parents=True)
+    other.write_text("name: x\n")
+    monkeypatch.setenv(settings.BENCHMARKS_ENV, f"{example_copy}{os.pathsep}{tmp_path / 'folder'}")
+    assert settings.discover_benchmark_files(settings.benchmark_paths()) == sorted(
+        [example_copy.resolve(), other.resolve()]
+    )
 
 
 def test_the_judge_resource_takes_each_providers_settings_from_the_environment(monkeypatch):
