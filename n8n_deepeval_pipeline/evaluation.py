@@ -48,6 +48,20 @@ def is_unjudged(error_kind: str | None) -> bool:
     return error_kind is not None and error_kind not in FINAL_ERROR_KINDS | TARGET_ERROR_KINDS
 
 
+class HeadToHead(BaseModel):
+    """A run set against the same row's run, same run index, of another version of the family.
+
+    ``name`` and ``opponent`` are the two versions' names (``base`` or a variant's): what
+    DeepEval's arena calls its contestants, masked from the judge and named in its reason.
+    """
+
+    name: str
+    opponent: str
+    opponent_output: str | None
+    opponent_steps: list[Any] | None = None
+    opponent_first: bool  # the judge reads the opponent first: positions swap on odd runs
+
+
 class EvaluationItem(BaseModel):
     """The n8n-shaped data one metric evaluation reads (snake_case DeepEval names)."""
 
@@ -64,6 +78,7 @@ class EvaluationItem(BaseModel):
     chatbot_role: str | None = None
     expected_outcome: str | None = None
     scenario: str | None = None
+    head_to_head: HeadToHead | None = None  # a head-to-head metric's other side
 
 
 class EvaluationTask(BaseModel):

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Screenshot a written report (OUT_DIR/report.html) with headless Chromium, or measure it.
 
-    scripts/report_screenshot.py OUT_DIR PNG [--height 2000] [--width 1280] [--case ROW_ID]
+    scripts/report_screenshot.py OUT_DIR PNG [--height 2000] [--width 1280]
+        [--case ROW_ID | --section ID]
     scripts/report_screenshot.py OUT_DIR --measure [--width 1600]
 
 ``--case`` pictures one case alone (a flagged one shows the baseline's runs beside the
-candidate's): a copy of the page, written next to the PNG, hides everything else.
-``--measure`` prints how tall the whole page is at ``--width`` pixels, as the browser lays
-it out (details open or folded as the page opens them). The page loads nothing, so
-Chromium runs with networking off; it needs /usr/bin/chromium (scripts/install_chromium.sh).
+candidate's), ``--section`` one section of the page (``variants``: the frontier chart and
+the matrix of a workflow and its variants): a copy of the page, written next to the PNG,
+hides everything else. ``--measure`` prints how tall the whole page is at ``--width``
+pixels, as the browser lays it out (details open or folded as the page opens them). The
+page loads nothing, so Chromium runs with networking off; it needs /usr/bin/chromium
+(scripts/install_chromium.sh).
 """
 
 from __future__ import annotations
@@ -105,6 +108,17 @@ def focus_on_case(page: Path, row_id: str, copy: Path) -> Path:
     return copy
 
 
+def focus_on_section(page: Path, section: str, copy: Path) -> Path:
+    """A copy of ``page`` that shows only its section ``section`` (by id); the copy's path."""
+    html = page.read_text(encoding="utf-8")
+    if f'<section id="{section}">' not in html:
+        raise SystemExit(f"{page} has no section {section!r}")
+    selector = f"section[id={json.dumps(section)}]"
+    style = f"<style>main > *:not({selector}) {{ display: none; }}</style>"
+    copy.write_text(html.replace("</head>", style + "</head>", 1), encoding="utf-8")
+    return copy
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", type=Path, help="a folder holding report.html")
@@ -113,7 +127,9 @@ def main() -> int:
     parser.add_argument(
         "--width", type=int, help=f"window width ({WIDTH}; --measure: {MEASURE_WIDTH})"
     )
-    parser.add_argument("--case", help="picture only this case (its row id)")
+    focus = parser.add_mutually_exclusive_group()
+    focus.add_argument("--case", help="picture only this case (its row id)")
+    focus.add_argument("--section", help="picture only this section (its id, e.g. variants)")
     parser.add_argument("--measure", action="store_true", help="print the page's full height")
     arguments = parser.parse_args()
     page = arguments.out_dir / "report.html"
@@ -133,6 +149,8 @@ def main() -> int:
     arguments.png.parent.mkdir(parents=True, exist_ok=True)
     if arguments.case is not None:
         page = focus_on_case(page, arguments.case, arguments.png.with_suffix(".html"))
+    if arguments.section is not None:
+        page = focus_on_section(page, arguments.section, arguments.png.with_suffix(".html"))
     screenshot(page, arguments.png, arguments.height, arguments.width or WIDTH)
     print(arguments.png)
     return 0

@@ -93,7 +93,7 @@ def test_metrics_lists_the_catalog_under_a_header_in_aligned_columns():
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
     catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
-    assert len(catalog) == 46
+    assert len(catalog) == 47  # with arena_g_eval, head to head between variants
     assert {"g_eval", "tool_use", "citation_faithfulness", "correctness", "tools_used"} <= set(
         catalog
     )

@@ -34,6 +34,7 @@ from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 # DeepEval-side fields a dataset column can be mapped to (the seed Trigger's names).
 MappedField = Literal[
@@ -500,6 +501,28 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _head_to_head_between_variants(self) -> Benchmark:
+        variants = self.variants
+        for metric in self.metrics:
+            if not entry_for(metric).head_to_head:
+                continue
+            label, against = metric.result_label(), getattr(metric, "against", BASE)
+            if not variants:
+                raise ValueError(
+                    f"metric {label!r} judges variants head to head: give the n8n_workflow "
+                    "target variants"
+                )
+            if against != BASE and against not in variants:
+                known = ", ".join([BASE, *variants])
+                raise ValueError(f"metric {label!r}: against {against!r} is not one of {known}")
+            if label in (self.aggregate.metrics or []):
+                raise ValueError(
+                    f"aggregate.metrics: {label!r} judges one variant against another and "
+                    "decides no run"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _executions_need_a_workflow_in_n8n(self) -> Benchmark:
         # A webhook's executions are found through its workflow in n8n.
         steps = isinstance(self.target, WebhookTarget) and self.target.steps_from_execution
@@ -605,6 +628,32 @@ class Benchmark(ConfigModel):
     def metric_labels(self) -> list[str]:
         """Labels of the metrics, in file order."""
         return [metric.result_label() for metric in self.metrics]
+
+    @property
+    def counted_labels(self) -> list[str]:
+        """The metrics that decide a run under the pass rule (aggregate.metrics, default all).
+
+        A head-to-head metric never does: it says how two versions compare.
+        """
+        if self.aggregate.metrics is not None:
+            return list(self.aggregate.metrics)
+        return [
+            metric.result_label() for metric in self.metrics if not entry_for(metric).head_to_head
+        ]
+
+    @property
+    def head_to_head(self) -> dict[str, str]:
+        """Each head-to-head metric's label → the version it is against (base or a variant)."""
+        return {
+            metric.result_label(): getattr(metric, "against", BASE)
+            for metric in self.metrics
+            if entry_for(metric).head_to_head
+        }
+
+    @property
+    def variants(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """The target's variants in file order (none unless an n8n_workflow target has some)."""
+        return dict(self.target.variants) if isinstance(self.target, WorkflowTarget) else {}
 
 
 # The seed's column options of Aggregate and Consistency, each with the sink column it

@@ -74,7 +74,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=EXIT_RUN_REGRESSION,
         commands=("run",),
         when="a case has the verdict `compare.failOn` (or a surer one) against the previous "
-        "version",
+        "version (of the workflow itself: a variant worse than the workflow fails nothing)",
     ),
     ExitCode(
         code=EXIT_BREACH_OVER_FAIL_ON,
@@ -90,12 +90,13 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_REGRESSION,
         commands=("compare",),
-        when="a case has the verdict `compare.failOn` (or a surer one)",
+        when="a case has the verdict `compare.failOn` (or a surer one); never with `--variants`",
     ),
     ExitCode(
         code=EXIT_COMPARE_FAILED,
         commands=("compare", "report"),
-        when="the comparison cannot run (a version unknown or not run)",
+        when="the comparison cannot run (a version unknown or not run; with `--variants`, "
+        "no variant of it scored)",
     ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(

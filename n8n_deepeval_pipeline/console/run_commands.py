@@ -105,6 +105,15 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     help="The red team (redTeam) generates a new attack set instead of playing the kept "
     "one; later versions keep the new one.",
 )
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME",
+    help="Run only this version of the workflow (repeatable): a variant of target.variants, "
+    "or base for the workflow itself. Default: the workflow and every variant, their calls "
+    "side by side (docs/guides/variants.md).",
+)
 @benchmarks.verbose_option
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -118,9 +127,14 @@ def run(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     regenerate_attacks: bool,
+    variants: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Run benchmark FILE for the workflow's current version and print a summary."""
+    """Run benchmark FILE for the workflow's current version and print a summary.
+
+    With target.variants, the workflow and each variant are versions of their own, run
+    side by side; the summary is followed by their matrix.
+    """
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
@@ -132,8 +146,15 @@ def run(
                 file, for_run=True
             )  # read once: the run registers it
             benchmarks.warn(file, checked.warnings)
+            _refuse_variant_options(benchmark, variants, record)
             with _instance_for(file, checked, selection) as instance:
                 runner = benchmarks.runner(file, instance, not no_cache, selection, benchmark)
+                if benchmark.variants:
+                    _run_with_variants(
+                        runner, file, variants, selection, not no_cache, verbose,
+                        max_error_rate, record, as_json, fail_under,
+                    )  # fmt: skip
+                    return
                 partition = runner.register_current_version(checked.workflow_hash)
                 name = runner.benchmark.name
                 click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
@@ -189,6 +210,53 @@ def run(
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _refuse_variant_options(benchmark: Any, variants: tuple[str, ...], record: Any) -> None:
+    """--variant needs variants; --record writes one version's outputs."""
+    if variants and not benchmark.variants:
+        raise Refused("--variant: the benchmark's target has no variants", EXIT_INVALID_CONFIG)
+    if record is not None and benchmark.variants and len(variants) != 1:
+        raise Refused(
+            "--record writes one version's outputs: name it with --variant (base for the "
+            "workflow itself)",
+            EXIT_INVALID_CONFIG,
+        )
+
+
+def _run_with_variants(
+    runner: Any,
+    file: Path,
+    variants: tuple[str, ...],
+    selection: Any,
+    judge_cache: bool,
+    verbose: bool,
+    max_error_rate: float | None,
+    record: Path | None,
+    as_json: bool,
+    fail_under: float | None,
+) -> None:
+    """The workflow and its variants (or those --variant names): run, printed, exit code."""
+    from n8n_deepeval_pipeline.console import family_run
+
+    def judged(runner: Any, partition: str, materialised: Any) -> Any:
+        return _judged(runner, partition, materialised, max_error_rate, verbose)
+
+    outcome = family_run.run_family(
+        runner, file, variants, selection is None, judge_cache, verbose, judged
+    )
+    if selection is not None:
+        kept = settings.home()
+        for name, summary in outcome.summaries.items():
+            trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
+            outcome.summaries[name] = summary.model_copy(update={"trial": trial})
+    if record is not None and outcome.summaries:
+        (name,) = outcome.summaries
+        partition = outcome.summaries[name].workflow_hash[:12]
+        with settings.made_for_the_user(record.parent):
+            written = runner.record(partition, record)
+        click.echo(f"recorded {written} outputs of {name} {partition} in {record}", err=True)
+    family_run.say(outcome, as_json, runner.benchmark.compare.fail_on, fail_under)
 
 
 def _print_summary(
@@ -323,15 +391,16 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
         benchmark, checked = benchmarks.check(file, for_run=True)
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
-            # Older versions' workflow and outputs cannot be made again: re-score them.
-            current = None if from_asset else runner.register_current_version(checked.workflow_hash)
+            # Older versions' workflow and outputs cannot be made again: re-score them. The
+            # current ones are the workflow and its variants.
+            current = set() if from_asset else _current_versions(runner, checked.workflow_hash)
             versions = runner.known_versions()
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
             failed: list[Refused] = []
             incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
-                start = from_asset or (None if partition == current else "metric_scores")
+                start = from_asset or (None if partition in current else "metric_scores")
                 what = f"from {start}" if start else "every asset"
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
@@ -353,3 +422,10 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
         click.echo("\n".join(incomplete), err=True)
         sys.exit(EXIT_INCOMPLETE)
     click.echo(f"backfilled {len(versions)} version(s)")
+
+
+def _current_versions(runner: Any, workflow_hash: str) -> set[str]:
+    """The current workflow's version and its variants', registered."""
+    if runner.benchmark.variants:
+        return {member.key for member in runner.register_current_family()}
+    return {runner.register_current_version(workflow_hash)}

@@ -26,13 +26,30 @@ from n8n_deepeval_pipeline.console.exits import (
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--variants",
+    is_flag=True,
+    help="The workflow and its variants side by side (the candidate's, default the current "
+    "workflow's): pass rate, scores, the workflow's tokens, cost and latency, head-to-head "
+    "win rates, each variant's cases against the base, and the cost/pass-rate frontier. "
+    "Nothing is flagged: a variant is an alternative, not an edit.",
+)
 @storage_faults_refused
-def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
+def compare(
+    file: Path, baseline: str | None, candidate: str | None, as_json: bool, variants: bool
+) -> None:
     """Compare two versions of benchmark FILE, case by case."""
     from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
+    if variants:
+        if baseline is not None:
+            raise Refused(
+                "--variants compares each variant with its base: no --baseline", EXIT_COMPARE_FAILED
+            )
+        _compare_variants(file, candidate, as_json)
+        return
     try:
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
@@ -53,6 +70,27 @@ def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bo
             err=True,
         )
         sys.exit(EXIT_REGRESSION)
+
+
+def _compare_variants(file: Path, candidate: str | None, as_json: bool) -> None:
+    """Print the matrix of the candidate's family (default: the current workflow's)."""
+    from n8n_deepeval_pipeline.console.variant_table import (
+        render_variant_matrix,
+        variant_matrix_json,
+    )
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
+
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            matrix = runner.variant_matrix(runner.candidate_version(candidate))
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    if as_json:
+        click.echo(json.dumps(variant_matrix_json(matrix), indent=2))
+    else:
+        click.echo(render_variant_matrix(matrix))
 
 
 @exit_codes_stated("report")

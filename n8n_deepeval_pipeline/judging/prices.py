@@ -27,8 +27,8 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = Field(ge=0, description="USD per million prompt (input) tokens.")
+    output: float = Field(ge=0, description="USD per million completion (output) tokens.")
 
 
 _BUILT_IN: dict[str, Price] = {
@@ -77,6 +77,10 @@ class PriceTable:
             problems = describe_validation_error(error)
             raise BenchmarkConfigError(path, problems, what="price table") from None
         return cls(extra)
+
+    def extended(self, extra: dict[str, Price]) -> PriceTable:
+        """The table with ``extra``'s entries added or overriding (a benchmark's prices)."""
+        return PriceTable({**self.prices, **extra})
 
     def price(self, model: str) -> Price | None:
         """The price of a model (``gpt-4o-2024-08-06`` matches ``gpt-4o``).

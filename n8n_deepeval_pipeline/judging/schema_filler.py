@@ -7,7 +7,8 @@ are "yes" or "no"; an ``answers`` list has one answer per question listed in the
 prompt; choices come from sorted options (DeepEval builds some enums from sets, whose
 order changes between processes); an open object gets one entry; a simulated user's turn
 (DeepEval's ``simulated_input``) says which turn it is and quotes the scenario, so that a
-dry or loopback simulation follows the scenario and the conversation so far.
+dry or loopback simulation follows the scenario and the conversation so far; an arena's
+``winner`` is one of the contestants the prompt lists.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ _SCENARIO = re.compile(r'^\s*Scenario: "(.*?)"\s*$', re.M | re.S)
 _CONVERSATION = "Previous Conversation:"
 _USER_TURN = '"role": "user"'
 _QUOTED = 40  # characters of the last answer a dry user turn quotes
+# DeepEval's arena lists its (masked) contestants as the keys of one JSON object.
+_CONTESTANTS = re.compile(r'"arena_test_cases": \{\n((?: {4}"[^"\n]+": [^\n]*\n?)+)')
+_CONTESTANT = re.compile(r'^ {4}"([^"\n]+)": ', re.M)
 
 
 class _Filler:
@@ -77,6 +81,10 @@ class _Filler:
             return self._unit() < 0.5
         if name in ("answers", "verdict") or name.endswith("_verdict"):
             return self._choice(["yes", "no"])
+        if name == "winner":
+            listed = _CONTESTANTS.search(self._prompt)
+            if listed:
+                return self._choice(_CONTESTANT.findall(listed[1]))
         if name == "simulated_input":
             return self._user_turn()
         return f"{PLACEHOLDER} {name}"

@@ -29,6 +29,7 @@ import pandas as pd
 from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag, answered_calls
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
@@ -39,6 +40,7 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.head_to_head import family_of
 from n8n_deepeval_pipeline.tables.judge_spend import (
     JudgeSpend,
     merged,
@@ -51,6 +53,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     WorkflowSnapshot,
+    of_version,
 )
 from n8n_deepeval_pipeline.tables.scoring_chunks import (
     ChunkScores,
@@ -109,28 +112,39 @@ def _key(benchmark: Benchmark) -> dg.AssetKey:
 def build_metric_scores_asset(
     benchmark: Benchmark, common: dict[str, Any], ins: dict[str, dg.AssetIn]
 ) -> dg.AssetsDefinition:
-    """The graph-backed ``metric_scores`` asset of a benchmark (same key, table and checks)."""
+    """The graph-backed ``metric_scores`` asset of a benchmark (same key, table and checks).
+
+    With a head-to-head metric, ``ins`` give every version's outputs and snapshots (its
+    opponents' are among them); the plan keeps this partition's own.
+    """
     specs = score_check_specs(benchmark)
+    head_to_head = any(entry_for(config).head_to_head for config in benchmark.metrics)
     # Op names are global in a code location: one set per benchmark.
     prefix = f"{benchmark.name}__"
 
     def build_plan(
         judge: JudgeResource,
+        partition: str,
         frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
         expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
+        # With a head-to-head metric, the outputs and snapshots are every version's.
+        outputs = from_frame(AgentOutput, agent_outputs)
+        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
+        family = family_of(partition, snapshots, outputs) if head_to_head else None
         return EvaluationPlan(
             benchmark,
             from_frame(ExpandedRun, expanded_runs),
             from_frame(DatasetRow, dataset_rows),
-            from_frame(AgentOutput, agent_outputs),
+            of_version(outputs, partition),
             judge.spec_for,  # each metric's judge, else the benchmark's, else the default
             timeout_s,
             judge.prices(),
             only=only,
-            tools=snapshot_tools(from_frame(WorkflowSnapshot, workflow_snapshot)),
+            tools=snapshot_tools(of_version(snapshots, partition)),
+            family=family,
         )
 
     @dg.op(
@@ -151,7 +165,8 @@ def build_metric_scores_asset(
         workflow_snapshot: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
         frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
-        planned = build_plan(judge, frames, 1.0, range(0))  # counts only: no task is kept
+        # counts only: no task is kept
+        planned = build_plan(judge, context.partition_key, frames, 1.0, range(0))
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
         if any(spec.is_dry_run for spec in planned.judges):
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
@@ -189,7 +204,8 @@ def build_metric_scores_asset(
     ) -> Iterator[dg.Output[ChunkScores]]:
         frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
         timeout_s = config.timeout_s or worker_pool.timeout_s
-        planned = build_plan(judge, frames, timeout_s, range(chunk.start, chunk.stop))
+        only = range(chunk.start, chunk.stop)
+        planned = build_plan(judge, context.partition_key, frames, timeout_s, only)
         if planned.task_count != chunk.plan_tasks:
             raise dg.Failure(
                 f"chunk {chunk.chunk_id}: the partition now has {planned.task_count} "

@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
 )
 from n8n_deepeval_pipeline.summary.gate import version_gate
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
 
 SCORE_BINS = 10
@@ -73,6 +74,7 @@ def _headline(summary: BenchmarkSummary, rows: VersionRows) -> Headline:
         errors_failing_no_run=_errors_failing_no_run(rows),
         unjudged_scores=errors.unjudged,
         output_errors=sum(1 for output in rows.outputs if output.error_kind),
+        workflow=summary.workflow,
     )
 
 
@@ -115,12 +117,14 @@ def build_report(
     fail_on: GateVerdict,
     baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
+    variants: VariantMatrix | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
     ``fail_on``: the benchmark's compare.failOn; ``baseline``: the version it is compared
     with (this one is the candidate); ``dataset`` adds each case's input and expected
-    output to the drill-down. Whether the version is incomplete is the summary's word.
+    output to the drill-down; ``variants``: the matrix of the workflow and its variants,
+    this version among them. Whether the version is incomplete is the summary's word.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
@@ -147,4 +151,6 @@ def build_report(
             verdicts,
             [metric.metric for metric in summary.metrics],
         ),
+        variant=summary.variant,
+        variants=variants,
     )

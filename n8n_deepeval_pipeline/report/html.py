@@ -15,6 +15,7 @@ from n8n_deepeval_pipeline.report.gate_status import (
     unjudged_within_limit,
 )
 from n8n_deepeval_pipeline.report.model import MetricRow, Report
+from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
 
@@ -36,6 +37,8 @@ _ENVIRONMENT.filters.update(
     money=formatting.money,
     thousands=formatting.thousands,
     short_hash=formatting.short_hash,
+    cost_per_run=cost_per_run,
+    seconds=seconds,
     breakable=formatting.breakable,
     rate_strip=rate_strip,
 )
@@ -52,6 +55,7 @@ _ENVIRONMENT.globals.update(
 class _Charts:
     histograms: tuple[tuple[MetricRow, Markup], ...]
     overall: Markup | None
+    frontier: Markup | None  # the variants' cost per run against pass rate
 
 
 def _charts(report: Report) -> _Charts:
@@ -73,6 +77,7 @@ def _charts(report: Report) -> _Charts:
             for metric in report.metrics
         ),
         overall=overall,
+        frontier=frontier_chart(report.variants) if report.variants else None,
     )
 
 

@@ -21,6 +21,8 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
 )
 from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
+from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
 
 
 class _Frozen(BaseModel):
@@ -54,6 +56,7 @@ class Headline(_Frozen):
     errors_failing_no_run: dict[str, int]
     unjudged_scores: int
     output_errors: int  # runs whose workflow gave no output
+    workflow: WorkflowUsage | None = None  # the workflow's own models' tokens, cost; latency
 
     @property
     def largest_k(self) -> int | None:
@@ -332,6 +335,8 @@ class Report(_Frozen):
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first
     red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
+    variant: str | None = None  # the variant of the workflow this version is (None: itself)
+    variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:

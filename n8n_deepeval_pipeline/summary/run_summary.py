@@ -16,6 +16,11 @@ from n8n_deepeval_pipeline.evaluation import (
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
 from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.workflow_usage import (
+    WorkflowUsage,
+    per_run_money,
+    workflow_usage,
+)
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
@@ -171,6 +176,11 @@ class BenchmarkSummary(BaseModel):
     """What compare.failOn makes of the version against its baseline, and the exit codes."""
     simulation: SimulationSummary | None = None
     """The simulated users' conversations (a simulated benchmark), apart from the scores."""
+    workflow: WorkflowUsage | None = None
+    """What the workflow itself spent: its models' tokens and cost, its latency (None: the
+    outputs were not read)."""
+    variant: str | None = None
+    """The variant of the workflow this version is (None: the workflow itself)."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -312,8 +322,9 @@ def summarise(
     aggregates: list[RunAggregate],
     consistency: list[ConsistencyStats],
     metric_order: list[str],
+    outputs: list[AgentOutput] | None = None,
 ) -> BenchmarkSummary:
-    """Headline figures from the partition's stored tables."""
+    """Headline figures from the partition's stored tables (``outputs``: the workflow's)."""
     # The benchmark file's metric order (scores arrive in completion order).
     labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
     deciding = {str(outcome["metric"]) for row in aggregates for outcome in row.metrics}
@@ -355,6 +366,7 @@ def summarise(
         cost_usd=_total([score.cost_usd for score in scores]),
         dry_run_judge=any(score.dry_run for score in scores),
         judges=judge_usage(scores),
+        workflow=None if outputs is None else workflow_usage(outputs),
         metrics=metrics,
         consistency=ConsistencySummary(
             cases=len(consistency),
@@ -376,8 +388,9 @@ def _figure(value: float | None) -> str:
 def render_summary(summary: BenchmarkSummary) -> str:
     """A plain-text table for the terminal."""
     width = max([len("metric")] + [len(metric.metric) for metric in summary.metrics])
+    variant = f" · variant {summary.variant}" if summary.variant else ""
     lines = [
-        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
+        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}{variant}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
         f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary),
         f"{_judges_heading(summary)} · calls {summary.judge_calls} "
@@ -386,6 +399,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _attempts_lines(summary)
+    lines += workflow_usage_lines(summary.workflow)
     if summary.simulation is not None:
         lines.append(_simulation_line(summary.simulation))
     lines += _incomplete_lines(summary.errors, summary.incomplete is not None)
@@ -439,6 +453,29 @@ def _placeholder_lines(metrics: list[MetricSummary]) -> list[str]:
 
 def _cost(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def workflow_usage_lines(usage: WorkflowUsage | None) -> list[str]:
+    """The workflow's own models' tokens and cost, and its latency, when they were measured."""
+    if usage is None or not usage.measured_runs:
+        return []
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    estimated = ", n8n's estimate" if usage.estimated else ""
+    per_run = f"{usage.tokens_per_run:,.0f}" if usage.tokens_per_run is not None else "-"
+    cost = (
+        f"cost {_cost(usage.cost_usd)} ({per_run_money(usage.cost_per_run_usd)} per run)"
+        if usage.cost_usd is not None
+        else f"cost unpriced ({', '.join(usage.unpriced_models)}: no price)"
+    )
+    return [
+        f"workflow models · tokens {tokens:,} in {usage.measured_runs} runs ({per_run} per run"
+        f"{estimated}) · {cost} · latency p50 {_seconds(usage.latency_p50_s)} · "
+        f"p95 {_seconds(usage.latency_p95_s)}"
+    ]
 
 
 def _simulation_line(simulation: SimulationSummary) -> str:

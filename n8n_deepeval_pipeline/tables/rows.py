@@ -58,6 +58,11 @@ class WorkflowSnapshot(TableRow):
     """When it was read."""
     canonical_json: str
     """The canonical JSON the hash is computed from."""
+    variant: str | None = None
+    """The variant of the workflow (`target.variants`) this version is; None: the workflow
+    itself. A variant's baseline is its workflow; it is never the baseline of an edit."""
+    base_hash: str | None = None
+    """A variant's workflow: the hash of the workflow its parameters were set on."""
 
 
 class DatasetRow(TableRow):
@@ -150,6 +155,18 @@ class AgentOutput(TableRow):
     `empty_user_turn`, `target_error` or `judge_error`."""
     simulation: dict[str, Any] | None = None
     """The simulated user's side: its turns, judge calls and cost."""
+    # The workflow's own language-model usage in the run, read from its executions.
+    llm_prompt_tokens: int | None = None
+    """Prompt tokens of the workflow's own model calls in the run (None: not measured, as
+    for recorded outputs or a webhook whose workflow is not named)."""
+    llm_completion_tokens: int | None = None
+    """Completion tokens of the workflow's own model calls in the run."""
+    llm_tokens_estimated: bool | None = None
+    """Some calls' tokens are n8n's estimate (`tokenUsageEstimate`): the provider gave none."""
+    llm_cost_usd: float | None = None
+    """What those calls cost (USD); None also when a model has no price: unpriced."""
+    llm_usage: list[dict[str, Any]] | None = None
+    """Per model node: its model, calls, prompt and completion tokens, estimated, cost."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 

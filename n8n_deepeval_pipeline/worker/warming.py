@@ -25,6 +25,7 @@ from n8n_deepeval_pipeline.judging.providers import import_provider, tls_context
 from n8n_deepeval_pipeline.judging.wire_format import plain_json_schema, strict_response_format
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
 from n8n_deepeval_pipeline.worker.metric_builder import import_implementation
 
 
@@ -38,6 +39,7 @@ def warm_up() -> None:
     for entry in CATALOG.values():
         if entry.implementation is not None:
             import_implementation(entry)
+    keep_arena_order()  # before the module snapshot: restoring it keeps the order too
     get_settings()
     tls_context()
 

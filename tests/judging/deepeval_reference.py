@@ -20,9 +20,17 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from deepeval.models import OpenAIModel
-from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+from deepeval.test_case import (
+    ArenaTestCase,
+    Contestant,
+    ConversationalTestCase,
+    LLMTestCase,
+    ToolCall,
+    Turn,
+)
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
@@ -174,6 +182,35 @@ def answer_schemas(slugs: list[str]) -> list[dict[str, Any]]:
     return schemas
 
 
+# Arena G-Eval's other side: the same row's run in a variant with another model, which
+# looked the order up and did not use the calculator.
+OPPONENT_OUTPUT = "It comes to 179.00 for both bags."
+
+
+def arena_case(opponent_first: bool) -> ArenaTestCase:
+    """The run ("base") and the variant's run of the same row ("nano") as contestants."""
+    base = single_turn_case()
+    nano = LLMTestCase(
+        input=base.input,
+        actual_output=OPPONENT_OUTPUT,
+        expected_output=base.expected_output,
+        context=base.context,
+        retrieval_context=base.retrieval_context,
+        tools_called=[LOOKUP],
+        expected_tools=base.expected_tools,
+    )
+    contestants = [Contestant(name="base", test_case=base), Contestant(name="nano", test_case=nano)]
+    return ArenaTestCase(contestants=contestants[::-1] if opponent_first else contestants)
+
+
+def _arena_score(instance: Any, opponent_first: bool) -> float:
+    """1 if "base" wins. DeepEval shuffles the contestants with ``random``: here, as in
+    the pipeline, they keep the order given (the pipeline swaps them on odd runs)."""
+    with mock.patch("random.shuffle", lambda items: None):
+        winner = instance.measure(arena_case(opponent_first))
+    return 1.0 if winner == "base" else 0.0
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Each metric's score (or error) with DeepEval's own model as the judge."""
     model = deepeval_model(spec)
@@ -184,6 +221,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         instance = construct_metric(entry, config, model)
         case = conversation_case() if entry.needs_turns else single_turn_case()
         try:
+            if entry.head_to_head:
+                scores[metric["label"]] = _arena_score(
+                    instance, metric.get("opponent_first", False)
+                )
+                continue
             instance.measure(case)
             scores[metric["label"]] = instance.score
         except Exception as error:

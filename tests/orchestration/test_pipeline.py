@@ -4,14 +4,16 @@ import json
 
 import dagster as dg
 import pytest
+import yaml
 
 from n8n_deepeval_pipeline import load_benchmark, settings
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
-from n8n_deepeval_pipeline.orchestration.automation import current_hash
+from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY, current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+from n8n_deepeval_pipeline.workflow.variants import family
 from tests.conftest import worker_processes
 from tests.orchestration.conftest import (
     PARTITIONS,
@@ -258,11 +260,61 @@ def test_schedule_requests_the_current_hash_and_registers_it(example_copy, envir
     assert schedule.cron_schedule == "0 2 * * *"
     key = example_key(example_copy)
     with dg.instance_for_test() as instance:
-        request = schedule(
+        (request,) = schedule(
             dg.build_schedule_context(instance=instance, resources={"n8n": N8nResource()})
         )
         assert request.partition_key == key
         assert instance.has_dynamic_partition(PARTITIONS, key)
+
+
+def with_variants(example_copy):
+    """The example run through a harness copy, with two variants of its model and prompt."""
+    document = yaml.safe_load(example_copy.read_text())
+    document["target"] = {
+        "type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "AI Agent",
+        "variants": {"nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}},
+                     "terse": {"AI Agent": {"options.systemMessage": "One sentence."}}},
+    }  # fmt: skip
+    example_copy.write_text(yaml.safe_dump(document))
+    return version_keys(example_copy)
+
+
+def version_keys(example_copy):
+    """The keys of the workflow and of each of its variants, in the benchmark's order."""
+    benchmark = load_benchmark(example_copy)
+    workflow = json.loads(benchmark.workflow.read_text())
+    return [member.key for member in family(workflow, benchmark.variants)]
+
+
+def test_the_sensor_and_the_schedule_take_the_workflow_with_its_variants(example_copy, environment):
+    keys = with_variants(example_copy)
+    # Definitions are resolved inside the instance's block: they load with its state storage.
+    with dg.instance_for_test() as instance:
+        defs = build_definitions([example_copy])
+        sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
+        schedule = defs.resolve_schedule_def("support_agent__nightly")
+        first = _tick(sensor, instance)
+        assert first.run_requests == []  # registered without a run, as any first version
+        assert first.dynamic_partitions_requests[0].partition_keys == keys
+        instance.add_dynamic_partitions(PARTITIONS, keys)
+        requests = schedule(
+            dg.build_schedule_context(instance=instance, resources={"n8n": N8nResource()})
+        )
+        # one run per version, told that three versions share the target's call slots
+        assert [request.partition_key for request in requests] == keys
+        assert {request.tags[CALLS_SHARED_BY] for request in requests} == {"3"}
+    # a new variant alone is a new version: the sensor runs it, and only it
+    document = yaml.safe_load(example_copy.read_text())
+    document["target"]["variants"]["big"] = {"OpenAI Chat Model": {"model": "gpt-4o"}}
+    example_copy.write_text(yaml.safe_dump(document))
+    (big,) = [key for key in version_keys(example_copy) if key not in keys]
+    with dg.instance_for_test() as instance:
+        defs = build_definitions([example_copy])
+        sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
+        instance.add_dynamic_partitions(PARTITIONS, keys)
+        added = _tick(sensor, instance)
+    assert [request.partition_key for request in added.run_requests] == [big]
+    assert CALLS_SHARED_BY not in added.run_requests[0].tags
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from n8n_deepeval_pipeline import (
 )
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan, conversation
+from n8n_deepeval_pipeline.workflow.variants import family
 from tests.conftest import EXAMPLE
 from tests.tables.factories import metric_score as score
 
@@ -54,6 +55,22 @@ def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_pa
     assert "<webhook path hidden>" in snapshot.canonical_json
     with pytest.raises(steps.PartitionMismatchError, match=f"now hashes to {digest[:12]}, not"):
         steps.workflow_snapshot(workflow, "workflow.json", HASH[:12])
+
+
+def test_a_variants_snapshot_is_its_own_graph_named_after_it_with_the_workflows_hash():
+    workflow = json.loads((EXAMPLE / "workflow.json").read_text())
+    variants = {"nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}}}
+    base, nano = family(workflow, variants)
+    (snapshot,) = steps.workflow_snapshot(workflow, "workflow.json", nano.key, variants)
+    assert (snapshot.workflow_hash, snapshot.variant) == (nano.workflow_hash, "nano")
+    assert snapshot.base_hash == base.workflow_hash
+    assert '"value":"gpt-4.1-nano"' in snapshot.canonical_json
+    (own,) = steps.workflow_snapshot(workflow, "workflow.json", base.key, variants)
+    assert (own.variant, own.base_hash) == (None, None)
+    with pytest.raises(
+        steps.PartitionMismatchError, match=f"base {base.key}, nano {nano.key}, not to"
+    ):
+        steps.workflow_snapshot(workflow, "workflow.json", HASH[:12], variants)
 
 
 def example_benchmark(**aggregate):
