@@ -76,8 +76,16 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_BENCHMARKS",
         group="where things live",
         default_described="`./benchmarks` and the bundled `examples/`",
-        meaning="Folders searched for benchmark files (`benchmark.yaml`, "
-        "`*.benchmark.yaml`), `:`-separated.",
+        meaning="Benchmark files, or folders searched for them (`benchmark.yaml`, "
+        "`*.benchmark.yaml`), `:`-separated; `n8n-deepeval ui FILE…` sets it to its files.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_REPORTS_PORT",
+        group="where things live",
+        default="3001",  # beside the UI's 3000, which `ui` then does not take
+        meaning="The port on 127.0.0.1 where `n8n-deepeval ui` serves the reports folder: "
+        "the address the `report_url` links in the Dagster UI name (written when a report "
+        "is made).",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_STATE",
@@ -133,6 +141,27 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_JUDGE_API_VERSION",
         group="judge",
         meaning="The Azure OpenAI API version.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_DEPLOYMENT",
+        group="judge",
+        meaning="Azure OpenAI: the deployment that runs the model (unset: the model's name).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_REGION",
+        group="judge",
+        meaning="Amazon Bedrock: the AWS region.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID",
+        group="judge",
+        meaning="Amazon Bedrock: the access key id (with `N8N_DEEPEVAL_JUDGE_API_KEY` as the "
+        "secret key; unset: AWS's own chain, a profile or an instance role).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_JUDGE_AWS_SESSION_TOKEN",
+        group="judge",
+        meaning="Amazon Bedrock: a session token, with temporary keys.",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_TIMEOUT_S",

@@ -25,15 +25,15 @@ ErrorKind = Literal[
     "judge_rate_limited",
     "judge_unavailable",
     "metric_error",
-    "no_output",
     "target_error",
     "worker_crash",
     "timeout",
 ]
 # A metric's own answer about the run: asking again gives the same one.
 FINAL_ERROR_KINDS: frozenset[str] = frozenset({"missing_input", "invalid_config"})
-# The workflow failed to answer: a result about the workflow, not a gap in the scoring.
-TARGET_ERROR_KINDS: frozenset[str] = frozenset({"no_output", "target_error"})
+# The workflow failed to answer (a failed call, nothing recorded or stored for the run):
+# a result about the workflow, not a gap in the scoring.
+TARGET_ERROR_KINDS: frozenset[str] = frozenset({"target_error"})
 # The judge did not answer (the circuit was open): the run is incomplete, not judged.
 OUTAGE_ERROR_KINDS: frozenset[str] = frozenset({"judge_unavailable"})
 # The judge refused the call, by its HTTP status: the key (401), or what the key may use
@@ -46,6 +46,20 @@ REFUSED_ERROR_KINDS: Mapping[int, ErrorKind] = MappingProxyType(
 def is_unjudged(error_kind: str | None) -> bool:
     """A score the judge or the machinery still owes: retried on resume, counted as a gap."""
     return error_kind is not None and error_kind not in FINAL_ERROR_KINDS | TARGET_ERROR_KINDS
+
+
+class HeadToHead(BaseModel):
+    """A run set against the same row's run, same run index, of another version of the family.
+
+    ``name`` and ``opponent`` are the two versions' names (``base`` or a variant's): what
+    DeepEval's arena calls its contestants, masked from the judge and named in its reason.
+    """
+
+    name: str
+    opponent: str
+    opponent_output: str | None
+    opponent_steps: list[Any] | None = None
+    opponent_first: bool  # the judge reads the opponent first: positions swap on odd runs
 
 
 class EvaluationItem(BaseModel):
@@ -64,6 +78,7 @@ class EvaluationItem(BaseModel):
     chatbot_role: str | None = None
     expected_outcome: str | None = None
     scenario: str | None = None
+    head_to_head: HeadToHead | None = None  # a head-to-head metric's other side
 
 
 class EvaluationTask(BaseModel):

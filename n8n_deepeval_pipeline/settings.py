@@ -11,12 +11,15 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from n8n_deepeval_pipeline import environment_variables
 
 HOME_ENV = "N8N_DEEPEVAL_HOME"
 DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
+REPORTS_PORT_ENV = "N8N_DEEPEVAL_REPORTS_PORT"
+REPORTS_HOST = "127.0.0.1"
 JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
 PROFILE_ENV = "N8N_DEEPEVAL_PROFILE"
 POSTGRES_URL_ENV = "N8N_DEEPEVAL_POSTGRES_URL"
@@ -144,6 +147,26 @@ def reports_dir() -> Path:
     return home() / "reports"
 
 
+def reports_port() -> int:
+    """The port `n8n-deepeval ui` serves the reports folder on (``$N8N_DEEPEVAL_REPORTS_PORT``)."""
+    configured = environment_variables.setting(REPORTS_PORT_ENV).strip()
+    if not configured.isdigit() or not 0 < int(configured) < 65536:
+        raise ValueError(f"{REPORTS_PORT_ENV}={configured!r}: give a port from 1 to 65535")
+    return int(configured)
+
+
+def report_url(page: Path) -> str | None:
+    """Where `n8n-deepeval ui` serves a report file; None for one outside the reports folder.
+
+    Known before the UI starts, so that a run from the CLI records the same link.
+    """
+    try:
+        relative = page.resolve().relative_to(reports_dir())
+    except ValueError:
+        return None
+    return f"http://{REPORTS_HOST}:{reports_port()}/{quote(relative.as_posix())}"
+
+
 def judge_state_dir() -> Path:
     """Where the judge cache, rate window, circuit breaker and slot locks live."""
     configured = environment_variables.value(JUDGE_STATE_ENV)
@@ -168,11 +191,11 @@ def profile() -> str:
     return chosen
 
 
-def benchmark_folders() -> list[Path]:
-    """Folders searched for benchmark files.
+def benchmark_paths() -> list[Path]:
+    """Where the UI's benchmarks are: benchmark files, or folders searched for them.
 
-    ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep separated), else ``./benchmarks`` and the
-    bundled ``examples``.
+    ``$N8N_DEEPEVAL_BENCHMARKS`` (os.pathsep separated; ``n8n-deepeval ui FILE…`` sets it
+    to the files it is given), else ``./benchmarks`` and the bundled ``examples``.
     """
     configured = environment_variables.value(BENCHMARKS_ENV)
     if configured:
@@ -180,11 +203,15 @@ def benchmark_folders() -> list[Path]:
     return [Path("benchmarks").resolve(), _REPO_EXAMPLES]
 
 
-def discover_benchmark_files(folders: list[Path]) -> list[Path]:
-    """Benchmark files (``benchmark.yaml`` or ``*.benchmark.yaml``) under the folders, sorted."""
-    found = {
+def discover_benchmark_files(paths: list[Path]) -> list[Path]:
+    """Each benchmark file named, and those under each folder named, sorted.
+
+    Under a folder: ``benchmark.yaml`` or ``*.benchmark.yaml`` (BENCHMARK_FILE_PATTERNS).
+    """
+    found = {path.resolve() for path in paths if path.is_file()}
+    found |= {
         path.resolve()
-        for folder in folders
+        for folder in paths
         if folder.is_dir()
         for pattern in BENCHMARK_FILE_PATTERNS
         for path in folder.rglob(pattern)

@@ -10,7 +10,8 @@ if [ ! -f "$stamp" ]; then
   "$python" -c 'import sys; assert (3, 11) <= sys.version_info[:2] < (3, 13), "Python 3.11 or 3.12 is needed"'
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
-  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev,docs]"
+  # The judge providers' SDKs too: the provider parity suite asks through each of them.
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev,docs,gemini,ollama,bedrock]"
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi

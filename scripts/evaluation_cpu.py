@@ -3,6 +3,7 @@
     .venv/bin/python scripts/evaluation_cpu.py                 # with and without judge state
     .venv/bin/python scripts/evaluation_cpu.py --profile 25    # and where the CPU goes
     .venv/bin/python scripts/evaluation_cpu.py --pool-latency 50 --rounds 3  # and in the pool
+    .venv/bin/python scripts/evaluation_cpu.py --provider anthropic  # another provider's judge
 
 The pool's evaluations (``scripts/pool_throughput.py``: 40 items x 6 judge metrics) are
 scored by one ``Evaluator`` as a worker scores them: warmed and frozen as the zygote
@@ -18,6 +19,12 @@ With ``--pool-latency MS``, the same evaluations also go through the pool as the
 benchmark runs them (4 workers, the pool's own count in flight, a judge at MS ms, a
 fresh pool each round as each run has): the CPU per evaluation of its workers and of the
 process that feeds them, apart, beside the wall time.
+
+``--provider`` picks the judge that asks the loopback server (in process only): the
+OpenAI-compatible one by default, or ``openai`` (gpt-4.1) or ``anthropic``
+(claude-haiku-4-5), each as its own SDK and DeepEval's class for it ask. The last line
+divides the figures by the judge calls the server answered per evaluation: the CPU of
+an evaluation per judge call it made (the metric's own work included).
 """
 
 from __future__ import annotations
@@ -102,6 +109,14 @@ def _pool_rounds(latency_ms: float, evaluations: int, rounds: int, port: int) ->
     print(f"pool wall  {statistics.median(run['wall_s'] for run in runs):6.2f} s ({walls})")
 
 
+# provider → (model, the part of the loopback server's URL its SDK adds itself)
+JUDGES = {
+    "openai-compatible": ("loopback", ""),
+    "openai": ("gpt-4.1", ""),
+    "anthropic": ("claude-haiku-4-5", "/v1"),
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--evaluations", type=int, default=240)
@@ -109,6 +124,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18731)
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
     parser.add_argument("--pool-latency", type=float, help="also the pool, judge at MS ms")
+    parser.add_argument("--provider", choices=sorted(JUDGES), default="openai-compatible")
     args = parser.parse_args()
     if args.pool_latency is not None:
         _pool_rounds(args.pool_latency, args.evaluations, args.rounds, args.port)
@@ -116,15 +132,23 @@ def main() -> None:
     from n8n_deepeval_pipeline.worker.zygote import freeze_warm_heap
 
     server = pool_throughput._Server(0, args.port)
+    evaluated = 0  # every evaluation the judge server answered, warm-ups included
+    figures: dict[str, float] = {}
     try:
         evaluator = Evaluator()
         freeze_warm_heap()
         for label, state in (("no state", None), ("state", tempfile.mkdtemp())):
-            tasks = pool_throughput.tasks_for(server.base_url, args.evaluations, state)
+            model, added = JUDGES[args.provider]
+            base_url = server.base_url.removesuffix(added)
+            tasks = pool_throughput.tasks_for(
+                base_url, args.evaluations, state, args.provider, model
+            )
             for task in tasks[:12]:  # warm: the judge, its client, DeepEval's lazy parts
                 asyncio.run(evaluator.evaluate(task))
             rounds = [_round(evaluator, tasks) for _ in range(args.rounds)]
+            evaluated += 12 + args.rounds * len(tasks)
             process, judge = (statistics.median(part) for part in zip(*rounds, strict=True))
+            figures[label] = process
             fastest = min(figures[0] for figures in rounds)
             spread = " ".join(f"{figures[0]:.2f}" for figures in rounds)
             print(
@@ -134,8 +158,13 @@ def main() -> None:
             )
             if args.profile:
                 _profiled(evaluator, tasks, args.profile)
+                evaluated += len(tasks)
     finally:
-        server.stop()
+        served = server.stop()
+    calls = served.get("requests", 0) / evaluated if evaluated else 0
+    if calls:
+        per_call = ", ".join(f"{label} {ms / calls:.2f} ms" for label, ms in figures.items())
+        print(f"{calls:.2f} judge calls per evaluation: CPU per judge call {per_call}")
 
 
 if __name__ == "__main__":

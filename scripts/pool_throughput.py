@@ -79,17 +79,25 @@ def cases(evaluations: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return [(item, metric) for item in items(per_metric) for metric in METRICS]
 
 
-def tasks_for(base_url: str, evaluations: int, state_dir: str | None = None) -> list[Any]:
+def tasks_for(
+    base_url: str,
+    evaluations: int,
+    state_dir: str | None = None,
+    provider: str = "openai-compatible",
+    model: str = "loopback",
+) -> list[Any]:
     """The benchmark's evaluations as pool tasks, judged by the loopback server.
 
     With ``state_dir``, judge calls go through the judge's shared state and pacing (cache
-    off), as in a benchmark run.
+    off), as in a benchmark run. ``provider`` and ``model``: the judge that asks it (the
+    loopback server speaks OpenAI's and Anthropic's APIs).
     """
     from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
 
     judge = JudgeSpec(
-        provider="openai-compatible",
-        model="loopback",
+        provider=provider,
+        model=model,
+        api_key="sk-loopback",
         base_url=base_url,
         state_dir=state_dir,
         cache=False,

@@ -83,13 +83,6 @@ def prepare(folder: Path) -> None:
     _cli(folder, "backfill", benchmark, "--from", "metric_scores", expect=(0,))
 
 
-def skip_welcome(folder: Path) -> None:
-    """Mark Dagster's welcome dialog as seen in this instance: it would cover every page."""
-    env = {**_environment(folder), "DAGSTER_HOME": str(folder / "home" / "dagster")}
-    seen = "from dagster._core.nux import set_nux_seen; set_nux_seen()"
-    subprocess.run([sys.executable, "-c", seen], env=env, check=True)
-
-
 def _wait_for(url: str, timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -129,7 +122,6 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="ui-screenshots-"))
     try:
         prepare(folder)
-        skip_welcome(folder)
         ui = subprocess.Popen(
             [str(CLI), "ui", "--port", str(arguments.port)],
             env=_environment(folder),

@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration import local_runner
 from n8n_deepeval_pipeline.orchestration.local_runner import Materialised
+from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 
@@ -53,6 +54,7 @@ class FakeRunner:
     benchmark: Benchmark
     ended: dict[str, Materialised]
     scores: dict[str, list[MetricScore]]
+    flagged: dict[str, list[str]] = field(default_factory=dict)  # failing the gate against OLDER
     materialised: list[str] = field(default_factory=list)
 
     def register_current_version(self, workflow_hash: str | None = None) -> str:
@@ -60,6 +62,9 @@ class FakeRunner:
 
     def known_versions(self) -> list[str]:
         return list(self.ended)
+
+    def versions_to_backfill(self, current: set[str]) -> tuple[list[str], list[str]]:
+        return list(self.ended), []  # every version has stored outputs
 
     def materialise(
         self,
@@ -74,16 +79,27 @@ class FakeRunner:
     def summary(self, partition: str) -> BenchmarkSummary:
         return summarise(self.benchmark.name, partition, self.scores[partition], [], [], [])
 
+    def version_gate(self, partition: str, incomplete: str | None) -> Gate:
+        flagged = self.flagged.get(partition, [])
+        return version_gate(self.benchmark.compare.fail_on, OLDER, flagged, incomplete)
+
 
 @pytest.fixture
-def versions(monkeypatch, tmp_path):
+def flagged_cases() -> dict[str, list[str]]:
+    """The cases compare.failOn flags in a version, against OLDER (none unless a test says)."""
+    return {}
+
+
+@pytest.fixture
+def versions(monkeypatch, tmp_path, flagged_cases):
     """Make the CLI's runner end each version as the test sets it in the returned dicts."""
     ended: dict[str, Materialised] = {}
     scores: dict[str, list[MetricScore]] = {}
+    flagged = flagged_cases
     runners: list[FakeRunner] = []
 
     def fake_runner(path, instance, judge_cache=True, selection=None, benchmark=None):
-        runners.append(FakeRunner(benchmark, ended, scores))
+        runners.append(FakeRunner(benchmark, ended, scores, flagged))
         return runners[-1]
 
     monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
@@ -143,17 +159,46 @@ def test_run_says_the_validation_warnings_on_stderr_as_validate_does(example_cop
     assert json.loads(done.stdout)["runs"] == 0  # the warning stays out of the JSON
 
 
-def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(example_copy, versions):
+def test_an_incomplete_run_that_also_regressed_exits_3_and_says_both(
+    example_copy, versions, flagged_cases
+):
     ended, scores, _ = versions
     ended[CURRENT] = Materialised(completed=True, failed_checks=("no_regression",), errors=())
     scores[CURRENT] = OUTAGE
+    flagged_cases[CURRENT] = ["ord-missing"]
     done = CliRunner().invoke(main, ["run", str(example_copy)])
     assert done.exit_code == 3, done.output
     assert done.stderr.splitlines()[-2:] == [
-        "likely_regression against the previous version: see `n8n-deepeval compare`",
+        f"likely_regression against baseline {OLDER[:12]}: ord-missing "
+        f"(1 case; `n8n-deepeval compare {example_copy}` shows why)",
         "incomplete: 2 of 40 scores have no judgement: the judge was unavailable for 2 "
         "(--max-error-rate sets how many unjudged scores are acceptable)",
     ]
+
+
+def test_a_regressed_run_names_the_flagged_cases_and_the_baseline(
+    example_copy, versions, flagged_cases
+):
+    ended, scores, _ = versions
+    ended[CURRENT] = Materialised(completed=True, failed_checks=("no_regression",), errors=())
+    scores[CURRENT] = JUDGED
+    flagged_cases[CURRENT] = ["ord-missing", "returns-policy"]
+    done = CliRunner().invoke(main, ["run", str(example_copy)])
+    assert done.exit_code == 5, done.output
+    assert done.stderr.splitlines()[-1] == (
+        f"likely_regression against baseline {OLDER[:12]}: ord-missing, returns-policy "
+        f"(2 cases; `n8n-deepeval compare {example_copy}` shows why)"
+    )
+    as_json = CliRunner().invoke(main, ["run", str(example_copy), "--json"])
+    assert as_json.exit_code == 5
+    assert json.loads(as_json.stdout)["gate"] == {
+        "fail_on": "likely_regression",
+        "baseline": OLDER[:12],
+        "flagged_cases": ["ord-missing", "returns-policy"],
+        "has_regression": True,
+        "incomplete": None,
+        "exit_codes": {"run": 5, "compare": 1},
+    }
 
 
 def test_two_runs_of_one_version_each_say_their_own_judge_calls_and_the_attempts_total(

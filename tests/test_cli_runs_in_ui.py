@@ -37,7 +37,7 @@ def test_a_cli_run_is_on_its_job_page_and_a_regression_is_a_verdict(
     second = runner.invoke(main, ["run", str(example_copy)])
     assert second.exit_code == 5
     # said once, as a verdict: no Dagster error and its stack trace
-    assert second.stderr.count("likely_regression against the previous version") == 1
+    assert second.stderr.count("likely_regression against baseline f7ee35b359b4: ") == 1
     assert "DagsterAssetCheckFailedError" not in second.output
     assert "Stack Trace" not in second.output
     location = ui_location()

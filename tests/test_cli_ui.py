@@ -1,6 +1,7 @@
 """`n8n-deepeval ui` started from a script: a free port, and a SIGTERM to its group stops it."""
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import descendant_pids
 
@@ -106,3 +108,89 @@ def test_ui_takes_the_next_free_port_and_stops_on_a_sigterm_to_its_group(tmp_pat
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
         ui.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def graphql(url: str, query: str) -> dict:
+    request = urllib.request.Request(
+        f"{url}/graphql",
+        data=json.dumps({"query": query}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())["data"]
+
+
+_JOBS = "{ repositoriesOrError { ... on RepositoryConnection { nodes { jobs { name } } } } }"
+_REPORT_URL = """{ assetOrError(assetKey: {path: ["walk_through", "benchmark_report"]}) {
+  ... on Asset { assetMaterializations(limit: 1) {
+    metadataEntries { label ... on UrlMetadataEntry { url } } } } } }"""
+
+
+def test_ui_loads_the_benchmark_it_is_named_and_serves_the_reports_its_links_name(
+    tmp_path, example_copy
+):
+    """The README's walk-through on a copy: `ui COPY` shows the copy, not the bundled example;
+    its report link opens the report; Dagster's "use dg dev" warning is not printed."""
+    document = yaml.safe_load(example_copy.read_text())
+    document["name"] = "walk_through"  # the bundled example is support_agent: told apart
+    example_copy.write_text(yaml.safe_dump(document))
+    env = {
+        **os.environ,
+        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
+        "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()),
+    }
+    for name in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS"):
+        env.pop(name, None)
+    cli = [sys.executable, "-m", "n8n_deepeval_pipeline.cli"]
+    ran = subprocess.run(
+        [*cli, "run", str(example_copy)], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    log, groups = tmp_path / "ui.log", set()
+    with log.open("w") as output:
+        ui = subprocess.Popen(
+            [*cli, "ui", str(example_copy), "--port", str(_free_port())],
+            env=env,
+            cwd=tmp_path,  # no ./benchmarks: without FILE it would load the bundled example
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            preexec_fn=as_a_background_job,
+        )
+    try:
+        deadline = time.monotonic() + 180
+        url = wait_for_url(log, deadline)
+        wait_until_served(url, deadline)
+        started = process_groups()
+        groups = {ui.pid} | {started[pid] for pid in descendant_pids(ui.pid) if pid in started}
+        said = log.read_text()
+        assert f"benchmarks: {example_copy.resolve()}" in said
+        jobs = {
+            job["name"]
+            for location in graphql(url, _JOBS)["repositoriesOrError"]["nodes"]
+            for job in location["jobs"]
+        }
+        assert {"walk_through__benchmark", "walk_through__rescore"} <= jobs
+        assert not any(job.startswith("support_agent") for job in jobs)
+        (materialised,) = graphql(url, _REPORT_URL)["assetOrError"]["assetMaterializations"]
+        entries = {entry["label"]: entry for entry in materialised["metadataEntries"]}
+        report_url = entries["report_url"]["url"]
+        assert report_url.startswith(f"http://127.0.0.1:{env['N8N_DEEPEVAL_REPORTS_PORT']}/")
+        with urllib.request.urlopen(report_url, timeout=10) as answer:
+            assert answer.status == 200
+            assert "<title>walk_through · " in answer.read().decode()
+        said = log.read_text()
+        assert "dg dev" not in said and "SupersessionWarning" not in said
+    finally:
+        os.killpg(ui.pid, signal.SIGTERM)
+        try:
+            ui.wait(timeout=15)
+        finally:
+            for group in groups | {ui.pid}:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(group, signal.SIGKILL)

@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
+from n8n_deepeval_pipeline.benchmark.simulation import SimulationConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
@@ -33,6 +34,7 @@ from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 # DeepEval-side fields a dataset column can be mapped to (the seed Trigger's names).
 MappedField = Literal[
@@ -46,6 +48,7 @@ MappedField = Literal[
     "chatbotRole",
     "expectedOutcome",
     "scenario",
+    "userDescription",
 ]
 # What a recorded target can read from dataset columns.
 RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
@@ -393,6 +396,11 @@ class Benchmark(ConfigModel):
         description="Attack the workflow's agent with DeepTeam (off: unset); needs an "
         "n8n_workflow target (its service nodes mocked) or a webhook that actsOnTheWorld.",
     )
+    simulation: SimulationConfig | None = Field(
+        default=None,
+        description="Play each run of a conversational golden (scenario, expectedOutcome, "
+        "userDescription) as a conversation with a simulated user (off: unset).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -401,6 +409,20 @@ class Benchmark(ConfigModel):
         if isinstance(target, dict) and "type" not in target:
             data = {**data, "target": {**target, "type": "recorded"}}
         return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _golden_columns_by_default(cls, data: Any) -> Any:
+        # A golden has no input: the seed's input/expectedOutput mapping would demand
+        # columns it does not have. Its own columns are read by name (tables.dataset_file).
+        if not isinstance(data, dict) or data.get("simulation") is None:
+            return data
+        dataset = data.get("dataset")
+        if not isinstance(dataset, dict):
+            return data
+        if {"columnMapping", "column_mapping"} & dataset.keys():
+            return data
+        return {**data, "dataset": {**dataset, "columnMapping": {}}}
 
     @model_validator(mode="before")
     @classmethod
@@ -479,6 +501,28 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _head_to_head_between_variants(self) -> Benchmark:
+        variants = self.variants
+        for metric in self.metrics:
+            if not entry_for(metric).head_to_head:
+                continue
+            label, against = metric.result_label(), getattr(metric, "against", BASE)
+            if not variants:
+                raise ValueError(
+                    f"metric {label!r} judges variants head to head: give the n8n_workflow "
+                    "target variants"
+                )
+            if against != BASE and against not in variants:
+                known = ", ".join([BASE, *variants])
+                raise ValueError(f"metric {label!r}: against {against!r} is not one of {known}")
+            if label in (self.aggregate.metrics or []):
+                raise ValueError(
+                    f"aggregate.metrics: {label!r} judges one variant against another and "
+                    "decides no run"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _executions_need_a_workflow_in_n8n(self) -> Benchmark:
         # A webhook's executions are found through its workflow in n8n.
         steps = isinstance(self.target, WebhookTarget) and self.target.steps_from_execution
@@ -490,9 +534,31 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _simulation_needs_a_live_target(self) -> Benchmark:
+        if self.simulation is None:
+            return self
+        if isinstance(self.target, RecordedTarget):
+            raise ValueError(
+                "simulation: a recorded target replays outputs captured earlier, so a "
+                "simulated user has no workflow to talk to: use target type n8n_workflow or "
+                "n8n_webhook, or remove the simulation section"
+            )
+        if self.target.messages_column is not None:
+            raise ValueError(
+                "simulation: target.messagesColumn scripts the user's messages, which the "
+                "simulated user writes: remove one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _no_judge_key_in_templates(self) -> Benchmark:
         listed = set(getattr(self.target, "env", ()))
-        choices = [self.judge, *(c for metric in self.metrics for c in metric.judge_choices())]
+        simulator = self.simulation.judge if self.simulation else None
+        choices = [
+            self.judge,
+            simulator,
+            *(c for metric in self.metrics for c in metric.judge_choices()),
+        ]
         keys = {choice.api_key_env for choice in choices if choice and choice.api_key_env}
         shared = sorted(listed & keys)
         if shared:
@@ -553,9 +619,41 @@ class Benchmark(ConfigModel):
         return self.model_copy(update={"sink": None, "target": target, "red_team": None})
 
     @property
+    def simulator_judge(self) -> JudgeChoice | None:
+        """The judge that plays the simulated user: the simulation's, over the benchmark's."""
+        own = self.simulation.judge if self.simulation else None
+        return own.over(self.judge) if own is not None else self.judge
+
+    @property
     def metric_labels(self) -> list[str]:
         """Labels of the metrics, in file order."""
         return [metric.result_label() for metric in self.metrics]
+
+    @property
+    def counted_labels(self) -> list[str]:
+        """The metrics that decide a run under the pass rule (aggregate.metrics, default all).
+
+        A head-to-head metric never does: it says how two versions compare.
+        """
+        if self.aggregate.metrics is not None:
+            return list(self.aggregate.metrics)
+        return [
+            metric.result_label() for metric in self.metrics if not entry_for(metric).head_to_head
+        ]
+
+    @property
+    def head_to_head(self) -> dict[str, str]:
+        """Each head-to-head metric's label → the version it is against (base or a variant)."""
+        return {
+            metric.result_label(): getattr(metric, "against", BASE)
+            for metric in self.metrics
+            if entry_for(metric).head_to_head
+        }
+
+    @property
+    def variants(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """The target's variants in file order (none unless an n8n_workflow target has some)."""
+        return dict(self.target.variants) if isinstance(self.target, WorkflowTarget) else {}
 
 
 # The seed's column options of Aggregate and Consistency, each with the sink column it

@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from n8n_deepeval_pipeline.config.model import ConfigModel
+from n8n_deepeval_pipeline.judging.prices import Price
 from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, env_names
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH"]
 # Methods that may already have acted when they fail: never retried automatically.
@@ -36,6 +38,15 @@ def _env_field() -> Any:
         default_factory=list,
         description="Environment variables the templates may read as env.NAME (only these; "
         "never N8N_DEEPEVAL_* or N8N_API_KEY).",
+    )
+
+
+def _prices_field() -> Any:
+    return Field(
+        default_factory=dict,
+        description="USD per million tokens of the workflow's own models ({input, output} by "
+        "model name), over the built-in table and N8N_DEEPEVAL_PRICES; a model with no "
+        "price leaves the run's cost unpriced, never free.",
     )
 
 
@@ -135,6 +146,7 @@ class WebhookTarget(ConfigModel):
         "when the answer has none (needs workflow: {id: …}).",
     )
     env: list[EnvName] = _env_field()
+    prices: dict[str, Price] = _prices_field()
 
     @model_validator(mode="after")
     def _one_url(self) -> WebhookTarget:
@@ -219,6 +231,12 @@ def _or_services(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"const": "services", "type": "string"}, {"$ref": schema.pop("$ref")}]
 
 
+# A variant's name is a label in tables, partitions' tags and the report.
+VariantName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+NodeName = Annotated[str, Field(min_length=1)]
+ParameterPath = Annotated[str, Field(pattern=r"^[^.]+(\.[^.]+)*$")]
+
+
 class WorkflowTarget(ConfigModel):
     """Run the workflow from a start node to an end node (n8n's config evals), as it is.
 
@@ -265,11 +283,27 @@ class WorkflowTarget(ConfigModel):
         '"services" (= {services: true}) mocks every node that acts on a real service.',
     )
     env: list[EnvName] = _env_field()
+    prices: dict[str, Price] = _prices_field()
+    variants: dict[VariantName, dict[NodeName, dict[ParameterPath, Any]]] = Field(
+        default_factory=dict,
+        description="Variants benchmarked beside the workflow in one run: variant name → "
+        "node name → parameter path (dots: options.systemMessage) → value. Each variant is "
+        "a workflow version of its own (its own workflowHash and results), never the "
+        "baseline of the next version; a model's `model` takes the name as the editor "
+        "shows it.",
+    )
 
     @model_validator(mode="after")
     def _reads_only_listed_env(self) -> WorkflowTarget:
         refuse_unlisted_env({"input": self.input}, self.env)
         return self
+
+    @field_validator("variants")
+    @classmethod
+    def _base_is_the_workflow(cls, variants: dict[str, Any]) -> dict[str, Any]:
+        if BASE in variants:
+            raise ValueError(f"{BASE!r} names the workflow itself: give the variant another name")
+        return variants
 
     def as_webhook(self, url: str, body: Any) -> WebhookTarget:
         """The harness copy's webhook, called like any webhook target with ``body``."""
@@ -283,6 +317,7 @@ class WorkflowTarget(ConfigModel):
             messages_column=self.messages_column,
             steps_from_execution=self.steps_from_execution,
             env=self.env,
+            prices=self.prices,
         )
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
     OverallPassRate,
     VersionComparison,
 )
+from n8n_deepeval_pipeline.summary.gate import Gate
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
@@ -73,22 +73,17 @@ def _score_delta(value: float | None) -> str:
 
 
 def comparison_json(
-    comparison: VersionComparison,
-    baseline: str,
-    candidate: str,
-    fail_on: GateVerdict,
-    flagged: list[str],
+    comparison: VersionComparison, baseline: str, candidate: str, gate: Gate
 ) -> dict[str, Any]:
-    """What `compare --json` prints: the verdict table with intervals, deltas and drift.
+    """What `compare --json` prints: the gate, the verdict table with intervals, deltas, drift.
 
-    ``flagged``: the cases failing ``fail_on``, as the command's exit code counts them.
-    Each case carries ``p_value``, the one-sided p in the direction it moved (the text's
-    and the report's), beside both one-sided p-values.
+    ``gate``: the cases failing compare.failOn and the exit codes, as eval-results.json
+    carries it. Each case carries ``p_value``, the one-sided p in the direction it moved
+    (the text's and the report's), beside both one-sided p-values.
     """
     return {
         "baseline": version_key(baseline),
         "candidate": version_key(candidate),
-        "fail_on": fail_on,
-        "flagged_cases": flagged,
+        "gate": gate.model_dump(mode="json"),
         "result": comparison.model_dump(mode="json"),
     }

@@ -10,19 +10,20 @@ import click
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.summary.gate import (  # what a version's gate and errors decide
+    EXIT_COMPARE_FAILED as EXIT_COMPARE_FAILED,
+)
+from n8n_deepeval_pipeline.summary.gate import EXIT_INCOMPLETE as EXIT_INCOMPLETE
+from n8n_deepeval_pipeline.summary.gate import EXIT_REGRESSION as EXIT_REGRESSION
+from n8n_deepeval_pipeline.summary.gate import EXIT_RUN_REGRESSION as EXIT_RUN_REGRESSION
 
-# Exit codes of `run`, one per way it can disappoint, for CI scripts.
+# Exit codes of `run`, one per way it can disappoint, for CI scripts (3 and 5: the gate's).
 EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
-EXIT_INCOMPLETE = 3
 EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
-EXIT_RUN_REGRESSION = 5
 EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
 EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
 EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
-# …and of `compare`.
-EXIT_REGRESSION = 1
-EXIT_COMPARE_FAILED = 2
 # click's own: a ClickException said in one line, and a usage error.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -73,7 +74,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=EXIT_RUN_REGRESSION,
         commands=("run",),
         when="a case has the verdict `compare.failOn` (or a surer one) against the previous "
-        "version",
+        "version (of the workflow itself: a variant worse than the workflow fails nothing)",
     ),
     ExitCode(
         code=EXIT_BREACH_OVER_FAIL_ON,
@@ -89,14 +90,20 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_REGRESSION,
         commands=("compare",),
-        when="a case has the verdict `compare.failOn` (or a surer one)",
+        when="a case has the verdict `compare.failOn` (or a surer one); never with `--variants`",
     ),
     ExitCode(
         code=EXIT_COMPARE_FAILED,
         commands=("compare", "report"),
-        when="the comparison cannot run (a version unknown or not run)",
+        when="the comparison cannot run (a version unknown or not run; with `--variants`, "
+        "no variant of it scored)",
     ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
+    ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("ui",),
+        when="a benchmark file it is named is invalid: nothing is started",
+    ),
     ExitCode(
         code=EXIT_ERROR,
         commands=("init",),

@@ -34,7 +34,7 @@ from n8n_deepeval_pipeline.console.exits import (
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
     from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
-    from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, ErrorSummary
+    from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary
 
 
 def _workers_warming(wanted: bool) -> AbstractContextManager[None]:
@@ -105,6 +105,15 @@ def _instance_for(path: Path, report: Any, selection: Any) -> Any:
     help="The red team (redTeam) generates a new attack set instead of playing the kept "
     "one; later versions keep the new one.",
 )
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    metavar="NAME",
+    help="Run only this version of the workflow (repeatable): a variant of target.variants, "
+    "or base for the workflow itself. Default: the workflow and every variant, their calls "
+    "side by side (docs/guides/variants.md).",
+)
 @benchmarks.verbose_option
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -118,9 +127,14 @@ def run(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     regenerate_attacks: bool,
+    variants: tuple[str, ...],
     verbose: bool,
 ) -> None:
-    """Run benchmark FILE for the workflow's current version and print a summary."""
+    """Run benchmark FILE for the workflow's current version and print a summary.
+
+    With target.variants, the workflow and each variant are versions of their own, run
+    side by side; the summary is followed by their matrix.
+    """
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
@@ -132,8 +146,15 @@ def run(
                 file, for_run=True
             )  # read once: the run registers it
             benchmarks.warn(file, checked.warnings)
+            _refuse_variant_options(benchmark, variants, record)
             with _instance_for(file, checked, selection) as instance:
                 runner = benchmarks.runner(file, instance, not no_cache, selection, benchmark)
+                if benchmark.variants:
+                    _run_with_variants(
+                        runner, file, variants, selection, not no_cache, verbose,
+                        max_error_rate, record, as_json, fail_under,
+                    )  # fmt: skip
+                    return
                 partition = runner.register_current_version(checked.workflow_hash)
                 name = runner.benchmark.name
                 click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
@@ -148,6 +169,11 @@ def run(
                     if runner.benchmark.red_team
                     else None
                 )
+                rates = red_team[0] if red_team else None
+                breach = _red_team_verdicts(rates, runner.benchmark, max_error_rate)
+                incomplete = incomplete or breach.incomplete
+                gate = runner.version_gate(partition, incomplete)
+                summary = summary.model_copy(update={"gate": gate, "incomplete": incomplete})
                 if selection is not None:
                     kept = settings.home()
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
@@ -161,19 +187,21 @@ def run(
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     _print_summary(summary, red_team, as_json)
-    regressed = "no_regression" in materialised.failed_checks
-    if regressed:  # said even when the run is incomplete: its exit code 3 hides this one
-        gate = runner.benchmark.compare.fail_on
-        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
-    breach = _red_team_verdicts(red_team[0] if red_team else None, runner.benchmark, max_error_rate)
+    if gate.has_regression:  # said even when the run is incomplete: its exit 3 hides this one
+        flagged = gate.flagged_cases
+        cases = f"{len(flagged)} case{'s' if len(flagged) != 1 else ''}"
+        click.echo(
+            f"{gate.fail_on} against baseline {gate.baseline}: {', '.join(flagged)} "
+            f"({cases}; `n8n-deepeval compare {file}` shows why)",
+            err=True,
+        )
     for said in (breach.over_limit, breach.new):  # said whichever exit code wins
         if said:
             click.echo(said, err=True)
-    incomplete = incomplete or breach.incomplete
     if incomplete:
-        click.echo(incomplete, err=True)
+        click.echo(f"incomplete: {incomplete}", err=True)
         sys.exit(EXIT_INCOMPLETE)
-    if regressed:
+    if gate.has_regression:
         sys.exit(EXIT_RUN_REGRESSION)
     if breach.over_limit:
         sys.exit(EXIT_BREACH_OVER_FAIL_ON)
@@ -182,6 +210,53 @@ def run(
     if fail_under is not None and summary.pass_rate < fail_under:
         click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
         sys.exit(EXIT_BELOW_FAIL_UNDER)
+
+
+def _refuse_variant_options(benchmark: Any, variants: tuple[str, ...], record: Any) -> None:
+    """--variant needs variants; --record writes one version's outputs."""
+    if variants and not benchmark.variants:
+        raise Refused("--variant: the benchmark's target has no variants", EXIT_INVALID_CONFIG)
+    if record is not None and benchmark.variants and len(variants) != 1:
+        raise Refused(
+            "--record writes one version's outputs: name it with --variant (base for the "
+            "workflow itself)",
+            EXIT_INVALID_CONFIG,
+        )
+
+
+def _run_with_variants(
+    runner: Any,
+    file: Path,
+    variants: tuple[str, ...],
+    selection: Any,
+    judge_cache: bool,
+    verbose: bool,
+    max_error_rate: float | None,
+    record: Path | None,
+    as_json: bool,
+    fail_under: float | None,
+) -> None:
+    """The workflow and its variants (or those --variant names): run, printed, exit code."""
+    from n8n_deepeval_pipeline.console import family_run
+
+    def judged(runner: Any, partition: str, materialised: Any) -> Any:
+        return _judged(runner, partition, materialised, max_error_rate, verbose)
+
+    outcome = family_run.run_family(
+        runner, file, variants, selection is None, judge_cache, verbose, judged
+    )
+    if selection is not None:
+        kept = settings.home()
+        for name, summary in outcome.summaries.items():
+            trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
+            outcome.summaries[name] = summary.model_copy(update={"trial": trial})
+    if record is not None and outcome.summaries:
+        (name,) = outcome.summaries
+        partition = outcome.summaries[name].workflow_hash[:12]
+        with settings.made_for_the_user(record.parent):
+            written = runner.record(partition, record)
+        click.echo(f"recorded {written} outputs of {name} {partition} in {record}", err=True)
+    family_run.say(outcome, as_json, runner.benchmark.compare.fail_on, fail_under)
 
 
 def _print_summary(
@@ -230,7 +305,7 @@ def _red_team_verdicts(
     errors = sum(rate.errors for rate in vulnerabilities)
     limit = benchmark.checks.max_error_rate if max_error_rate is None else max_error_rate
     incomplete = (
-        f"incomplete: red team: {errors} of {attacks} attack runs errored (neither breached "
+        f"red team: {errors} of {attacks} attack runs errored (neither breached "
         f"nor held), above {limit:.1%}"
         if attacks and errors / attacks > limit
         else None
@@ -276,8 +351,11 @@ def _judged(
     if materialised.attempts is not None:  # what the judge cost every attempt, and this run
         spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
         summary = summary.model_copy(update=spend)
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness
+
     limit = runner.benchmark.checks.max_error_rate
-    return summary, _incompleteness(summary.errors, max_error_rate, limit)
+    why = incompleteness(summary.errors, max_error_rate, limit)
+    return summary.model_copy(update={"incomplete": why}), why
 
 
 def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
@@ -285,31 +363,6 @@ def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
     said = "".join(f"\n  {error}" for error in dict.fromkeys(errors))
     where = "see the log above" if verbose else "--verbose shows Dagster's log"
     return f"the run of workflow {partition[:12]} failed ({where})" + (f":{said}" if said else "")
-
-
-def _incompleteness(
-    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
-) -> str | None:
-    """Why the run counts as incomplete, or None.
-
-    The limit is the error_rate check's (checks.maxErrorRate) unless --max-error-rate sets
-    one, so that the CLI and the check give one answer.
-    """
-    from n8n_deepeval_pipeline.summary.run_summary import judge_trouble, over_error_limit
-
-    if max_error_rate is None and errors.judge_outage:
-        return (
-            f"incomplete: {judge_trouble(errors)} "
-            "(--max-error-rate sets how many unjudged scores are acceptable)"
-        )
-    if max_error_rate is None:
-        limit, named = max_error_rate_checked, "checks.maxErrorRate"
-    else:
-        limit, named = max_error_rate, "--max-error-rate"
-    over = over_error_limit(errors, limit)
-    if over:
-        return f"incomplete: {' and '.join(over)}, above {named} {limit:.1%}"
-    return None
 
 
 @exit_codes_stated("backfill")
@@ -338,8 +391,9 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
         benchmark, checked = benchmarks.check(file, for_run=True)
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance, benchmark=benchmark)
-            # Older versions' workflow and outputs cannot be made again: re-score them.
-            current = None if from_asset else runner.register_current_version(checked.workflow_hash)
+            # Older versions' workflow and outputs cannot be made again: re-score them. The
+            # current ones are the workflow and its variants.
+            current = set() if from_asset else _current_versions(runner, checked.workflow_hash)
             versions, unrun = runner.versions_to_backfill(current)
             if unrun:  # registered from production traffic: no outputs stored to re-score
                 click.echo(f"never benchmarked, left out: {', '.join(unrun)}", err=True)
@@ -348,7 +402,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
             failed: list[Refused] = []
             incomplete: list[str] = []
             for number, partition in enumerate(versions, start=1):
-                start = from_asset or (None if partition == current else "metric_scores")
+                start = from_asset or (None if partition in current else "metric_scores")
                 what = f"from {start}" if start else "every asset"
                 progress = f"[{number}/{len(versions)}] workflow {partition[:12]}: {what}"
                 click.echo(progress, err=True)
@@ -359,7 +413,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                     failed.append(failure)
                     continue
                 if why:
-                    incomplete.append(f"workflow {partition[:12]}: {why}")
+                    incomplete.append(f"workflow {partition[:12]}: incomplete: {why}")
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
     if failed:  # one storage fault behind every failure is said once
@@ -370,3 +424,10 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
         click.echo("\n".join(incomplete), err=True)
         sys.exit(EXIT_INCOMPLETE)
     click.echo(f"backfilled {len(versions)} version(s)")
+
+
+def _current_versions(runner: Any, workflow_hash: str) -> set[str]:
+    """The current workflow's version and its variants', registered."""
+    if runner.benchmark.variants:
+        return {member.key for member in runner.register_current_family()}
+    return {runner.register_current_version(workflow_hash)}

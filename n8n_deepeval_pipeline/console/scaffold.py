@@ -2,8 +2,10 @@
 
 The workflow's anatomy gives the target (its start node, the node the trigger feeds, and
 its end node, run through a harness copy), the dataset's columns (the fields of the
-trigger's item the start node reads) and the metrics, by topology: always a
-reference-free quality metric (helpfulness); tools → tool permission, and tool
+trigger's item the start node reads) and the metrics, by topology: always a check that
+the workflow answered (a pattern, no judge needed: on the dry-run judge the judge metrics'
+placeholders decide no run) and a reference-free quality metric (helpfulness); tools →
+tool permission, and tool
 correctness when the dataset has expected tools; memory → the conversational metrics;
 a vector store or retriever → the RAG metric that needs no passages; an expected output
 → correctness. What needs a column the dataset lacks is written commented out, with the
@@ -91,13 +93,15 @@ def scaffold(
     has_expectations: bool,
     origin: str | None = None,
     simulation: bool = False,
+    input_only: bool = False,
 ) -> Scaffold:
     """The benchmark for ``source`` to be written at ``out``.
 
     ``has_expectations``: the dataset will hold expectedOutput and expectedTools (the
     example row does; rows drawn from executions do not). ``origin``: where the rows come
     from, for the dataset's comment. ``simulation``: the rows are conversational goldens
-    that a simulated user plays against the workflow.
+    that a simulated user plays against the workflow. ``input_only``: the rows hold the
+    input and no other field the workflow reads (synthesized ones): those are sent empty.
     """
     shape = anatomy(source.workflow)
     if shape.trigger is None or shape.start is None or shape.end is None:
@@ -113,7 +117,7 @@ def scaffold(
         _workflow_line(source, out),
         *_dataset(shape, dataset_path, has_expectations, origin, simulation),
         _runs_per_row(),
-        *_target(shape, source.workflow, simulation),
+        *_target(shape, source.workflow, simulation, input_only),
         *(_simulation() if simulation else []),
         "metrics:",
         *(_conversation_metrics(shape) if simulation else _metrics(shape, has_expectations)),
@@ -196,7 +200,9 @@ def _dataset(
     ]
 
 
-def _target(shape: Anatomy, workflow: dict[str, Any], simulation: bool) -> list[str]:
+def _target(
+    shape: Anatomy, workflow: dict[str, Any], simulation: bool, input_only: bool = False
+) -> list[str]:
     lines = [
         "target:",
         _commented("  type: n8n_workflow", "a harness copy, run from start to end node"),
@@ -211,8 +217,11 @@ def _target(shape: Anatomy, workflow: dict[str, Any], simulation: bool) -> list[
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
         assert shape.start is not None
         trigger = feeder(workflow, shape.start)
-        template = json.dumps(_input_template(shape, trigger), ensure_ascii=False)
-        lines.append(_commented(f"  input: {template}", f"what {shape.trigger} emitted"))
+        template = json.dumps(_input_template(shape, trigger, input_only), ensure_ascii=False)
+        said = f"what {shape.trigger} emitted"
+        if input_only and len(shape.columns) > 1:
+            said += "; synthesized rows hold only the input: add the other columns"
+        lines.append(_commented(f"  input: {template}", said))
     return lines
 
 
@@ -231,13 +240,15 @@ def _mocks(workflow: dict[str, Any], shape: Anatomy) -> list[str]:
     ]
 
 
-def _input_template(shape: Anatomy, trigger: dict[str, Any]) -> Any:
+def _input_template(shape: Anatomy, trigger: dict[str, Any], input_only: bool = False) -> Any:
     """The trigger's item rebuilt from a row: each field the start node reads, in place.
 
     It starts from what the harness sends for this trigger without a template (a Chat
     Trigger's sessionId and action, which memory and the agent need too). A Webhook
     trigger's stand-in puts the request's body under ``body`` itself, so the body's
     fields are the template's top level and a whole-body read is the template.
+    ``input_only``: a column other than the input is read with ``row.get`` (null while the
+    rows lack it), since validate refuses a template that fails on the first row.
     """
     default = default_input(trigger)
     item: Any = default if isinstance(default, dict) else {}
@@ -245,7 +256,8 @@ def _input_template(shape: Anatomy, trigger: dict[str, Any]) -> Any:
         keys = [str(segment) for segment in read.path] or ["input"]
         if shape.trigger_type == WEBHOOK and keys[0] == "body":
             keys = keys[1:]
-        value = "{{ input }}" if position == 0 else f"{{{{ row['{read.column}'] }}}}"
+        cell = f"row.get('{read.column}')" if input_only else f"row['{read.column}']"
+        value = "{{ input }}" if position == 0 else f"{{{{ {cell} }}}}"
         item = _placed(item, keys, value)
     return item
 
@@ -260,6 +272,11 @@ def _placed(item: Any, keys: list[str], value: str) -> Any:
 
 
 def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
+    # A check that needs no judge: on the dry-run judge the judge metrics are placeholders,
+    # which decide no run, so that a first run's pass rate says whether the wiring works.
+    yield _commented("  - metric: pattern_match", "no judge needed: did the workflow")
+    yield _commented("    label: answered", "answer with some text?")
+    yield "    pattern: '(?s)\\s*\\S.*'"
     yield _commented("  - metric: helpfulness", "reference-free: does it meet the request?")
     if has_expectations:
         yield _commented("  - metric: correctness", "against expectedOutput")
@@ -396,7 +413,7 @@ def write_synthesized_benchmark(
     draft = scaffold(source, out, has_expectations=False)  # where its dataset goes
     out.parent.mkdir(parents=True, exist_ok=True)
     origin = synthesize(draft.dataset_path, conversation)
-    made = scaffold(source, out, False, origin, simulation=conversation)
+    made = scaffold(source, out, False, origin, simulation=conversation, input_only=True)
     out.write_text(made.text, encoding="utf-8")
     return Written(out, made.dataset_path, None, False, conversation)
 

@@ -1,4 +1,4 @@
-"""`ui`: the Dagster UI and daemon, started and stopped as one process group."""
+"""`ui`: the Dagster UI and daemon, started and stopped as one process group, and the reports."""
 
 from __future__ import annotations
 
@@ -12,13 +12,22 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
 
 import click
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.console import benchmarks
+from n8n_deepeval_pipeline.console.exits import EXIT_INVALID_CONFIG, Refused, exit_codes_stated
 
 _UI_HOST = "127.0.0.1"
 _PORTS_TO_TRY = 100
+# Dagster 1.13 marks `dagster dev` superseded by `dg dev` (dagster-dg-cli, which runs dg
+# projects: pyproject [tool.dg] and a defs/ folder) and says so at every start. A code
+# location named by module is what `dagster dev -m` is for; only that one warning is
+# left out, by its text, in the `dagster dev` process alone: any other still shows.
+_SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded:FutureWarning"
 
 
 def _free_port(first: int) -> int:
@@ -45,7 +54,45 @@ def _free_port(first: int) -> int:
     raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
 
 
+def _named_benchmarks(files: tuple[Path, ...]) -> list[Path]:
+    """The benchmark files the UI loads: the ones named, each checked, else the default ones.
+
+    Named files are handed to Dagster's processes in ``$N8N_DEEPEVAL_BENCHMARKS``.
+    """
+    from n8n_deepeval_pipeline.benchmark.config import load_benchmark
+    from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
+
+    for file in files:
+        try:
+            load_benchmark(file)
+        except BenchmarkConfigError as error:
+            raise Refused(str(error), EXIT_INVALID_CONFIG) from None
+    if files:
+        os.environ[settings.BENCHMARKS_ENV] = os.pathsep.join(str(f.resolve()) for f in files)
+    return settings.discover_benchmark_files(settings.benchmark_paths())
+
+
+def _reports_served() -> AbstractContextManager[object]:
+    """The reports folder served where the UI's report_url links point, if the port is free."""
+    from n8n_deepeval_pipeline.console.report_server import ReportServer
+
+    port = settings.reports_port()
+    try:
+        server = ReportServer(settings.reports_dir(), settings.REPORTS_HOST, port)
+    except OSError as error:
+        click.echo(
+            f"reports are not served: {settings.REPORTS_HOST}:{port}: {error.strerror or error} "
+            f"(the UI's report_url links point there; {settings.REPORTS_PORT_ENV} moves them)",
+            err=True,
+        )
+        return contextlib.nullcontext()
+    click.echo(f"reports at {server.url}", err=True)
+    return server
+
+
+@exit_codes_stated("ui")
 @click.command()
+@click.argument("files", nargs=-1, type=benchmarks.EXISTING_FILE)
 @click.option(
     "--port",
     type=click.IntRange(1, 65535),
@@ -53,30 +100,41 @@ def _free_port(first: int) -> int:
     show_default=True,
     help="The UI's port; when it is taken, the next free one.",
 )
-def ui(port: int) -> None:
-    """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database."""
+def ui(files: tuple[Path, ...], port: int) -> None:
+    """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database.
+
+    It loads the benchmark FILES named, or else every benchmark file under
+    $N8N_DEEPEVAL_BENCHMARKS (default ./benchmarks and the bundled examples), and serves
+    the reports folder for the report links of its assets.
+    """
     from n8n_deepeval_pipeline.orchestration.code_location import DEFINITIONS_MODULE
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
+    loaded = _named_benchmarks(files)
     with local_instance() as instance:  # created here, so that Dagster's processes find it made
         home = instance.root_directory
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
-    chosen = _free_port(port)
-    taken = f" ({port} is taken)" if chosen != port else ""
-    click.echo(f"Dagster UI at http://{_UI_HOST}:{chosen}{taken}", err=True)
-    command = [
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-h",
-        _UI_HOST,
-        "-p",
-        str(chosen),
-        "-m",
-        DEFINITIONS_MODULE,
-    ]
-    sys.exit(_serve(command))
+    click.echo("benchmarks: " + (", ".join(str(path) for path in loaded) or "none found"), err=True)
+    with _reports_served():
+        chosen = _free_port(port)
+        taken = f" ({port} is taken)" if chosen != port else ""
+        click.echo(f"Dagster UI at http://{_UI_HOST}:{chosen}{taken}", err=True)
+        command = [
+            sys.executable,
+            "-W",
+            _SUPERSEDED_WARNING,
+            "-m",
+            "dagster",
+            "dev",
+            "-h",
+            _UI_HOST,
+            "-p",
+            str(chosen),
+            "-m",
+            DEFINITIONS_MODULE,
+        ]
+        code = _serve(command)
+    sys.exit(code)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -77,7 +77,8 @@ def check_benchmark(
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     with pointed_to_by(path):
-        rows = load_dataset_rows(benchmark.dataset, digest, records)
+        conversational = benchmark.simulation is not None
+        rows = load_dataset_rows(benchmark.dataset, digest, records, conversational)
         if not rows:  # refused here: a run of no rows fails far from its cause
             raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
         if isinstance(benchmark.target, RecordedTarget):

@@ -26,33 +26,71 @@ from n8n_deepeval_pipeline.console.exits import (
 @click.option("--baseline", help="Baseline version (hash or prefix); default: the one before.")
 @click.option("--candidate", help="Candidate version (hash or prefix); default: the current.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option(
+    "--variants",
+    is_flag=True,
+    help="The workflow and its variants side by side (the candidate's, default the current "
+    "workflow's): pass rate, scores, the workflow's tokens, cost and latency, head-to-head "
+    "win rates, each variant's cases against the base, and the cost/pass-rate frontier. "
+    "Nothing is flagged: a variant is an alternative, not an edit.",
+)
 @storage_faults_refused
-def compare(file: Path, baseline: str | None, candidate: str | None, as_json: bool) -> None:
+def compare(
+    file: Path, baseline: str | None, candidate: str | None, as_json: bool, variants: bool
+) -> None:
     """Compare two versions of benchmark FILE, case by case."""
     from n8n_deepeval_pipeline.console.comparison import comparison_json, render_comparison
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
-    from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
+
+    if variants:
+        if baseline is not None:
+            raise Refused(
+                "--variants compares each variant with its base: no --baseline", EXIT_COMPARE_FAILED
+            )
+        _compare_variants(file, candidate, as_json)
+        return
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            before, after = runner.versions_to_compare(baseline, candidate)
+            stored = runner.stored_versions([before, after])
+            comparison = stored.compare(before, after)
+            gate = runner.gate(after, before, stored, runner.incompleteness(after, stored))
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    if as_json:
+        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+    else:
+        click.echo(render_comparison(comparison, before, after))
+    if gate.flagged_cases:
+        flagged = gate.flagged_cases
+        click.echo(
+            f"{len(flagged)} case(s) flagged {gate.fail_on} or worse: {', '.join(flagged)}",
+            err=True,
+        )
+        sys.exit(EXIT_REGRESSION)
+
+
+def _compare_variants(file: Path, candidate: str | None, as_json: bool) -> None:
+    """Print the matrix of the candidate's family (default: the current workflow's)."""
+    from n8n_deepeval_pipeline.console.variant_table import (
+        render_variant_matrix,
+        variant_matrix_json,
+    )
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     try:
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
-            before, after = runner.versions_to_compare(baseline, candidate)
-            comparison = runner.stored_versions([before, after]).compare(before, after)
+            matrix = runner.variant_matrix(runner.candidate_version(candidate))
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
-    gate = runner.benchmark.compare.fail_on
-    flagged = cases_failing_gate(comparison, gate)
     if as_json:
-        printed = comparison_json(comparison, before, after, gate, flagged)
-        click.echo(json.dumps(printed, indent=2))
+        click.echo(json.dumps(variant_matrix_json(matrix), indent=2))
     else:
-        click.echo(render_comparison(comparison, before, after))
-    if flagged:
-        click.echo(
-            f"{len(flagged)} case(s) flagged {gate} or worse: {', '.join(flagged)}", err=True
-        )
-        sys.exit(EXIT_REGRESSION)
+        click.echo(render_variant_matrix(matrix))
 
 
 @exit_codes_stated("report")

@@ -14,10 +14,10 @@ per worker, so the provider's HTTP client lives on a single loop; ``generate`` w
 for that loop, ``a_generate`` awaits it.
 
 ``generate_raw_response`` is DeepEval's way to ask for log-probabilities (G-Eval weights
-its score by them). Where DeepEval's own model would have none (its model data says the
-OpenAI model has none, an Anthropic judge, a judge set to ``logprobs: false``), it raises
-``AttributeError``, on which DeepEval takes its schema path, exactly as it does for its
-own models. The usage counter says which path scored the evaluation.
+its score by them). Where DeepEval's own model would have none (its class has no raw
+call, its model data says the model has none, a judge set to ``logprobs: false``), it
+raises ``AttributeError``, on which DeepEval takes its schema path, exactly as it does
+for its own models. The usage counter says which path scored the evaluation.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from n8n_deepeval_pipeline.judging.providers import (
 from n8n_deepeval_pipeline.judging.retry_policy import is_rate_limited
 from n8n_deepeval_pipeline.judging.shared_state import CachedAnswer, SharedState, cache_key
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
-from n8n_deepeval_pipeline.judging.wire_format import ModelCapabilities, plain_json_schema
+from n8n_deepeval_pipeline.judging.wire_format import plain_json_schema
 
 T = TypeVar("T")
 
@@ -151,28 +151,6 @@ def _process_loop(pid: int) -> _LoopThread:
     return _LoopThread()
 
 
-def model_capabilities(spec: JudgeSpec) -> ModelCapabilities:
-    """What DeepEval's own model class for this judge would do (its model data)."""
-    from deepeval.models.llms.constants import ANTHROPIC_MODELS_DATA, OPENAI_MODELS_DATA
-
-    if spec.provider == "anthropic":
-        data = ANTHROPIC_MODELS_DATA.get(spec.model)
-        return ModelCapabilities(
-            logprobs=False,
-            structured=data.supports_structured_outputs is True,
-            temperature=data.supports_temperature is not False,
-        )
-    if spec.provider in ("openai", "azure-openai"):
-        data = OPENAI_MODELS_DATA.get(spec.model)
-        supported = bool(data.supports_log_probs) if spec.logprobs is None else spec.logprobs
-        return ModelCapabilities(
-            logprobs=supported,
-            max_logprobs=data.max_log_probs,
-            temperature=data.supports_temperature is not False,
-        )
-    return ModelCapabilities(logprobs=spec.logprobs is not False)
-
-
 def _json_object(text: str) -> str:
     """The outermost JSON object in a reply (models sometimes wrap it in prose or fences)."""
     start, end = text.find("{"), text.rfind("}")
@@ -188,7 +166,6 @@ class PipelineJudge(DeepEvalBaseLLM):
         self.usage = usage  # when no evaluation scope is set (a judge used on its own)
         self._rng = random.Random()
         self._loop = _process_loop(os.getpid())
-        self._capabilities = model_capabilities(spec)
         self._provider: Provider = self._loop.run(self._build_provider())
         state_dir = Path(spec.state_dir) if spec.state_dir else None
         self._state = SharedState.of_process(state_dir) if state_dir else None
@@ -196,7 +173,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         super().__init__(model=spec.model)
 
     async def _build_provider(self) -> Provider:
-        return build_provider(self.spec, self._capabilities)  # its client lives on the loop
+        return build_provider(self.spec)  # its client lives on the loop
 
     def load_model(self) -> PipelineJudge:
         return self
@@ -227,11 +204,10 @@ class PipelineJudge(DeepEvalBaseLLM):
         from openai.types.chat import ChatCompletion
 
         provider, usage = self._provider, scope.usage
-        if not self._capabilities.logprobs or not isinstance(provider, LogprobProvider):
+        if not isinstance(provider, LogprobProvider) or not provider.answers_logprobs:
             usage.unweighted += 1
             raise NoLogprobs(f"{self.spec.label} gives no log-probabilities")
-        cap = self._capabilities.max_logprobs
-        top = min(top_logprobs, cap) if cap is not None else top_logprobs
+        top = top_logprobs  # the provider caps it as DeepEval's class does
         key = self._key(prompt, {"raw_response": {"top_logprobs": top}}, scope.namespace)
 
         async def ask() -> CachedAnswer:

@@ -6,7 +6,10 @@ judge models; a YAML or JSON file (``N8N_DEEPEVAL_PRICES``) adds or overrides en
     gpt-4o-mini: {input: 0.15, output: 0.60}
     my-vllm-model: {input: 0, output: 0}
 
-A model without a price has no cost (the tokens are still recorded).
+A model without a price has no cost (the tokens are still recorded). A gateway's or a
+cloud's name for a model (OpenRouter's ``openai/gpt-4.1``, Bedrock's
+``us.anthropic.claude-sonnet-4-5-20250929-v1:0``) is priced as the model it names, at its
+maker's list price, unless the table has the full name.
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ class Price(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = Field(ge=0, description="USD per million prompt (input) tokens.")
+    output: float = Field(ge=0, description="USD per million completion (output) tokens.")
 
 
 _BUILT_IN: dict[str, Price] = {
@@ -38,6 +41,13 @@ _BUILT_IN: dict[str, Price] = {
     "claude-sonnet-4-5": Price(input=3.00, output=15.00),
     "claude-haiku-4-5": Price(input=1.00, output=5.00),
     "claude-opus-4-1": Price(input=15.00, output=75.00),
+    "claude-3-5-haiku": Price(input=0.80, output=4.00),
+    "claude-3-haiku": Price(input=0.25, output=1.25),
+    # Gemini's, as DeepEval 4.3.1's model data has them
+    "gemini-2.5-pro": Price(input=1.25, output=10.00),
+    "gemini-2.5-flash": Price(input=0.30, output=2.50),
+    "gemini-2.5-flash-lite": Price(input=0.10, output=0.40),
+    "gemini-2.0-flash": Price(input=0.15, output=0.60),
     "dry-run": Price(input=0, output=0),
 }
 
@@ -68,12 +78,24 @@ class PriceTable:
             raise BenchmarkConfigError(path, problems, what="price table") from None
         return cls(extra)
 
+    def extended(self, extra: dict[str, Price]) -> PriceTable:
+        """The table with ``extra``'s entries added or overriding (a benchmark's prices)."""
+        return PriceTable({**self.prices, **extra})
+
     def price(self, model: str) -> Price | None:
-        """The price of a model (``gpt-4o-2024-08-06`` matches ``gpt-4o``)."""
-        if model in self.prices:
-            return self.prices[model]
-        matches = [name for name in self.prices if model.startswith(name)]
-        return self.prices[max(matches, key=len)] if matches else None
+        """The price of a model (``gpt-4o-2024-08-06`` matches ``gpt-4o``).
+
+        Without one for the whole name, the name after a gateway's or cloud's prefix
+        (``openai/…``, ``anthropic.…``, ``us.anthropic.…``) is looked up.
+        """
+        names = [model] + [model[i:] for i in range(1, len(model)) if model[i - 1] in "/."]
+        for name in names:
+            if name in self.prices:
+                return self.prices[name]
+            matches = [known for known in self.prices if name.startswith(known)]
+            if matches:
+                return self.prices[max(matches, key=len)]
+        return None
 
     def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
         """USD for the tokens, or None when the model has no price."""

@@ -5,13 +5,17 @@ metrics meaningful: numbers respect the schema's bounds; an unbounded ``score`` 
 only when the prompt asks for a 0–10 scale (G-Eval) and 0–1 otherwise; yes/no answers
 are "yes" or "no"; an ``answers`` list has one answer per question listed in the
 prompt; choices come from sorted options (DeepEval builds some enums from sets, whose
-order changes between processes); an open object gets one entry.
+order changes between processes); an open object gets one entry; a simulated user's turn
+(DeepEval's ``simulated_input``) says which turn it is and quotes the scenario, so that a
+dry or loopback simulation follows the scenario and the conversation so far; an arena's
+``winner`` is one of the contestants the prompt lists.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -19,6 +23,14 @@ from typing import Any
 PLACEHOLDER = "[dry-run] placeholder"
 _TEN_SCALE = re.compile(r"\b0\s*(?:and|to|-|–)\s*10\b")
 _QUESTIONS = re.compile(r"Questions:\s*(\[.*?\])\s*\n", re.S)
+# DeepEval's simulator templates: the scenario line, and the conversation after its marker.
+_SCENARIO = re.compile(r'^\s*Scenario: "(.*?)"\s*$', re.M | re.S)
+_CONVERSATION = "Previous Conversation:"
+_USER_TURN = '"role": "user"'
+_QUOTED = 40  # characters of the last answer a dry user turn quotes
+# DeepEval's arena lists its (masked) contestants as the keys of one JSON object.
+_CONTESTANTS = re.compile(r'"arena_test_cases": \{\n((?: {4}"[^"\n]+": [^\n]*\n?)+)')
+_CONTESTANT = re.compile(r'^ {4}"([^"\n]+)": ', re.M)
 
 
 class _Filler:
@@ -69,7 +81,30 @@ class _Filler:
             return self._unit() < 0.5
         if name in ("answers", "verdict") or name.endswith("_verdict"):
             return self._choice(["yes", "no"])
+        if name == "winner":
+            listed = _CONTESTANTS.search(self._prompt)
+            if listed:
+                return self._choice(_CONTESTANT.findall(listed[1]))
+        if name == "simulated_input":
+            return self._user_turn()
         return f"{PLACEHOLDER} {name}"
+
+    def _user_turn(self) -> str:
+        """The next user turn of a simulated conversation.
+
+        Its number, its scenario and the start of the answer it follows, so that a new
+        answer is followed by a new turn.
+        """
+        scenarios = _SCENARIO.findall(self._prompt)  # the example's first, the golden's last
+        scenario = scenarios[-1] if scenarios else "the scenario"
+        marker = self._prompt.rfind(_CONVERSATION)  # the example's first, the real one last
+        if marker == -1:
+            return f"[dry-run] user turn 1: {scenario}"
+        conversation = self._prompt[marker + len(_CONVERSATION) :]
+        earlier = conversation.count(_USER_TURN)
+        answer = _last_answer(conversation)
+        after = f" (after: {answer[:_QUOTED]})" if answer else ""
+        return f"[dry-run] user turn {earlier + 1}: {scenario}{after}"
 
     def _list_length(self, schema: dict[str, Any], name: str) -> int:
         if name == "answers":
@@ -92,6 +127,21 @@ class _Filler:
         if integer:
             return int(low + int(self._unit() * (high - low + 1)))
         return round(low + self._unit() * (high - low), 3)
+
+
+def _last_answer(conversation: str) -> str:
+    """The last assistant turn of the conversation DeepEval's template serialised."""
+    start, end = conversation.find("["), conversation.rfind("]")
+    try:
+        turns = json.loads(conversation[start : end + 1]) if start != -1 else []
+    except json.JSONDecodeError:
+        return ""
+    answers = [
+        str(turn.get("content") or "")
+        for turn in turns
+        if isinstance(turn, dict) and turn.get("role") == "assistant"
+    ]
+    return answers[-1] if answers else ""
 
 
 def fill_schema(schema: dict[str, Any], seed: bytes, prompt: str = "") -> Any:

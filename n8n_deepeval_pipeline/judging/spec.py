@@ -19,16 +19,34 @@ from n8n_deepeval_pipeline.config.model import ConfigModel
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 
+# Every provider but dry-run, local and openai-compatible asks as DeepEval's own model
+# class for it asks (``judging.deepeval_call``); openai-compatible is for servers that
+# have no class of their own.
 JudgeProvider = Literal[
-    "dry-run", "openai", "openai-compatible", "azure-openai", "anthropic", "local"
+    "dry-run",
+    "openai",
+    "openai-compatible",
+    "azure-openai",
+    "anthropic",
+    "gemini",
+    "ollama",
+    "openrouter",
+    "deepseek",
+    "bedrock",
+    "local",
 ]
 JUDGE_PROVIDERS: tuple[str, ...] = get_args(JudgeProvider)
-# How an OpenAI-family judge is asked for structured output: "strict" as DeepEval's own
-# OpenAI model asks (the openai SDK's strict schema, ``strict: true``), "schema" the plain
-# JSON schema, "json" JSON mode, "none" nothing (the JSON is read from the text).
+# How an openai-compatible judge is asked for structured output: "strict" as DeepEval's
+# own OpenAI model asks (the openai SDK's strict schema, ``strict: true``), "schema" the
+# plain JSON schema, "json" JSON mode, "none" nothing (the JSON is read from the text).
+# The other providers ask as DeepEval's class for them asks.
 StructuredOutputs = Literal["strict", "schema", "json", "none"]
 STRUCTURED_OUTPUTS: tuple[str, ...] = get_args(StructuredOutputs)
-_NEEDS_URL = {"openai-compatible": "base_url", "azure-openai": "base_url (the Azure endpoint)"}
+_NEEDS = {
+    "openai-compatible": ("base_url", "base_url"),
+    "azure-openai": ("base_url", "base_url (the Azure endpoint)"),
+    "bedrock": ("region", "region (the AWS region)"),
+}
 
 
 class JudgeConfigError(ValueError):
@@ -45,16 +63,23 @@ class JudgeSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     provider: JudgeProvider = "dry-run"
-    model: str = "dry-run"
+    model: str = "dry-run"  # Azure: the model (its capabilities), not the deployment
     base_url: str | None = None
-    api_key: SecretStr | None = None
+    api_key: SecretStr | None = None  # Bedrock: the AWS secret access key
     api_version: str | None = None  # Azure OpenAI
+    deployment: str | None = None  # Azure OpenAI; None: the model's name
+    region: str | None = None  # Amazon Bedrock
+    aws_access_key_id: SecretStr | None = None  # Amazon Bedrock (None: AWS's own chain)
+    aws_session_token: SecretStr | None = None  # Amazon Bedrock, temporary credentials
     timeout_s: float = 60.0
-    temperature: float | None = 0.0
+    # None: what DeepEval's class for the provider sends by default (0 for most; none
+    # for Anthropic and Bedrock, nor for models that refuse one).
+    temperature: float | None = None
     max_tokens: int | None = None
-    structured_outputs: StructuredOutputs = "strict"
+    structured_outputs: StructuredOutputs = "strict"  # openai-compatible only
     # Log-probabilities for G-Eval's weighted score; None: as DeepEval decides for the
-    # provider and model (OpenAI and Azure by DeepEval's model data, Anthropic never).
+    # provider and model (OpenAI and Azure by DeepEval's model data, OpenRouter always,
+    # the others never); False: never.
     logprobs: bool | None = None
     retry: RetryPolicy = RetryPolicy()
     # Judge calls in flight across all workers, at most: the pacing fits the real number.
@@ -83,9 +108,15 @@ class JudgeSpec(BaseModel):
 
     @property
     def secrets(self) -> list[str]:
-        """What no message may show: the key, and any credential the base URL carries."""
-        key = self.api_key.get_secret_value() if self.api_key else ""
-        return [secret for secret in [key, *url_secrets(self.base_url)] if secret]
+        """What no message may show: the keys, and any credential the base URL carries."""
+        keys = [self.api_key, self.aws_access_key_id, self.aws_session_token]
+        values = [key.get_secret_value() for key in keys if key is not None]
+        return [secret for secret in [*values, *url_secrets(self.base_url)] if secret]
+
+    def secret(self, name: str) -> str | None:
+        """The value of a secret field (``api_key``, ``aws_access_key_id``, …), None if unset."""
+        value: SecretStr | None = getattr(self, name)
+        return value.get_secret_value() if value is not None else None
 
     @property
     def label(self) -> str:
@@ -102,10 +133,13 @@ class JudgeSpec(BaseModel):
     def identity(self) -> str:
         """Which judge this is, for its own rate window, breaker and in-flight slots.
 
-        Provider, model, endpoint and API version: two judges differing in any of them
-        are limited and broken separately; the key is not part of it.
+        Provider, model, endpoint, API version, deployment and region: two judges
+        differing in any of them are limited and broken separately; the key is not part
+        of it.
         """
         fields = [self.provider, self.model, self.endpoint, self.api_version]
+        if self.deployment or self.region:  # identities of judges without them unchanged
+            fields += [self.deployment, self.region]
         return hashlib.sha256(json.dumps(fields).encode("utf-8")).hexdigest()[:16]
 
 
@@ -114,7 +148,7 @@ class JudgeChoice(ConfigModel):
 
     Fields left out come from the judge it falls back on (a metric's: the benchmark's
     judge, then the default judge); a judge of another provider takes none of that
-    judge's model, endpoint, API version or key.
+    judge's model, endpoint, API version, deployment, region or keys.
     """
 
     provider: JudgeProvider | None = Field(
@@ -132,12 +166,27 @@ class JudgeChoice(ConfigModel):
         default=None, description="Name of the environment variable that holds the base URL."
     )
     api_version: str | None = Field(default=None, description="The Azure OpenAI API version.")
+    deployment: str | None = Field(
+        default=None, description="Azure OpenAI: the deployment (model: the model it runs)."
+    )
+    region: str | None = Field(default=None, description="Amazon Bedrock: the AWS region.")
     api_key_env: str | None = Field(
-        default=None, description="Name of the environment variable that holds the key."
+        default=None,
+        description="Name of the environment variable that holds the key "
+        "(Bedrock: the AWS secret access key).",
+    )
+    aws_access_key_id_env: str | None = Field(
+        default=None,
+        description="Amazon Bedrock: the environment variable that holds the access key id.",
+    )
+    aws_session_token_env: str | None = Field(
+        default=None,
+        description="Amazon Bedrock: the environment variable that holds a session token.",
     )
     structured_outputs: StructuredOutputs | None = Field(
         default=None,
-        description="OpenAI-family judges: strict (DeepEval's form), schema, json or none.",
+        description="openai-compatible judges: strict (DeepEval's OpenAI form), schema, "
+        "json or none.",
     )
     logprobs: bool | None = Field(
         default=None, description="Ask for log-probabilities (G-Eval's weighted score)."
@@ -158,6 +207,10 @@ class JudgeChoice(ConfigModel):
         return JudgeChoice.model_validate(merged)
 
 
+# What belongs to one vendor's judge: a choice of another provider takes none of it.
+_SECRETS = ("api_key", "aws_access_key_id", "aws_session_token")
+_VENDOR_SETTINGS = ("model", "base_url", "api_version", "deployment", "region", *_SECRETS)
+
 # A judge named in a file (or None: the default) → the spec workers build it from.
 JudgeResolver = Callable[[JudgeChoice | None], JudgeSpec]
 
@@ -168,16 +221,16 @@ def choose_judge(
     """The judge ``choice`` names, over the default judge's settings (JudgeSpec fields).
 
     A choice of another provider than the default's takes none of its model, endpoint,
-    API version or key (an OpenAI key is never sent to another vendor), only the call
-    policy. Variables named by the choice (``apiKeyEnv``, ``baseUrlEnv``) are read from
-    ``environ``; a base URL variable that is not set is an error, a key variable that is
-    not set means no key.
+    API version, deployment, region or keys (an OpenAI key is never sent to another
+    vendor), only the call policy. Variables named by the choice (``apiKeyEnv``,
+    ``baseUrlEnv``, …) are read from ``environ``; a base URL variable that is not set is
+    an error, a key variable that is not set means no key.
     """
     settings = dict(default)
     if choice is not None:
         provider = choice.provider or settings.get("provider", "dry-run")
         if provider != settings.get("provider"):
-            settings.update(model=None, base_url=None, api_key=None, api_version=None)
+            settings.update(dict.fromkeys(_VENDOR_SETTINGS))
         base_url = choice.base_url
         if choice.base_url_env:
             base_url = environ.get(choice.base_url_env)
@@ -190,22 +243,24 @@ def choose_judge(
             model=choice.model
             or ("dry-run" if provider == "dry-run" else settings.get("model") or "dry-run"),
             base_url=base_url or settings.get("base_url"),
-            api_version=choice.api_version or settings.get("api_version"),
         )
-        for wire in ("structured_outputs", "logprobs"):
-            if getattr(choice, wire) is not None:
-                settings[wire] = getattr(choice, wire)
-        if choice.api_key_env:
-            settings["api_key"] = environ.get(choice.api_key_env)
-    if not settings.get("api_key"):
-        settings["api_key"] = None
+        for field in ("api_version", "deployment", "region", "structured_outputs", "logprobs"):
+            if getattr(choice, field) is not None:
+                settings[field] = getattr(choice, field)
+        for secret in _SECRETS:
+            variable = getattr(choice, f"{secret}_env")
+            if variable:
+                settings[secret] = environ.get(variable)
+    for secret in _SECRETS:
+        if not settings.get(secret):
+            settings[secret] = None
     try:
         spec = JudgeSpec.model_validate(settings)
     except ValidationError as error:
         problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
         raise JudgeConfigError(f"judge configuration: {problems}") from None
-    needed = _NEEDS_URL.get(spec.provider)
-    if needed and not spec.base_url:
+    field, needed = _NEEDS.get(spec.provider, ("", ""))
+    if field and not getattr(spec, field):
         raise JudgeConfigError(f"the {spec.provider} judge needs {needed}")
     if spec.provider == "azure-openai" and not spec.api_version:
         raise JudgeConfigError("the azure-openai judge needs api_version")
@@ -215,7 +270,7 @@ def choose_judge(
 
 
 def judge_settings(spec: JudgeSpec) -> dict[str, Any]:
-    """A spec's settings, the key included: the default ``choose_judge`` layers a choice on."""
+    """A spec's settings, keys included: the default ``choose_judge`` layers a choice on."""
     settings = spec.model_dump()
-    settings["api_key"] = spec.api_key.get_secret_value() if spec.api_key else None
+    settings.update({secret: spec.secret(secret) for secret in _SECRETS})
     return settings

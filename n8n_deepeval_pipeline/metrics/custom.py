@@ -1,4 +1,4 @@
-"""Custom metrics: G-Eval and DAG, single-turn and conversational."""
+"""Custom metrics: G-Eval and DAG, single-turn and conversational; Arena G-Eval head to head."""
 
 from __future__ import annotations
 
@@ -78,6 +78,51 @@ class ConversationalGEvalConfig(CriteriaMetricConfig):
         return tuple(_MULTI_TURN_FIELDS[p] for p in params if p in _MULTI_TURN_FIELDS)
 
 
+class ArenaGEvalConfig(CriteriaMetricConfig):
+    """Arena G-Eval: which of two runs of the same row is better, by your criteria.
+
+    DeepEval's own ``ArenaGEval``, asked about a run of a variant (or of the workflow) and
+    the same row's run, same run index, of ``against``: the score is 1 when this run wins
+    and 0 when the other does, so the metric's pass rate is the win rate. It never decides
+    a run under the pass rule (a win says how one version compares with another).
+    """
+
+    metric: Literal["arena_g_eval"] = "arena_g_eval"
+    evaluation_params: list[SingleTurnParam] = Field(
+        min_length=1,
+        description="The test-case fields the judge is shown: the row's (input, expected "
+        "output, contexts) once, each side's output and tool calls apart.",
+    )
+    against: str = Field(
+        default="base",
+        min_length=1,
+        description="The opponent: base (the workflow itself) or a variant's name. Every "
+        "other member of the family (base and variants) is judged against it.",
+    )
+    async_mode: bool = Field(
+        default=True, description="Let DeepEval make the metric's judge calls concurrently."
+    )
+
+    @model_validator(mode="after")
+    def _what_differs_is_shown(self) -> ArenaGEvalConfig:
+        if self.rubric is not None:
+            raise ValueError("arena_g_eval picks a winner: it takes no rubric")
+        if not {"ACTUAL_OUTPUT", "TOOLS_CALLED"} & set(self.evaluation_params):
+            raise ValueError(
+                "arena_g_eval compares what the runs did: evaluationParams needs "
+                "ACTUAL_OUTPUT or TOOLS_CALLED (input and expected output are the row's, the "
+                "same on both sides)"
+            )
+        return self
+
+    def result_label(self) -> str:
+        """Rows are named after the metric's own name unless a label is set."""
+        return self.label or self.name
+
+    def fields_from_options(self) -> tuple[ItemField, ...]:
+        return tuple(_SINGLE_TURN_FIELDS[param] for param in self.evaluation_params)
+
+
 class _GraphConfig(ReasonedMetricConfig):
     """A named decision graph whose nodes may read only the params of its kind."""
 
@@ -130,6 +175,15 @@ ENTRIES = (
         needs_judge=True,
         required_fields=(),
         config_model=DagConfig,
+    ),
+    MetricEntry(
+        name="Arena G-Eval",
+        category="custom",
+        implementation="deepeval.metrics.ArenaGEval",
+        needs_judge=True,
+        head_to_head=True,
+        required_fields=("opponent",),
+        config_model=ArenaGEvalConfig,
     ),
     MetricEntry(
         name="Conversational G-Eval",

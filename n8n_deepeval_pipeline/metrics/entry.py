@@ -41,6 +41,11 @@ class MetricEntry(BaseModel):
         description="Takes model= even when no judge call is made (DeepEval asks for an "
         "OpenAI key at construction otherwise).",
     )
+    head_to_head: bool = Field(
+        default=False,
+        description="Judges a run against the same row's run of another variant (DeepEval's "
+        "arena metrics): the score is 1 for a win, 0 for a loss, and it decides no run.",
+    )
     needs_trace: bool = False
     needs_turns: bool = False
     required_fields: tuple[ItemField, ...]

@@ -21,7 +21,10 @@ from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule
 # The metric's own judge or judge panel: the plan resolves them into judge specs.
 JUDGE_OPTIONS = frozenset({"judge", "model", "judges", "panel"})
 # Options that belong to the runner, never to the DeepEval constructor.
-RUNTIME_OPTIONS = frozenset({"metric", "label", "clean_session", "timeout_s"} | JUDGE_OPTIONS)
+# ``against``: a head-to-head metric's opponent, chosen by the plan.
+RUNTIME_OPTIONS = frozenset(
+    {"metric", "label", "clean_session", "timeout_s", "against"} | JUDGE_OPTIONS
+)
 # Options that fill test-case fields (config wins over the item), not constructor arguments.
 TEST_CASE_OPTIONS = frozenset({"chatbot_role", "expected_outcome", "retrieval_context"})
 
@@ -50,6 +53,7 @@ ItemField = Literal[
     "chatbot_role",
     "expected_outcome",
     "scenario",
+    "opponent",  # a head-to-head metric's other run (evaluation.HeadToHead)
 ]
 # Turn and conversation fields a Conversational G-Eval can read (DeepEval 4.3.1 raises on
 # CHATBOT_ROLE, CONTEXT and USER_DESCRIPTION there).

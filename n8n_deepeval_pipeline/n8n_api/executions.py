@@ -7,6 +7,9 @@ sub-node's under ``data.ai_tool`` with the input the agent gave it under
 webhook's ``body.sessionId``, or a ``sessionId`` a Chat Trigger passes on). Its steps are
 the ``intermediateSteps`` of an AI Agent node; with *Return Intermediate Steps* off they
 exist only as the tool sub-nodes' runs, which are read back as steps in execution order.
+A language-model sub-node's runs hold the tokens of each call under
+``data.ai_languageModel``: ``tokenUsage`` as the provider reported them, else n8n's own
+``tokenUsageEstimate`` (read as n8n's evaluations read them).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+
+from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.n8n_data.agent_steps import tool_name
 
@@ -116,12 +121,24 @@ def steps_by_session(executions: list[dict[str, Any]]) -> dict[str, list[Any]]:
     are all of theirs. Executions without a session id, or in which no agent ran, are
     left out.
     """
-    found: dict[str, list[Any]] = {}
+    return {
+        session: [step for steps in by_execution for step in steps]
+        for session, by_execution in steps_by_execution(executions).items()
+    }
+
+
+def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[Any]]]:
+    """Session id → each of its executions' intermediate steps, in the order they ran.
+
+    One execution answers one message: the i-th list holds the tools the agent called for
+    the session's i-th message (what a simulated conversation's turns carry).
+    """
+    found: dict[str, list[list[Any]]] = {}
     for execution in sorted(executions, key=_run_order):
         session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
         steps = execution_steps(execution)
         if session is not None and steps is not None:
-            found.setdefault(session, []).extend(steps)
+            found.setdefault(session, []).append(steps)
     return found
 
 
@@ -136,3 +153,53 @@ def _run_order(execution: dict[str, Any]) -> tuple[str, int]:
     """When an execution ran (n8n lists the newest first; its ids count up)."""
     identifier = str(execution.get("id", ""))
     return str(execution.get("startedAt") or ""), int(identifier) if identifier.isdigit() else 0
+
+
+class ModelCall(BaseModel):
+    """The tokens of one call of a language-model sub-node."""
+
+    node: str
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool  # n8n estimated them: the provider reported none
+
+
+def _model_call(node: str, item: dict[str, Any]) -> ModelCall | None:
+    reported = item.get("tokenUsage")
+    usage = reported if isinstance(reported, dict) else item.get("tokenUsageEstimate")
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("promptTokens"), usage.get("completionTokens")
+    if not all(
+        isinstance(count, int) and not isinstance(count, bool) for count in (prompt, completion)
+    ):
+        return None
+    return ModelCall(
+        node=node,
+        prompt_tokens=int(prompt),  # type: ignore[arg-type]
+        completion_tokens=int(completion),  # type: ignore[arg-type]
+        estimated=not isinstance(reported, dict),
+    )
+
+
+def model_calls(execution: dict[str, Any]) -> list[ModelCall]:
+    """Every language-model call of the execution with its tokens, node by node."""
+    calls = []
+    for node, runs in _run_data(execution).items():
+        for run in runs or []:
+            output = ((run or {}).get("data") or {}).get("ai_languageModel")
+            item = next(_items(output), None)
+            call = None if item is None else _model_call(node, item)
+            if call is not None:
+                calls.append(call)
+    return calls
+
+
+def model_calls_by_session(executions: list[dict[str, Any]]) -> dict[str, list[ModelCall]]:
+    """Session id → the language-model calls of its executions (a run's are all of theirs)."""
+    found: dict[str, list[ModelCall]] = {}
+    for execution in executions:
+        session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
+        if session is not None:
+            found.setdefault(session, []).extend(model_calls(execution))
+    return found

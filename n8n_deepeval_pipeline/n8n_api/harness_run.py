@@ -40,6 +40,7 @@ from n8n_deepeval_pipeline.workflow.mocks import (
     check_mocks,
     service_nodes,
 )
+from n8n_deepeval_pipeline.workflow.variants import same_workflow_problems, variant_problems
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
 # A run past its own time limit by this much is gone, even on a host this one cannot see.
@@ -131,8 +132,14 @@ def unmocked_services(target: WorkflowTarget, workflow: dict[str, Any]) -> list[
     return service_nodes(workflow, target.start_node_name, target.end_node_name, mocked)
 
 
-def harness_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
-    """What keeps the target from running through a harness copy, in plain words."""
+def harness_problems(
+    target: WorkflowTarget, workflow: dict[str, Any], variants: bool = True
+) -> list[str]:
+    """What keeps the target from running through a harness copy, in plain words.
+
+    ``variants``: check the target's variants against ``workflow`` (the workflow itself;
+    a variant's own graph is checked without them).
+    """
     start, end = target.start_node_name, target.end_node_name
     problems = check_start_and_end(workflow, start, end) or check_mocks(
         workflow, start, end, list(mock_answers(target, workflow))
@@ -142,7 +149,13 @@ def harness_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[s
             harness_body(target, workflow)
         except ValueError as error:
             problems.append(str(error).removeprefix("target."))
-    return problems
+    if not variants:
+        return problems
+    # A variant is applied only once every node and parameter it names is there.
+    varied = variant_problems(workflow, target.variants) or same_workflow_problems(
+        workflow, target.variants
+    )
+    return problems + [f"variants: {problem}" for problem in varied]
 
 
 def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:

@@ -1,5 +1,8 @@
 """Call a workflow over its webhook, once per run (or once per message of a multi-turn run).
 
+``WebhookCaller`` calls it for the runs of a partition; ``SessionCaller`` once per message
+of simulated conversations, asynchronously, on the simulator's event loop.
+
 Runs go out concurrently up to ``maxConcurrency``, each with a timeout. A failed call (a
 non-2xx status, a timeout, an unparsable answer, a non-empty ``error`` in a 2xx answer)
 becomes that run's ``target_error`` with the status and a short reason; the other runs
@@ -10,6 +13,7 @@ the target is named by ``webhook_identity``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -21,7 +25,7 @@ from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, UNSAFE_TO_RETRY, WebhookTarget
-from n8n_deepeval_pipeline.n8n_api.retries import send
+from n8n_deepeval_pipeline.n8n_api.retries import a_send, send
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
     NormalisedResponse,
@@ -66,6 +70,7 @@ def template_context(
         "chatbotRole": row.chatbot_role,
         "expectedOutcome": row.expected_outcome,
         "scenario": row.scenario,
+        "userDescription": row.user_description,
     }
     eval_context = {
         "caseId": run.case_id,
@@ -237,49 +242,131 @@ class WebhookCaller:
         return self._call(context)
 
     def _call(self, context: dict[str, Any]) -> NormalisedResponse:
-        target = self.target
-        try:
-            url = render_url(self._url, context)
-            headers = {name: str(render(value, context)) for name, value in target.headers.items()}
-            body = render(target.body, context) if target.body is not None else None
-        except TemplateRenderError as error:
-            raise TargetError(str(error)) from None
-        body = default_body(context) if body is None else body
-        if isinstance(body, dict) and target.session_field:
-            body.setdefault(target.session_field, context["sessionId"])
-        if target.session_header:
-            headers[target.session_header] = context["sessionId"]
-        response = self._send(url, headers, body)
-        try:
-            answer = normalise_response(
-                parse_body(response.text), target.response_path, target.session_parser
-            )
-        except ResponseShapeError as error:
-            raise TargetError(f"HTTP {response.status_code}: {error}") from None
-        if answer.error:
-            raise TargetError(f"HTTP {response.status_code}: error in the answer: {answer.error}")
-        return answer
+        url, headers, body = prepared_request(self.target, self._url, context)
+        return read_answer(self.target, self._send(url, headers, body))
 
     def _send(self, url: str, headers: dict[str, str], body: Any) -> httpx2.Response:
         method = self.target.method
         attempts = 1 if method in UNSAFE_TO_RETRY else self.target.retries + 1
-        request: dict[str, Any] = {"headers": headers}
-        if method == "GET":
-            url = with_query(url, _query(body))
-        elif isinstance(body, str):
-            request["content"] = body.encode("utf-8")
-        else:
-            request["json"] = body
         try:
-            response = send(self._http, method, url, attempts, **request)
+            sent_to, request = _request(method, url, headers, body)
+            response = send(self._http, method, sent_to, attempts, **request)
         except httpx2.TimeoutException:
             raise TargetError(f"timeout after {self.target.timeout_s:g} s") from None
         except httpx2.TransportError as error:
             raise TargetError(f"connection failed ({type(error).__name__})") from None
-        if response.status_code >= 300:
-            reason = redact(_reason(response), _webhook_secrets(url))[:200]
-            raise TargetError(f"HTTP {response.status_code}: {reason}")
-        return response
+        return refuse_failure(response, url)
+
+
+class SessionCaller:
+    """Calls one webhook once per message, asynchronously: the simulated users' turns.
+
+    Each message goes out in the session its conversation names (``sessionId`` of the
+    templates, the body's session field, the session header), at most ``maxConcurrency``
+    at a time over all conversations. A failed call raises ``TargetError``.
+    """
+
+    def __init__(self, target: WebhookTarget, url: str, env: Mapping[str, str]) -> None:
+        self.target = target
+        self.env = {name: env[name] for name in target.env if name in env}
+        self._url = url
+        self._http: httpx2.AsyncClient | None = None  # made on the loop that uses it
+        self._slots: asyncio.Semaphore | None = None
+
+    async def message(
+        self, row: DatasetRow, run: ExpandedRun, session_id: str, text: str
+    ) -> tuple[NormalisedResponse, float]:
+        """The workflow's answer to ``text`` in session ``session_id``, and its latency (s)."""
+        if self._http is None or self._slots is None:
+            target = self.target
+            self._http = httpx2.AsyncClient(
+                timeout=httpx2.Timeout(target.timeout_s, connect=min(target.timeout_s, 10.0)),
+                limits=httpx2.Limits(max_connections=target.max_concurrency),
+            )
+            self._slots = asyncio.Semaphore(target.max_concurrency)
+        context = template_context(row, run, session_id, self.env)
+        context["input"] = text
+        url, headers, body = prepared_request(self.target, self._url, context)
+        async with self._slots:
+            started = time.perf_counter()
+            response = await self._send(self._http, url, headers, body)
+            latency_s = time.perf_counter() - started
+        return read_answer(self.target, response), latency_s
+
+    async def _send(
+        self, http: httpx2.AsyncClient, url: str, headers: dict[str, str], body: Any
+    ) -> httpx2.Response:
+        method = self.target.method
+        attempts = 1 if method in UNSAFE_TO_RETRY else self.target.retries + 1
+        try:
+            sent_to, request = _request(method, url, headers, body)
+            response = await a_send(http, method, sent_to, attempts, **request)
+        except httpx2.TimeoutException:
+            raise TargetError(f"timeout after {self.target.timeout_s:g} s") from None
+        except httpx2.TransportError as error:
+            raise TargetError(f"connection failed ({type(error).__name__})") from None
+        return refuse_failure(response, url)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._http is not None:
+            await self._http.aclose()
+
+
+def prepared_request(
+    target: WebhookTarget, url_template: str, context: dict[str, Any]
+) -> tuple[str, dict[str, str], Any]:
+    """The URL, headers and body of one call, rendered for ``context`` with its session."""
+    try:
+        url = render_url(url_template, context)
+        headers = {name: str(render(value, context)) for name, value in target.headers.items()}
+        body = render(target.body, context) if target.body is not None else None
+    except TemplateRenderError as error:
+        raise TargetError(str(error)) from None
+    body = default_body(context) if body is None else body
+    if isinstance(body, dict) and target.session_field:
+        body.setdefault(target.session_field, context["sessionId"])
+    if target.session_header:
+        headers[target.session_header] = context["sessionId"]
+    return url, headers, body
+
+
+def _request(
+    method: str, url: str, headers: dict[str, str], body: Any
+) -> tuple[str, dict[str, Any]]:
+    """The URL to send to and the client's keyword arguments.
+
+    GET adds the body's fields to the URL's own query string.
+    """
+    request: dict[str, Any] = {"headers": headers}
+    if method == "GET":
+        url = with_query(url, _query(body))
+    elif isinstance(body, str):
+        request["content"] = body.encode("utf-8")
+    else:
+        request["json"] = body
+    return url, request
+
+
+def refuse_failure(response: httpx2.Response, url: str) -> httpx2.Response:
+    """The response, unless its status is a failure (``TargetError``, the URL's secrets out)."""
+    if response.status_code >= 300:
+        reason = redact(_reason(response), _webhook_secrets(url))[:200]
+        raise TargetError(f"HTTP {response.status_code}: {reason}")
+    return response
+
+
+def read_answer(target: WebhookTarget, response: httpx2.Response) -> NormalisedResponse:
+    """The workflow's answer normalised; a shape it cannot read or an error is a TargetError."""
+    try:
+        answer = normalise_response(
+            parse_body(response.text), target.response_path, target.session_parser
+        )
+    except ResponseShapeError as error:
+        raise TargetError(f"HTTP {response.status_code}: {error}") from None
+    if answer.error:
+        raise TargetError(f"HTTP {response.status_code}: error in the answer: {answer.error}")
+    return answer
 
 
 def with_query(url: str, fields: dict[str, str]) -> str:

@@ -8,8 +8,12 @@ Accepted, message by message or mixed:
   wrapped as ``[{messages: [...], messagesCount}]``);
 - OpenAI-style ``{role: user|assistant|system|tool, content}``;
 - LangChain's serialised ``{lc, type: constructor, id: [..., "HumanMessage"], kwargs}``.
-System and tool messages are not turns. A message may carry its own
-``retrievalContext`` (top level, in ``data`` or in ``additional_kwargs``).
+System and tool messages are not turns, nor is an assistant message without text that
+only asks for tools (n8n's agents keep it in memory between the question and the
+answer that follows the tool's result). A message may carry its own
+``retrievalContext`` (top level, in ``data`` or in ``additional_kwargs``), and an
+OpenAI-style assistant message the tools that turn called as ``intermediateSteps`` (any
+shape ``agent_steps`` reads; a simulated conversation stores each answer's steps so).
 """
 
 from __future__ import annotations
@@ -20,7 +24,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.n8n_data.agent_steps import ToolCallData
+from n8n_deepeval_pipeline.n8n_data.agent_steps import (
+    StepsShapeError,
+    ToolCallData,
+    parse_intermediate_steps,
+    tool_calls,
+)
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 
 Role = Literal["user", "assistant"]
@@ -45,7 +54,11 @@ class ConversationShapeError(ValueError):
 
 
 class TurnData(BaseModel):
-    """One turn of a conversation, without DeepEval types."""
+    """One turn of a conversation, without DeepEval types.
+
+    ``tools_called``: None when the history does not say which tools the turn called,
+    an empty list when it says none.
+    """
 
     role: Role
     content: str
@@ -79,6 +92,23 @@ def _retrieval_context(message: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
+def _turn_tools(message: Mapping[str, Any], position: int) -> list[ToolCallData] | None:
+    """The tools an assistant message says its turn called (None: it does not say)."""
+    if "intermediateSteps" not in message:
+        return None
+    try:
+        steps = parse_intermediate_steps(message["intermediateSteps"])
+    except StepsShapeError as error:
+        raise ConversationShapeError(f"message {position}: {error}") from None
+    return None if steps is None else tool_calls(steps)
+
+
+def _asks_for_tools(body: Mapping[str, Any]) -> bool:
+    kwargs = body.get("additional_kwargs")
+    holders = [body, kwargs] if isinstance(kwargs, Mapping) else [body]
+    return any(holder.get("tool_calls") for holder in holders)
+
+
 def _message_turns(message: Mapping[str, Any], position: int) -> list[TurnData]:
     if "role" in message:
         kind, body = str(message["role"]), message
@@ -105,7 +135,11 @@ def _message_turns(message: Mapping[str, Any], position: int) -> list[TurnData]:
     if role is None:
         return []
     content = _text(body.get("content"))
-    return [TurnData(role=role, content=content, retrieval_context=_retrieval_context(message))]
+    if role == "assistant" and not content.strip() and _asks_for_tools(body):
+        return []
+    tools = _turn_tools(message, position) if role == "assistant" and "role" in message else None
+    turn = TurnData(role=role, content=content, retrieval_context=_retrieval_context(message))
+    return [turn.model_copy(update={"tools_called": tools})]
 
 
 def parse_conversation(value: Any) -> list[TurnData] | None:
@@ -139,8 +173,9 @@ def enrich_turns(
 ) -> list[TurnData]:
     """Put the run's tool calls and retrieval context on the turns.
 
-    Tool calls go on the last assistant turn; the item's retrieval context goes on
-    assistant turns that carry none of their own.
+    Tool calls go on the last assistant turn, unless the turns say which tools each one
+    called (a simulated conversation); the item's retrieval context goes on assistant
+    turns that carry none of their own.
     """
     enriched = [
         turn.model_copy(update={"retrieval_context": retrieval_context})
@@ -148,7 +183,7 @@ def enrich_turns(
         else turn
         for turn in turns
     ]
-    if tool_calls:
+    if tool_calls and all(turn.tools_called is None for turn in enriched):
         for index in range(len(enriched) - 1, -1, -1):
             if enriched[index].role == "assistant":
                 enriched[index] = enriched[index].model_copy(update={"tools_called": tool_calls})

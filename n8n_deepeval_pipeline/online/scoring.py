@@ -183,7 +183,7 @@ class OnlineRuns:
     ) -> AgentOutput:
         if not exchanges or len(found) < len(item.execution_ids):
             return AgentOutput(
-                workflow_hash=version, run_id=identifier, error_kind="no_output",
+                workflow_hash=version, run_id=identifier, error_kind="target_error",
                 error=f"{identifier}: n8n holds no message and answer for every execution "
                 f"({len(exchanges)} of {len(item.execution_ids)} found)",
             )  # fmt: skip

@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
@@ -28,6 +29,7 @@ from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
 from n8n_deepeval_pipeline.orchestration.red_team import (
     build_red_team_assets,
@@ -54,6 +56,7 @@ from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     baseline_version,
+    variant_bases,
     verdict_rows,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
@@ -71,6 +74,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     of_version,
 )
 from n8n_deepeval_pipeline.workflow.hashing import VERSION_KEY_LENGTH, version_key
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 ASSET_NAMES = (
     "workflow_snapshot",
@@ -116,8 +120,14 @@ def build_benchmark_assets(
     )
     def workflow_snapshot(context: dg.AssetExecutionContext, n8n: N8nResource) -> pd.DataFrame:
         workflow, source = n8n.workflow(benchmark)
-        rows = steps.workflow_snapshot(workflow, source, context.partition_key)
-        context.add_output_metadata({"node_count": rows[0].node_count, "name": rows[0].name or ""})
+        rows = steps.workflow_snapshot(workflow, source, context.partition_key, benchmark.variants)
+        context.add_output_metadata(
+            {
+                "node_count": rows[0].node_count,
+                "name": rows[0].name or "",
+                "variant": rows[0].variant or BASE,
+            }
+        )
         return to_frame(WorkflowSnapshot, rows)
 
     @dg.asset(
@@ -132,7 +142,12 @@ def build_benchmark_assets(
         (snapshot,) = from_frame(WorkflowSnapshot, workflow_snapshot)
         records = n8n.dataset_records(benchmark.dataset)
         with pointed_to_by(source):
-            rows = steps.dataset_rows(benchmark.dataset, snapshot.workflow_hash, records)
+            rows = steps.dataset_rows(
+                benchmark.dataset,
+                snapshot.workflow_hash,
+                records,
+                conversational=benchmark.simulation is not None,
+            )
         if selection is not None:
             rows = selection.apply(rows)
             context.log.info(f"trial of {len(rows)} rows: {selection.describe()}")
@@ -178,7 +193,7 @@ def build_benchmark_assets(
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
         else:
             outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
-        context.add_output_metadata(outputs_metadata(outputs))
+        context.add_output_metadata(shown(outputs_metadata(outputs)))
         return to_frame(AgentOutput, outputs)
 
     @dg.asset(
@@ -196,8 +211,8 @@ def build_benchmark_assets(
             from_frame(MetricScore, metric_scores),
         )
         passed = [row.overall_success for row in rows]
-        rate = _rounded(fmean(passed)) if passed else 0.0
-        context.add_output_metadata({"runs": len(rows), "run_pass_rate": rate})
+        rate = fmean(passed) if passed else 0.0
+        context.add_output_metadata(shown({"runs": len(rows), "run_pass_rate": rate}))
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -239,11 +254,7 @@ def build_benchmark_assets(
         dataset_rows,
         expanded_runs,
         agent_outputs,
-        build_metric_scores_asset(
-            benchmark,
-            common,
-            _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot"),
-        ),
+        build_metric_scores_asset(benchmark, common, _scoring_ins(benchmark)),
         run_aggregates,
         consistency_stats,
         _version_comparison(benchmark, common),
@@ -303,6 +314,20 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
     return sink_asset
 
 
+def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
+    """What metric_scores reads: this version's runs, outputs and snapshot.
+
+    Every version's outputs and snapshots when a head-to-head metric sets this version's
+    runs beside another's.
+    """
+    if any(entry_for(config).head_to_head for config in benchmark.metrics):
+        return {
+            **_ins(benchmark, "expanded_runs", "dataset_rows"),
+            **_every_version(benchmark, "agent_outputs", "workflow_snapshot"),
+        }
+    return _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot")
+
+
 def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
     """Inputs holding every version's rows (the comparison reads two of them)."""
     return {
@@ -320,7 +345,9 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         name="version_comparison",
         description="Each case against the baseline version (the one registered before, or "
         "compare.baseline): pass counts, Fisher's exact test, and a verdict.",
-        ins=_every_version(benchmark, "expanded_runs", "run_aggregates", "metric_scores"),
+        ins=_every_version(
+            benchmark, "expanded_runs", "run_aggregates", "metric_scores", "workflow_snapshot"
+        ),
         check_specs=[
             version_check(
                 "no_regression",
@@ -338,10 +365,11 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
-        baseline = _baseline(context, benchmark)
+        baseline = _baseline(context, benchmark, from_frame(WorkflowSnapshot, workflow_snapshot))
         if baseline is None:
             context.log.info("no earlier version to compare with")
             yield dg.Output(to_frame(CaseVerdict, []), metadata={"baseline": "none"})
@@ -382,7 +410,12 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         ins={
             # Every version's outputs too: a flagged case sets the baseline's beside its own.
             **_every_version(
-                benchmark, "expanded_runs", "run_aggregates", "metric_scores", "agent_outputs"
+                benchmark,
+                "expanded_runs",
+                "run_aggregates",
+                "metric_scores",
+                "agent_outputs",
+                "workflow_snapshot",
             ),
             **_ins(benchmark, "consistency_stats", "dataset_rows"),
             **red_team,
@@ -395,17 +428,20 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
         agent_outputs: pd.DataFrame,
+        workflow_snapshot: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
+        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
         own = ReportOnlyTables(
             outputs=from_frame(AgentOutput, agent_outputs),
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
+            snapshots=snapshots,
         )
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
-        baseline = _baseline(context, benchmark)
+        baseline = _baseline(context, benchmark, snapshots)
         report = version_report(benchmark, context.partition_key, baseline, stored, own)
         if red_team_tables:
             report = _with_red_team(context, benchmark, report, red_team_tables)
@@ -449,9 +485,14 @@ def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[
     return [version for version in known if version in scored]
 
 
-def _baseline(context: dg.AssetExecutionContext, benchmark: Benchmark) -> str | None:
+def _baseline(
+    context: dg.AssetExecutionContext, benchmark: Benchmark, snapshots: list[WorkflowSnapshot]
+) -> str | None:
+    """The version this partition is compared with (a variant's: its base)."""
     versions = scored_versions(context.instance, benchmark)
-    return baseline_version(versions, context.partition_key, benchmark.compare.baseline)
+    return baseline_version(
+        versions, context.partition_key, benchmark.compare.baseline, variant_bases(snapshots)
+    )
 
 
 def _stored_versions(
@@ -467,33 +508,26 @@ def _stored_versions(
 def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     """Where the report is, its PR comment, and the figures charted across versions."""
     headline = report.headline
-    metadata: dict[str, Any] = {
-        "report": dg.MetadataValue.path(str(html)),
-        "report_url": dg.MetadataValue.url(html.as_uri()),
-        "summary": dg.MetadataValue.md(pr_comment(report)),
-        "run_pass_rate": dg.MetadataValue.float(_rounded(headline.pass_rate.rate or 0.0)),
-    }
+    metadata: dict[str, Any] = {"report": dg.MetadataValue.path(str(html))}
+    served = settings.report_url(html)
+    if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
+        metadata["report_url"] = dg.MetadataValue.url(served)
+    metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
+    metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
+    metadata["variant"] = report.variant or BASE
     if headline.cost_usd is not None:  # the report's "—": unpriced is not free
-        metadata["cost_usd"] = dg.MetadataValue.float(round(headline.cost_usd, 6))
+        metadata["cost_usd"] = dg.MetadataValue.float(headline.cost_usd)
     if headline.mean_overall_score is not None:
-        metadata["mean_overall_score"] = dg.MetadataValue.float(
-            _rounded(headline.mean_overall_score)
-        )
-    return metadata
+        metadata["mean_overall_score"] = dg.MetadataValue.float(headline.mean_overall_score)
+    return shown(metadata)
 
 
 def _comparison_metadata(comparison: VersionComparison, baseline: str) -> dict[str, Any]:
     counts = {f"verdicts/{verdict}": n for verdict, n in comparison.verdict_counts.items()}
     metadata: dict[str, Any] = {"baseline": baseline[:12], **counts}
     if comparison.overall_delta is not None:
-        delta = _rounded(comparison.overall_delta)
-        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(delta)
-    return metadata
-
-
-def _rounded(value: float) -> float:
-    """A rate without float sums' noise: -0.125, not -0.12500000000000006 (9 places kept)."""
-    return round(value, 9)
+        metadata["run_pass_rate_delta"] = dg.MetadataValue.float(comparison.overall_delta)
+    return shown(metadata)
 
 
 def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
@@ -502,5 +536,5 @@ def _consistency_metadata(rows: list[ConsistencyStats]) -> dict[str, Any]:
         "mean_overall_consistency": mean_of_present([row.overall_consistency for row in rows]),
         "mean_case_pass_rate": mean_of_present([row.pass_rate for row in rows]),
     }
-    present = {name: _rounded(value) for name, value in means.items() if value is not None}
-    return {"cases": len(rows), **present}
+    present = {name: value for name, value in means.items() if value is not None}
+    return shown({"cases": len(rows), **present})

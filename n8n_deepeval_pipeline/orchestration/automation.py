@@ -15,8 +15,9 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs
-from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
-from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
+from n8n_deepeval_pipeline.orchestration.version_keys import register_versions, shorten_old_keys
+from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.variants import Member, family
 
 # The cron a schedule gets when the benchmark sets none (it starts stopped).
 DEFAULT_CRON = "0 2 * * *"
@@ -46,12 +47,33 @@ def current_hash(benchmark: Benchmark, n8n: N8nResource) -> str:
     return workflow_hash(workflow)
 
 
-def _hash_or_skip(benchmark: Benchmark, n8n: N8nResource) -> str | dg.SkipReason:
-    """The current full hash, or why a tick cannot read the workflow now."""
+def current_family(benchmark: Benchmark, n8n: N8nResource) -> list[Member]:
+    """The workflow as it is now and each of the benchmark's variants of it."""
+    workflow, _ = n8n.workflow(benchmark)
+    return family(workflow, benchmark.variants)
+
+
+def _family_or_skip(benchmark: Benchmark, n8n: N8nResource) -> list[Member] | dg.SkipReason:
+    """The current workflow and its variants, or why a tick cannot read the workflow now."""
     try:
-        return current_hash(benchmark, n8n)
+        return current_family(benchmark, n8n)
     except _UNREADABLE as error:
         return dg.SkipReason(str(error))
+
+
+CALLS_SHARED_BY = "n8n_deepeval/calls_shared_by"
+"""Run tag: how many versions call the workflow at the same time (a workflow and its
+variants), so that each takes its share of ``target.maxConcurrency``."""
+
+
+def _family_requests(members: list[Member], trigger: str) -> list[dg.RunRequest]:
+    """A run per member, run keys per version; tagged so that they share the call slots."""
+    tags = {"n8n_deepeval/trigger": trigger}
+    if len(members) > 1:
+        tags[CALLS_SHARED_BY] = str(len(members))
+    return [
+        dg.RunRequest(partition_key=member.key, run_key=member.key, tags=tags) for member in members
+    ]
 
 
 def build_job(
@@ -108,12 +130,17 @@ def build_schedule(
     )
     def nightly(
         context: dg.ScheduleEvaluationContext, n8n: N8nResource
-    ) -> dg.RunRequest | dg.SkipReason:
-        current = _hash_or_skip(benchmark, n8n)
-        if isinstance(current, dg.SkipReason):
-            return current
-        key = register_version(context.instance, partitions_name, current)
-        return dg.RunRequest(partition_key=key, tags={"n8n_deepeval/trigger": "schedule"})
+    ) -> list[dg.RunRequest] | dg.SkipReason:
+        members = _family_or_skip(benchmark, n8n)
+        if isinstance(members, dg.SkipReason):
+            return members
+        hashes = [member.workflow_hash for member in members]
+        register_versions(context.instance, partitions_name, hashes)
+        # Run keys are per tick: the schedule re-runs versions that have run before.
+        return [
+            dg.RunRequest(partition_key=request.partition_key, tags=request.tags)
+            for request in _family_requests(members, "schedule")
+        ]
 
     return nightly
 
@@ -132,10 +159,12 @@ def build_sensor(
 ) -> dg.SensorDefinition:
     """Add a partition and run it when the workflow hashes to a new version.
 
-    The first version it ever sees is only registered (unless ``runFirstVersion``): starting
+    The workflow's variants are versions too: registered after it, and run beside it. The
+    first version it ever sees is only registered (unless ``runFirstVersion``): starting
     the UI must not benchmark every bundled workflow with the configured judge. A version
-    the online sensor registered first, from production traffic, is still run: it is new to
-    this sensor (not its cursor) and has no run of the benchmark.
+    of the workflow the online sensor registered first, from production traffic, is still
+    run: this sensor never saw it (its cursor holds the versions it saw, joined by commas)
+    and the benchmark never ran it.
     """
 
     @dg.sensor(
@@ -147,36 +176,42 @@ def build_sensor(
     def workflow_changed(
         context: dg.SensorEvaluationContext, n8n: N8nResource
     ) -> dg.SensorResult | dg.SkipReason:
-        current = _hash_or_skip(benchmark, n8n)
-        if isinstance(current, dg.SkipReason):
-            return current
+        members = _family_or_skip(benchmark, n8n)
+        if isinstance(members, dg.SkipReason):
+            return members
         shorten_old_keys(context.instance, partitions_name)
         fail_abandoned_runs(context.instance)  # a CLI killed mid-run left its run STARTED
-        key = version_key(current)
         instance = context.instance
-        registered = instance.has_dynamic_partition(partitions_name, key)
-        if registered and (key == context.cursor or _benchmark_runs(instance, benchmark, key)):
+        new = {m.key for m in members if not instance.has_dynamic_partition(partitions_name, m.key)}
+        key, cursor = members[0].key, ",".join(m.key for m in members)
+        # Production serves the workflow itself, never a variant: the online sensor may have
+        # registered its version first. Without a cursor this sensor cannot tell, and runs
+        # only what it registers.
+        seen = None if context.cursor is None else set(context.cursor.split(","))
+        unrun = (
+            {key}
+            if seen is not None
+            and key not in new | seen
+            and not _benchmark_runs(instance, benchmark, key)
+            else set()
+        )
+        if not new and not unrun:
             return dg.SkipReason(f"workflow version {key} is already a partition")
-        register = [] if registered else [dg.AddDynamicPartitionsRequest(partitions_name, [key])]
-        if registered:  # by production traffic (the online sensor), never benchmarked
-            first = context.cursor is None and not _benchmark_runs(instance, benchmark)
-        else:
-            first = not instance.get_dynamic_partitions(partitions_name)
+        added = [m.key for m in members if m.key in new]
+        register = [dg.AddDynamicPartitionsRequest(partitions_name, added)] if added else []
+        first = bool(new) and not instance.get_dynamic_partitions(partitions_name)
         if first and not benchmark.run_first_version:
             return dg.SensorResult(
                 dynamic_partitions_requests=register,
                 skip_reason=f"first version {key} registered without a run "
                 "(launch it from the UI, or set runFirstVersion: true)",
-                cursor=key,
+                cursor=cursor,
             )
+        to_run = [m for m in members if m.key in new | unrun]
         return dg.SensorResult(
             dynamic_partitions_requests=register,
-            run_requests=[
-                dg.RunRequest(
-                    partition_key=key, run_key=key, tags={"n8n_deepeval/trigger": "workflow_change"}
-                )
-            ],
-            cursor=key,
+            run_requests=_family_requests(to_run, "workflow_change"),
+            cursor=cursor,
         )
 
     return workflow_changed

@@ -29,6 +29,8 @@ import pandas as pd
 
 from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -41,6 +43,7 @@ from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.head_to_head import family_of
 from n8n_deepeval_pipeline.tables.judge_spend import (
     JudgeSpend,
     merged,
@@ -53,6 +56,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     WorkflowSnapshot,
+    of_version,
 )
 from n8n_deepeval_pipeline.tables.scoring_chunks import (
     ChunkScores,
@@ -111,28 +115,39 @@ def _key(benchmark: Benchmark) -> dg.AssetKey:
 def build_metric_scores_asset(
     benchmark: Benchmark, common: dict[str, Any], ins: dict[str, dg.AssetIn]
 ) -> dg.AssetsDefinition:
-    """The graph-backed ``metric_scores`` asset of a benchmark (same key, table and checks)."""
+    """The graph-backed ``metric_scores`` asset of a benchmark (same key, table and checks).
+
+    With a head-to-head metric, ``ins`` give every version's outputs and snapshots (its
+    opponents' are among them); the plan keeps this partition's own.
+    """
     specs = score_check_specs(benchmark)
+    head_to_head = any(entry_for(config).head_to_head for config in benchmark.metrics)
     # Op names are global in a code location: one set per benchmark.
     prefix = f"{benchmark.name}__"
 
     def build_plan(
         judge: JudgeResource,
+        partition: str,
         frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
         expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
+        # With a head-to-head metric, the outputs and snapshots are every version's.
+        outputs = from_frame(AgentOutput, agent_outputs)
+        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
+        family = family_of(partition, snapshots, outputs) if head_to_head else None
         return EvaluationPlan(
             benchmark,
             from_frame(ExpandedRun, expanded_runs),
             from_frame(DatasetRow, dataset_rows),
-            from_frame(AgentOutput, agent_outputs),
+            of_version(outputs, partition),
             judge.spec_for,  # each metric's judge, else the benchmark's, else the default
             timeout_s,
             judge.prices(),
             only=only,
-            tools=snapshot_tools(from_frame(WorkflowSnapshot, workflow_snapshot)),
+            tools=snapshot_tools(of_version(snapshots, partition)),
+            family=family,
         )
 
     @dg.op(
@@ -153,7 +168,8 @@ def build_metric_scores_asset(
         workflow_snapshot: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
         frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
-        planned = build_plan(judge, frames, 1.0, range(0))  # counts only: no task is kept
+        # counts only: no task is kept
+        planned = build_plan(judge, context.partition_key, frames, 1.0, range(0))
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
         if any(spec.is_dry_run for spec in planned.judges):
             context.log.warning("dry-run judge: judge-backed scores are placeholders")
@@ -191,7 +207,8 @@ def build_metric_scores_asset(
     ) -> Iterator[dg.Output[ChunkScores]]:
         frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
         timeout_s = config.timeout_s or worker_pool.timeout_s
-        planned = build_plan(judge, frames, timeout_s, range(chunk.start, chunk.stop))
+        only = range(chunk.start, chunk.stop)
+        planned = build_plan(judge, context.partition_key, frames, timeout_s, only)
         if planned.task_count != chunk.plan_tasks:
             raise dg.Failure(
                 f"chunk {chunk.chunk_id}: the partition now has {planned.task_count} "
@@ -305,15 +322,17 @@ def _score_chunk(
     spend = with_answered_calls(spend, journal.answered_calls(), planned.prices)
     yield dg.Output(
         ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
-        metadata={
-            "rows": len(scores),
-            "evaluated": len(to_run),
-            "resumed": resumed,
-            # this step's process (its workers: pool/peak_rss_mb_per_worker)
-            "step_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            **{f"pool/{key}": value for key, value in pool.items()},
-            **_pacing_metadata(judge, planned),
-        },
+        metadata=shown(
+            {
+                "rows": len(scores),
+                "evaluated": len(to_run),
+                "resumed": resumed,
+                # this step's process (its workers: pool/peak_rss_mb_per_worker)
+                "step_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                **{f"pool/{key}": value for key, value in pool.items()},
+                **_pacing_metadata(judge, planned),
+            }
+        ),
     )
     journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
 
@@ -381,12 +400,12 @@ def _pool_metadata(chunks: list[ChunkScores]) -> dict[str, Any]:
     for key in {key for entry in stats for key in entry}:
         values = [entry[key] for entry in stats if key in entry]
         if key in summed:
-            merged[key] = round(sum(values), 3)
+            merged[key] = sum(values)
         elif key in worst:
             merged[key] = max(values)
         else:
-            merged[key] = round(statistics.median(values), 3)
-    return {f"pool/{key}": merged[key] for key in sorted(merged)}
+            merged[key] = statistics.median(values)
+    return shown({f"pool/{key}": merged[key] for key in sorted(merged)})
 
 
 def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, Any]:
@@ -397,16 +416,18 @@ def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, An
     """
     everything = sum(spend.values(), JudgeSpend())
     own = spend.get(run_id, JudgeSpend())
-    return {
-        ATTEMPTS_METADATA: dg.MetadataValue.json(
-            {run: part.model_dump() for run, part in spend.items()}
-        ),
-        "attempts/count": dg.MetadataValue.int(len(spend)),
-        "attempts/judge_calls": dg.MetadataValue.int(everything.judge_calls),
-        "attempts/cost_usd": dg.MetadataValue.float(everything.cost_usd or 0.0),
-        "run/judge_calls": dg.MetadataValue.int(own.judge_calls),
-        "run/cost_usd": dg.MetadataValue.float(own.cost_usd or 0.0),
-    }
+    return shown(
+        {
+            ATTEMPTS_METADATA: dg.MetadataValue.json(
+                {run: part.model_dump() for run, part in spend.items()}
+            ),
+            "attempts/count": dg.MetadataValue.int(len(spend)),
+            "attempts/judge_calls": dg.MetadataValue.int(everything.judge_calls),
+            "attempts/cost_usd": dg.MetadataValue.float(everything.cost_usd or 0.0),
+            "run/judge_calls": dg.MetadataValue.int(own.judge_calls),
+            "run/cost_usd": dg.MetadataValue.float(own.cost_usd or 0.0),
+        }
+    )
 
 
 def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
@@ -427,7 +448,7 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
         metadata["tokens"] = dg.MetadataValue.int(sum(s.tokens for s in judged))
     costs = [s.cost_usd for s in judged if s.cost_usd is not None]
     if costs:  # unpriced (a dry run, a model without a price): no cost, as the report's "—"
-        metadata["cost_usd"] = dg.MetadataValue.float(round(sum(costs), 6))
+        metadata["cost_usd"] = dg.MetadataValue.float(sum(costs))
     for metric in sorted({s.metric for s in scores}):
         values = [s.score for s in scores if s.metric == metric and s.score is not None]
         if values:
@@ -438,8 +459,8 @@ def summary_metadata(scores: list[MetricScore]) -> dict[str, Any]:
     judges = judge_usage(scores)
     for usage in judges if len(judges) > 1 else []:
         if usage.cost_usd is not None:
-            metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(round(usage.cost_usd, 6))
-    return metadata
+            metadata[f"cost_usd/{usage.judge}"] = dg.MetadataValue.float(usage.cost_usd)
+    return shown(metadata)
 
 
 def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
@@ -481,12 +502,14 @@ def score_checks(
             check_name="error_rate",
             asset_key=key,
             passed=not over_error_limit(errors, benchmark.checks.max_error_rate),
-            metadata={
-                "unjudged": errors.unjudged,
-                "unjudged_rate": errors.unjudged_rate,
-                "failed_target_calls": errors.failed_target_calls,
-                "failed_target_call_rate": errors.failed_target_call_rate,
-            },
+            metadata=shown(
+                {
+                    "unjudged": errors.unjudged,
+                    "unjudged_rate": errors.unjudged_rate,
+                    "failed_target_calls": errors.failed_target_calls,
+                    "failed_target_call_rate": errors.failed_target_call_rate,
+                }
+            ),
         ),
         dg.AssetCheckResult(
             check_name="every_run_scored",

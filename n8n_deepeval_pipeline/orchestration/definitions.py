@@ -1,7 +1,8 @@
 """The code location Dagster loads (``-m n8n_deepeval_pipeline.orchestration.definitions``).
 
-One asset group, job, schedule and sensor per benchmark file found in the benchmark
-folders (``$N8N_DEEPEVAL_BENCHMARKS``, default ``./benchmarks`` and the bundled examples).
+One asset group, job, schedule and sensor per benchmark file named, or found in the
+folders named, by ``$N8N_DEEPEVAL_BENCHMARKS`` (``n8n-deepeval ui FILE…`` sets it to its
+files; default ``./benchmarks`` and the bundled examples).
 This is the one place where environment variables (and secrets) meet resources.
 """
 
@@ -88,9 +89,12 @@ def n8n_resource() -> N8nResource:
     )
 
 
+def _env_secret(name: str) -> dg.EnvVar | None:
+    return dg.EnvVar(name) if name in os.environ else None
+
+
 def build_resources(judge_cache: bool = True) -> dict[str, object]:
     """The worker pool, the judge, n8n and the results IO manager, from the environment."""
-    judge_key = dg.EnvVar(JUDGE_API_KEY_ENV) if JUDGE_API_KEY_ENV in os.environ else None
     return {
         "worker_pool": WorkerPoolResource(
             size=_env_int("DEEPEVAL_POOL_SIZE"),
@@ -103,8 +107,12 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             provider=_env_or_default("N8N_DEEPEVAL_JUDGE_PROVIDER"),
             model=_env_or_default("N8N_DEEPEVAL_JUDGE_MODEL"),
             base_url=_env_text("N8N_DEEPEVAL_JUDGE_BASE_URL"),
-            api_key=judge_key,
+            api_key=_env_secret(JUDGE_API_KEY_ENV),
             api_version=_env_text("N8N_DEEPEVAL_JUDGE_API_VERSION"),
+            deployment=_env_text("N8N_DEEPEVAL_JUDGE_DEPLOYMENT"),
+            region=_env_text("N8N_DEEPEVAL_JUDGE_REGION"),
+            aws_access_key_id=_env_secret("N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID"),
+            aws_session_token=_env_secret("N8N_DEEPEVAL_JUDGE_AWS_SESSION_TOKEN"),
             timeout_s=_env_float("N8N_DEEPEVAL_JUDGE_TIMEOUT_S"),
             structured_outputs=_env_or_default("N8N_DEEPEVAL_JUDGE_STRUCTURED_OUTPUTS"),
             logprobs=_env_flag("N8N_DEEPEVAL_JUDGE_LOGPROBS"),
@@ -251,8 +259,8 @@ def _check_schema_name(benchmark: Benchmark) -> None:
 
 
 def load_definitions() -> dg.Definitions:
-    """Definitions for every benchmark file in the configured folders."""
-    return build_definitions(settings.discover_benchmark_files(settings.benchmark_folders()))
+    """Definitions for every benchmark file named, or found in the folders named."""
+    return build_definitions(settings.discover_benchmark_files(settings.benchmark_paths()))
 
 
 @dg.definitions

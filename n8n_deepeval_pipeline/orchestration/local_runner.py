@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
-from n8n_deepeval_pipeline.orchestration.automation import current_hash, job_name
+from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.code_location import ui_job_origin
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
@@ -33,16 +33,30 @@ from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
 from n8n_deepeval_pipeline.orchestration.stored_tables import load_stored
-from n8n_deepeval_pipeline.orchestration.version_keys import register_version, shorten_old_keys
+from n8n_deepeval_pipeline.orchestration.version_keys import (
+    register_version,
+    register_versions,
+    shorten_old_keys,
+)
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
+from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
+from n8n_deepeval_pipeline.summary.run_summary import (
+    BenchmarkSummary,
+    error_summary,
+    incompleteness,
+    simulation_summary,
+    summarise,
+)
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
     UnknownVersionError,
     baseline_version,
     resolve_version,
+    variant_bases,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
@@ -57,9 +71,12 @@ from n8n_deepeval_pipeline.tables.rows import (
     Row,
     RunAggregate,
     WorkflowCheck,
+    WorkflowSnapshot,
     full_hash,
+    of_version,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+from n8n_deepeval_pipeline.workflow.variants import BASE, Member
 
 
 def _console_log(level: str) -> dict[str, Any]:
@@ -181,20 +198,28 @@ class BenchmarkRunner:
         digest = workflow_hash or current_hash(self.benchmark, self.n8n())
         return register_version(self.instance, self.partitions_name, digest)
 
+    def register_current_family(self) -> list[Member]:
+        """Add the current workflow and then each of its variants as partitions, in order."""
+        members = current_family(self.benchmark, self.n8n())
+        hashes = [member.workflow_hash for member in members]
+        register_versions(self.instance, self.partitions_name, hashes)
+        return members
+
     def known_versions(self) -> list[str]:
         """Every workflow version (its key) the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
-    def versions_to_backfill(self, current: str | None) -> tuple[list[str], list[str]]:
+    def versions_to_backfill(self, current: set[str]) -> tuple[list[str], list[str]]:
         """The known versions a backfill can run, and those it cannot, in registration order.
 
-        It can run ``current`` and every version whose outputs are stored; a version only
-        production traffic registered (the online sensor) has none to re-score.
+        It can run the ``current`` ones (the workflow and its variants) and every version
+        whose outputs are stored; a version only production traffic registered (the online
+        sensor) has none to re-score.
         """
         stored = self.instance.get_materialized_partitions(self._key("agent_outputs"))
         stored_keys = {version_key(partition) for partition in stored}
         known = self.known_versions()
-        runnable = [key for key in known if key == current or key in stored_keys]
+        runnable = [key for key in known if key in current or key in stored_keys]
         return runnable, [key for key in known if key not in runnable]
 
     def materialise(
@@ -203,26 +228,32 @@ class BenchmarkRunner:
         from_asset: str | None = None,
         verbose: bool = False,
         regenerate_attacks: bool = False,
+        *,
+        before_asset: str | None = None,
+        tags: dict[str, str] | None = None,
+        progress_prefix: str = "",
     ) -> Materialised:
         """Run every asset (or ``from_asset`` and what is downstream of it) for one version.
 
-        Dagster's log goes to stderr only when ``verbose``; otherwise only the steps'
-        progress lines do, and the errors are in what it returns. ``regenerate_attacks``:
+        ``before_asset``: only what is not ``before_asset`` or downstream of it (the calls of
+        a version whose scoring waits for its variants' calls). Dagster's log goes to stderr
+        only when ``verbose``; otherwise only the steps' progress lines do (after
+        ``progress_prefix``), and the errors are in what it returns. ``regenerate_attacks``:
         the red team generates a new attack set instead of playing the kept one.
         """
         selection = None
         if from_asset is not None:
-            if from_asset not in self.asset_names():
-                names = ", ".join(self.asset_names())
-                raise ValueError(f"unknown asset {from_asset!r}; assets: {names}")
-            chosen = dg.AssetSelection.assets([self.benchmark.name, from_asset]).downstream()
+            selection = list(self._downstream(from_asset).resolve(self.defs.resolve_asset_graph()))
+        if before_asset is not None:
+            every = dg.AssetSelection.groups(self.benchmark.name)
+            chosen = every - self._downstream(before_asset)
             selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
         run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
         if regenerate_attacks:
             attacks = {"config": {"regenerate": True}}
             run_config = {**run_config, "ops": {self._step("red_team_attacks"): attacks}}
-        with nullcontext() if verbose else progress_on_stderr():
-            result = self._execute(partition, selection, run_config)
+        with nullcontext() if verbose else progress_on_stderr(progress_prefix):
+            result = self._execute(partition, selection, run_config, tags or {})
         failed_checks = tuple(
             check.check_name for check in result.get_asset_check_evaluations() if not check.passed
         )
@@ -249,6 +280,12 @@ class BenchmarkRunner:
                 return _SPEND_BY_RUN.validate_python(entry.value)
         return None
 
+    def _downstream(self, asset: str) -> dg.AssetSelection:
+        if asset not in self.asset_names():
+            names = ", ".join(self.asset_names())
+            raise ValueError(f"unknown asset {asset!r}; assets: {names}")
+        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
@@ -259,7 +296,11 @@ class BenchmarkRunner:
         return dg.AssetKey([self.benchmark.name, asset])
 
     def _execute(
-        self, partition: str, selection: list[dg.AssetKey] | None, run_config: dict[str, Any]
+        self,
+        partition: str,
+        selection: list[dg.AssetKey] | None,
+        run_config: dict[str, Any],
+        extra_tags: dict[str, str],
     ) -> ExecutionResult:
         """Run the benchmark's job in this process, as a run of the UI's code location.
 
@@ -267,7 +308,9 @@ class BenchmarkRunner:
         partition or asset page; this one has the origin of the job the UI loads.
         """
         job = self.defs.resolve_job_def(job_name(self.benchmark))
-        tags = merge_run_tags(job, partition, owner_tags(), selection, self.instance, None)
+        tags = merge_run_tags(
+            job, partition, {**owner_tags(), **extra_tags}, selection, self.instance, None
+        )
         in_process = job.as_ephemeral_job(resource_defs={}, input_values={})
         run = self.instance.create_run_for_job(
             job_def=in_process,
@@ -282,9 +325,33 @@ class BenchmarkRunner:
     def _step(self, asset: str) -> str:
         return f"{self.benchmark.name}__{asset}"
 
-    def _table(self, name: str, model: type[Row], partition: str) -> list[Row]:
+    def _table(self, name: str, model: type[Row], partition: str | list[str]) -> list[Row]:
+        if partition == []:
+            return []
         frame = load_stored(self.defs, self.instance, self._key(name), partition)
         return from_frame(model, frame)
+
+    def snapshots(self, versions: list[str]) -> list[WorkflowSnapshot]:
+        """The stored workflow snapshots of these versions (variants say whose they are)."""
+        return self._table("workflow_snapshot", WorkflowSnapshot, versions)
+
+    def family_of(self, base: str) -> list[tuple[str, WorkflowSnapshot]]:
+        """The scored versions of a workflow version's family: it, then its variants.
+
+        Each with its snapshot, the variants in the order they were registered.
+        """
+        scored = scored_versions(self.instance, self.benchmark)
+        snapshots = {version_key(s.workflow_hash): s for s in self.snapshots(scored)}
+        if base not in snapshots:
+            return []
+        base_hash = snapshots[base].workflow_hash
+        latest: dict[str, tuple[str, WorkflowSnapshot]] = {}  # by name: a redefined variant
+        for version in scored:  # registration order: the workflow, then its variants
+            snapshot = snapshots.get(version)
+            if snapshot is not None and (version == base or snapshot.base_hash == base_hash):
+                latest.pop(snapshot.variant or BASE, None)
+                latest[snapshot.variant or BASE] = (version, snapshot)
+        return list(latest.values())
 
     def record(self, partition: str, path: Path) -> int:
         """Append the version's stored outputs to a recorded outputs file; lines written."""
@@ -298,15 +365,31 @@ class BenchmarkRunner:
         return len(lines)
 
     def stored_versions(self, versions: list[str]) -> StoredVersions:
-        """The stored runs, aggregates and scores of these versions."""
-        runs: list[ExpandedRun] = []
-        aggregates: list[RunAggregate] = []
-        scores: list[MetricScore] = []
-        for version in versions:
-            runs += self._table("expanded_runs", ExpandedRun, version)
-            aggregates += self._table("run_aggregates", RunAggregate, version)
-            scores += self._table("metric_scores", MetricScore, version)
-        return StoredVersions(runs, aggregates, scores)
+        """The stored runs, aggregates and scores of these versions (a read per table)."""
+        return StoredVersions(
+            self._table("expanded_runs", ExpandedRun, versions),
+            self._table("run_aggregates", RunAggregate, versions),
+            self._table("metric_scores", MetricScore, versions),
+        )
+
+    def variant_matrix(self, version: str) -> VariantMatrix:
+        """The matrix of a scored version's family: the workflow and its variants."""
+        bases = variant_bases(self.snapshots([version]))
+        members = self.family_of(bases.get(version, version))
+        if len(members) < 2:
+            raise UnknownVersionError(
+                f"workflow {version_key(version)} has no variant scored yet: run the benchmark "
+                "with target.variants"
+            )
+        keys = [key for key, _ in members]
+        return variant_matrix(
+            self.benchmark.name,
+            [(snapshot.variant or BASE, snapshot.workflow_hash) for _, snapshot in members],
+            self.stored_versions(keys),
+            self._table("agent_outputs", AgentOutput, keys),
+            self.benchmark.metric_labels,
+            self.benchmark.head_to_head,
+        )
 
     def candidate_version(self, prefix: str | None) -> str:
         """A scored version by hash or prefix; by default the workflow's current one."""
@@ -319,9 +402,14 @@ class BenchmarkRunner:
         return key
 
     def baseline_of(self, candidate: str, pinned: str | None = None) -> str | None:
-        """``pinned`` (a prefix), else ``compare.baseline``, else the scored version before."""
+        """The version a candidate is compared with.
+
+        A variant's base; else ``pinned`` (a prefix), ``compare.baseline``, or the scored
+        version before (variants skipped).
+        """
         scored = scored_versions(self.instance, self.benchmark)
-        return baseline_version(scored, candidate, pinned or self.benchmark.compare.baseline)
+        bases = variant_bases(self.snapshots(scored))
+        return baseline_version(scored, candidate, pinned or self.benchmark.compare.baseline, bases)
 
     def versions_to_compare(self, baseline: str | None, candidate: str | None) -> tuple[str, str]:
         """Baseline and candidate hashes from prefixes, or their defaults."""
@@ -333,21 +421,48 @@ class BenchmarkRunner:
             )
         return before, chosen
 
-    def report(self, partition: str) -> Report:
-        """The version's report, compared with its baseline when it has one."""
+    def incompleteness(self, version: str, stored: StoredVersions) -> str | None:
+        """Why a stored version is incomplete, as the error_rate check says (no CLI limit)."""
+        errors = error_summary(of_version(stored.scores, version))
+        return incompleteness(errors, None, self.benchmark.checks.max_error_rate)
+
+    def gate(
+        self, candidate: str, baseline: str | None, stored: StoredVersions, incomplete: str | None
+    ) -> Gate:
+        """The gate of a stored version against ``baseline`` (None: it has none).
+
+        ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
+        """
+        fail_on = self.benchmark.compare.fail_on
+        if baseline is None:
+            return version_gate(fail_on, None, [], incomplete)
+        flagged = cases_failing_gate(stored.compare(baseline, candidate), fail_on)
+        return version_gate(fail_on, baseline, flagged, incomplete)
+
+    def version_gate(self, partition: str, incomplete: str | None) -> Gate:
+        """The gate of a version just run, against its baseline (``run``'s last word)."""
         baseline = self.baseline_of(partition)
-        versions = [partition] + ([baseline] if baseline else [])
-        stored = self.stored_versions(versions)
+        stored = self.stored_versions([partition] + ([baseline] if baseline else []))
+        return self.gate(partition, baseline, stored, incomplete)
+
+    def report(self, partition: str) -> Report:
+        """The version's report, compared with its baseline when it has one.
+
+        A workflow with variants (or one of them) has its family set side by side.
+        """
+        baseline = self.baseline_of(partition)
+        bases = variant_bases(self.snapshots([partition]))
+        family = [key for key, _ in self.family_of(bases.get(partition, partition))]
+        versions = list(dict.fromkeys([partition, *([baseline] if baseline else []), *family]))
         own = ReportOnlyTables(
-            outputs=[
-                output
-                for version in versions
-                for output in self._table("agent_outputs", AgentOutput, version)
-            ],
+            outputs=self._table("agent_outputs", AgentOutput, versions),
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
+            snapshots=self.snapshots(versions),
         )
-        report = version_report(self.benchmark, partition, baseline, stored, own)
+        report = version_report(
+            self.benchmark, partition, baseline, self.stored_versions(versions), own
+        )
         if self.benchmark.red_team is None:
             return report
         return report.model_copy(update={"red_team": self._red_team_section(partition)})
@@ -379,6 +494,7 @@ class BenchmarkRunner:
     def summary(self, partition: str) -> BenchmarkSummary:
         """Headline figures of one version, read back from storage."""
         scores = self._table("metric_scores", MetricScore, partition)
+        outputs = self._table("agent_outputs", AgentOutput, partition)
         summary = summarise(
             self.benchmark.name,
             full_hash(scores, partition),
@@ -386,6 +502,11 @@ class BenchmarkRunner:
             self._table("run_aggregates", RunAggregate, partition),
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
+            outputs,
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
-        return summary.model_copy(update={"workflow_checks": checks})
+        snapshots = self.snapshots([partition])
+        variant = snapshots[0].variant if snapshots else None
+        simulated = simulation_summary(outputs) if self.benchmark.simulation is not None else None
+        update = {"workflow_checks": checks, "simulation": simulated, "variant": variant}
+        return summary.model_copy(update=update)

@@ -48,6 +48,7 @@ from n8n_deepeval_pipeline.online.windows import (
     compare_windows,
     summarise_day,
 )
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
@@ -127,15 +128,17 @@ def _score(
 
 def _scores_metadata(rows: list[OnlineScore], items: int) -> dict[str, Any]:
     costs = [row.cost_usd for row in rows if row.cost_usd is not None]
-    return {
-        "items": items,
-        "scores": len(rows),
-        "score_pass_rate": sum(r.success for r in rows) / len(rows) if rows else 0.0,
-        "errors": sum(r.error_kind is not None for r in rows),
-        "cost_usd": float(sum(costs)),
-        "dry_run": any(r.dry_run for r in rows),
-        "versions": ", ".join(sorted({r.workflow_hash[:12] for r in rows})),
-    }
+    return shown(
+        {
+            "items": items,
+            "scores": len(rows),
+            "score_pass_rate": sum(r.success for r in rows) / len(rows) if rows else 0.0,
+            "errors": sum(r.error_kind is not None for r in rows),
+            "cost_usd": float(sum(costs)),
+            "dry_run": any(r.dry_run for r in rows),
+            "versions": ", ".join(sorted({r.workflow_hash[:12] for r in rows})),
+        }
+    )
 
 
 def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:
@@ -187,17 +190,19 @@ def _fetch(client: N8nClient, items: list[ScoreItem]) -> dict[int, dict[str, Any
 
 
 def _summary_metadata(total: DaySummary, comparison: WindowComparison) -> dict[str, Any]:
-    return {
-        "online_pass_rate": total.pass_rate if total.pass_rate is not None else 0.0,
-        "items": total.items,
-        "executions": total.executions,
-        "sessions": total.sessions,
-        "errors": total.errors,
-        "cost_usd": total.cost_usd,
-        "tokens": total.tokens,
-        **{f"mean/{metric}": mean for metric, mean in total.metric_means.items()},
-        "window_verdict": comparison.verdict,
-    }
+    return shown(
+        {
+            "online_pass_rate": total.pass_rate if total.pass_rate is not None else 0.0,
+            "items": total.items,
+            "executions": total.executions,
+            "sessions": total.sessions,
+            "errors": total.errors,
+            "cost_usd": total.cost_usd,
+            "tokens": total.tokens,
+            **{f"mean/{metric}": mean for metric, mean in total.metric_means.items()},
+            "window_verdict": comparison.verdict,
+        }
+    )
 
 
 def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
@@ -212,7 +217,7 @@ def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
         found[f"{side}/pass_rate"] = window.rate if window.rate is not None else 0.0
         if window.interval is not None:
             found[f"{side}/wilson"] = f"[{window.interval.lower:.3f}, {window.interval.upper:.3f}]"
-    return found
+    return shown(found)
 
 
 def _version_metadata(comparison: VersionRegression) -> dict[str, Any]:
@@ -229,7 +234,7 @@ def _version_metadata(comparison: VersionRegression) -> dict[str, Any]:
         found[f"{side}/pass_rate"] = rate.rate if rate.rate is not None else 0.0
         if rate.interval is not None:
             found[f"{side}/wilson"] = f"[{rate.interval.lower:.3f}, {rate.interval.upper:.3f}]"
-    return found
+    return shown(found)
 
 
 def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:

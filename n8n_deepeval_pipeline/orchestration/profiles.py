@@ -15,6 +15,8 @@ import dagster as dg
 from n8n_deepeval_pipeline.settings import POSTGRES_URL_ENV, PROFILES, REDIS_URL_ENV
 
 _TELEMETRY_OFF = "telemetry:\n  enabled: false\n"
+# The UI's "join the Dagster community" pop-up, which covers its first page.
+_NUX_OFF = "nux:\n  enabled: false\n"
 _POSTGRES_STORAGE = f"""storage:
   postgres:
     postgres_url:
@@ -30,13 +32,17 @@ _POOLED_SQLITE_STORAGE = """storage:
         env: DAGSTER_HOME
 """
 INSTANCE_YAML = {
-    "local": _TELEMETRY_OFF + _POOLED_SQLITE_STORAGE,
-    "distributed": _TELEMETRY_OFF + _POSTGRES_STORAGE,
+    "local": _TELEMETRY_OFF + _NUX_OFF + _POOLED_SQLITE_STORAGE,
+    "distributed": _TELEMETRY_OFF + _NUX_OFF + _POSTGRES_STORAGE,
     # The Helm chart writes the instance of the kubernetes profile (deploy/helm/values.yaml).
-    "kubernetes": _TELEMETRY_OFF + _POSTGRES_STORAGE,
+    "kubernetes": _TELEMETRY_OFF + _NUX_OFF + _POSTGRES_STORAGE,
 }
 # What earlier versions wrote for a profile: still theirs to rewrite.
-_EARLIER_INSTANCE_YAML = (_TELEMETRY_OFF,)
+_EARLIER_INSTANCE_YAML = (
+    _TELEMETRY_OFF,
+    _TELEMETRY_OFF + _POOLED_SQLITE_STORAGE,
+    _TELEMETRY_OFF + _POSTGRES_STORAGE,
+)
 _EXTRA_HINT = "pip install 'n8n-deepeval-pipeline[distributed]'"
 STEP_REQUEUE_S = 3600
 """How long a step taken by a worker lost whole waits in Redis before another worker takes it.
@@ -57,7 +63,7 @@ CELERY_SETTINGS = {
 
 
 def instance_yaml(profile: str) -> str:
-    """The ``dagster.yaml`` of a profile's instance (telemetry off)."""
+    """The ``dagster.yaml`` of a profile's instance (telemetry and the UI's pop-up off)."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}: choose one of {', '.join(PROFILES)}")
     return INSTANCE_YAML[profile]

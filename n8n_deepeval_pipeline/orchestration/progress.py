@@ -52,13 +52,13 @@ class _WithoutDagsterComplaints(io.TextIOBase):
 
 
 @contextmanager
-def progress_on_stderr() -> Iterator[None]:
-    """Show the steps' progress lines on stderr, bare, while the block runs.
+def progress_on_stderr(prefix: str = "") -> Iterator[None]:
+    """Show the steps' progress lines on stderr, bare (after ``prefix``), while the block runs.
 
     Dagster's log is hidden meanwhile, and so is what Dagster writes to stderr itself.
     """
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler.setFormatter(logging.Formatter(prefix.replace("%", "%%") + "%(message)s"))
     level = PROGRESS.level
     PROGRESS.addHandler(handler)
     PROGRESS.setLevel(logging.INFO)

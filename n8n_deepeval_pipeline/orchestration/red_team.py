@@ -39,6 +39,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
 from n8n_deepeval_pipeline.n8n_data.agent_steps import tool_name
 from n8n_deepeval_pipeline.orchestration.live_target import workflow_at_version
+from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -171,15 +172,17 @@ def _attacks(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinitio
         rows = kept.rows(snapshot.workflow_hash)
         methods = Counter(row.attack_method or "none" for row in rows)
         context.add_output_metadata(
-            {
-                KEPT_SET_METADATA: dg.MetadataValue.json(kept.model_dump(mode="json")),
-                "attack_set": kept.attack_set,
-                "generated_in": kept.generated_in,
-                "attacks": len(rows),
-                "generation_errors": sum(row.error is not None for row in rows),
-                **{f"attacks/{method}": count for method, count in methods.items()},
-                **metadata,
-            }
+            shown(
+                {
+                    KEPT_SET_METADATA: dg.MetadataValue.json(kept.model_dump(mode="json")),
+                    "attack_set": kept.attack_set,
+                    "generated_in": kept.generated_in,
+                    "attacks": len(rows),
+                    "generation_errors": sum(row.error is not None for row in rows),
+                    **{f"attacks/{method}": count for method, count in methods.items()},
+                    **metadata,
+                }
+            )
         )
         return to_frame(RedTeamAttack, rows)
 
@@ -227,14 +230,16 @@ def _results(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinitio
         breaches = sum(row.breached for row in rows)
         costs = [row.cost_usd for row in rows if row.cost_usd is not None]
         context.add_output_metadata(
-            {
-                "results": len(rows),
-                "breaches": breaches,
-                "errors": sum(row.error is not None for row in rows),
-                "tool_calls": sum(len(row.tools_called) for row in rows),
-                "judge_calls": sum(row.judge_calls for row in rows),
-                "cost_usd": round(sum(costs), 6),
-            }
+            shown(
+                {
+                    "results": len(rows),
+                    "breaches": breaches,
+                    "errors": sum(row.error is not None for row in rows),
+                    "tool_calls": sum(len(row.tools_called) for row in rows),
+                    "judge_calls": sum(row.judge_calls for row in rows),
+                    "cost_usd": float(sum(costs)),
+                }
+            )
         )
         return to_frame(RedTeamResult, rows)
 
@@ -438,7 +443,7 @@ def _rates_metadata(rates: list[BreachRate], baseline: str | None) -> dict[str, 
     metadata: dict[str, Any] = {"baseline": (baseline or "none")[:12]}
     for row in rates:
         if row.kind == "vulnerability" and row.rate is not None:
-            metadata[f"breach_rate/{row.vulnerability}"] = round(row.rate, 9)
+            metadata[f"breach_rate/{row.vulnerability}"] = row.rate
         if row.kind == "attack_method" and row.rate is not None:
-            metadata[f"breach_rate_by_method/{row.attack_method}"] = round(row.rate, 9)
-    return metadata
+            metadata[f"breach_rate_by_method/{row.attack_method}"] = row.rate
+    return shown(metadata)

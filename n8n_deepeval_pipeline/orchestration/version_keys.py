@@ -33,3 +33,10 @@ def register_version(instance: dg.DagsterInstance, partitions_name: str, workflo
     if not instance.has_dynamic_partition(partitions_name, key):
         instance.add_dynamic_partitions(partitions_name, [key])
     return key
+
+
+def register_versions(
+    instance: dg.DagsterInstance, partitions_name: str, workflow_hashes: list[str]
+) -> list[str]:
+    """Register several versions in order (a workflow, then its variants); their keys."""
+    return [register_version(instance, partitions_name, digest) for digest in workflow_hashes]

@@ -12,9 +12,12 @@ from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
+    cases_failing_gate,
     overall_pass_rate,
 )
+from n8n_deepeval_pipeline.summary.gate import version_gate
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
 
 SCORE_BINS = 10
@@ -27,7 +30,6 @@ class Baseline:
     workflow_hash: str
     rows: VersionRows
     comparison: VersionComparison
-    fail_on: GateVerdict  # the benchmark's compare.failOn
 
 
 def _errors_failing_no_run(rows: VersionRows) -> dict[str, int]:
@@ -72,6 +74,7 @@ def _headline(summary: BenchmarkSummary, rows: VersionRows) -> Headline:
         errors_failing_no_run=_errors_failing_no_run(rows),
         unjudged_scores=errors.unjudged,
         output_errors=sum(1 for output in rows.outputs if output.error_kind),
+        workflow=summary.workflow,
     )
 
 
@@ -96,6 +99,7 @@ def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricR
         dry_run=metric.dry_run,
         score_bins=score_bins(present),
         unscored=len(scores) - len(present),
+        decides=metric.decides,
     )
 
 
@@ -110,25 +114,33 @@ def build_report(
     summary: BenchmarkSummary,
     candidate: VersionRows,
     *,
+    fail_on: GateVerdict,
     baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
+    variants: VariantMatrix | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
-    ``baseline``: the version it is compared with (this one is the candidate);
-    ``dataset`` adds each case's input and expected output to the drill-down.
+    ``fail_on``: the benchmark's compare.failOn; ``baseline``: the version it is compared
+    with (this one is the candidate); ``dataset`` adds each case's input and expected
+    output to the drill-down; ``variants``: the matrix of the workflow and its variants,
+    this version among them. Whether the version is incomplete is the summary's word.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
+    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
         headline=_headline(summary, candidate),
+        gate=version_gate(
+            fail_on, baseline.workflow_hash if baseline else None, flagged, summary.incomplete
+        ),
         metrics=_metric_rows(summary, candidate.scores),
         comparison=ComparisonReport(
             baseline_hash=baseline.workflow_hash,
             result=baseline.comparison,
-            fail_on=baseline.fail_on,
+            fail_on=fail_on,
         )
         if baseline
         else None,
@@ -139,4 +151,6 @@ def build_report(
             verdicts,
             [metric.metric for metric in summary.metrics],
         ),
+        variant=summary.variant,
+        variants=variants,
     )

@@ -48,6 +48,13 @@ def _excerpt(text: str | None, limit: int = FIELD_LIMIT) -> Excerpt | None:
     return None if text is None else Excerpt.of(text, limit)
 
 
+def _error(text: str | None, kind: str | None) -> Excerpt | None:
+    """An error's text without the kind it may start with: the page names the kind once."""
+    if text is not None and kind is not None and text.startswith(f"{kind}: "):
+        text = text[len(kind) + 2 :]
+    return _excerpt(text)
+
+
 def _metric_result(score: MetricScore, counted: bool) -> MetricResult:
     return MetricResult(
         metric=score.metric,
@@ -56,7 +63,7 @@ def _metric_result(score: MetricScore, counted: bool) -> MetricResult:
         direction=score.direction,
         success=score.success,
         reason=_excerpt(score.reason),
-        error=_excerpt(score.error),
+        error=_error(score.error, score.error_kind),
         error_kind=score.error_kind,
         dry_run=score.dry_run,
         counted=counted,
@@ -79,7 +86,7 @@ def _run_detail(
         passed=aggregate.overall_success,
         overall_score=aggregate.overall_score,
         output=_excerpt(output.actual_output, OUTPUT_LIMIT) if output else None,
-        output_error=_excerpt(output.error) if output else None,
+        output_error=_error(output.error, output.error_kind) if output else None,
         latency_s=output.latency_s if output else None,
         failure_categories=tuple(sorted(categories)),
         metrics=tuple(

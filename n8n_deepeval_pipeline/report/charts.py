@@ -19,18 +19,12 @@ TRACK = "#eef2f7"
 INK = "#334155"
 MUTED = "#64748b"
 
-_WIDTH = 1000
-_LABEL_WIDTH = 200
-_VALUE_WIDTH = 70
-_BAR_WIDTH = _WIDTH - _LABEL_WIDTH - _VALUE_WIDTH
-_LABEL_CHARS = 28
 
-
-def _svg(width: int, height: int, title: str, body: Markup) -> Markup:
+def _svg(width: int, height: int, title: str, body: Markup, kind: str = "chart") -> Markup:
     return Markup(
-        '<svg class="chart" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        '<svg class="{k}" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
         'aria-label="{t}"><title>{t}</title>{body}</svg>'
-    ).format(w=width, h=height, t=title, body=body)
+    ).format(k=kind, w=width, h=height, t=title, body=body)
 
 
 def _text(x: float, y: float, text: str, anchor: str = "start", **style: str) -> Markup:
@@ -48,60 +42,23 @@ def _rect(x: float, y: float, width: float, height: float, fill: str) -> Markup:
     ).format(x, y, max(width, 0.0), height, fill)
 
 
-def _label(x: float, y: float, label: str) -> Markup:
-    """A row label, shortened to fit its column; the full label shows on hover."""
-    shown = label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "…"
-    return Markup("<g><title>{}</title>{}</g>").format(
-        label, _text(x, y, shown, fill=INK, font_size="13")
-    )
-
-
-def _bar_row(y: float, rate: float | None, colour: str, height: float) -> Markup:
-    return Markup("").join(
-        [
-            _rect(_LABEL_WIDTH, y, _BAR_WIDTH, height, TRACK),
-            _rect(_LABEL_WIDTH, y, _BAR_WIDTH * (rate or 0.0), height, colour),
-            _text(_WIDTH - 4, y + height - 3, percent(rate), "end", fill=INK, font_size="12"),
-        ]
-    )
-
-
-def rate_bars(rows: Sequence[tuple[str, float | None]], title: str) -> Markup:
-    """One horizontal bar per label: its rate out of 100%."""
-    step = 28
-    body = Markup("").join(
-        _label(0, 18 + i * step, label) + _bar_row(5 + i * step, rate, CANDIDATE, 17)
-        for i, (label, rate) in enumerate(rows)
-    )
-    return _svg(_WIDTH, 8 + len(rows) * step, title, body)
-
-
-def _legend(y: float) -> Markup:
-    return Markup("").join(
-        [
-            _rect(_LABEL_WIDTH, y - 10, 12, 12, BASELINE),
-            _text(_LABEL_WIDTH + 18, y, "baseline", fill=MUTED, font_size="12"),
-            _rect(_LABEL_WIDTH + 100, y - 10, 12, 12, CANDIDATE),
-            _text(_LABEL_WIDTH + 118, y, "candidate", fill=MUTED, font_size="12"),
-        ]
-    )
-
-
-def paired_rate_bars(rows: Sequence[tuple[str, float | None, float | None]], title: str) -> Markup:
-    """Two bars per label, the baseline's rate above the candidate's."""
-    step, top = 40, 26
-    body = _legend(14) + Markup("").join(
-        _label(0, top + 22 + i * step, label)
-        + _bar_row(top + 4 + i * step, baseline, BASELINE, 13)
-        + _bar_row(top + 19 + i * step, candidate, CANDIDATE, 13)
-        for i, (label, baseline, candidate) in enumerate(rows)
-    )
-    return _svg(_WIDTH, top + 8 + len(rows) * step, title, body)
+def rate_strip(rate: float | None, baseline: float | None = None) -> Markup:
+    """A rate as a short bar for a table cell; ``baseline``'s rate as a tick across it."""
+    width, height, bar = 120, 14, 8
+    body = _rect(0, 3, width, bar, TRACK) + _rect(0, 3, width * (rate or 0.0), bar, CANDIDATE)
+    if baseline is not None:
+        x = min(max(width * baseline, 1.0), width - 1.0)
+        body += Markup(
+            '<line x1="{0:.1f}" x2="{0:.1f}" y1="0" y2="{1}" stroke="{2}" stroke-width="2"/>'
+        ).format(x, height, INK)
+    title = percent(rate) + ("" if baseline is None else f", baseline {percent(baseline)}")
+    return _svg(width, height, title, body, kind="strip")
 
 
 def interval_chart(rows: Sequence[tuple[str, OverallPassRate]], title: str) -> Markup:
     """Each version's pass rate as a dot on its Wilson 95% interval, on a 0–100% axis."""
-    step, top, left, right = 34, 24, 110, _WIDTH - 240
+    width = 640  # half a page: it stands beside the verdicts
+    step, top, left, right = 34, 24, 90, width - 200
 
     def x(rate: float) -> float:
         return left + (right - left) * rate
@@ -130,7 +87,7 @@ def interval_chart(rows: Sequence[tuple[str, OverallPassRate]], title: str) -> M
             )
         caption = f"{percent(rate.rate)}  (95% CI {interval(rate.interval)})"
         marks.append(_text(right + 14, y + 4, caption, fill=INK, font_size="12"))
-    return _svg(_WIDTH, top + len(rows) * step, title, axis + Markup("").join(marks))
+    return _svg(width, top + len(rows) * step, title, axis + Markup("").join(marks))
 
 
 def histogram(bins: Sequence[int], threshold: float, title: str) -> Markup:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from markupsafe import Markup, escape
+
 from n8n_deepeval_pipeline.statistics.version_comparison import Interval, PassCount
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
@@ -68,3 +70,8 @@ def thousands(value: int) -> str:
 def short_hash(workflow_hash: str | None) -> str:
     """The first 12 hex digits of a workflow hash, as the CLI prints it."""
     return MISSING if workflow_hash is None else version_key(workflow_hash)
+
+
+def breakable(name: str) -> Markup:
+    """A snake_case name that a narrow column may break after an underscore, never mid-word."""
+    return Markup("_<wbr>").join(escape(part) for part in name.split("_"))

@@ -1,7 +1,8 @@
 """The report's first line against a baseline: what the benchmark's gate (compare.failOn) says.
 
 The banner and the PR comment say it alike, so that neither says "no regression" while
-``run`` exits 5 and ``compare`` exits 1 on a gate that fails on likely regressions.
+``run`` exits 5 and ``compare`` exits 1 on a gate that fails on likely regressions, nor
+"run exits 5" when the run is incomplete and exits 3.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from n8n_deepeval_pipeline.report.model import ComparisonReport
+from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline
 from n8n_deepeval_pipeline.statistics.version_comparison import CaseComparison
+from n8n_deepeval_pipeline.summary.gate import Gate
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,15 @@ def _verb(cases: Sequence[CaseComparison], singular: str, plural: str) -> str:
     return singular if len(cases) == 1 else plural
 
 
-def _failed(comparison: ComparisonReport, name: Callable[[str], str]) -> str:
+def _exits(gate: Gate) -> str:
+    """What compare and run exit with, as the gate and the run's errors decide."""
+    compare = f"compare exits {gate.exit_codes.compare}"
+    if gate.incomplete:
+        return f"{compare}; run exits {gate.exit_codes.run}, as the run is incomplete."
+    return f"{compare} and run exits {gate.exit_codes.run}."
+
+
+def _failed(comparison: ComparisonReport, gate: Gate, name: Callable[[str], str]) -> str:
     failing = comparison.gate_failures
     sure = [case for case in failing if case.verdict == "regression"]
     likely = [case for case in failing if case.verdict == "likely_regression"]
@@ -47,22 +57,43 @@ def _failed(comparison: ComparisonReport, name: Callable[[str], str]) -> str:
         )
     sentences.append(
         f"The gate fails on {len(failing)} {_verb(failing, 'case', 'cases')}: this benchmark "
-        f"fails on {comparison.fail_on} (compare.failOn), so compare exits 1 and run exits 5."
+        f"fails on {comparison.fail_on} (compare.failOn), so {_exits(gate)}"
     )
     return " ".join(sentences)
 
 
-def gate_status(comparison: ComparisonReport, name: Callable[[str], str] = str) -> GateStatus:
+def gate_status(
+    comparison: ComparisonReport, gate: Gate, name: Callable[[str], str] = str
+) -> GateStatus:
     """The gate's verdict on the comparison; ``name`` writes a row id for the medium."""
-    gate = f"{comparison.fail_on} (compare.failOn)"
+    fail_on = f"{comparison.fail_on} (compare.failOn)"
     if comparison.gate_failures:
-        return GateStatus("bad", _failed(comparison, name))
+        return GateStatus("bad", _failed(comparison, gate, name))
+    incomplete = (
+        f" Run exits {gate.exit_codes.run}: the run is incomplete." if gate.incomplete else ""
+    )
     below = comparison.drops_below_gate
     if below:
         return GateStatus(
             "warn",
-            f"The gate passes: no case fails on {gate}. "
+            f"The gate passes: no case fails on {fail_on}. "
             f"{len(below)} likely {_verb(below, 'regression', 'regressions')} below it "
-            f"to look at: {_names(below, name)}.",
+            f"to look at: {_names(below, name)}.{incomplete}",
         )
-    return GateStatus("good", f"The gate passes: no case fails on {gate} against the baseline.")
+    level: Literal["warn", "good"] = "warn" if gate.incomplete else "good"
+    return GateStatus(
+        level, f"The gate passes: no case fails on {fail_on} against the baseline.{incomplete}"
+    )
+
+
+def incomplete_run(gate: Gate) -> str:
+    """Why the run is incomplete and what ``run`` exits with: the page's and the comment's."""
+    return f"Incomplete run: {gate.incomplete}, so run exits {gate.exit_codes.run}."
+
+
+def unjudged_within_limit(headline: Headline) -> str:
+    """Scores without a judgement that leave the run complete (within checks.maxErrorRate)."""
+    return (
+        f"{headline.unjudged_scores} of {headline.scores} scores have no judgement (timeout or "
+        "judge errors), within the error limit: the figures leave them out."
+    )

@@ -8,15 +8,15 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from n8n_deepeval_pipeline.report import formatting
-from n8n_deepeval_pipeline.report.charts import (
-    histogram,
-    interval_chart,
-    paired_rate_bars,
-    rate_bars,
+from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
+from n8n_deepeval_pipeline.report.gate_status import (
+    gate_status,
+    incomplete_run,
+    unjudged_within_limit,
 )
-from n8n_deepeval_pipeline.report.gate_status import gate_status
-from n8n_deepeval_pipeline.report.model import ComparisonReport, MetricRow, Report
-from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_flagged
+from n8n_deepeval_pipeline.report.model import MetricRow, Report
+from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
+from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
 
 _ENVIRONMENT = Environment(
@@ -37,44 +37,36 @@ _ENVIRONMENT.filters.update(
     money=formatting.money,
     thousands=formatting.thousands,
     short_hash=formatting.short_hash,
+    cost_per_run=cost_per_run,
+    seconds=seconds,
+    breakable=formatting.breakable,
+    rate_strip=rate_strip,
 )
-_ENVIRONMENT.tests.update(flagged=is_flagged, failing_gate=fails_gate)
-_ENVIRONMENT.globals.update(gate_status=gate_status, guidance=GUIDANCE)
+_ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+_ENVIRONMENT.globals.update(
+    gate_status=gate_status,
+    guidance=GUIDANCE,
+    incomplete_run=incomplete_run,
+    unjudged_within_limit=unjudged_within_limit,
+)
 
 
 @dataclass(frozen=True)
 class _Charts:
-    pass_rates: Markup
     histograms: tuple[tuple[MetricRow, Markup], ...]
     overall: Markup | None
-    metric_pass_rates: Markup | None
-
-
-def _comparison_charts(comparison: ComparisonReport) -> tuple[Markup, Markup]:
-    result = comparison.result
-    overall = interval_chart(
-        [("baseline", result.baseline_overall), ("candidate", result.candidate_overall)],
-        "Pass rate over the cases both versions have, with 95% intervals",
-    )
-    per_metric = paired_rate_bars(
-        [
-            (delta.metric, delta.baseline.pass_rate, delta.candidate.pass_rate)
-            for delta in result.metric_deltas
-        ],
-        "Pass rate per metric, baseline and candidate",
-    )
-    return overall, per_metric
+    frontier: Markup | None  # the variants' cost per run against pass rate
 
 
 def _charts(report: Report) -> _Charts:
-    overall, per_metric = (
-        _comparison_charts(report.comparison) if report.comparison else (None, None)
-    )
+    overall = None
+    if report.comparison:
+        result = report.comparison.result
+        overall = interval_chart(
+            [("baseline", result.baseline_overall), ("candidate", result.candidate_overall)],
+            "Pass rate over the cases both versions have, with 95% intervals",
+        )
     return _Charts(
-        pass_rates=rate_bars(
-            [(metric.metric, metric.pass_rate) for metric in report.metrics],
-            "Pass rate per metric",
-        ),
         histograms=tuple(
             (
                 metric,
@@ -85,7 +77,7 @@ def _charts(report: Report) -> _Charts:
             for metric in report.metrics
         ),
         overall=overall,
-        metric_pass_rates=per_metric,
+        frontier=frontier_chart(report.variants) if report.variants else None,
     )
 
 

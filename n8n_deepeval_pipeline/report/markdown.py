@@ -17,7 +17,11 @@ from n8n_deepeval_pipeline.report.formatting import (
     signed_figure,
     thousands,
 )
-from n8n_deepeval_pipeline.report.gate_status import gate_status
+from n8n_deepeval_pipeline.report.gate_status import (
+    gate_status,
+    incomplete_run,
+    unjudged_within_limit,
+)
 from n8n_deepeval_pipeline.report.model import (
     CaseDetail,
     ComparisonReport,
@@ -29,6 +33,7 @@ from n8n_deepeval_pipeline.report.model import (
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import FLAGGED, GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
+from n8n_deepeval_pipeline.summary.gate import Gate
 
 _MARKER: dict[Verdict, str] = {
     "regression": "🔴",
@@ -59,15 +64,21 @@ def _verdict(verdict: Verdict) -> str:
 _ALERT = {"bad": "> [!CAUTION]\n> ", "warn": "> [!WARNING]\n> ", "good": ""}
 
 
-def _status(comparison: ComparisonReport | None) -> str:
+def _status(comparison: ComparisonReport | None, gate: Gate) -> str:
     if comparison is None:
         return "No baseline to compare with: this is the version's own summary."
-    status = gate_status(comparison, _text)
+    status = gate_status(comparison, gate, _text)
     baseline = f"**Against baseline `{short_hash(comparison.baseline_hash)}`:** "
     return _ALERT[status.level] + baseline + status.text
 
 
-def _headline(h: Headline) -> list[str]:
+def _dry_run(report: Report) -> str:
+    if report.placeholders_decide:
+        return "every metric that decides a run needs a judge: the pass rate means nothing yet."
+    return f"they decide no run (the pass rate is {_text(', '.join(report.deciding_metrics))}'s)."
+
+
+def _headline(h: Headline, gate: Gate, dry_run: str) -> list[str]:
     k = h.largest_k
     consistency = f"consistency {figure(h.mean_consistency)}"
     if k is not None:
@@ -83,11 +94,16 @@ def _headline(h: Headline) -> list[str]:
         f"{thousands(h.score_errors)} errors",
     ]
     if h.dry_run_judge:
-        lines += ["", "> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders."]
-    if h.unjudged_scores:
         lines += [
             "",
-            f"> [!WARNING]\n> No judgement for {h.unjudged_scores} of {h.scores} scores.",
+            f"> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders; {dry_run}",
+        ]
+    if gate.incomplete:
+        lines += ["", f"> [!CAUTION]\n> {incomplete_run(gate)}"]
+    elif h.unjudged_scores:
+        lines += [
+            "",
+            f"> [!WARNING]\n> {unjudged_within_limit(h)}",
         ]
     return lines
 
@@ -137,7 +153,7 @@ def _cause(cause: DropCause) -> str:
     )
     if cause.kind == "metric":
         return f"{_text(cause.name)} fails {counts}"
-    return f"{_text(cause.name.replace('_', ' '))} {counts}"
+    return f"{_text(cause.name)} {counts}"
 
 
 def _causes(case: CaseDetail | None) -> str:
@@ -273,9 +289,9 @@ def pr_comment(report: Report) -> str:
     lines = [
         f"### Benchmark {_text(report.benchmark)} · `{short_hash(report.workflow_hash)}`",
         "",
-        _status(report.comparison),
+        _status(report.comparison, report.gate),
         "",
-        *_headline(report.headline),
+        *_headline(report.headline, report.gate, _dry_run(report)),
     ]
     if report.comparison:
         lines += _comparison(report.comparison, report.headline, report.case_by_id)

@@ -15,10 +15,14 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     CaseComparison,
     CategoryDrift,
     FailureCategory,
+    MetricDelta,
     OverallPassRate,
     Verdict,
     VersionComparison,
 )
+from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
+from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
 
 
 class _Frozen(BaseModel):
@@ -52,6 +56,7 @@ class Headline(_Frozen):
     errors_failing_no_run: dict[str, int]
     unjudged_scores: int
     output_errors: int  # runs whose workflow gave no output
+    workflow: WorkflowUsage | None = None  # the workflow's own models' tokens, cost; latency
 
     @property
     def largest_k(self) -> int | None:
@@ -71,6 +76,7 @@ class MetricRow(_Frozen):
     dry_run: bool
     score_bins: tuple[int, ...]  # how many scores fall in each tenth of [0, 1]
     unscored: int  # results without a score
+    decides: bool = True  # its results decide runs (a dry-run placeholder may not)
 
 
 class ComparisonReport(_Frozen):
@@ -116,6 +122,11 @@ class ComparisonReport(_Frozen):
         return tuple(case for case in self.ordered_cases if is_flagged(case.verdict))
 
     @property
+    def delta_by_metric(self) -> dict[str, MetricDelta]:
+        """Each metric's change from the baseline, by label."""
+        return {delta.metric: delta for delta in self.result.metric_deltas}
+
+    @property
     def notable_drift(self) -> tuple[CategoryDrift, ...]:
         """Failure categories whose rate moved beyond what the number of runs explains."""
         return tuple(drift for drift in self.result.failure_drift if drift.notable)
@@ -155,6 +166,115 @@ class RunDetail(_Frozen):
     metrics: tuple[MetricResult, ...]
 
 
+class RunGroup(_Frozen):
+    """Runs of a case that read the same (output, outcome, every result): shown once, ×N."""
+
+    runs: tuple[RunDetail, ...]
+
+    @property
+    def first(self) -> RunDetail:
+        """The run shown for the group."""
+        return self.runs[0]
+
+    @property
+    def indices(self) -> str:
+        """The runs' indices, consecutive ones as a range: ``0–2, 5``."""
+        spans: list[list[int]] = []
+        for index in sorted(run.run_index for run in self.runs):
+            if spans and index == spans[-1][-1] + 1:
+                spans[-1].append(index)
+            else:
+                spans.append([index])
+        return ", ".join(
+            str(span[0]) if len(span) == 1 else f"{span[0]}–{span[-1]}" for span in spans
+        )
+
+    @property
+    def latency(self) -> str | None:
+        """The runs' latency, or its range when they took different times."""
+        found = sorted(run.latency_s for run in self.runs if run.latency_s is not None)
+        if not found:
+            return None
+        if found[0] == found[-1]:
+            return f"{found[0]:.2f} s"
+        return f"{found[0]:.2f}–{found[-1]:.2f} s"
+
+
+def _reads_as(run: RunDetail) -> tuple[object, ...]:
+    """Everything the page shows of a run but which run it is and how long it took."""
+    return (
+        run.passed,
+        run.overall_score,
+        run.output,
+        run.output_error,
+        run.failure_categories,
+        run.metrics,
+    )
+
+
+def fold_runs(runs: tuple[RunDetail, ...]) -> tuple[RunGroup, ...]:
+    """The runs grouped by how they read, in the order of each group's first run."""
+    groups: dict[tuple[object, ...], list[RunDetail]] = {}
+    for run in runs:
+        groups.setdefault(_reads_as(run), []).append(run)
+    return tuple(RunGroup(runs=tuple(group)) for group in groups.values())
+
+
+class MetricPair(_Frozen):
+    """One metric in a baseline run and in a candidate run, side by side (None: not scored)."""
+
+    metric: str
+    baseline: MetricResult | None
+    candidate: MetricResult | None
+
+    @property
+    def threshold(self) -> float:
+        """The candidate's threshold (the baseline's when the candidate has none)."""
+        scored = self.candidate or self.baseline
+        assert scored is not None  # a pair holds at least one side
+        return scored.threshold
+
+    @property
+    def reasons_differ(self) -> bool:
+        """Whether the baseline's reason or error says something the candidate's does not."""
+        if self.baseline is None or self.candidate is None:
+            return False
+        said = (self.baseline.reason, self.baseline.error)
+        return said != (self.candidate.reason, self.candidate.error) and any(said)
+
+
+class PairedRuns(_Frozen):
+    """A flagged case's answer in each version, metric by metric, and the other runs."""
+
+    baseline: RunGroup
+    candidate: RunGroup
+    metrics: tuple[MetricPair, ...]
+    other_baseline: tuple[RunGroup, ...]
+    other_candidate: tuple[RunGroup, ...]
+
+
+def _primary(groups: tuple[RunGroup, ...], passed: bool) -> RunGroup:
+    """The group that shows a version's side: its first that passed (or failed), else its first."""
+    return next((group for group in groups if group.first.passed == passed), groups[0])
+
+
+def pair_runs(baseline: tuple[RunGroup, ...], candidate: tuple[RunGroup, ...]) -> PairedRuns:
+    """The baseline's first passing runs beside the candidate's first failing ones."""
+    base, cand = _primary(baseline, True), _primary(candidate, False)
+    base_of = {result.metric: result for result in base.first.metrics}
+    cand_of = {result.metric: result for result in cand.first.metrics}
+    names = list(dict.fromkeys([*cand_of, *base_of]))
+    return PairedRuns(
+        baseline=base,
+        candidate=cand,
+        metrics=tuple(
+            MetricPair(metric=n, baseline=base_of.get(n), candidate=cand_of.get(n)) for n in names
+        ),
+        other_baseline=tuple(group for group in baseline if group is not base),
+        other_candidate=tuple(group for group in candidate if group is not cand),
+    )
+
+
 class DropCause(_Frozen):
     """A metric or failure category that fails more of a case's runs than in the baseline.
 
@@ -186,6 +306,23 @@ class CaseDetail(_Frozen):
     baseline_runs: tuple[RunDetail, ...]
     causes: tuple[DropCause, ...]
 
+    @property
+    def run_groups(self) -> tuple[RunGroup, ...]:
+        """The candidate's runs, those that read the same folded into one."""
+        return fold_runs(self.runs)
+
+    @property
+    def baseline_run_groups(self) -> tuple[RunGroup, ...]:
+        """The baseline's runs, those that read the same folded into one."""
+        return fold_runs(self.baseline_runs)
+
+    @property
+    def paired(self) -> PairedRuns | None:
+        """The baseline's answer beside the candidate's, metric by metric (None: one side)."""
+        if not self.runs or not self.baseline_runs:
+            return None
+        return pair_runs(self.baseline_run_groups, self.run_groups)
+
 
 class Report(_Frozen):
     """Everything the report of one workflow version shows."""
@@ -193,15 +330,28 @@ class Report(_Frozen):
     benchmark: str
     workflow_hash: str
     headline: Headline
+    gate: Gate  # what compare.failOn flags, whether the run is incomplete, the exit codes
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first
     red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
+    variant: str | None = None  # the variant of the workflow this version is (None: itself)
+    variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:
         """The case details by row id, for the cases table to name each drop's cause."""
         return {case.row_id: case for case in self.cases}
+
+    @property
+    def placeholders_decide(self) -> bool:
+        """Whether the dry-run judge's placeholders decide the runs (nothing else could)."""
+        return any(metric.dry_run and metric.decides for metric in self.metrics)
+
+    @property
+    def deciding_metrics(self) -> tuple[str, ...]:
+        """The metrics whose results decide the runs under the pass rule."""
+        return tuple(metric.metric for metric in self.metrics if metric.decides)
 
     @property
     def directions(self) -> dict[str, Direction]:

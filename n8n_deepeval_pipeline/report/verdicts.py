@@ -16,6 +16,9 @@ FLAGGED: tuple[Verdict, ...] = (
     "worth_watching",
 )
 
+# The flagged verdicts that say a case passes less often: its details open in the page.
+DROPS: tuple[Verdict, ...] = ("regression", "likely_regression", "unreliable_baseline")
+
 # One sentence per tier: how much a case with this verdict deserves a reader's time.
 GUIDANCE: Mapping[Verdict, str] = MappingProxyType(
     {
@@ -38,6 +41,11 @@ GUIDANCE: Mapping[Verdict, str] = MappingProxyType(
 def is_flagged(verdict: Verdict | None) -> bool:
     """Whether a case with this verdict is pointed out (not stable, not missing a side)."""
     return verdict in FLAGGED
+
+
+def is_drop(verdict: Verdict | None) -> bool:
+    """Whether a case with this verdict passes less often, surely enough to be flagged."""
+    return verdict in DROPS
 
 
 def attention_rank(verdict: Verdict | None) -> int:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
-from n8n_deepeval_pipeline.summary.run_summary import summarise
+from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
+from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
     DatasetRow,
+    WorkflowSnapshot,
     of_version,
 )
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class ReportOnlyTables:
     outputs: list[AgentOutput]
     consistency: list[ConsistencyStats]
     dataset: list[DatasetRow]
+    snapshots: list[WorkflowSnapshot] = field(default_factory=list)
+    """The versions' snapshots: which are variants, and of which workflow."""
 
 
 def version_report(
@@ -39,7 +44,10 @@ def version_report(
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
 
-    Versions may be named by key or hash; the report shows their full hashes.
+    Versions may be named by key or hash; the report shows their full hashes. It calls
+    the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
+    When the candidate is a workflow with variants, or one of them, and ``stored`` and
+    ``own`` hold the family's rows, the report sets them side by side.
     """
     candidate = stored.full_hash(candidate)
     rows = _rows(stored, own, candidate)
@@ -50,7 +58,10 @@ def version_report(
         rows.aggregates,
         own.consistency,
         benchmark.metric_labels,
+        rows.outputs,
     )
+    why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
+    summary = summary.model_copy(update={"incomplete": why})
     against = None
     if baseline:
         baseline = stored.full_hash(baseline)
@@ -58,9 +69,47 @@ def version_report(
             workflow_hash=baseline,
             rows=_rows(stored, own, baseline),
             comparison=stored.compare(baseline, candidate),
-            fail_on=benchmark.compare.fail_on,
         )
-    return build_report(summary, rows, baseline=against, dataset=own.dataset)
+    snapshot = next((s for s in own.snapshots if s.workflow_hash == candidate), None)
+    summary = summary.model_copy(update={"variant": snapshot.variant if snapshot else None})
+    return build_report(
+        summary,
+        rows,
+        fail_on=benchmark.compare.fail_on,
+        baseline=against,
+        dataset=own.dataset,
+        variants=_family_matrix(benchmark, candidate, stored, own),
+    )
+
+
+def _family_matrix(
+    benchmark: Benchmark, candidate: str, stored: StoredVersions, own: ReportOnlyTables
+) -> VariantMatrix | None:
+    """The matrix of the candidate's family: its scored versions, the workflow first."""
+    by_hash = {snapshot.workflow_hash: snapshot for snapshot in own.snapshots}
+    mine = by_hash.get(candidate)
+    if mine is None:
+        return None
+    base = mine.base_hash or mine.workflow_hash
+    scored = {aggregate.workflow_hash for aggregate in stored.aggregates}
+    # By name, the latest (a variant defined otherwise since is the same name), base first.
+    latest = {
+        (s.variant or BASE): s
+        for s in sorted(by_hash.values(), key=lambda s: s.fetched_at)
+        if s.workflow_hash in scored and (s.workflow_hash == base or s.base_hash == base)
+    }
+    members = sorted(latest.values(), key=lambda s: (s.base_hash is not None, s.fetched_at))
+    named = [(s.variant or BASE, s.workflow_hash) for s in members]
+    if len(named) < 2 or named[0][1] != base:
+        return None
+    return variant_matrix(
+        benchmark.name,
+        named,
+        stored,
+        own.outputs,
+        benchmark.metric_labels,
+        benchmark.head_to_head,
+    )
 
 
 def _rows(stored: StoredVersions, own: ReportOnlyTables, version: str) -> VersionRows:

@@ -67,8 +67,7 @@ FAILURE_CATEGORIES: tuple[FailureCategory, ...] = get_args(FailureCategory)
 # Every error kind a metric result can carry (evaluation.ErrorKind), in one category.
 FAILURE_CATEGORY_OF_ERROR_KIND: Mapping[str, FailureCategory] = MappingProxyType(
     {
-        "target_error": "target_error",
-        "no_output": "target_error",  # the workflow gave nothing to score
+        "target_error": "target_error",  # the workflow gave nothing to score
         "judge_auth": "judge_error",
         "judge_error": "judge_error",
         "judge_forbidden": "judge_error",
@@ -235,7 +234,6 @@ class VersionComparison(_Frozen):
     metric_deltas: tuple[MetricDelta, ...]
     failure_drift: tuple[CategoryDrift, ...]
     verdict_counts: dict[Verdict, int]
-    has_regression: bool
 
 
 def pass_count(passes: Sequence[bool]) -> PassCount:
@@ -458,7 +456,6 @@ def compare_versions(baseline: VersionRuns, candidate: VersionRuns) -> VersionCo
         metric_deltas=metric_deltas(base_shared, cand_shared),
         failure_drift=failure_drift(_runs_of(baseline, row_ids), _runs_of(candidate, row_ids)),
         verdict_counts={name: counts[name] for name in VERDICTS},
-        has_regression=counts["regression"] > 0,
     )
 
 

@@ -15,10 +15,17 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
+from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.workflow_usage import (
+    WorkflowUsage,
+    per_run_money,
+    workflow_usage,
+)
 from n8n_deepeval_pipeline.tables.comparison import run_outcome
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend
 from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
     ConsistencyStats,
     MetricScore,
     RunAggregate,
@@ -38,6 +45,7 @@ class MetricSummary(BaseModel):
     dry_run: bool
     panel: str | None = None  # a judge panel's rule (majority, mean), if a panel scored it
     agreement: float | None = None  # mean share of a panel's judges agreeing with its verdict
+    decides: bool = True  # its results decide runs under the pass rule
 
 
 class JudgeUsage(BaseModel):
@@ -96,6 +104,40 @@ class FailingCase(BaseModel):
     categories: dict[str, int]  # failure category → runs
 
 
+class SimulationSummary(BaseModel):
+    """The simulated users' conversations of a version: why they stopped, what they cost."""
+
+    conversations: int
+    stopped: dict[str, int]  # stopping reason → conversations, most frequent first
+    mean_user_turns: float
+    judge: str | None
+    judge_calls: int
+    cached_calls: int
+    tokens: int
+    cost_usd: float | None
+
+
+def simulation_summary(outputs: list[AgentOutput]) -> SimulationSummary | None:
+    """The simulated users' figures (None: the runs were not simulated)."""
+    played = [output.simulation for output in outputs if output.simulation is not None]
+    if not played:
+        return None
+    stopped = Counter(str(output.stop_reason) for output in outputs if output.simulation)
+    return SimulationSummary(
+        conversations=len(played),
+        stopped=dict(stopped.most_common()),
+        mean_user_turns=fmean(int(part.get("userTurns", 0)) for part in played),
+        judge=next((str(part["judge"]) for part in played if part.get("judge")), None),
+        judge_calls=sum(int(part.get("judgeCalls", 0)) for part in played),
+        cached_calls=sum(int(part.get("cachedCalls", 0)) for part in played),
+        tokens=sum(
+            int(part.get("promptTokens", 0)) + int(part.get("completionTokens", 0))
+            for part in played
+        ),
+        cost_usd=_total([part.get("costUsd") for part in played]),
+    )
+
+
 class BenchmarkSummary(BaseModel):
     """The headline figures of one workflow version."""
 
@@ -128,6 +170,17 @@ class BenchmarkSummary(BaseModel):
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
     or that scored the same version beside it (the rows carry only the calls behind them)."""
+    incomplete: str | None = None
+    """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
+    gate: Gate | None = None
+    """What compare.failOn makes of the version against its baseline, and the exit codes."""
+    simulation: SimulationSummary | None = None
+    """The simulated users' conversations (a simulated benchmark), apart from the scores."""
+    workflow: WorkflowUsage | None = None
+    """What the workflow itself spent: its models' tokens and cost, its latency (None: the
+    outputs were not read)."""
+    variant: str | None = None
+    """The variant of the workflow this version is (None: the workflow itself)."""
 
 
 def _total(values: list[float | None]) -> float | None:
@@ -178,6 +231,30 @@ def over_error_limit(errors: ErrorSummary, limit: float) -> list[str]:
             f"({errors.unjudged} of {errors.scores})"
         )
     return over
+
+
+def incompleteness(
+    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
+) -> str | None:
+    """Why a version counts as incomplete (``run`` exits 3), or None.
+
+    The limit is the error_rate check's (checks.maxErrorRate) unless ``max_error_rate``
+    (``run --max-error-rate``) sets one, so that the CLI, the check and the report give one
+    answer; without it, any judge outage makes the version incomplete.
+    """
+    if max_error_rate is None and errors.judge_outage:
+        return (
+            f"{judge_trouble(errors)} "
+            "(--max-error-rate sets how many unjudged scores are acceptable)"
+        )
+    if max_error_rate is None:
+        limit, named = max_error_rate_checked, "checks.maxErrorRate"
+    else:
+        limit, named = max_error_rate, "--max-error-rate"
+    over = over_error_limit(errors, limit)
+    if over:
+        return f"{' and '.join(over)}, above {named} {limit:.1%}"
+    return None
 
 
 def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
@@ -245,10 +322,12 @@ def summarise(
     aggregates: list[RunAggregate],
     consistency: list[ConsistencyStats],
     metric_order: list[str],
+    outputs: list[AgentOutput] | None = None,
 ) -> BenchmarkSummary:
-    """Headline figures from the partition's stored tables."""
+    """Headline figures from the partition's stored tables (``outputs``: the workflow's)."""
     # The benchmark file's metric order (scores arrive in completion order).
     labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
+    deciding = {str(outcome["metric"]) for row in aggregates for outcome in row.metrics}
     metrics = []
     for label in labels:
         rows = [score for score in scores if score.metric == label]
@@ -264,6 +343,7 @@ def summarise(
                 dry_run=any(row.dry_run for row in rows),
                 panel=next((row.panel for row in rows if row.panel), None),
                 agreement=mean_of_present([row.judge_agreement for row in rows]),
+                decides=label in deciding,
             )
         )
     pass_at = [row.pass_at_k for row in consistency]
@@ -286,6 +366,7 @@ def summarise(
         cost_usd=_total([score.cost_usd for score in scores]),
         dry_run_judge=any(score.dry_run for score in scores),
         judges=judge_usage(scores),
+        workflow=None if outputs is None else workflow_usage(outputs),
         metrics=metrics,
         consistency=ConsistencySummary(
             cases=len(consistency),
@@ -307,8 +388,9 @@ def _figure(value: float | None) -> str:
 def render_summary(summary: BenchmarkSummary) -> str:
     """A plain-text table for the terminal."""
     width = max([len("metric")] + [len(metric.metric) for metric in summary.metrics])
+    variant = f" · variant {summary.variant}" if summary.variant else ""
     lines = [
-        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}",
+        f"benchmark {summary.benchmark} · workflow {summary.workflow_hash[:12]}{variant}",
         f"runs {summary.runs} · pass rate {summary.pass_rate:.1%} ({summary.pass_rule}) · "
         f"mean overall score {_figure(summary.mean_overall_score)}" + _left_out(summary),
         f"{_judges_heading(summary)} · calls {summary.judge_calls} "
@@ -317,7 +399,10 @@ def render_summary(summary: BenchmarkSummary) -> str:
         + ("-" if summary.cost_usd is None else f"${summary.cost_usd:.4f}"),
     ]
     lines += _attempts_lines(summary)
-    lines += _incomplete_lines(summary.errors)
+    lines += workflow_usage_lines(summary.workflow)
+    if summary.simulation is not None:
+        lines.append(_simulation_line(summary.simulation))
+    lines += _incomplete_lines(summary.errors, summary.incomplete is not None)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
     if summary.dry_run_judge:
@@ -325,6 +410,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
             "DRY-RUN JUDGE: judge-backed scores are placeholders, not judgements "
             "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
         )
+        lines += _placeholder_lines(summary.metrics)
     panels = any(metric.panel for metric in summary.metrics)
     agree = f"  {'agree':>6}" if panels else ""
     lines += [
@@ -332,7 +418,9 @@ def render_summary(summary: BenchmarkSummary) -> str:
         f"{'metric':<{width}}  {'mean':>6}  {'pass':>6}  {'errors':>6}{agree}  direction",
     ]
     for metric in summary.metrics:
-        flag = "  (dry-run)" if metric.dry_run else ""
+        flag = (
+            f"  (dry-run{'' if metric.decides else ', decides no run'})" if metric.dry_run else ""
+        )
         flag += f"  (panel: {metric.panel})" if metric.panel else ""
         agreement = f"  {_figure(metric.agreement):>6}" if panels else ""
         lines.append(
@@ -347,8 +435,58 @@ def render_summary(summary: BenchmarkSummary) -> str:
     return "\n".join(lines)
 
 
+def _placeholder_lines(metrics: list[MetricSummary]) -> list[str]:
+    """Whether the dry-run judge's placeholders decide runs, and what decides them if not."""
+    deciding = [metric.metric for metric in metrics if metric.decides]
+    if not any(metric.dry_run and not metric.decides for metric in metrics):
+        if deciding and all(m.dry_run for m in metrics if m.decides):
+            return [
+                "  every metric that decides a run needs a judge: this pass rate is the "
+                "placeholders', and means nothing until a judge is set"
+            ]
+        return []
+    return [
+        f"  placeholders decide no run: the pass rate is decided by {', '.join(deciding)} "
+        "(no judge needed)"
+    ]
+
+
 def _cost(cost: float | None) -> str:
     return "-" if cost is None else f"${cost:.4f}"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def workflow_usage_lines(usage: WorkflowUsage | None) -> list[str]:
+    """The workflow's own models' tokens and cost, and its latency, when they were measured."""
+    if usage is None or not usage.measured_runs:
+        return []
+    tokens = usage.prompt_tokens + usage.completion_tokens
+    estimated = ", n8n's estimate" if usage.estimated else ""
+    per_run = f"{usage.tokens_per_run:,.0f}" if usage.tokens_per_run is not None else "-"
+    cost = (
+        f"cost {_cost(usage.cost_usd)} ({per_run_money(usage.cost_per_run_usd)} per run)"
+        if usage.cost_usd is not None
+        else f"cost unpriced ({', '.join(usage.unpriced_models)}: no price)"
+    )
+    return [
+        f"workflow models · tokens {tokens:,} in {usage.measured_runs} runs ({per_run} per run"
+        f"{estimated}) · {cost} · latency p50 {_seconds(usage.latency_p50_s)} · "
+        f"p95 {_seconds(usage.latency_p95_s)}"
+    ]
+
+
+def _simulation_line(simulation: SimulationSummary) -> str:
+    """The simulated users in one line: their conversations, why they stopped, their cost."""
+    stopped = ", ".join(f"{reason} {count}" for reason, count in simulation.stopped.items())
+    return (
+        f"simulated users ({simulation.judge}) · conversations {simulation.conversations} "
+        f"({stopped}) · mean user turns {simulation.mean_user_turns:.1f} · calls "
+        f"{simulation.judge_calls} (+{simulation.cached_calls} cached) · tokens "
+        f"{simulation.tokens} · cost {_cost(simulation.cost_usd)}"
+    )
 
 
 def _attempts_lines(summary: BenchmarkSummary) -> list[str]:
@@ -408,14 +546,20 @@ def _left_out(summary: BenchmarkSummary) -> str:
     return f" (leaves out {'; '.join(parts)})" if parts else ""
 
 
-def _incomplete_lines(errors: ErrorSummary) -> list[str]:
-    """Warnings that cannot be missed: failed workflow calls, scores without a judgement."""
+def _incomplete_lines(errors: ErrorSummary, incomplete: bool) -> list[str]:
+    """Warnings that cannot be missed: failed workflow calls, scores without a judgement.
+
+    "INCOMPLETE RUN" only when ``incomplete`` (``run`` exits 3); within the error limit
+    the same counts are a warning about a complete run.
+    """
+    heading = "WARNING: INCOMPLETE RUN: " if incomplete else "WARNING: "
+    within = "" if incomplete else "; within the error limit, the run is complete"
     lines = []
     if errors.failed_target_calls:
         kinds = [kind for kind in errors.by_kind if kind in TARGET_ERROR_KINDS]
         lines += [
-            f"WARNING: INCOMPLETE RUN: {errors.failed_target_calls} of {errors.runs} workflow "
-            f"calls failed ({errors.failed_target_call_rate:.1%})",
+            f"{heading}{errors.failed_target_calls} of {errors.runs} workflow "
+            f"calls failed ({errors.failed_target_call_rate:.1%}{within})",
             f"  first error: {errors.first_message[kinds[0]]}",
         ]
     if not errors.unjudged:
@@ -423,8 +567,8 @@ def _incomplete_lines(errors: ErrorSummary) -> list[str]:
     kinds = [kind for kind in errors.by_kind if is_unjudged(kind)]
     counts = ", ".join(f"{kind} {errors.by_kind[kind]}" for kind in kinds)
     lines += [
-        f"WARNING: INCOMPLETE RUN: {errors.unjudged} of {errors.scores} scores have no "
-        f"judgement ({errors.unjudged_rate:.1%}: {counts})",
+        f"{heading}{errors.unjudged} of {errors.scores} scores have no "
+        f"judgement ({errors.unjudged_rate:.1%}: {counts}{within})",
         f"  first error: {errors.first_message[kinds[0]]}",
     ]
     refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -17,6 +18,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     RunAggregate,
+    WorkflowSnapshot,
     full_hash,
     of_version,
     scores_by_run,
@@ -38,11 +40,32 @@ def resolve_version(known: list[str], prefix: str) -> str:
     return matches[0]
 
 
-def baseline_version(known: list[str], candidate: str, pinned: str | None) -> str | None:
-    """The pinned version, else the one registered just before the candidate."""
+def variant_bases(snapshots: Iterable[WorkflowSnapshot]) -> dict[str, str]:
+    """Each variant's version key → its base's version key, from the stored snapshots."""
+    return {
+        version_key(snapshot.workflow_hash): version_key(snapshot.base_hash)
+        for snapshot in snapshots
+        if snapshot.base_hash is not None
+    }
+
+
+def baseline_version(
+    known: list[str], candidate: str, pinned: str | None, bases: Mapping[str, str] | None = None
+) -> str | None:
+    """The version a candidate is compared with.
+
+    A variant's is its base (when it has been run). Any other version's is the pinned one,
+    else the one registered just before the candidate; variants (``bases``' keys) are never
+    a baseline: they are set beside their base, not an edit that came before.
+    """
+    bases = bases or {}
+    if candidate in bases:
+        base = bases[candidate]
+        return base if base in known else None
+    versions = [version for version in known if version not in bases]
     if pinned is not None:
-        return resolve_version(known, pinned)
-    earlier = known[: known.index(candidate)] if candidate in known else known
+        return resolve_version(versions, pinned)
+    earlier = versions[: versions.index(candidate)] if candidate in versions else versions
     return earlier[-1] if earlier else None
 
 

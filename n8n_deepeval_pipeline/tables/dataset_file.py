@@ -1,7 +1,9 @@
 """The ``dataset_rows`` table from a file (CSV, JSONL, Parquet) or Data Table records.
 
 Mirrors the seed's DeepEval Trigger: filters keep rows whose column equals the value,
-then the row cap applies, then every kept row must carry an id.
+then the row cap applies, then every kept row must carry an id. In a simulated benchmark
+every row is a conversational golden: the golden's fields that ``columnMapping`` leaves
+out are read from columns of their own names, and a row without a scenario is refused.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from n8n_deepeval_pipeline.benchmark.config import DatasetConfig, MappedField
+from n8n_deepeval_pipeline.benchmark.simulation import GOLDEN_FIELDS
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, DataFileError, FileRole
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.tables.data_files import (
@@ -40,6 +43,7 @@ _COLUMN_OF: dict[MappedField, str] = {
     "chatbotRole": "chatbot_role",
     "expectedOutcome": "expected_outcome",
     "scenario": "scenario",
+    "userDescription": "user_description",
 }
 
 
@@ -139,10 +143,12 @@ def _as_json(value: Any) -> Any:
     return None if value == "" else value
 
 
-def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
-    """The row model's fields from source columns, per ``columnMapping``."""
+def map_row(
+    record: dict[str, Any], config: DatasetConfig, mapping: dict[MappedField, str] | None = None
+) -> dict[str, Any]:
+    """The row model's fields from source columns, per ``columnMapping`` (or ``mapping``)."""
     mapped: dict[str, Any] = {}
-    for field, column in config.column_mapping.items():
+    for field, column in (config.column_mapping if mapping is None else mapping).items():
         value = record.get(column)
         if field in _LIST_FIELDS:
             value = _as_list(value, field)
@@ -155,11 +161,15 @@ def map_row(record: dict[str, Any], config: DatasetConfig) -> dict[str, Any]:
 
 
 def load_dataset_rows(
-    config: DatasetConfig, workflow_hash: str, records: list[dict[str, Any]] | None = None
+    config: DatasetConfig,
+    workflow_hash: str,
+    records: list[dict[str, Any]] | None = None,
+    conversational: bool = False,
 ) -> list[DatasetRow]:
     """Rows after filters and the row cap, each with a unique id.
 
     ``records`` are a Data Table's rows as n8n returned them; without them the file is read.
+    ``conversational``: every row is a conversational golden (the benchmark simulates users).
     """
     records = read_table(config) if records is None else [_plain(r) for r in records]
     columns = set().union(*(record.keys() for record in records)) if records else set()
@@ -171,7 +181,36 @@ def load_dataset_rows(
     ]
     if config.row_limit is not None:
         kept = kept[: config.row_limit]
-    return _with_ids(kept, config, workflow_hash)
+    mapping = _golden_mapping(config, columns) if conversational else config.column_mapping
+    rows = _with_ids(kept, config, workflow_hash, mapping)
+    if conversational:
+        _check_goldens(rows, config, mapping)
+    return rows
+
+
+def _golden_mapping(config: DatasetConfig, columns: set[str]) -> dict[MappedField, str]:
+    """``columnMapping``, plus the golden's fields it leaves out read by their own names."""
+    mapping = dict(config.column_mapping)
+    for field in GOLDEN_FIELDS:
+        if field not in mapping and field in columns:
+            mapping[field] = field
+    return mapping
+
+
+def _check_goldens(
+    rows: list[DatasetRow], config: DatasetConfig, mapping: dict[MappedField, str]
+) -> None:
+    """Every row has the scenario a simulated user plays (DeepEval requires one)."""
+    column = mapping.get("scenario", "scenario")
+    problems = [
+        f"row {row.position} (id {row.row_id!r}): a conversational golden needs a scenario "
+        f"(column {column!r} is {'empty' if column in row.raw else 'missing'}; "
+        "dataset.columnMapping.scenario names another column)"
+        for row in rows
+        if not (row.scenario or "").strip()
+    ]
+    if problems:
+        raise DataFileError(_where(config), problems, _role(config))
 
 
 def _check_columns(config: DatasetConfig, columns: set[str]) -> None:
@@ -205,7 +244,10 @@ def _role(config: DatasetConfig) -> FileRole:
 
 
 def _with_ids(
-    kept: list[tuple[int, dict[str, Any]]], config: DatasetConfig, workflow_hash: str
+    kept: list[tuple[int, dict[str, Any]]],
+    config: DatasetConfig,
+    workflow_hash: str,
+    mapping: dict[MappedField, str],
 ) -> list[DatasetRow]:
     rows: list[DatasetRow] = []
     seen: dict[str, int] = {}
@@ -225,7 +267,7 @@ def _with_ids(
                 row_id=row_id,
                 position=position,
                 raw=record,
-                **map_row(record, config),
+                **map_row(record, config, mapping),
             )
         )
     if problems:

@@ -40,6 +40,7 @@ from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule, combine_panel
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
+from n8n_deepeval_pipeline.tables.head_to_head import Family
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, spend_by_run
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 from n8n_deepeval_pipeline.tables.run_items import (
@@ -48,6 +49,7 @@ from n8n_deepeval_pipeline.tables.run_items import (
     run_item,
     with_expressions,
 )
+from n8n_deepeval_pipeline.workflow.variants import BASE
 
 
 def _history_messages(turns: Any) -> Any:
@@ -114,7 +116,10 @@ class EvaluationPlan:
     whole plan, so a chunk's memory does not grow with the benchmark.
 
     ``tools``: the tools connected to the version's agent (from its stored workflow), for
-    the traces of the trace metrics.
+    the traces of the trace metrics. ``family``: this version among the workflow and its
+    variants, for the head-to-head metrics (none: they are not planned); a head-to-head
+    metric is not planned for the member it is against (no row), and a run whose opponent
+    has no output gets a ``missing_input`` row.
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class EvaluationPlan:
         prices: PriceTable | None = None,
         only: range | None = None,
         tools: list[AgentTool] | None = None,
+        family: Family | None = None,
     ) -> None:
         resolve = _resolver(benchmark, judge)
         self._only = only
@@ -144,7 +150,11 @@ class EvaluationPlan:
         self._keys: dict[int, tuple[ExpandedRun, MetricConfig]] = {}
         rows_by_id = {row.row_id: row for row in rows}
         outputs_by_run = {output.run_id: output for output in outputs}
-        metrics = [(config, item_expressions(config)) for config in benchmark.metrics]
+        metrics = [
+            (config, item_expressions(config))
+            for config in benchmark.metrics
+            if _planned(config, family)
+        ]
         for run in runs:
             output = outputs_by_run.get(run.run_id)
             for config, expressions in metrics:
@@ -161,6 +171,13 @@ class EvaluationPlan:
                 except ExpressionFoundNothingError as error:
                     self.unresolved.append((run, config, str(error)))
                     continue
+                if entry_for(config).head_to_head:
+                    assert family is not None  # planned only with a family
+                    sides = family.opponent(run, getattr(config, "against", BASE))
+                    if isinstance(sides, str):
+                        self.unresolved.append((run, config, sides))
+                        continue
+                    item = item.model_copy(update={"head_to_head": sides})
                 self._add_task(run, config, item, config.timeout_s or default_timeout_s)
 
     @property
@@ -220,8 +237,9 @@ class EvaluationPlan:
     def rows_without_output(self) -> list[MetricScore]:
         """Error rows known up front.
 
-        Runs whose workflow produced nothing, and metrics whose expression option
-        (``actualAnswer``, …) found nothing in the run's item (``missing_input``).
+        Runs whose workflow produced nothing, metrics whose expression option
+        (``actualAnswer``, …) found nothing in the run's item, and head-to-head metrics
+        whose opponent has no output for the run (``missing_input``).
         """
         unresolved = [
             metric_score(
@@ -258,6 +276,13 @@ class EvaluationPlan:
         return rows, to_run
 
 
+def _planned(config: MetricConfig, family: Family | None) -> bool:
+    """A head-to-head metric is planned in a family, for members other than its opponent."""
+    if not entry_for(config).head_to_head:
+        return True
+    return family is not None and family.own != getattr(config, "against", BASE)
+
+
 def _resolver(benchmark: Benchmark, judge: JudgeSpec | JudgeResolver) -> JudgeResolver:
     """Judge choice → spec: a metric's judge over the benchmark's, then the default."""
     if isinstance(judge, JudgeSpec):
@@ -288,10 +313,10 @@ def _judges(config: MetricConfig, resolve: JudgeResolver) -> list[JudgeSpec]:
 
 
 def _no_output(output: AgentOutput | None) -> EvaluationResult:
-    """Why a run has no score: the target failed, or nothing was stored for it."""
+    """Why a run has no score: its target (or simulated user's judge) failed, or none was stored."""
     if output is None:
-        return EvaluationResult.failed(-1, "no_output", "no agent output stored for this run")
-    return EvaluationResult.failed(-1, output.error_kind or "no_output", output.error or "")
+        return EvaluationResult.failed(-1, "target_error", "no agent output stored for this run")
+    return EvaluationResult.failed(-1, output.error_kind or "target_error", output.error or "")
 
 
 def _marked(judge: JudgeSpec, reason: str | None) -> str | None:

@@ -16,3 +16,13 @@ def run_id(case: str, run_index: int) -> str:
 def row_of_case(case: str) -> str:
     """The row id of a ``caseId`` (the hash is hexadecimal, so the first colon ends it)."""
     return case.split(":", 1)[1]
+
+
+def run_index_of(run: str) -> int:
+    """The run index of a ``runId`` (after its last colon)."""
+    return int(run.rsplit(":", 1)[1])
+
+
+def row_of_run(run: str) -> str:
+    """The row id of a ``runId``: between the hash and the run index."""
+    return row_of_case(run.rsplit(":", 1)[0])

@@ -181,7 +181,7 @@ def _from_line(run: ExpandedRun, recording: Recording | None) -> AgentOutput:
             workflow_hash=run.workflow_hash,
             run_id=run.run_id,
             error=f"no recorded output for row_id {run.row_id!r} run_index {run.run_index}",
-            error_kind="no_output",
+            error_kind="target_error",
         )
     line = recording.line
     return AgentOutput(

@@ -12,11 +12,19 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+
+# A run without output was once stored as "no_output" too; one name is kept for it now, the
+# one `compare` and the failure categories use, and rows stored before read back under it.
+_RETIRED_ERROR_KINDS = {"no_output": "target_error"}
+
+
+def _current_error_kind(kind: Any) -> Any:
+    return _RETIRED_ERROR_KINDS.get(kind, kind) if isinstance(kind, str) else kind
 
 
 class TableRow(BaseModel):
@@ -50,6 +58,11 @@ class WorkflowSnapshot(TableRow):
     """When it was read."""
     canonical_json: str
     """The canonical JSON the hash is computed from."""
+    variant: str | None = None
+    """The variant of the workflow (`target.variants`) this version is; None: the workflow
+    itself. A variant's baseline is its workflow; it is never the baseline of an edit."""
+    base_hash: str | None = None
+    """A variant's workflow: the hash of the workflow its parameters were set on."""
 
 
 class DatasetRow(TableRow):
@@ -81,6 +94,8 @@ class DatasetRow(TableRow):
     """What a conversation should achieve."""
     scenario: str | None = None
     """The situation a conversation plays out."""
+    user_description: str | None = None
+    """Who the simulated user is (a conversational golden's `userDescription`)."""
     raw: dict[str, Any]
     """Every column of the source row, as read."""
 
@@ -105,7 +120,13 @@ class ExpandedRun(TableRow):
 
 
 class AgentOutput(TableRow):
-    """What the workflow produced for one run (or why it produced nothing)."""
+    """What the workflow produced for one run (or why it produced nothing).
+
+    A simulated run's output is its conversation: ``turns`` (each assistant turn with the
+    ``intermediateSteps`` it called), why it stopped, and what the simulated user's judge
+    calls cost (``simulation``); its error kinds include the judge's when the simulated
+    user could not be played.
+    """
 
     table = "agent_outputs"
 
@@ -125,8 +146,29 @@ class AgentOutput(TableRow):
     """Seconds the workflow took to answer."""
     error: str | None = None
     """Why the run has no output (status and a short reason)."""
-    error_kind: Literal["target_error", "no_output"] | None = None
-    """`target_error`: the call failed; `no_output`: it answered nothing."""
+    error_kind: Literal["target_error", "judge_error", "judge_unavailable"] | None = None
+    """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded,
+    no answer; rows stored as `no_output` read back so); `judge_error`,
+    `judge_unavailable`: the simulated user's judge failed."""
+    stop_reason: str | None = None
+    """Why a simulated conversation ended: `outcome_reached`, `turn_limit`,
+    `empty_user_turn`, `target_error` or `judge_error`."""
+    simulation: dict[str, Any] | None = None
+    """The simulated user's side: its turns, judge calls and cost."""
+    # The workflow's own language-model usage in the run, read from its executions.
+    llm_prompt_tokens: int | None = None
+    """Prompt tokens of the workflow's own model calls in the run (None: not measured, as
+    for recorded outputs or a webhook whose workflow is not named)."""
+    llm_completion_tokens: int | None = None
+    """Completion tokens of the workflow's own model calls in the run."""
+    llm_tokens_estimated: bool | None = None
+    """Some calls' tokens are n8n's estimate (`tokenUsageEstimate`): the provider gave none."""
+    llm_cost_usd: float | None = None
+    """What those calls cost (USD); None also when a model has no price: unpriced."""
+    llm_usage: list[dict[str, Any]] | None = None
+    """Per model node: its model, calls, prompt and completion tokens, estimated, cost."""
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 class MetricScore(TableRow):
@@ -185,6 +227,8 @@ class MetricScore(TableRow):
     """Share of the panel's answering judges whose verdict is the panel's."""
     judge_scores: list[dict[str, Any]] | None = None
     """Each panel judge's score, verdict, reason or error, calls, tokens and cost."""
+
+    _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
 
 Row = TypeVar("Row", bound=TableRow)

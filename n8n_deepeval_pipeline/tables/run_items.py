@@ -12,9 +12,9 @@ planned: the worker receives the values, and an expression that finds nothing be
    ``{"result": {"answer": …}}`` gives ``$json.result.answer``);
 3. the mapped fields with the seed Trigger's names (``input``, ``expectedOutput``,
    ``context``, ``retrievalContext``, ``expectedTools``, ``turns``, ``chatbotRole``,
-   ``expectedOutcome``, ``scenario``), the run's ``output`` (also as ``actualOutput``),
-   ``intermediateSteps``, ``label`` (recorded, else the mapped one), ``sessionId``,
-   ``row`` (every dataset column) and ``evalContext``;
+   ``expectedOutcome``, ``scenario``, ``userDescription``), the run's ``output`` (also
+   as ``actualOutput``), ``intermediateSteps``, ``label`` (recorded, else the mapped
+   one), ``sessionId``, ``row`` (every dataset column) and ``evalContext``;
 4. with the run's aggregate (what Consistency reads, as after the seed's Aggregate):
    ``runId``, ``score`` (the seed's raw mean), ``success``, ``overallScore``,
    ``overallSuccess``, ``rawMeanScore`` and ``metrics`` (each counted metric's outcome).
@@ -86,6 +86,7 @@ def run_item(
             "chatbotRole": row.chatbot_role,
             "expectedOutcome": row.expected_outcome,
             "scenario": row.scenario,
+            "userDescription": row.user_description,
             "output": actual,
             "actualOutput": actual,
             "intermediateSteps": output.intermediate_steps if output is not None else None,

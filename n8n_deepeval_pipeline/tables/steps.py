@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,55 +37,73 @@ from n8n_deepeval_pipeline.workflow.agent_tools import agent_tools
 from n8n_deepeval_pipeline.workflow.checks import check_workflow
 from n8n_deepeval_pipeline.workflow.hashing import (
     canonical_workflow_json,
-    version_key,
     without_webhook_paths,
     workflow_hash,
 )
+from n8n_deepeval_pipeline.workflow.variants import Member, NodeOverrides, family
 
 
 class PartitionMismatchError(ValueError):
     """The workflow file no longer hashes to the partition being materialised."""
 
 
-def version_hash(workflow: dict[str, Any], source: str, partition: str) -> str:
-    """The workflow's full hash, if it is the version of this partition (its key)."""
-    current = workflow_hash(workflow)
-    if version_key(current) != partition:
+def member_at(
+    workflow: dict[str, Any], variants: Mapping[str, NodeOverrides], source: str, partition: str
+) -> Member:
+    """The workflow or the variant of it whose version is this partition (its key)."""
+    members = family(workflow, variants)
+    found = next((member for member in members if member.key == partition), None)
+    if found is None:
+        keys = ", ".join(f"{member.name} {member.key}" for member in members)
         raise PartitionMismatchError(
-            f"{source} now hashes to {version_key(current)}, not to partition {partition}: "
-            "that version is no longer there. Re-score its stored outputs with the "
-            "benchmark's `…__rescore` job (backfill it in the UI) or `n8n-deepeval backfill FILE`."
+            f"{source} now hashes to {keys if variants else members[0].key}, not to partition "
+            f"{partition}: that version is no longer there. Re-score its stored outputs with "
+            "the benchmark's `…__rescore` job (backfill it in the UI) or `n8n-deepeval "
+            "backfill FILE`."
         )
-    return current
+    return found
 
 
 def workflow_snapshot(
-    workflow: dict[str, Any], source: str, partition: str
+    workflow: dict[str, Any],
+    source: str,
+    partition: str,
+    variants: Mapping[str, NodeOverrides] | None = None,
 ) -> list[WorkflowSnapshot]:
-    """The workflow version of this partition; refuses a file that hashes differently."""
-    current = version_hash(workflow, source, partition)
-    nodes = workflow.get("nodes") or []
+    """The partition's version: the workflow, or one of its ``variants``.
+
+    Refuses a workflow (file or n8n's) that no longer hashes to the partition. A variant's
+    snapshot is its own graph, with its name and the workflow's hash.
+    """
+    member = member_at(workflow, variants or {}, source, partition)
+    nodes = member.workflow.get("nodes") or []
     snapshot = WorkflowSnapshot(
-        workflow_hash=current,
+        workflow_hash=member.workflow_hash,
         workflow_id=None if workflow.get("id") is None else str(workflow.get("id")),
         name=workflow.get("name"),
         node_count=len(nodes),
         source=source,
         fetched_at=datetime.now(UTC),
-        canonical_json=canonical_workflow_json(without_webhook_paths(workflow)),
+        canonical_json=canonical_workflow_json(without_webhook_paths(member.workflow)),
+        variant=member.variant,
+        base_hash=None if member.variant is None else workflow_hash(workflow),
     )
     return [snapshot]
 
 
 def dataset_rows(
-    config: DatasetConfig, version: str, records: list[dict[str, Any]] | None = None
+    config: DatasetConfig,
+    version: str,
+    records: list[dict[str, Any]] | None = None,
+    conversational: bool = False,
 ) -> list[DatasetRow]:
     """The dataset after filters and the row cap, mapped fields in snake_case columns.
 
     ``version``: the full workflow hash. ``records``: the rows of an n8n Data Table;
-    without them the dataset file is read.
+    without them the dataset file is read. ``conversational``: the rows are conversational
+    goldens (a simulated benchmark).
     """
-    return load_dataset_rows(config, version, records)
+    return load_dataset_rows(config, version, records, conversational)
 
 
 def expanded_runs(rows: list[DatasetRow], runs_per_row: int, run_name: str) -> list[ExpandedRun]:
@@ -116,11 +135,24 @@ def agent_outputs(
     return recorded_outputs(target, runs, {row.row_id: row for row in rows}, runs_per_row)
 
 
+def deciding_metrics(benchmark: Benchmark, scores: list[MetricScore]) -> set[str]:
+    """The metrics whose results decide a run under the pass rule.
+
+    ``Benchmark.counted_labels`` (aggregate.metrics, default all but head-to-head ones),
+    less the dry-run judge's placeholders when a score that needs no judge is among them:
+    a placeholder is no judgement, and must not decide a first run's pass rate. When only
+    placeholders are left, they decide (the summary says so).
+    """
+    counted = set(benchmark.counted_labels)
+    real = counted - {score.metric for score in scores if score.dry_run}
+    return real or counted
+
+
 def run_aggregates(
     benchmark: Benchmark, runs: list[ExpandedRun], scores: list[MetricScore]
 ) -> list[RunAggregate]:
-    """One aggregate per run over the metrics that count (aggregate.metrics, default all)."""
-    counted = set(benchmark.aggregate.metrics or benchmark.metric_labels)
+    """One aggregate per run over the metrics that decide it (``deciding_metrics``)."""
+    counted = deciding_metrics(benchmark, scores)
     by_run = scores_by_run(scores)
     rows = []
     for run in runs:

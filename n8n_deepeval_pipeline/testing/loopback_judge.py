@@ -1,16 +1,23 @@
-"""A loopback OpenAI-compatible judge: a test and benchmark double, not a judge.
+"""A loopback judge that speaks each provider's HTTP API: a test and benchmark double, not a judge.
 
-It answers ``POST /v1/chat/completions`` after a fixed latency with JSON that fits the
-request's ``response_format`` JSON schema (values drawn from a hash of the whole request,
-so answers are deterministic and two requests that differ in any field, the schema's
-form included, get different answers) and reports token usage. A request with
-``logprobs: true`` and no schema (G-Eval's raw call) gets ``{score, reason}`` with the
-log-probabilities of its tokens; Anthropic's ``/v1/messages`` is answered too (JSON that
-fits ``output_config``'s schema). A fault plan makes it misbehave
+It answers after a fixed latency, in the API the request's path names: OpenAI's chat
+completions (``…/chat/completions``: OpenAI, Azure's deployment paths, OpenRouter,
+DeepSeek, any OpenAI-compatible client), Anthropic's Messages (``/v1/messages``),
+Gemini's ``…:generateContent``, Ollama's ``/api/chat`` and Bedrock's Converse
+(``/model/{id}/converse``). The answer is JSON
+that fits the schema the request carries (``response_format``, ``output_config``,
+``responseSchema``, ``format``), values drawn from a hash of the whole request, so
+answers are deterministic and two requests that differ in any field get different
+answers; a request without a schema (JSON mode, Bedrock) gets the one of ``schemas``
+(candidate answer schemas) whose keys the prompt's example JSON names. Token usage is
+reported in each API's form. A chat completion with ``logprobs: true`` and no schema
+(G-Eval's raw call) gets ``{score, reason}`` with the log-probabilities of its tokens.
+A fault plan makes it misbehave
 the way real judges do, one fault per request, in order: ``429`` (``429:2`` adds
-``Retry-After: 2``, as ``503:2`` does), ``403``, ``500``, ``503``, ``529`` (Anthropic's
-"overloaded"), ``slow`` (answers after ``slow_s``), ``drop``
-(closes the connection without an answer), ``invalid_json``, ``schema_violation`` and
+``Retry-After: 2``, as ``503:2`` does), ``400``, ``403``, ``500``, ``503``, ``529``
+(Anthropic's "overloaded"), ``slow`` (answers after ``slow_s``), ``drop`` (closes the
+connection without an answer), ``invalid_json``, ``schema_violation``, ``refuse_schema``
+(a 400 about the schema, as a model without structured outputs answers) and
 ``401`` (refuses the key, quoting it and the URL with its query, as careless servers
 do); with ``requests_per_minute`` / ``tokens_per_minute`` it is a rate-limited provider
 (a bucket refilled continuously, taken from when a request arrives, at the tokens its
@@ -45,11 +52,13 @@ import contextlib
 import hashlib
 import json
 import math
+import re
 import signal
 import struct
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Literal, get_args
 
 from n8n_deepeval_pipeline.judging.logprob_answers import raw_completion, rubric_answer
@@ -60,9 +69,19 @@ EMBEDDING_SIZE = 16
 # (and Retry-After on a 429), Retry-After on a 429 only, or nothing.
 Announce = Literal["headers", "retry-after", "nothing"]
 ANNOUNCE: tuple[str, ...] = get_args(Announce)
-_REASONS = {200: "OK", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable",
-            529: "Overloaded"}  # fmt: skip
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found",
+            429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable", 529: "Overloaded"}  # fmt: skip
+# The API a request's path speaks.
+_ROUTES = (
+    ("/chat/completions", "openai"),
+    ("/v1/messages", "anthropic"),
+    (":generateContent", "gemini"),
+    ("/api/chat", "ollama"),
+    ("/converse", "bedrock"),
+)
+_ERROR_CODES = ("400", "403", "429", "500", "503", "529")
+_QUOTED_KEY = re.compile(r"[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*:")
 
 
 def _seed(body: dict[str, Any]) -> bytes:
@@ -78,6 +97,40 @@ def prompt_text(messages: list[dict[str, Any]]) -> str:
         return str(content or "")
 
     return " ".join(text(message.get("content")) for message in messages)
+
+
+def schema_named_by(prompt: str, schemas: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The schema among ``schemas`` whose answer the prompt's example JSON shows.
+
+    DeepEval's prompts end with an example of the JSON they want: its first key must be
+    one of the schema's properties and every required one must be named in it; of
+    several, the one with most properties named.
+    """
+    start = prompt.rfind("Example JSON")
+    example = prompt[start : start + 1500] if start != -1 else prompt[-1500:]
+    first = _QUOTED_KEY.search(example)
+    if first is None:
+        return None
+    named = set(_QUOTED_KEY.findall(example))
+    fitting = [
+        schema
+        for schema in schemas
+        if first.group(1) in schema.get("properties", {})
+        and set(schema.get("required", [])) <= named
+    ]
+    return max(fitting, key=lambda s: len(named & set(s["properties"])), default=None)
+
+
+def gemini_json_schema(schema: Any) -> Any:
+    """Gemini's schema (``type: OBJECT``, ``nullable``) as a JSON schema."""
+    if isinstance(schema, dict):
+        converted = {key: gemini_json_schema(value) for key, value in schema.items()}
+        if isinstance(converted.get("type"), str):
+            converted["type"] = converted["type"].lower()
+        return converted
+    if isinstance(schema, list):
+        return [gemini_json_schema(item) for item in schema]
+    return schema
 
 
 def answer_for(
@@ -140,9 +193,11 @@ class LoopbackJudge:
         burst_s: float = 60.0,
         announce: Announce = "headers",
         distinct_text: bool = False,
+        schemas: list[dict[str, Any]] | None = None,
     ) -> None:
         self.latency_s = latency_s
         self.announce = announce
+        self.schemas = list(schemas or [])
         self.bucket = (
             RateBucket(requests_per_minute, tokens_per_minute, burst_s)
             if requests_per_minute or tokens_per_minute
@@ -208,7 +263,8 @@ class LoopbackJudge:
             await asyncio.sleep(self.latency_s)
             _write(writer, 200, _embeddings(json.loads(body or b"{}")))
             return True
-        if not path.endswith(("/chat/completions", "/v1/messages")):
+        api = next((api for suffix, api in _ROUTES if path.endswith(suffix)), None)
+        if api is None:
             _write(writer, 404, {"error": {"message": "not found"}})
             return True
         fault = self._next_fault()
@@ -225,11 +281,8 @@ class LoopbackJudge:
                 return True
             request = json.loads(body or b"{}")
             self.bodies.append(request)
-            anthropic = path.endswith("/v1/messages")
-            status, payload, extra = (
-                self._anthropic(fault, request) if anthropic else self._openai(fault, request)
-            )
-            if status == 200 and not anthropic and self.bucket is not None:
+            status, payload, extra = self._answer(api, fault, request)
+            if status == 200 and api == "openai" and self.bucket is not None:
                 # On arrival, as a provider refuses: a 429 costs no latency.
                 admitted, extra = self._admit(self.bucket, payload["usage"]["total_tokens"])
                 if not admitted:
@@ -254,20 +307,26 @@ class LoopbackJudge:
             self.rate_limited += 1
         return admitted, headers
 
-    def _openai(
-        self, fault: str, request: dict[str, Any]
+    def _answer(
+        self, api: str, fault: str, request: dict[str, Any]
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Status, body and headers of a chat completion's answer under ``fault``."""
+        """Status, body and headers of the answer to ``request`` in ``api``, under ``fault``."""
         code, _, retry_after = fault.partition(":")
-        if code in ("403", "429", "500", "503", "529"):
+        if code in _ERROR_CODES:
             extra = {"retry-after": retry_after} if retry_after else {}
-            return int(code), {"error": {"message": f"injected {code}"}}, extra
-        text, logprobs = self._reply(request)
+            return int(code), _error(f"injected {code}", int(code)), extra
+        if fault == "refuse_schema":
+            message = "output_config.format: this model does not support the json_schema format"
+            return 400, _error(message, 400), {}
+        if api == "openai":
+            text, logprobs = self._reply(request)
+        else:
+            text, logprobs = self._structured(request, *_SCHEMA_AND_PROMPT[api](request)), None
         if fault == "invalid_json":
             text = text[: len(text) // 2]
         elif fault == "schema_violation":
             text = json.dumps({"unexpected": True})
-        return 200, _completion(request, text, logprobs), {}
+        return 200, _ANSWERS[api](request, text, logprobs), {}
 
     def _reply(self, request: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         """The answer's text, and its log-probabilities for G-Eval's raw call."""
@@ -276,25 +335,22 @@ class LoopbackJudge:
             return rubric_answer(_seed(request), "loopback reason", top)
         if self.free_text and not request.get("response_format"):
             return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
-        return answer_for(request, self.fixed, self.distinct_text), None
-
-    def _anthropic(
-        self, fault: str, request: dict[str, Any]
-    ) -> tuple[int, dict[str, Any], dict[str, str]]:
-        """Anthropic's Messages API: JSON text fitting ``output_config``'s schema, if any."""
-        if fault != "ok":
-            return self._openai(fault, request)
-        prompt = prompt_text(request.get("messages", []))
-        schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
-        text = (
-            json.dumps(_pinned(fill_schema(schema, _seed(request), prompt), self.fixed))
-            if schema
-            else answer_for({})
+        response_format = request.get("response_format") or {}
+        schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
+            "schema"
         )
-        usage = {"input_tokens": len(prompt) // 4, "output_tokens": 20}
-        content = [{"type": "text", "text": text}]
-        message = {"type": "message", "role": "assistant", "content": content, "usage": usage}
-        return 200, message, {}
+        prompt = prompt_text(request.get("messages", []))
+        return self._structured(request, schema, prompt), None
+
+    def _structured(self, request: dict[str, Any], schema: Any, prompt: str) -> str:
+        """JSON fitting ``schema``, or the schema the prompt names, drawn from the request."""
+        schema = schema or schema_named_by(prompt, self.schemas)
+        if not schema:
+            return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
+        answer = fill_schema(schema, _seed(request), prompt)
+        if self.distinct_text:
+            answer = _tagged(answer, _seed(request).hex()[:8])
+        return json.dumps(_pinned(answer, self.fixed))
 
     async def _serve(self, ready: threading.Event) -> None:
         self._loop = asyncio.get_running_loop()
@@ -397,6 +453,105 @@ def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
     tokens = sum(len(text) // 4 for text in texts)
     usage = {"prompt_tokens": tokens, "total_tokens": tokens}
     return {"object": "list", "data": data, "model": request.get("model"), "usage": usage}
+
+
+def _error(message: str, status: int) -> dict[str, Any]:
+    """An error body each SDK reads its message from (``error.message``, ``message``)."""
+    return {"error": {"message": message, "code": status}, "message": message}
+
+
+def _anthropic_request(request: dict[str, Any]) -> tuple[Any, str]:
+    schema = ((request.get("output_config") or {}).get("format") or {}).get("schema")
+    return schema, prompt_text(request.get("messages", []))
+
+
+def _gemini_request(request: dict[str, Any]) -> tuple[Any, str]:
+    config = request.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or gemini_json_schema(config.get("responseSchema"))
+    parts = [part for content in request.get("contents", []) for part in content["parts"]]
+    return schema, "".join(str(part.get("text", "")) for part in parts)
+
+
+def _ollama_request(request: dict[str, Any]) -> tuple[Any, str]:
+    schema = request.get("format") if isinstance(request.get("format"), dict) else None
+    return schema, prompt_text(request.get("messages", []))
+
+
+def _bedrock_request(request: dict[str, Any]) -> tuple[Any, str]:
+    return None, prompt_text(request.get("messages", []))  # Converse takes no schema
+
+
+_SCHEMA_AND_PROMPT = {
+    "anthropic": _anthropic_request,
+    "gemini": _gemini_request,
+    "ollama": _ollama_request,
+    "bedrock": _bedrock_request,
+}
+
+
+def _anthropic_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    usage = {"input_tokens": len(_anthropic_request(request)[1]) // 4, "output_tokens": 20}
+    content = [{"type": "text", "text": text}]
+    return {
+        "id": "msg_loopback",
+        "type": "message",
+        "role": "assistant",
+        "model": request.get("model", "loopback"),
+        "content": content,
+        "stop_reason": "end_turn",
+        "usage": usage,
+    }
+
+
+def _gemini_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    prompt_tokens = len(_gemini_request(request)[1]) // 4
+    return {
+        "candidates": [
+            {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": prompt_tokens,
+            "candidatesTokenCount": 20,
+            "totalTokenCount": prompt_tokens + 20,
+        },
+        "modelVersion": "loopback",
+    }
+
+
+def _ollama_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    return {
+        "model": request.get("model", "loopback"),
+        "created_at": "2026-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": text},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": len(_ollama_request(request)[1]) // 4,
+        "eval_count": 20,
+    }
+
+
+def _bedrock_answer(request: dict[str, Any], text: str, _: Any) -> dict[str, Any]:
+    prompt_tokens = len(_bedrock_request(request)[1]) // 4
+    return {
+        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+        "stopReason": "end_turn",
+        "usage": {
+            "inputTokens": prompt_tokens,
+            "outputTokens": 20,
+            "totalTokens": prompt_tokens + 20,
+        },
+        "metrics": {"latencyMs": 1},
+    }
+
+
+# API → its answer holding a text (and, for chat completions, its log-probabilities).
+_ANSWERS: dict[str, Callable[[dict[str, Any], str, dict[str, Any] | None], dict[str, Any]]] = {
+    "openai": _completion,
+    "anthropic": _anthropic_answer,
+    "gemini": _gemini_answer,
+    "ollama": _ollama_answer,
+    "bedrock": _bedrock_answer,
+}
 
 
 def _refusal(headers: dict[str, str], target: str) -> str:

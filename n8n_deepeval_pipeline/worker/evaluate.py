@@ -36,6 +36,7 @@ from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.redaction import redact
+from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
@@ -44,6 +45,7 @@ from n8n_deepeval_pipeline.worker.isolation import (
 from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
 from n8n_deepeval_pipeline.worker.test_case_builder import (
     MissingInputError,
+    build_arena_test_case,
     build_test_case,
     check_inputs,
 )
@@ -200,6 +202,8 @@ async def _measure(
     eval_mode: EvalMode,
 ) -> tuple[float | None, str | None]:
     """Run the DeepEval metric; report the seed's score where DeepEval's is its complement."""
+    if entry.head_to_head:
+        return await _head_to_head(entry, config, task, judge, eval_mode)
     test_case = build_test_case(entry, config, task.item)
     metric = construct_metric(entry, config, judge, eval_mode)
     await metric.a_measure(test_case, _show_indicator=False)
@@ -211,6 +215,24 @@ async def _measure(
         reason = f"(DeepEval score {score:.3f}; reported as 1 − score) {reason or ''}".strip()
         score = 1.0 - score
     return score, reason
+
+
+async def _head_to_head(
+    entry: MetricEntry,
+    config: MetricConfig,
+    task: EvaluationTask,
+    judge: Any,
+    eval_mode: EvalMode,
+) -> tuple[float | None, str | None]:
+    """DeepEval's arena metric on the run and its opponent's: 1 for a win, 0 for a loss."""
+    test_case = build_arena_test_case(entry, config, task.item)
+    sides = task.item.head_to_head
+    assert sides is not None  # the builder refuses an item without its opponent
+    # An arena metric (DeepEval's BaseArenaMetric): it measures contestants, returns a name.
+    metric: Any = construct_metric(entry, config, judge, eval_mode)
+    keep_arena_order()
+    winner = await metric.a_measure(test_case, _show_indicator=False)
+    return (1.0 if winner == sides.name else 0.0), metric.reason
 
 
 def _first_line(error: BaseException) -> str:

@@ -25,9 +25,11 @@ from n8n_deepeval_pipeline.metrics.json_schema_model import model_from_json_sche
 from n8n_deepeval_pipeline.metrics.options import RUNTIME_OPTIONS, TEST_CASE_OPTIONS, MetricConfig
 from n8n_deepeval_pipeline.worker.pattern_engine import compile_pattern
 
-# Common options some deterministic metrics lack (Exact Match has no strict_mode);
-# the pipeline still applies strictness through the pinned threshold.
-_COMMON_OPTIONS = frozenset({"strict_mode", "include_reason", "async_mode", "verbose_mode"})
+# Common options some metrics lack (Exact Match has no strict_mode, Arena G-Eval no
+# threshold); the pipeline still applies them through the pinned threshold.
+_COMMON_OPTIONS = frozenset(
+    {"threshold", "strict_mode", "include_reason", "async_mode", "verbose_mode"}
+)
 
 
 def _evaluation_params(entry: MetricEntry, names: list[str]) -> list[Any]:

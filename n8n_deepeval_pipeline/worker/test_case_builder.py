@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+from deepeval.test_case import (
+    ArenaTestCase,
+    Contestant,
+    ConversationalTestCase,
+    LLMTestCase,
+    ToolCall,
+    Turn,
+)
 
 from n8n_deepeval_pipeline.evaluation import EvaluationItem
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
@@ -42,6 +49,8 @@ FIELD_SOURCES: dict[ItemField, str] = {
     "expected_outcome": "'expectedOutcome' (metric config or "
     "dataset.columnMapping.expectedOutcome)",
     "scenario": "'scenario' (dataset.columnMapping.scenario)",
+    "opponent": "the output of the same row's run in the version it is judged against (the "
+    "metric's 'against')",
 }
 
 
@@ -101,10 +110,13 @@ class _Prepared:
             "chatbot_role": bool(self.chatbot_role),
             "expected_outcome": bool(self.expected_outcome),
             "scenario": bool(item.scenario),
+            "opponent": item.head_to_head is not None
+            and item.head_to_head.opponent_output is not None,
         }
 
 
-def _tool_call(call: ToolCallData) -> ToolCall:
+def as_tool_call(call: ToolCallData) -> ToolCall:
+    """A tool call as DeepEval's ``ToolCall`` (test cases and simulated turns)."""
     return ToolCall(
         name=call.name,
         input_parameters=call.input_parameters,
@@ -121,7 +133,7 @@ def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
         expected_output=item.expected_output,
         context=item.context,
         retrieval_context=item.retrieval_context,
-        tools_called=[_tool_call(call) for call in prepared.calls]
+        tools_called=[as_tool_call(call) for call in prepared.calls]
         if prepared.calls is not None
         else None,
         expected_tools=[ToolCall(name=name) for name in item.expected_tools]
@@ -155,7 +167,7 @@ def _conversational_test_case(prepared: _Prepared) -> ConversationalTestCase:
             role=turn.role,
             content=turn.content,
             retrieval_context=turn.retrieval_context,
-            tools_called=[_tool_call(call) for call in turn.tools_called]
+            tools_called=[as_tool_call(call) for call in turn.tools_called]
             if turn.tools_called
             else None,
         )
@@ -185,3 +197,32 @@ def build_test_case(entry: MetricEntry, config: MetricConfig, item: EvaluationIt
     if entry.needs_turns:
         return _conversational_test_case(prepared)
     return _llm_test_case(prepared)
+
+
+def build_arena_test_case(
+    entry: MetricEntry, config: MetricConfig, item: EvaluationItem
+) -> ArenaTestCase:
+    """The run and its opponent's as DeepEval's contestants, in the order the plan chose.
+
+    Both sides share the row (input, expected output, contexts); each has its own output
+    and tool calls. MissingInputError if a needed field is absent on either side.
+    """
+    prepared = check_inputs(entry, config, item)
+    sides = item.head_to_head
+    assert sides is not None  # check_inputs: the opponent is there
+    theirs = item.model_copy(
+        update={
+            "actual_output": sides.opponent_output,
+            "intermediate_steps": sides.opponent_steps,
+            "turns": None,  # the row's history and the opponent's own exchange
+        }
+    )
+    try:
+        opponent = check_inputs(entry, config, theirs)
+    except MissingInputError:
+        raise MissingInputError(["opponent"]) from None  # its steps, when they are judged
+    contestants = [
+        Contestant(name=sides.name, test_case=_llm_test_case(prepared)),
+        Contestant(name=sides.opponent, test_case=_llm_test_case(opponent)),
+    ]
+    return ArenaTestCase(contestants=contestants[::-1] if sides.opponent_first else contestants)

@@ -5,9 +5,9 @@ built the same things on its first evaluations (per run, for the certificates, s
 run's state folder makes a new judge): ~0.1 s of CPU for the certificates, ~2 ms per
 DeepEval prompt template compiled (a metric has 2-4) and ~1 ms per JSON schema of its
 answers. Templates and schemas are prepared for the metrics a pool is about to run, not
-the whole catalog (100 templates, 0.3 s of the zygote's start-up), and schemas in the
-form its judges' providers are sent them (the Anthropic form imports that SDK, 2.7 s,
-only for a pool that has an Anthropic judge).
+the whole catalog (100 templates, 0.3 s of the zygote's start-up), and the SDKs of the
+pool's judges are imported (the anthropic SDK takes 2.7 s, google-genai about as long),
+only for the providers its judges use.
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ from deepeval.templates import DAG_NODE_TEMPLATE_CLASSES, iter_base_template_met
 from deepeval.templates.resolver import MetricTemplateNotFoundError
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.judging.providers import tls_context
-from n8n_deepeval_pipeline.judging.wire_format import (
-    anthropic_output_format,
-    openai_response_format,
-    plain_json_schema,
-)
+from n8n_deepeval_pipeline.judging.providers import import_provider, tls_context
+from n8n_deepeval_pipeline.judging.wire_format import plain_json_schema, strict_response_format
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
 from n8n_deepeval_pipeline.worker.metric_builder import import_implementation
 
 
@@ -42,6 +39,7 @@ def warm_up() -> None:
     for entry in CATALOG.values():
         if entry.implementation is not None:
             import_implementation(entry)
+    keep_arena_order()  # before the module snapshot: restoring it keeps the order too
     get_settings()
     tls_context()
 
@@ -49,9 +47,9 @@ def warm_up() -> None:
 def prepare_metrics(slugs: Iterable[str], providers: Iterable[str]) -> int:
     """Compile the prompt templates and build the answer schemas of these catalog metrics.
 
-    The schemas are built as the judges of ``providers`` are sent them. Returns how many
-    templates and schemas there are (unknown slugs are skipped: a task with one becomes
-    an ``invalid_config`` row in the worker, as before).
+    The schemas are built in the forms judges are sent them; the SDKs of ``providers``
+    are imported. Returns how many templates and schemas there are (unknown slugs are
+    skipped: a task with one becomes an ``invalid_config`` row in the worker, as before).
     """
     entries = [CATALOG[slug] for slug in set(slugs) if slug in CATALOG]
     classes = [import_implementation(e) for e in entries if e.implementation is not None]
@@ -59,7 +57,9 @@ def prepare_metrics(slugs: Iterable[str], providers: Iterable[str]) -> int:
         {cls.__name__ for cls in classes}
         | (DAG_NODE_TEMPLATE_CLASSES if any(_uses_dag(e) for e in entries) else set())
     )
-    return templates + _build_schemas(classes, anthropic="anthropic" in set(providers))
+    for provider in set(providers):
+        import_provider(provider)
+    return templates + _build_schemas(classes)
 
 
 def _uses_dag(entry: MetricEntry) -> bool:
@@ -82,7 +82,7 @@ def _compile_templates(class_names: set[str]) -> int:
     return compiled
 
 
-def _build_schemas(classes: list[Any], anthropic: bool) -> int:
+def _build_schemas(classes: list[Any]) -> int:
     """The schemas of the answers these metrics ask for, as the judge sends them."""
     built = 0
     for cls in classes:
@@ -96,8 +96,6 @@ def _build_schemas(classes: list[Any], anthropic: bool) -> int:
         ]
         for model in models:
             plain_json_schema(model)
-            openai_response_format(model, "strict")
-            if anthropic:
-                anthropic_output_format(model)
+            strict_response_format(model)
         built += len(models)
     return built

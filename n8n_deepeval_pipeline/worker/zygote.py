@@ -35,7 +35,7 @@ from typing import Any
 from n8n_deepeval_pipeline.worker.admission import WINDOW_S
 
 
-def _exit_with_parent() -> None:
+def exit_with_parent() -> None:
     """Exit as soon as the process above this one is gone (even mid-evaluation)."""
     parent = os.getppid()
 
@@ -48,7 +48,7 @@ def _exit_with_parent() -> None:
 
 
 @contextlib.contextmanager
-def _without_anthropic_sdk() -> Iterator[None]:
+def without_anthropic_sdk() -> Iterator[None]:
     """Import DeepEval as if the Anthropic SDK were not installed.
 
     DeepEval imports it only for the retry policy of its own Anthropic model, which a
@@ -68,7 +68,7 @@ def _without_anthropic_sdk() -> Iterator[None]:
 
 def _load_evaluator(path: str) -> Any:
     module, _, name = path.partition(":")
-    with _without_anthropic_sdk():
+    with without_anthropic_sdk():
         return getattr(importlib.import_module(module), name)()
 
 
@@ -149,7 +149,7 @@ def _fork_worker(control: Connection, evaluator: Any, pool_pid: int) -> int:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         control.close()
         pool_end.close()
-        _exit_with_parent()
+        exit_with_parent()
         connection = Connection(worker_end.detach())
         try:
             serve(connection, evaluator)

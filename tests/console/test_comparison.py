@@ -10,6 +10,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     cases_failing_gate,
     compare_versions,
 )
+from n8n_deepeval_pipeline.summary.gate import version_gate
 
 BASELINE, CANDIDATE = "a" * 64, "b" * 64
 
@@ -49,9 +50,13 @@ def test_each_case_shows_the_p_value_in_the_direction_it_moved():
 
 def test_json_has_the_verdict_table_intervals_and_drift():
     flagged = cases_failing_gate(COMPARISON, "regression")
-    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, "regression", flagged)
+    gate = version_gate("regression", BASELINE, flagged, None)
+    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, gate)
     assert (printed["baseline"], printed["candidate"]) == ("a" * 12, "b" * 12)
-    assert (printed["fail_on"], printed["flagged_cases"]) == ("regression", ["down"])
+    assert (printed["gate"]["fail_on"], printed["gate"]["flagged_cases"]) == (
+        "regression",
+        ["down"],
+    )
     cases = {case["row_id"]: case for case in printed["result"]["cases"]}
     assert cases["up"]["p_value"] == pytest.approx(_one_sided(6, 1, "greater"))
     assert cases["up"]["p_value_drop"] == pytest.approx(_one_sided(6, 1, "less"))
@@ -74,3 +79,27 @@ def test_every_dump_of_a_case_carries_its_p_value_in_the_direction_it_moved():
     assert cases["up"]["p_value"] == cases["up"]["p_value_rise"]
     assert cases["down"]["p_value"] == cases["down"]["p_value_drop"]
     assert cases["flat"]["p_value"] == cases["flat"]["p_value_drop"]  # no move: a drop's
+
+
+def test_has_regression_agrees_with_the_exit_code_of_a_gate_on_likely_regressions():
+    """3/3 → 0/3 is a likely regression: compare exits 1 on it, so it has regressed."""
+    likely = compare_versions({"x": runs(3, 3)}, {"x": runs(0, 3)})
+    flagged = cases_failing_gate(likely, "likely_regression")
+    gate = version_gate("likely_regression", BASELINE, flagged, None)
+    printed = comparison_json(likely, BASELINE, CANDIDATE, gate)
+    assert printed["gate"] == {
+        "fail_on": "likely_regression",
+        "baseline": "a" * 12,
+        "flagged_cases": ["x"],
+        "has_regression": True,
+        "incomplete": None,
+        "exit_codes": {"run": 5, "compare": 1},
+    }
+    assert "has_regression" not in printed["result"]
+    lenient = version_gate("regression", BASELINE, cases_failing_gate(likely, "regression"), None)
+    assert comparison_json(likely, BASELINE, CANDIDATE, lenient)["gate"]["exit_codes"] == {
+        "run": 0,
+        "compare": 0,
+    }
+    incomplete = version_gate("likely_regression", BASELINE, flagged, "the judge was unavailable")
+    assert incomplete.exit_codes.model_dump() == {"run": 3, "compare": 1}

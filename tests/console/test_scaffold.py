@@ -62,15 +62,16 @@ def start_item(document: dict[str, Any], workflow: dict[str, Any], row: dict[str
 
 def test_a_chat_agent_gets_its_start_and_end_node_and_metrics_by_topology(tmp_path: Path) -> None:
     result, document = init(tmp_path, load_workflow("chat_agent"))
-    assert "ok " in result.stdout and "1 rows · 6 metrics" in result.stdout  # validated
+    assert "ok " in result.stdout and "1 rows · 7 metrics" in result.stdout  # validated
     assert document["name"] == "live_chat_agent"
     assert document["workflow"] == "../workflow.json"
     target = {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "Format",
               "messagesColumn": "messages"}  # fmt: skip
     assert document["target"] == target
-    assert slugs(document) == ["helpfulness", "correctness", "tool_permission", "tool_correctness",
+    assert slugs(document) == ["pattern_match", "helpfulness", "correctness", "tool_permission",
+                               "tool_correctness",
                                "turn_relevancy", "knowledge_retention"]  # fmt: skip
-    assert document["metrics"][2]["allowedTools"] == ["Calculator"]
+    assert document["metrics"][3]["allowedTools"] == ["Calculator"]
     assert document["dataset"]["columnMapping"] == {"input": "input",
         "expectedOutput": "expectedOutput", "expectedTools": "expectedTools"}  # fmt: skip
     (row,) = dataset_rows(tmp_path, document)
@@ -97,7 +98,7 @@ def test_a_webhook_agent_gets_the_fields_its_prompt_reads_sent_back_in_place(
     assert resolve_path(item, ("body", "customer")) == "Replace me: customer"
     assert (document["target"]["startNodeName"], document["target"]["endNodeName"]) == (
         "AI Agent", "Reply")  # fmt: skip
-    assert slugs(document) == ["helpfulness", "correctness"]  # no tools, no memory
+    assert slugs(document) == ["pattern_match", "helpfulness", "correctness"]  # no tools, memory
 
 
 def test_a_chat_agent_reading_another_field_keeps_the_session_and_action_it_is_sent(
@@ -154,8 +155,8 @@ def test_from_executions_writes_the_dataset_beside_and_leaves_out_what_needs_ans
     assert "3 executions → 2 rows" in result.stderr
     document = yaml.safe_load(out.read_text("utf-8"))
     assert document["workflow"] == {"id": "wf"}
-    assert slugs(document) == ["helpfulness", "tool_permission", "turn_relevancy",
-                               "knowledge_retention"]  # fmt: skip
+    assert slugs(document) == ["pattern_match", "helpfulness", "tool_permission",
+                               "turn_relevancy", "knowledge_retention"]  # fmt: skip
     assert document["dataset"]["columnMapping"] == {"input": "input"}
     assert [row["messages"] for row in dataset_rows(tmp_path, document)] == [["Hello", "6*7?"],
                                                                              ["Hi"]]  # fmt: skip
@@ -276,6 +277,58 @@ def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path
 def test_a_workflow_acting_on_no_service_gets_no_mocks(tmp_path: Path) -> None:
     _, document = init(tmp_path, WEBHOOK_AGENT)
     assert "mocks" not in document["target"]
+
+
+@pytest.mark.slow
+def test_a_fresh_benchmark_on_the_dry_run_judge_is_not_failed_by_its_placeholders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newcomer's first run: the chat agent's init benchmark, its answers recorded.
+
+    Its judge metrics score placeholders on the dry-run judge (knowledge retention's was
+    0.000 for every run of the example row): they decide no run, the checks that need no
+    judge do, and the summary says so.
+    """
+    from n8n_deepeval_pipeline import workflow_hash
+
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
+    workflow = load_workflow("chat_agent")
+    _, document = init(tmp_path, workflow)
+    assert document["metrics"][0] == {"metric": "pattern_match", "label": "answered",
+                                      "pattern": r"(?s)\s*\S.*"}  # fmt: skip
+    (row,) = dataset_rows(tmp_path, document)
+    step = {"action": {"tool": "Calculator", "toolInput": {"input": "2+2"}}, "observation": "4"}
+    turns = [
+        {"role": role, "content": content}
+        for message in row["messages"]
+        for role, content in (("user", message), ("assistant", "Noted: " + message))
+    ]
+    lines = [
+        {"row_id": row["rowId"], "run_index": index, "output": turns[-1]["content"],
+         "intermediateSteps": [step], "turns": turns}
+        for index in range(document["runsPerRow"])
+    ]  # fmt: skip
+    recorded = tmp_path / "bench" / "outputs.jsonl"
+    recorded.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    document["target"] = {
+        "type": "recorded",
+        "outputs": "outputs.jsonl",
+        "workflowHash": workflow_hash(workflow),
+    }
+    out = tmp_path / "bench" / "benchmark.yaml"
+    out.write_text(yaml.safe_dump(document), encoding="utf-8")
+    ran = CliRunner().invoke(main, ["run", str(out), "--json"])
+    assert ran.exit_code == 0, ran.output
+    summary = json.loads(ran.stdout)
+    assert summary["pass_rate"] == 1.0
+    deciding = {metric["metric"] for metric in summary["metrics"] if metric["decides"]}
+    assert deciding == {"answered", "tool_permission", "tool_correctness"}
+    text = CliRunner().invoke(main, ["run", str(out)]).stdout
+    assert (
+        "  placeholders decide no run: the pass rate is decided by answered, tool_permission, "
+        "tool_correctness (no judge needed)"
+    ) in text.splitlines()
 
 
 def test_online_proposes_conversational_metrics_only_for_a_session_the_workflow_names(

@@ -1,24 +1,52 @@
-"""DeepEval's own path, for the parity suite: ``metric.measure()`` with DeepEval's OpenAI model.
+"""DeepEval's own path, for the parity suites: ``metric.measure()`` with DeepEval's own model.
 
 Run as ``python -m tests.judging.deepeval_reference SPEC OUT`` in a worker's environment
-(DeepEval reads its settings at import). SPEC names the judge (base URL, model) and the
-metrics (slug and config); every metric is measured on test cases written here by hand,
-as a DeepEval user would write them for the same n8n run: they do not come from the
-pipeline's test-case builder. OUT receives ``{label: score or error}``.
+(DeepEval reads its settings at import). SPEC names the judge (base URL, model; or, for
+the provider suites, ``provider`` and the arguments of DeepEval's class for it, as a
+DeepEval user would write them) and the metrics (slug and config); every metric is
+measured on test cases written here by hand, as a DeepEval user would write them for the
+same n8n run: they do not come from the pipeline's test-case builder. OUT receives
+``{label: score or error}``. A list of such SPECs gives a list of results.
+
+``python -m tests.judging.deepeval_reference schemas SLUGS OUT`` writes the JSON schemas
+of the answers those metrics ask for (DeepEval keeps them in each metric's ``schema``
+module): what a loopback judge answers a request that carries no schema with.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from deepeval.models import OpenAIModel
-from deepeval.test_case import ConversationalTestCase, LLMTestCase, ToolCall, Turn
+from deepeval.test_case import (
+    ArenaTestCase,
+    Contestant,
+    ConversationalTestCase,
+    LLMTestCase,
+    ToolCall,
+    Turn,
+)
+from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
-from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
+from n8n_deepeval_pipeline.worker.metric_builder import construct_metric, import_implementation
+
+# provider → DeepEval's own class for it
+CLASSES = {
+    "openai": "deepeval.models.llms.openai_model.OpenAIModel",
+    "azure-openai": "deepeval.models.llms.azure_model.AzureOpenAIModel",
+    "anthropic": "deepeval.models.llms.anthropic_model.AnthropicModel",
+    "gemini": "deepeval.models.llms.gemini_model.GeminiModel",
+    "ollama": "deepeval.models.llms.ollama_model.OllamaModel",
+    "openrouter": "deepeval.models.llms.openrouter_model.OpenRouterModel",
+    "deepseek": "deepeval.models.llms.deepseek_model.DeepSeekModel",
+    "bedrock": "deepeval.models.llms.amazon_bedrock_model.AmazonBedrockModel",
+}
 
 INPUT = "Order A3301 has 2 sleeping bags at 89.50 each. What is the total?"
 OUTPUT = "The two sleeping bags cost 179 dollars in total [1]."
@@ -125,11 +153,67 @@ def conversation_case() -> ConversationalTestCase:
     )
 
 
-def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """Each metric's score (or error) with DeepEval's own OpenAI model as the judge."""
-    model = OpenAIModel(
-        model=spec["model"], base_url=spec["base_url"], api_key="sk-parity", temperature=0
+def deepeval_model(spec: dict[str, Any]) -> Any:
+    """DeepEval's own model for the judge the spec names, built as its user would."""
+    if "provider" not in spec:
+        return OpenAIModel(
+            model=spec["model"], base_url=spec["base_url"], api_key="sk-parity", temperature=0
+        )
+    module, _, name = CLASSES[spec["provider"]].rpartition(".")
+    model = getattr(importlib.import_module(module), name)(**spec["arguments"])
+    for attribute, value in spec.get("attributes", {}).items():
+        setattr(model, attribute, value)  # e.g. DeepSeek's fixed base URL, for the test server
+    return model
+
+
+def answer_schemas(slugs: list[str]) -> list[dict[str, Any]]:
+    """The JSON schemas of every answer these catalog metrics ask their judge for."""
+    schemas = []
+    for slug in slugs:
+        cls = import_implementation(CATALOG[slug])
+        module = importlib.import_module(f"{cls.__module__.rpartition('.')[0]}.schema")
+        schemas += [
+            value.model_json_schema()
+            for value in vars(module).values()
+            if isinstance(value, type)
+            and issubclass(value, BaseModel)
+            and value.__module__ == module.__name__
+        ]
+    return schemas
+
+
+# Arena G-Eval's other side: the same row's run in a variant with another model, which
+# looked the order up and did not use the calculator.
+OPPONENT_OUTPUT = "It comes to 179.00 for both bags."
+
+
+def arena_case(opponent_first: bool) -> ArenaTestCase:
+    """The run ("base") and the variant's run of the same row ("nano") as contestants."""
+    base = single_turn_case()
+    nano = LLMTestCase(
+        input=base.input,
+        actual_output=OPPONENT_OUTPUT,
+        expected_output=base.expected_output,
+        context=base.context,
+        retrieval_context=base.retrieval_context,
+        tools_called=[LOOKUP],
+        expected_tools=base.expected_tools,
     )
+    contestants = [Contestant(name="base", test_case=base), Contestant(name="nano", test_case=nano)]
+    return ArenaTestCase(contestants=contestants[::-1] if opponent_first else contestants)
+
+
+def _arena_score(instance: Any, opponent_first: bool) -> float:
+    """1 if "base" wins. DeepEval shuffles the contestants with ``random``: here, as in
+    the pipeline, they keep the order given (the pipeline swaps them on odd runs)."""
+    with mock.patch("random.shuffle", lambda items: None):
+        winner = instance.measure(arena_case(opponent_first))
+    return 1.0 if winner == "base" else 0.0
+
+
+def measure(spec: dict[str, Any]) -> dict[str, Any]:
+    """Each metric's score (or error) with DeepEval's own model as the judge."""
+    model = deepeval_model(spec)
     scores: dict[str, Any] = {}
     for metric in spec["metrics"]:
         entry = CATALOG[metric["config"]["metric"]]
@@ -137,6 +221,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         instance = construct_metric(entry, config, model)
         case = conversation_case() if entry.needs_turns else single_turn_case()
         try:
+            if entry.head_to_head:
+                scores[metric["label"]] = _arena_score(
+                    instance, metric.get("opponent_first", False)
+                )
+                continue
             instance.measure(case)
             scores[metric["label"]] = instance.score
         except Exception as error:
@@ -145,6 +234,11 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "schemas":
+        result: Any = answer_schemas(sys.argv[2].split(","))
+        Path(sys.argv[3]).write_text(json.dumps(result), encoding="utf-8")
+        sys.exit()
     spec_file, out_file = sys.argv[1:3]
-    result = measure(json.loads(Path(spec_file).read_text(encoding="utf-8")))
+    specs = json.loads(Path(spec_file).read_text(encoding="utf-8"))
+    result = [measure(spec) for spec in specs] if isinstance(specs, list) else measure(specs)
     Path(out_file).write_text(json.dumps(result), encoding="utf-8")

@@ -200,8 +200,8 @@ def test_every_http_provider_speaks_its_api(pool, tmp_path, provider, options, p
     assert result.error is None and result.judge_calls == 1 and result.prompt_tokens > 0
     assert server.urls_seen[0].split("?")[0] == path
     headers = server.headers_seen[0]
-    expected = {
-        "anthropic": ("x-api-key", "sk-provider-test"),
+    expected = {  # as each provider's SDK sends the key (Anthropic's: a bearer token)
+        "anthropic": ("authorization", "Bearer sk-provider-test"),
         "azure-openai": ("api-key", "sk-provider-test"),
         "openai": ("authorization", "Bearer sk-provider-test"),
     }[provider]

@@ -1,7 +1,8 @@
-"""The judge's HTTP client: the proxy the environment names, and a session closed when dropped."""
+"""The judge's SDK client: the proxy the environment names, one per process, closed at exit."""
 
-import gc
-import logging
+import ssl
+import subprocess
+import sys
 
 import pytest
 
@@ -53,31 +54,43 @@ def test_a_host_no_proxy_names_is_called_directly(loopback, no_proxies):
     assert loopback.urls_seen == ["/v1/chat/completions"]
 
 
-def test_a_dropped_judge_closes_its_connections_without_an_error_logged(
-    loopback, no_proxies, caplog
-):
-    dropped = judge(loopback.base_url)
-    dropped.generate("What is 2+2?")
-    session = dropped._provider._session
-    assert session is not None and not session.closed
-    with caplog.at_level(logging.ERROR):
-        del dropped
-        gc.collect()
-    assert session.closed
-    assert "Unclosed" not in caplog.text
+def test_judges_of_one_endpoint_share_one_client_per_process(loopback, no_proxies):
+    first, second = judge(loopback.base_url), judge(loopback.base_url)
+    for each in (first, second):
+        assert each.generate("What is 2+2?")
+    assert first._provider._client is second._provider._client
+    other = judge(loopback.base_url + "/")  # another endpoint: a client of its own
+    assert other.generate("What is 2+2?")
+    assert other._provider._client is not first._provider._client
+
+
+def test_a_process_closes_its_clients_when_it_exits_without_an_error_logged(loopback):
+    script = f"""
+import logging
+logging.basicConfig(level=logging.ERROR)
+from tests.judging.test_http_client import judge
+assert judge("{loopback.base_url}").generate("What is 2+2?")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "Unclosed" not in done.stderr, done.stderr
 
 
 def test_judges_load_the_certificates_they_trust_once_per_process(loopback, no_proxies):
-    import httpx2
-
     from n8n_deepeval_pipeline.judging import providers
 
     loads = []
-    real = httpx2.create_ssl_context
-    no_proxies.setattr(httpx2, "create_ssl_context", lambda: loads.append(1) or real())
+    real = ssl.SSLContext.load_verify_locations
+
+    def counted(context, *args, **kwargs):
+        loads.append(1)
+        return real(context, *args, **kwargs)
+
+    no_proxies.setattr(ssl.SSLContext, "load_verify_locations", counted)
     providers.tls_context.cache_clear()
     try:
-        # Two judges (a run's state folder makes a new one in every worker): one load.
+        # Two judges of two endpoints (two SDK clients): the certificates load once.
         for base_url in (loopback.base_url, loopback.base_url + "/"):
             assert judge(base_url).generate("What is 2+2?")
     finally:

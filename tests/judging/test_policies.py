@@ -44,6 +44,12 @@ def test_prices_per_million_tokens_with_dated_names_and_user_additions(tmp_path)
         (2_000 * 2.5 + 1_000 * 10) / 1e6
     )
     assert table.cost("my-vllm-model", 10, 10) is None
+    # a gateway's and a cloud's names for a model: its maker's price
+    assert table.price("openai/gpt-4.1-mini") == table.price("gpt-4.1-mini")
+    bedrock = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    assert table.cost(bedrock, 1_000_000, 0) == pytest.approx(3.0)
+    assert table.cost("gemini-2.5-flash-lite", 0, 1_000_000) == pytest.approx(0.4)
+    assert table.cost("meta.llama3-1-70b-instruct-v1:0", 10, 10) is None
     extra = tmp_path / "prices.yaml"
     extra.write_text(
         "my-vllm-model: {input: 0.1, output: 0.2}\ngpt-4o-mini: {input: 1, output: 1}\n"

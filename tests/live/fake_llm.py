@@ -25,6 +25,11 @@ The answers are deterministic:
 - otherwise `Echo: <user text>`, plus ` (turn N)` when earlier messages were replayed from
   memory (N = the number of user messages in the request).
 
+A model in `GUESSING_MODELS` (`gpt-4.1-nano`) never calls a tool: it answers `Echo: …` at
+once, so that variants of one agent that differ only in their model answer differently.
+Every completion reports its token usage (about one token per four characters), and
+`usages` keeps what was reported, by model.
+
 `GET /v1/models` lists `MODELS`. `stream: true` is answered as server-sent chunks.
 """
 
@@ -39,7 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-5-mini")
+MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-5-mini", "gpt-4.1-nano")
+GUESSING_MODELS = frozenset({"gpt-4.1-nano"})
 # Two numbers around one operator the calculator understands, e.g. "6*7", "40 + 2".
 ARITHMETIC = re.compile(r"(\d+(?:\.\d+)?)\s*([*+\-/])\s*(\d+(?:\.\d+)?)")
 
@@ -55,6 +61,8 @@ class FakeOpenAI:
         self.delay_s = delay_s
         self.requests: list[dict[str, Any]] = []  # every request body, in arrival order
         self.calls: list[tuple[str, str]] = []  # (method, path) of every request
+        self.usages: list[tuple[str, int, int]] = []  # (model, prompt, completion) reported
+        self.arrivals: list[tuple[float, str]] = []  # (time.monotonic(), model) per completion
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server = ThreadingHTTPServer((host, port), _handler_class(self))
@@ -123,8 +131,9 @@ class FakeOpenAI:
             return {"role": "assistant", "content": f"The answer is {tool_result(last)}."}
         user_text = text_of(last) if last.get("role") == "user" else ""
         match = ARITHMETIC.search(user_text)
-        tool = calculator_name(body.get("tools") or [])
-        named = named_tool(body.get("tools") or [], user_text)
+        offered = [] if body.get("model") in GUESSING_MODELS else body.get("tools") or []
+        tool = calculator_name(offered)
+        named = named_tool(offered, user_text)
         if last.get("role") == "user" and match and tool:
             return self.tool_call(tool, {"input": "".join(match.groups())})
         if last.get("role") == "user" and named is not None:
@@ -150,6 +159,11 @@ class FakeOpenAI:
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         """A whole `chat.completion` object for a request."""
         message = self.reply(body)
+        reported = usage(body, message)
+        with self._lock:
+            model = str(body.get("model") or MODELS[0])
+            self.usages.append((model, reported["prompt_tokens"], reported["completion_tokens"]))
+            self.arrivals.append((time.monotonic(), model))
         return {
             "id": f"chatcmpl-{self.next_id()}",
             "object": "chat.completion",
@@ -164,7 +178,7 @@ class FakeOpenAI:
                     "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
-            "usage": usage(body, message),
+            "usage": reported,
         }
 
     def chunks(self, body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -154,14 +154,21 @@ def test_init_on_the_real_agent_writes_a_benchmark_that_validates_and_runs(
     made = CliRunner().invoke(main, ["init", chatted, "--from-executions", "--out", str(out)])
     print(made.output, out.read_text("utf-8"))  # the closing note quotes this
     assert made.exit_code == 0, made.output
-    assert "ok " in made.stdout and "2 rows · 4 metrics" in made.stdout
+    assert "ok " in made.stdout and "2 rows · 5 metrics" in made.stdout
     document = yaml.safe_load(out.read_text("utf-8"))
     assert document["target"]["startNodeName"] == "AI Agent"
     assert document["target"]["endNodeName"] == "Format"
     assert [m["metric"] for m in document["metrics"]] == [
-        "helpfulness", "tool_permission", "turn_relevancy", "knowledge_retention"]  # fmt: skip
+        "pattern_match", "helpfulness", "tool_permission", "turn_relevancy",
+        "knowledge_retention"]  # fmt: skip
 
     ran = CliRunner().invoke(main, ["run", str(out)])
     print(ran.stdout)
     assert ran.exit_code == 0, ran.output
     assert "runs 8 · " in ran.stdout  # 2 sessions × 4 runs, where a drop can fail the gate
+    # the dry-run judge's placeholders (knowledge retention's was 0.000 every time) decide
+    # no run: the checks that need no judge do, and the agent answered every time
+    assert "runs 8 · pass rate 100.0%" in ran.stdout
+    assert "placeholders decide no run: the pass rate is decided by answered, tool_permission" in (
+        ran.stdout
+    )

@@ -42,6 +42,7 @@ EXTRA = {
     ],
     "others": ["exact_match", "pattern_match", "json_correctness"],
     "n8n": ["correctness", "helpfulness", "string_similarity", "categorization", "tools_used"],
+    "custom": ["arena_g_eval"],  # head to head between variants
 }
 
 
@@ -51,7 +52,7 @@ def test_every_seed_metric_and_the_extras_are_in_their_category():
     for category, slugs in [*SEED_METRICS.items(), *EXTRA.items()]:
         for slug in slugs:
             assert CATALOG[slug].category == category, slug
-    assert len(CATALOG) == 33 + 8 + 5
+    assert len(CATALOG) == 33 + 8 + 5 + 1
 
 
 def test_directions_and_threshold_defaults_follow_the_seed():

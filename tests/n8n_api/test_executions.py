@@ -3,6 +3,8 @@
 from n8n_deepeval_pipeline.n8n_api.executions import (
     execution_steps,
     executions_of,
+    model_calls_by_session,
+    steps_by_execution,
     steps_by_session,
 )
 
@@ -78,6 +80,42 @@ def test_a_session_of_several_messages_has_the_steps_of_all_its_executions_in_or
     assert steps_by_session([sum_steps, thanks, ticket]) == {"h:r5:0": ticket_steps + STEPS}
 
 
+def model_call_run(usage_key, prompt, completion):
+    usage = {"promptTokens": prompt, "completionTokens": completion,
+             "totalTokens": prompt + completion}  # fmt: skip
+    answer = {"response": {"generations": [[{"text": "42"}]]}, usage_key: usage}
+    return {"data": {"ai_languageModel": [[{"json": answer}]]}}
+
+
+def test_model_calls_are_read_per_call_as_reported_else_as_n8n_estimated_them():
+    with_models = execution("h:r1:0", {"output": "42"})
+    run_data = with_models["data"]["resultData"]["runData"]
+    # Two calls of one model node (a tool call, then the answer), one of another.
+    run_data["OpenAI Chat Model"] = [
+        model_call_run("tokenUsage", 80, 12),
+        model_call_run("tokenUsage", 120, 9),
+    ]
+    run_data["Ollama Model"] = [model_call_run("tokenUsageEstimate", 40, 5)]
+    run_data["Broken Model"] = [{"data": {"ai_languageModel": [[{"json": {"tokenUsage": {}}}]]}}]
+    calls = model_calls_by_session([with_models, execution("h:r2:0", {"output": "none"})])
+    assert [call.model_dump() for call in calls["h:r1:0"]] == [
+        {
+            "node": "OpenAI Chat Model",
+            "prompt_tokens": 80,
+            "completion_tokens": 12,
+            "estimated": False,
+        },
+        {
+            "node": "OpenAI Chat Model",
+            "prompt_tokens": 120,
+            "completion_tokens": 9,
+            "estimated": False,
+        },
+        {"node": "Ollama Model", "prompt_tokens": 40, "completion_tokens": 5, "estimated": True},
+    ]
+    assert calls["h:r2:0"] == []
+
+
 def test_a_session_s_executions_are_found_one_per_message_in_the_order_they_ran():
     # The red team reads the steps of a session's nth message, one execution each.
     second = execution("red-team-a001", {"output": "Done", "intermediateSteps": STEPS})
@@ -88,3 +126,14 @@ def test_a_session_s_executions_are_found_one_per_message_in_the_order_they_ran(
     assert [e["id"] for e in found] == ["40", "41"]
     assert [execution_steps(e) for e in found] == [[], STEPS]
     assert executions_of([other], "red-team-a003") == []
+
+
+def test_a_simulated_conversations_turns_each_get_their_own_executions_steps():
+    thanks = execution("h:r6:0:thread", {"output": "You're welcome", "intermediateSteps": []})
+    sums = execution("h:r6:0:thread", {"output": "42", "intermediateSteps": STEPS})
+    other = execution("h:r6:1:thread", {"output": "Hi", "intermediateSteps": []})
+    sums["id"], thanks["id"], other["id"] = "40", "41", "42"
+    assert steps_by_execution([other, thanks, sums]) == {
+        "h:r6:0:thread": [STEPS, []],  # the first message's execution first
+        "h:r6:1:thread": [[]],
+    }

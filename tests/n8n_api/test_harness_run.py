@@ -5,6 +5,8 @@ import socket
 import subprocess
 import sys
 
+import pytest
+
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     HARNESS_PREFIX,
@@ -88,3 +90,35 @@ def test_mocking_services_leaves_a_community_model_with_credentials_to_be_measur
     services = target(mocks="services")
     assert harness_problems(services, workflow) == []  # the benchmark is not refused
     assert "OpenAI Chat Model" not in mock_answers(services, workflow)
+
+
+def test_variants_naming_what_the_workflow_lacks_keep_the_target_from_running():
+    variants = {
+        "cheap": {"OpenAI Chat Model": {"modelName": "gpt-4.1-nano"}},
+        "typo": {"OpenAI Chat Modle": {"model": "gpt-4o"}},
+    }
+    problems = harness_problems(target(variants=variants), CHAT_AGENT)
+    assert problems == [
+        "variants: node 'OpenAI Chat Model' has no parameter 'modelName' (its parameters: "
+        "none) (variants: cheap)",
+        "variants: node 'OpenAI Chat Modle' is not in the workflow (variants: typo)",
+    ]
+    with pytest.raises(ValueError, match=r"variants\.bad name\.\[key\]"):
+        target(variants={"bad name": {}})
+
+
+def test_a_variant_that_is_the_workflow_itself_or_named_base_is_refused():
+    kind = {"name": "AI Agent", "parameters": {"options": {"systemMessage": "Be kind."}}}
+    nodes = [
+        node if node["name"] != "AI Agent" else {**node, **kind} for node in CHAT_AGENT["nodes"]
+    ]
+    workflow = {**CHAT_AGENT, "nodes": nodes}
+    variants = {
+        "same": {"AI Agent": {"options.systemMessage": "Be kind."}},
+        "terse": {"AI Agent": {"options.systemMessage": "Be terse."}},
+    }
+    assert harness_problems(target(variants=variants), workflow) == [
+        "variants: variant same changes nothing: it is the workflow itself"
+    ]
+    with pytest.raises(ValueError, match="'base' names the workflow itself"):
+        target(variants={"base": {"AI Agent": {"options.systemMessage": "x"}}})

@@ -1,3 +1,5 @@
+import os
+
 import dagster as dg
 import pytest
 
@@ -106,3 +108,40 @@ def test_no_regression_is_a_verdict_by_default_and_blocks_only_when_asked(
     example_copy.write_text(text.replace("compare:\n", "compare:\n  blocking: true\n", 1))
     assert "blocking: true" in example_copy.read_text()
     assert _no_regression_spec(build_definitions([example_copy])).blocking
+
+
+def test_the_benchmarks_variable_names_files_as_well_as_folders(
+    tmp_path, monkeypatch, example_copy
+):
+    """What `n8n-deepeval ui FILE` hands Dagster: the files named, not the bundled example."""
+    from n8n_deepeval_pipeline import settings
+
+    other = tmp_path / "folder" / "benchmarks" / "x.benchmark.yaml"
+    other.parent.mkdir(parents=True)
+    other.write_text("name: x\n")
+    monkeypatch.setenv(settings.BENCHMARKS_ENV, f"{example_copy}{os.pathsep}{tmp_path / 'folder'}")
+    assert settings.discover_benchmark_files(settings.benchmark_paths()) == sorted(
+        [example_copy.resolve(), other.resolve()]
+    )
+
+
+def test_the_judge_resource_takes_each_providers_settings_from_the_environment(monkeypatch):
+    from n8n_deepeval_pipeline.orchestration.definitions import build_resources
+
+    settings = {
+        "N8N_DEEPEVAL_JUDGE_PROVIDER": "bedrock",
+        "N8N_DEEPEVAL_JUDGE_MODEL": "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "N8N_DEEPEVAL_JUDGE_REGION": "eu-west-1",
+        "N8N_DEEPEVAL_JUDGE_DEPLOYMENT": "my-deployment",
+        "N8N_DEEPEVAL_JUDGE_API_KEY": "aws-secret",
+        "N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "N8N_DEEPEVAL_JUDGE_AWS_SESSION_TOKEN": "aws-session",
+    }
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    judge = build_resources()["judge"]
+    assert (judge.region, judge.deployment) == ("eu-west-1", "my-deployment")
+    # keys by name only, resolved when a run starts (never in the definitions)
+    assert judge.aws_access_key_id == dg.EnvVar("N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID")
+    assert judge.aws_session_token == dg.EnvVar("N8N_DEEPEVAL_JUDGE_AWS_SESSION_TOKEN")
+    assert judge.temperature is None  # what DeepEval's class sends by default

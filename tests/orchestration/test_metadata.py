@@ -64,3 +64,36 @@ def test_the_comparison_names_its_baseline_once_and_its_delta_rounded():
     assert metadata["baseline"] == "f7ee35b359b4"
     assert "baseline_hash" not in metadata
     assert metadata["verdicts/likely_regression"] == 2
+
+
+def test_rates_and_scores_read_to_four_figures_in_the_ui():
+    """136 of 189 scores pass: 0.7196 in the UI, not 0.7195767195767195."""
+    scores = [score(run, False, 0.001) for run in range(189)]
+    failing = [s.model_copy(update={"success": False, "score": 1 / 3}) for s in scores[136:]]
+    metadata = summary_metadata(scores[:136] + failing)
+    assert metadata["score_pass_rate"].value == 0.7196
+    assert metadata["mean_score/helpfulness"].value == 0.8131  # (136 + 53/3) / 189
+    assert metadata["cost_usd"].value == 0.189  # costs keep their millionths of a dollar
+
+
+def test_every_figure_is_rounded_the_one_way_and_a_tiny_one_keeps_its_size():
+    from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
+
+    rounded = shown(
+        {
+            "p_value_drop": 0.000012345678,
+            "rate": 2 / 3,
+            "cost_usd/openai:gpt-4o": 0.12345678,
+            "rows": 7,
+            "dry_run": True,
+            "label": "x",
+        }
+    )
+    assert rounded == {
+        "p_value_drop": 1.235e-05,
+        "rate": 0.6667,
+        "cost_usd/openai:gpt-4o": 0.123457,
+        "rows": 7,
+        "dry_run": True,
+        "label": "x",
+    }

@@ -44,6 +44,7 @@ def test_local_is_the_default(home):
     assert executor is None or "celery" not in executor.name
     assert yaml.safe_load((prepare_dagster_home() / "dagster.yaml").read_text()) == {
         "telemetry": {"enabled": False},
+        "nux": {"enabled": False},  # no "join the community" pop-up over the UI's first page
         "storage": {
             "custom": {
                 "module": "n8n_deepeval_pipeline.orchestration.sqlite_storage",
@@ -58,6 +59,21 @@ def test_the_dagster_yaml_an_earlier_version_wrote_is_brought_up_to_date(home):
     config = prepare_dagster_home() / "dagster.yaml"
     config.write_text("telemetry:\n  enabled: false\n")  # what the local profile once was
     prepare_dagster_home()
+    assert config.read_text() == instance_yaml("local")
+
+
+def test_an_instance_made_before_the_pop_up_was_turned_off_has_it_off_now(home):
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+
+    config = prepare_dagster_home() / "dagster.yaml"
+    local_before = (
+        "telemetry:\n  enabled: false\nstorage:\n  custom:\n"
+        "    module: n8n_deepeval_pipeline.orchestration.sqlite_storage\n"
+        "    class: PooledSqliteStorage\n    config:\n      base_dir:\n        env: DAGSTER_HOME\n"
+    )
+    config.write_text(local_before)
+    with local_instance() as instance:  # Dagster's own reading of the file
+        assert instance.nux_enabled is False
     assert config.read_text() == instance_yaml("local")
 
 

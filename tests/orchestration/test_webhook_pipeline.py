@@ -110,9 +110,10 @@ def test_failed_workflow_calls_make_an_incomplete_run_named_apart_from_unjudged_
     # 1 row of 9 is about a refund: 3 of 27 calls fail, above checks.maxErrorRate 5%
     assert default.exit_code == 3, default.output
     lines = default.stdout.splitlines()
-    # exact_match never passes an echo; the mean leaves the 3 unscored runs out, and says so
+    # exact_match never passes an echo, and decides alone (bias is a dry-run placeholder);
+    # the mean leaves the 3 unscored runs out, and says so
     assert lines[1] == (
-        "runs 27 · pass rate 0.0% (allPass) · mean overall score 0.333 (leaves out 3 errored runs)"
+        "runs 27 · pass rate 0.0% (allPass) · mean overall score 0.000 (leaves out 3 errored runs)"
     )
     assert "WARNING: INCOMPLETE RUN: 3 of 27 workflow calls failed (11.1%)" in lines
     assert default.stderr.splitlines()[-1] == (

@@ -25,7 +25,7 @@ from n8n_deepeval_pipeline.statistics.consistency import RunResult, case_consist
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised, passes
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_versions
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, incompleteness, summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -143,7 +143,7 @@ def _score(run: ExpandedRun, metric: tuple, failing: str | None, no_output: bool
     label, slug, direction, threshold, judged = metric
     error_kind, error, value = None, None, None
     if no_output:
-        error_kind, error = "no_output", "the workflow returned no output to score"
+        error_kind, error = "target_error", "the workflow returned no output to score"
     elif failing == label and run.row_id == "shipping":
         error_kind, error = "timeout", "helpfulness did not finish within 120 s"
     else:
@@ -283,9 +283,15 @@ def version(workflow_hash: str, reported_only: bool = False) -> Version:
 
 
 def sample_report(
-    with_baseline: bool = True, fail_on: GateVerdict = "regression", reported_only: bool = False
+    with_baseline: bool = True,
+    fail_on: GateVerdict = "regression",
+    reported_only: bool = False,
+    max_error_rate: float = 0.05,
 ) -> Report:
-    """The candidate's report, against the baseline or on its own (see ``version``)."""
+    """The candidate's report, against the baseline or on its own (see ``version``).
+
+    ``max_error_rate``: the benchmark's checks.maxErrorRate, above which it is incomplete.
+    """
     candidate = version(CANDIDATE, reported_only)
     against = None
     if with_baseline:
@@ -294,9 +300,13 @@ def sample_report(
             version_runs(baseline.runs, baseline.aggregates, baseline.scores),
             version_runs(candidate.runs, candidate.aggregates, candidate.scores),
         )
-        against = Baseline(BASELINE, baseline.rows(), comparison, fail_on)
+        against = Baseline(BASELINE, baseline.rows(), comparison)
+    summary = candidate.summary()
+    summary = summary.model_copy(
+        update={"incomplete": incompleteness(summary.errors, None, max_error_rate)}
+    )
     return build_report(
-        candidate.summary(), candidate.rows(), baseline=against, dataset=candidate.dataset
+        summary, candidate.rows(), fail_on=fail_on, baseline=against, dataset=candidate.dataset
     )
 
 

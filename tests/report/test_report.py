@@ -24,7 +24,12 @@ from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figu
 from n8n_deepeval_pipeline.report.gate_status import gate_status
 from n8n_deepeval_pipeline.report.model import ComparisonReport, DropCause, Excerpt
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
-from n8n_deepeval_pipeline.statistics.version_comparison import RunOutcome, compare_versions
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    RunOutcome,
+    cases_failing_gate,
+    compare_versions,
+)
+from n8n_deepeval_pipeline.summary.gate import version_gate
 from n8n_deepeval_pipeline.summary.run_summary import summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from tests.conftest import wilson_by_hand
@@ -69,7 +74,7 @@ def test_results_json_headline(report):
     assert headline["cost_usd"] == pytest.approx(90 * 0.00021)
     assert headline["judge_label"] == "openai:gpt-4.1-mini"
     assert headline["dry_run_judge"] is False
-    assert headline["errors_by_kind"] == {"no_output": 3, "timeout": 1}
+    assert headline["errors_by_kind"] == {"target_error": 3, "timeout": 1}
     assert (headline["score_errors"], headline["unjudged_scores"]) == (4, 1)
     assert headline["output_errors"] == 1
 
@@ -84,7 +89,7 @@ def test_results_json_has_the_regression_row_and_counts(report):
     assert refund["delta"] == -1.0
     assert refund["p_value_drop"] == pytest.approx(1 / math.comb(8, 4))
     assert refund["verdict"] == "regression"
-    assert result["has_regression"] is True
+    assert results_json(report)["gate"]["has_regression"] is True
     assert {verdict: n for verdict, n in result["verdict_counts"].items() if n} == {
         "regression": 1,
         "likely_regression": 1,
@@ -193,9 +198,9 @@ def test_pr_comment_lists_only_flagged_cases_the_most_serious_first(report):
     assert rows == [
         "| case | baseline | candidate | change | p | verdict | why it dropped |",
         "| refund | 4/4 | 0/4 | −100.0 pts | 0.014 | 🔴 regression "
-        "| exact\\_answer fails 4/4 (was 0/4); below threshold 4/4 (was 0/4) |",
+        "| exact\\_answer fails 4/4 (was 0/4); below\\_threshold 4/4 (was 0/4) |",
         "| billing | 4/4 | 1/4 | −75.0 pts | 0.071 | 🟠 likely_regression "
-        "| helpfulness fails 3/4 (was 0/4); below threshold 3/4 (was 0/4) |",
+        "| helpfulness fails 3/4 (was 0/4); below\\_threshold 3/4 (was 0/4) |",
         "| order\\_status | 0/4 | 4/4 | +100.0 pts | 0.014 | 🟢 improvement |  |",
         "| address | 1/4 | 3/4 | +50.0 pts | 0.243 | 🟡 worth_watching |  |",
     ]
@@ -246,8 +251,10 @@ def test_html_verdict_badges_and_charts(html):
         ("stable", "stable"),
     ]:
         assert f'<span class="badge {verdict}">{text}</span>' in html
-    assert html.count("<svg ") == 3 + 3  # intervals, metric pairs, metric pass rates; histograms
-    assert 'aria-label="Pass rate per metric"' in html
+    assert html.count('<svg class="chart"') == 1 + 3  # the intervals; a histogram per metric
+    # each metric's pass rate as a bar in its row, the baseline's as a tick across it
+    assert html.count('<svg class="strip"') == 3
+    assert 'aria-label="79.2%, baseline 95.8%"' in html  # helpfulness: 19/24 against 23/24
 
 
 def test_html_is_self_contained(html):
@@ -273,7 +280,7 @@ def test_write_report_writes_the_three_files(report, tmp_path):
 
 def test_a_version_without_scored_runs_still_gets_a_report():
     summary = summarise("empty", CANDIDATE, [], [], [], [])
-    report = build_report(summary, VersionRows([], [], [], []))
+    report = build_report(summary, VersionRows([], [], [], []), fail_on="regression")
     assert results_json(report)["headline"]["pass_rate"] == {
         "passed": 0,
         "runs": 0,
@@ -296,15 +303,21 @@ def _gate_report(fail_on):
     return ComparisonReport(baseline_hash=BASELINE, result=comparison, fail_on=fail_on)
 
 
+def _status(fail_on, incomplete=None):
+    compared = _gate_report(fail_on)
+    flagged = cases_failing_gate(compared.result, fail_on)
+    return gate_status(compared, version_gate(fail_on, BASELINE, flagged, incomplete))
+
+
 def test_a_likely_regression_fails_a_gate_on_likely_regression_and_the_status_says_so():
-    status = gate_status(_gate_report("likely_regression"))
+    status = _status("likely_regression")
     assert status.level == "bad"
     assert status.text == (
         "Likely regression: ord-missing passes less often than in the baseline, by more than "
         "repeated runs usually explain. The gate fails on 1 case: this benchmark fails on "
         "likely_regression (compare.failOn), so compare exits 1 and run exits 5."
     )
-    below = gate_status(_gate_report("regression"))
+    below = _status("regression")
     assert below.level == "warn"
     assert below.text == (
         "The gate passes: no case fails on regression (compare.failOn). "
@@ -333,9 +346,9 @@ def test_banner_and_pr_comment_speak_the_benchmarks_gate():
 def test_errors_that_fail_no_run_are_named_on_the_errors_card_and_under_why_runs_failed():
     report = sample_report(reported_only=True)
     headline = report.headline
-    # 24 missing_input results of a reported-only metric; the no_output and timeout
+    # 24 missing_input results of a reported-only metric; the target_error and timeout
     # results each failed their run, so "Why runs failed" counts them.
-    assert headline.errors_by_kind == {"missing_input": 24, "no_output": 3, "timeout": 1}
+    assert headline.errors_by_kind == {"missing_input": 24, "target_error": 3, "timeout": 1}
     assert headline.errors_failing_no_run == {"missing_input": 24}
     drift = {d.category: d for d in report.comparison.result.failure_drift}
     assert drift["missing_input"].candidate_count == 0
@@ -368,7 +381,7 @@ def test_each_dropped_case_says_which_metric_and_category_made_it_drop(report, h
     assert cases["shipping"].causes == ()  # 3/4 in both
     refund_row = html.split('<a href="#case-refund">refund</a>')[1].split("</tr>")[0]
     assert '<span class="cause">exact_answer fails 4/4 (was 0/4)</span>' in refund_row
-    assert '<span class="chip">below threshold 4/4 (was 0/4)</span>' in refund_row
+    assert '<span class="chip">below_threshold 4/4 (was 0/4)</span>' in refund_row
 
 
 def _case_html(html, row_id):
@@ -381,24 +394,85 @@ def test_a_flagged_case_sets_the_baseline_runs_beside_the_candidates(report, htm
     assert refund.baseline_runs[0].output.text == GOOD_ANSWERS["refund"]
     section = _case_html(html, "refund")
     baseline, candidate = section.split('<div class="side candidate">')
-    assert f"baseline <code>{BASELINE[:12]}</code> · 4 of 4 runs pass" in baseline
-    assert f"candidate <code>{CANDIDATE[:12]}</code> · 0 of 4 runs pass" in candidate
+    candidate, results = candidate.split('<table class="results paired">')
+    assert f'<span class="version">baseline</span> <code>{BASELINE[:12]}</code>' in baseline
+    assert f'<span class="version">candidate</span> <code>{CANDIDATE[:12]}</code>' in candidate
     good, bad = escape(GOOD_ANSWERS["refund"]), escape(BAD_ANSWERS["refund"])
     assert good in baseline and good not in candidate
     assert bad in candidate and bad not in baseline
-    # The candidate's failing metric, with its reason, marked as the one that failed the run.
-    assert '<tr class="failing">\n        <td>exact_answer</td>' in candidate
-    assert "exact_answer scored 0.00 against 0.5." in candidate
+    # One row per metric, both versions' results side by side; the candidate's failing
+    # metric marked as the one that failed the run, its reason beside the baseline's.
+    failing = results.split('<tr class="failing">')[1].split("</tr>")[0]
+    assert '<td class="name">exact_<wbr>answer</td>' in failing
+    assert failing.count("<td>") == 2
+    pass_then_fail = failing.split("<td>")[1:]
+    assert 'pass</span> <span class="score">1.000' in pass_then_fail[0]
+    assert 'fail</span> <span class="score">0.000' in pass_then_fail[1]
+    assert "exact_answer scored 0.00 against 0.5." in failing
+    assert "baseline: exact_answer scored 1.00 against 0.5." in failing
     assert "baseline 4/4 → 0/4 runs pass" in section
     # A stable case keeps to the candidate's runs.
     assert '<div class="sides">' not in _case_html(html, "greeting")
 
 
-def test_passing_runs_are_folded_and_failing_ones_open(html):
-    section = _case_html(html, "billing")  # baseline 4/4, candidate 1/4
-    assert section.count('<details class="run pass">') == 4 + 1
-    assert section.count('<details class="run fail" open>') == 3
-    assert '<details class="run pass" open>' not in html
+def test_a_flagged_cases_baseline_is_open_and_elsewhere_passing_runs_are_folded(html):
+    section = _case_html(html, "billing")  # flagged: baseline 4/4, candidate 1/4
+    baseline, candidate = section.split('<div class="side candidate">')
+    # the answer the candidate is compared with is open, beside its first failing runs:
+    # runs 1 and 3 read the same (bias 0.1 in both), shown once with their count
+    assert '<div class="run pass"><div class="run-head"><span class="version">baseline' in baseline
+    head = candidate.split("</div>")[0]
+    assert '<strong>runs 1, 3</strong> <span class="times">×2</span>' in head
+    # the other runs follow: the baseline's three and the candidate's passing one folded,
+    # its other failing run open
+    assert section.count('<details class="run pass">') == 3 + 1
+    assert section.count('<details class="run fail" open>') == 1
+    stable = _case_html(html, "shipping")  # stable: 3/4 in both, no baseline beside it
+    assert stable.count('<details class="run pass">') == 3
+    assert '<details class="run pass" open>' not in stable
+
+
+def _same_runs(run, indices):
+    """Copies of ``run`` at other run indices: what the page shows of each is the same."""
+    stem = run.run_id.rsplit(":", 1)[0]
+    return tuple(
+        run.model_copy(update={"run_index": i, "run_id": f"{stem}:{i}", "latency_s": 1.0 + i})
+        for i in indices
+    )
+
+
+def test_runs_that_read_the_same_are_shown_once_with_their_count(report):
+    from n8n_deepeval_pipeline.report.model import fold_runs
+
+    refund = report.case_by_id["refund"]
+    same = _same_runs(refund.runs[0], [0, 1, 3])
+    other = refund.runs[2]  # the same failure, another helpfulness score
+    groups = fold_runs((*same, other))
+    assert [[run.run_index for run in group.runs] for group in groups] == [[0, 1, 3], [2]]
+    assert (groups[0].indices, groups[1].indices) == ("0–1, 3", "2")
+    assert groups[0].latency == "1.00–4.00 s"
+    folded = report.model_copy(
+        update={
+            "cases": (
+                refund.model_copy(update={"runs": _same_runs(refund.runs[0], range(4))}),
+                *report.cases[1:],
+            )
+        }
+    )
+    candidate = _case_html(render_html(folded), "refund").split('<div class="side candidate">')[1]
+    assert '<strong>runs 0–3</strong> <span class="times">×4</span>' in candidate
+    assert '<details class="run fail"' not in candidate  # no other run of the candidate
+    # eval-results.json keeps every run
+    assert len(results_json(folded)["cases"][0]["runs"]) == 4
+
+
+def test_metric_names_break_only_between_their_words_and_headers_stay_apart(html):
+    assert "exact_<wbr>answer" in html  # a narrow column breaks it after the underscore
+    assert "overflow-wrap: anywhere" not in html  # which broke names anywhere: "dete ction"
+    assert '<th>metric</th><th>result</th><th class="num">score</th>' in html
+    assert (
+        '<th>metric</th><th>baseline</th><th>candidate</th><th class="num">threshold</th>' in html
+    )
 
 
 def test_case_details_come_in_the_order_of_the_cases_table(report, html):
@@ -423,8 +497,10 @@ def _without_greeting_in_the_baseline():
         version_runs(rows.runs, rows.aggregates, rows.scores),
         version_runs(cand.runs, cand.aggregates, cand.scores),
     )
-    against = Baseline(BASELINE, rows, comparison, "regression")
-    return build_report(cand.summary(), cand.rows(), baseline=against, dataset=cand.dataset)
+    against = Baseline(BASELINE, rows, comparison)
+    return build_report(
+        cand.summary(), cand.rows(), fail_on="regression", baseline=against, dataset=cand.dataset
+    )
 
 
 def test_both_candidate_pass_rates_say_which_cases_they_cover(html):
@@ -448,7 +524,8 @@ def test_both_candidate_pass_rates_say_which_cases_they_cover(html):
 
 
 def test_each_verdict_present_says_what_it_asks_of_the_reader(report, html):
-    guidance = html.split("What each verdict asks of you")[1].split("</dl>")[0]
+    guidance = html.split("The verdicts, and what each asks of you")[1].split("</dl>")[0]
+    assert '<span class="count">2 cases</span>' in guidance  # stable: greeting, shipping
     present = ["likely_regression", "regression", "improvement", "worth_watching", "stable"]
     for verdict in present:
         assert escape(GUIDANCE[verdict]) in guidance
@@ -456,3 +533,64 @@ def test_each_verdict_present_says_what_it_asks_of_the_reader(report, html):
     comment = pr_comment(report)
     assert f"- 🟠 likely_regression: {GUIDANCE['likely_regression']}" in comment
     assert "worth a glance" not in GUIDANCE["likely_regression"]  # our own words
+
+
+def test_a_run_without_output_is_a_target_error_in_the_report_as_in_compare(report, html):
+    """One name for a workflow call that gave nothing to score, wherever a reader meets it."""
+    from n8n_deepeval_pipeline.console.comparison import render_comparison
+
+    assert report.headline.errors_by_kind == {"target_error": 3, "timeout": 1}
+    run = next(case for case in report.cases if case.row_id == "address").runs[3]
+    assert {metric.error_kind for metric in run.metrics} == {"target_error"}
+    assert run.failure_categories == ("target_error",)
+    compared = render_comparison(report.comparison.result, BASELINE, CANDIDATE)
+    everything = "\n".join([html, pr_comment(report), json.dumps(results_json(report)), compared])
+    assert "no_output" not in everything and "no output:" not in everything
+    assert "target_error: webhook answered HTTP 502 Bad Gateway" in html
+    assert re.search(r"<td>target_error</td>", html)  # why runs failed, by compare's name
+
+
+def test_results_json_carries_the_gate_that_run_and_compare_exit_on(report):
+    """One gate object: what compare.failOn flags and the exit code each command gives."""
+    gated = results_json(sample_report(fail_on="likely_regression"))
+    assert gated["gate"] == {
+        "fail_on": "likely_regression",
+        "baseline": BASELINE[:12],
+        "flagged_cases": ["billing", "refund"],
+        "has_regression": True,
+        "incomplete": None,
+        "exit_codes": {"run": 5, "compare": 1},
+    }
+    # has_regression says what the gate does: no second opinion beside it
+    assert "has_regression" not in gated["comparison"]["result"]
+    alone = results_json(sample_report(with_baseline=False))["gate"]
+    assert (alone["baseline"], alone["flagged_cases"], alone["has_regression"]) == (None, [], False)
+    assert alone["exit_codes"] == {"run": 0, "compare": 2}  # nothing to compare with
+
+
+def test_the_banner_of_an_incomplete_run_says_so_and_the_exit_code_run_gives():
+    """1 of 24 workflow calls failed (4.2%): above a 2% limit the run is incomplete, exit 3."""
+    report = sample_report(fail_on="likely_regression", max_error_rate=0.02)
+    why = "4.2% of the workflow calls failed (1 of 24 runs), above checks.maxErrorRate 2.0%"
+    assert report.gate.incomplete == why
+    assert report.gate.exit_codes.model_dump() == {"run": 3, "compare": 1}
+    html, comment = render_html(report), pr_comment(report)
+    for text in (html, comment):
+        assert "run exits 5" not in text
+        assert "so compare exits 1; run exits 3, as the run is incomplete." in text
+        assert f"Incomplete run: {why}, so run exits 3." in text
+
+
+def test_no_banner_calls_a_run_incomplete_that_run_calls_complete(report, html):
+    """1 of 72 scores unjudged (a timeout) is within checks.maxErrorRate: run exits 0 or 5."""
+    assert report.gate.incomplete is None
+    assert "Incomplete run" not in html and "ncomplete run" not in pr_comment(report)
+    assert "1 of 72 scores have no judgement (timeout or judge errors)" in html
+
+
+def test_the_cases_that_dropped_are_open_and_the_others_folded(html):
+    opened = re.findall(r'<details class="case" id="case-([^"]+)" open>', html)
+    # regression and likely regression open; the improvement, worth_watching and stable
+    # cases folded (a flagged one still sets both versions side by side when opened)
+    assert opened == ["refund", "billing"]
+    assert '<div class="sides">' in _case_html(html, "address")  # worth_watching, folded

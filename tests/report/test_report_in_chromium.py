@@ -5,6 +5,8 @@ installs Chromium with scripts/install_chromium.sh).
 """
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from n8n_deepeval_pipeline.report import write_report
+from tests.conftest import EXAMPLE
 from tests.report.png import distinct_colours, read_png, tallest_line
 from tests.report.sample import sample_report
 
@@ -74,10 +77,11 @@ PASS_BORDER, FAIL_BORDER = (0x16, 0xA3, 0x4A), (0xDC, 0x26, 0x26)  # report.css 
 
 
 def test_a_flagged_case_shows_the_baseline_left_of_the_candidate(page, tmp_path):
-    """refund: the baseline's four passing runs beside the candidate's four failing ones."""
+    """refund: the baseline's passing answer beside the candidate's failing one, on top."""
     shot = tmp_path / "refund.png"
+    head = ["--height", "420"]  # the case's head: the two answers, above the results table
     done = subprocess.run(
-        [sys.executable, str(SCREENSHOT), str(page.parent), str(shot), "--case", "refund"],
+        [sys.executable, str(SCREENSHOT), str(page.parent), str(shot), "--case", "refund", *head],
         capture_output=True,
         text=True,
         timeout=180,
@@ -86,10 +90,54 @@ def test_a_flagged_case_shows_the_baseline_left_of_the_candidate(page, tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     png = read_png(shot)
     left, right = range(png.width // 2), range(png.width // 2, png.width)
-    # Each side's runs carry a 4-pixel border down their left edge: green passes, red fails.
-    # Folded, the baseline's four runs stand about 30 pixels each; open, the candidate's
-    # are each taller than a table of three metrics.
-    assert tallest_line(png, PASS_BORDER, left) > 100
-    assert tallest_line(png, FAIL_BORDER, right) > 400
-    assert tallest_line(png, FAIL_BORDER, left) < 40  # the regression badge at most
-    assert tallest_line(png, PASS_BORDER, right) < 40
+    # Each side's answer carries a 4-pixel border down its left edge: green passes, red fails.
+    assert tallest_line(png, PASS_BORDER, left) > 40
+    assert tallest_line(png, FAIL_BORDER, right) > 40
+    assert tallest_line(png, FAIL_BORDER, left) < 30  # the regression badge at most
+    assert tallest_line(png, PASS_BORDER, right) < 30
+
+
+def _cli(home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "N8N_DEEPEVAL_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster"),
+        "DEEPEVAL_POOL_SIZE": "2",
+    }
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *arguments]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def example_regression(tmp_path_factory):
+    """The README's walk-through: the example's second version, its report against the first."""
+    folder = tmp_path_factory.mktemp("walk_through")
+    shutil.copytree(EXAMPLE, folder / "support_agent")
+    benchmark, home = folder / "support_agent" / "benchmark.yaml", folder / "home"
+    assert _cli(home, "run", str(benchmark)).returncode == 0
+    workflow = folder / "support_agent" / "workflow.json"
+    workflow.write_text((folder / "support_agent" / "workflow.v2.json").read_text())
+    assert _cli(home, "run", str(benchmark)).returncode == 5  # it regressed
+    written = _cli(home, "report", str(benchmark), "--out", str(folder / "report"))
+    assert written.returncode == 0, written.stderr[-2000:]
+    return folder / "report"
+
+
+def test_the_examples_regression_report_is_at_most_4000_px_tall_at_1600_px_wide(
+    example_regression,
+):
+    """Measured as scripts/report_screenshot.py --measure measures it (it was 11,072 px)."""
+    done = subprocess.run(
+        [sys.executable, str(SCREENSHOT), str(example_regression), "--measure"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r": ([\d,]+) px tall at 1,600 px wide", done.stdout)
+    assert found, done.stdout
+    assert int(found.group(1).replace(",", "")) <= 4000
+    # the flagged cases' runs folded: three identical runs on each side, shown once each
+    html = (example_regression / "report.html").read_text()
+    assert html.count('<span class="times">×3</span>') >= 4

@@ -90,29 +90,29 @@ def _judge_errors(**counts):
 
 
 def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
-    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_auth=3, judge_unavailable=51)
     assert _incompleteness(errors, None, 0.05) == (
-        "incomplete: 54 of 64 scores have no judgement: the judge refused the key (HTTP 401) "
+        "54 of 64 scores have no judgement: the judge refused the key (HTTP 401) "
         "for 3 and was unavailable for 51 (--max-error-rate sets how many unjudged scores are "
         "acceptable)"
     )
-    assert _incomplete_lines(errors)[-1] == (
+    assert _incomplete_lines(errors, True)[-1] == (
         "  the judge refused the key (HTTP 401): give it a valid key and run again "
         "(cached answers stay)"
     )
 
 
 def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
-    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
-    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors)]
+    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors, True)]
     assert said[0] == (
-        "incomplete: 10 of 20 scores have no judgement: the judge refused the calls (HTTP 403) "
+        "10 of 20 scores have no judgement: the judge refused the calls (HTTP 403) "
         "for 3, failed for 2 (judge_error) and was unavailable for 5 (--max-error-rate sets "
         "how many unjudged scores are acceptable)"
     )
@@ -121,10 +121,10 @@ def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
     # judge errors of another kind (no answer, a 500) say nothing of a refusal
     other = _judge_errors(judge_error=3, judge_unavailable=5)
     assert _incompleteness(other, None, 0.05).startswith(
-        "incomplete: 8 of 18 scores have no judgement: the judge failed for 3 (judge_error) "
+        "8 of 18 scores have no judgement: the judge failed for 3 (judge_error) "
         "and was unavailable for 5"
     )
-    assert _incomplete_lines(other)[-1].startswith("  the judge was unreachable: fix it")
+    assert _incomplete_lines(other, True)[-1].startswith("  the judge was unreachable: fix it")
 
 
 def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
@@ -151,20 +151,90 @@ def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
     assert dumped["r1"]["judge_calls"] == 263 and dumped["r2"]["cost_usd"] == 0.1
 
 
+def _with_failed_calls(failed: int, runs: int):
+    """A version of ``runs`` runs whose first ``failed`` workflow calls gave nothing."""
+    from n8n_deepeval_pipeline.summary.run_summary import summarise
+    from tests.test_cli_exit_codes import score
+
+    rows = [score(run, "target_error", "HTTP 500") for run in range(failed)]
+    return summarise(
+        "bench", "a" * 64, rows + [score(run) for run in range(failed, runs)], [], [], []
+    )
+
+
+def test_failed_calls_within_the_limit_warn_without_calling_the_run_incomplete():
+    """0.8% of the calls failed and `run` exits 0: nothing says the run is incomplete."""
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+
+    summary = _with_failed_calls(2, 250)
+    assert incompleteness(summary.errors, None, 0.05) is None
+    text = render_summary(summary)
+    assert "INCOMPLETE" not in text.upper()
+    assert "WARNING: 2 of 250 workflow calls failed (0.8%; within the error limit, the run" in text
+
+
+def test_failed_calls_above_the_limit_say_incomplete_run_as_the_exit_code_does():
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+
+    summary = _with_failed_calls(16, 276)
+    why = incompleteness(summary.errors, None, 0.05)
+    assert why == (
+        "5.8% of the workflow calls failed (16 of 276 runs), above checks.maxErrorRate 5.0%"
+    )
+    lines = render_summary(summary.model_copy(update={"incomplete": why})).splitlines()
+    assert "WARNING: INCOMPLETE RUN: 16 of 276 workflow calls failed (5.8%)" in lines
+    assert summary.model_copy(update={"incomplete": why}).model_dump()["incomplete"] == why
+
+
+def test_the_summary_says_the_placeholders_decide_no_run_and_what_does():
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary, summarise
+    from n8n_deepeval_pipeline.tables.steps import expanded_runs, run_aggregates
+    from tests.tables.factories import metric_score
+    from tests.tables.test_steps import example_benchmark, row
+
+    runs = expanded_runs([row("r1")], 2, "n")
+    scores = [
+        metric_score(run.run_id, name, value, value >= 0.5, dry_run=dry, judge=judge)
+        for run in runs
+        for name, value, dry, judge in (
+            ("knowledge_retention", 0.0, True, "dry-run"),
+            ("answered", 1.0, False, None),
+        )
+    ]
+    benchmark = example_benchmark(metrics=["answered", "knowledge_retention"])
+    aggregates = run_aggregates(benchmark, runs, scores)
+    summary = summarise(
+        "bench", "a" * 64, scores, aggregates, [], ["answered", "knowledge_retention"]
+    )
+    assert summary.pass_rate == 1.0
+    assert {m.metric: m.decides for m in summary.metrics} == {
+        "answered": True,
+        "knowledge_retention": False,
+    }
+    lines = render_summary(summary).splitlines()
+    assert (
+        "  placeholders decide no run: the pass rate is decided by answered (no judge needed)"
+    ) in lines
+    assert any(
+        line.startswith("knowledge_retention") and line.endswith("(dry-run, decides no run)")
+        for line in lines
+    )
+
+
 def test_a_dead_judges_last_line_counts_every_unjudged_score():
-    from n8n_deepeval_pipeline.console.run_commands import _incompleteness
+    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     # 30 calls failed before the circuit opened, 24 failed fast after it: 54 unjudged
     errors = _judge_errors(judge_error=30, judge_unavailable=24)
     assert _incompleteness(errors, None, 0.05) == (
-        "incomplete: 54 of 64 scores have no judgement: the judge failed for 30 (judge_error) "
+        "54 of 64 scores have no judgement: the judge failed for 30 (judge_error) "
         "and was unavailable for 24 (--max-error-rate sets how many unjudged scores are "
         "acceptable)"
     )
     # every kind of unjudged score is in the count, the judge's own first
     mixed = _judge_errors(judge_auth=2, judge_invalid_output=1, judge_unavailable=5, timeout=1)
     assert _incompleteness(mixed, None, 0.05) == (
-        "incomplete: 9 of 19 scores have no judgement: the judge refused the key (HTTP 401) "
+        "9 of 19 scores have no judgement: the judge refused the key (HTTP 401) "
         "for 2, failed for 1 (judge_invalid_output) and was unavailable for 5; 1 more: "
         "timeout 1 (--max-error-rate sets how many unjudged scores are acceptable)"
     )

@@ -16,6 +16,7 @@ from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.live.n8n_server import load_workflow
 from tests.n8n_api.fake_n8n import FakeN8nApi
 from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT
+from tests.workflow.test_harness import CHAT_AGENT
 
 PROVIDER = "N8N_DEEPEVAL_JUDGE_PROVIDER"
 
@@ -227,6 +228,9 @@ def test_init_synthesize_writes_a_benchmark_on_synthesized_rows_that_validates(
     assert f"ok {out}: {len(rows)} rows" in result.stdout  # validated
     assert all(row["synthetic"] and row["source"] == "scratch" for row in rows)
     assert "golden(s) synthesized: review them" in out.read_text("utf-8")
+    # The workflow also reads a customer, which synthesized rows lack: sent empty, said so.
+    assert """row.get('customer')""" in out.read_text("utf-8")
+    assert "synthesized rows hold only the input" in out.read_text("utf-8")
 
 
 @pytest.mark.slow
@@ -254,3 +258,21 @@ def test_from_dataset_varies_the_rows_drawn_from_executions(
     # DeepEval read the style off the rows themselves (its PromptStyling extraction).
     asked = " ".join(json.dumps(body["messages"]) for body in judge.bodies)
     assert "Where is order A3301?" in asked and "PromptStyling" in json.dumps(judge.bodies)
+
+
+@pytest.mark.slow
+def test_init_synthesize_for_a_chat_agent_writes_simulated_conversations_that_validate(
+    judge: LoopbackJudge, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench" / "chat.benchmark.yaml"
+    result = CliRunner().invoke(main, ["init", workflow_file(tmp_path, CHAT_AGENT),
+                                       "--synthesize", "3", "--out", str(out)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(out.read_text("utf-8"))
+    assert document["simulation"] == {"maxUserTurns": 5}
+    assert "messagesColumn" not in document["target"]
+    metrics = {metric["metric"] for metric in document["metrics"]}
+    assert {"turn_relevancy", "knowledge_retention"} <= metrics
+    rows = lines(out.parent / document["dataset"]["path"])
+    assert rows and all(row["scenario"] and row["synthetic"] for row in rows)
+    assert f"ok {out}: {len(rows)} rows" in result.stdout  # the simulation section validates

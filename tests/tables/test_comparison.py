@@ -1,5 +1,7 @@
 """Stored runs of a version, grouped by dataset row for the version comparison."""
 
+from datetime import UTC, datetime
+
 import pytest
 
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -11,10 +13,16 @@ from n8n_deepeval_pipeline.tables.comparison import (
     UnknownVersionError,
     baseline_version,
     resolve_version,
+    variant_bases,
     verdict_rows,
     version_runs,
 )
-from n8n_deepeval_pipeline.tables.rows import ExpandedRun, MetricScore, RunAggregate
+from n8n_deepeval_pipeline.tables.rows import (
+    ExpandedRun,
+    MetricScore,
+    RunAggregate,
+    WorkflowSnapshot,
+)
 
 HASH = "a" * 64
 
@@ -74,6 +82,32 @@ def test_versions_are_named_by_prefix_and_the_baseline_is_the_one_before():
     assert baseline_version(known, known[2], None) == known[1]
     assert baseline_version(known, known[0], None) is None
     assert baseline_version(known, known[2], "aaa") == known[0]  # pinned in the benchmark
+
+
+def test_a_variant_is_compared_with_its_base_and_is_never_a_baseline_itself():
+    # v1, then v2 with its variants fast and terse, then v3 (an edit of v2)
+    v1, v2, fast, terse, v3 = ("1" * 12, "2" * 12, "f" * 12, "e" * 12, "3" * 12)
+    known = [v1, v2, fast, terse, v3]
+    bases = {fast: v2, terse: v2}
+    assert baseline_version(known, v3, None, bases) == v2  # not terse, registered just before
+    assert baseline_version(known, fast, None, bases) == v2
+    assert baseline_version(known, terse, "111", bases) == v2  # a pinned baseline is for edits
+    assert baseline_version(known, v2, None, bases) == v1
+    assert baseline_version([fast, v3], fast, None, bases) is None  # its base never ran
+    with pytest.raises(UnknownVersionError, match="no known version starts with 'fff'"):
+        baseline_version(known, v3, "fff", bases)  # a variant cannot be pinned as baseline
+
+
+def test_snapshots_say_which_versions_are_variants_and_of_what():
+    def snapshot(digest, base=None, variant=None):
+        return WorkflowSnapshot(
+            workflow_hash=digest, workflow_id=None, name="w", node_count=1, source="file",
+            fetched_at=datetime.now(UTC), canonical_json="{}", variant=variant, base_hash=base,
+        )  # fmt: skip
+
+    base, fast = "a" * 64, "b" * 64
+    bases = variant_bases([snapshot(base), snapshot(fast, base=base, variant="fast")])
+    assert bases == {"b" * 12: "a" * 12}
 
 
 def test_a_gate_flags_its_verdict_and_surer_ones_only():

@@ -93,3 +93,20 @@ def test_a_table_from_before_a_nullable_column_reads_it_as_none_but_not_a_requir
     assert read == score.model_copy(update={"error_kind": None})
     with pytest.raises(OutdatedTableError, match="has no column run_id: it was written by an"):
         from_frame(MetricScore, older.drop(columns=["run_id"]))
+
+
+def test_rows_stored_with_the_retired_no_output_kind_read_back_as_target_error():
+    """Results stored before one name was kept for a run without output still read."""
+    stored = AgentOutput(workflow_hash="a" * 64, run_id="r", error="x", error_kind="no_output")
+    assert stored.error_kind == "target_error"
+    score = MetricScore.model_validate(
+        {
+            "workflow_hash": "a" * 64, "run_id": "r", "case_id": "c", "metric": "m",
+            "metric_slug": "exact_match", "score": None, "threshold": 0.5, "success": False,
+            "direction": "higher_is_better", "reason": None, "error": "x",
+            "error_kind": "no_output", "judge": None, "dry_run": False, "judge_calls": 0,
+            "judge_retries": 0, "cached_calls": 0, "prompt_tokens": 0, "completion_tokens": 0,
+            "tokens": 0, "cost_usd": None, "latency_s": 0.0,
+        }
+    )  # fmt: skip
+    assert score.error_kind == "target_error"

@@ -225,7 +225,11 @@ def test_runs_without_output_get_panel_rows_without_votes():
     runs = steps.expanded_runs([row], 1, "n")
     plan = EvaluationPlan(bench, runs, [row], [], JudgeSpec(), 30)
     (missing,) = plan.rows_without_output()
-    assert (missing.error_kind, missing.panel, missing.judge_scores) == ("no_output", "mean", None)
+    assert (missing.error_kind, missing.panel, missing.judge_scores) == (
+        "target_error",
+        "mean",
+        None,
+    )
 
 
 def test_a_judge_that_cannot_be_built_names_the_metric(resource):

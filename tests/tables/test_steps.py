@@ -14,6 +14,7 @@ from n8n_deepeval_pipeline import (
 )
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan, conversation
+from n8n_deepeval_pipeline.workflow.variants import family
 from tests.conftest import EXAMPLE
 from tests.tables.factories import metric_score as score
 
@@ -56,6 +57,22 @@ def test_the_snapshot_refuses_a_workflow_that_hashes_to_another_partition(tmp_pa
         steps.workflow_snapshot(workflow, "workflow.json", HASH[:12])
 
 
+def test_a_variants_snapshot_is_its_own_graph_named_after_it_with_the_workflows_hash():
+    workflow = json.loads((EXAMPLE / "workflow.json").read_text())
+    variants = {"nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}}}
+    base, nano = family(workflow, variants)
+    (snapshot,) = steps.workflow_snapshot(workflow, "workflow.json", nano.key, variants)
+    assert (snapshot.workflow_hash, snapshot.variant) == (nano.workflow_hash, "nano")
+    assert snapshot.base_hash == base.workflow_hash
+    assert '"value":"gpt-4.1-nano"' in snapshot.canonical_json
+    (own,) = steps.workflow_snapshot(workflow, "workflow.json", base.key, variants)
+    assert (own.variant, own.base_hash) == (None, None)
+    with pytest.raises(
+        steps.PartitionMismatchError, match=f"base {base.key}, nano {nano.key}, not to"
+    ):
+        steps.workflow_snapshot(workflow, "workflow.json", HASH[:12], variants)
+
+
 def example_benchmark(**aggregate):
     benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
     update = benchmark.aggregate.model_copy(update=aggregate)
@@ -85,6 +102,30 @@ def test_run_aggregates_normalise_lower_is_better_and_count_errors_as_failures()
     assert any_pass[0].overall_success is True
 
 
+def test_dry_run_placeholders_decide_no_run_that_a_real_score_can_decide():
+    """A fresh benchmark on the dry-run judge: a placeholder 0.0 must not fail every case."""
+    runs = steps.expanded_runs([row("r1")], 2, "n")
+    first, second = (run.run_id for run in runs)
+    scores = [
+        score(first, "knowledge_retention", 0.0, False, dry_run=True, judge="dry-run"),
+        score(first, "answered", 1.0, True),
+        score(second, "knowledge_retention", 0.0, False, dry_run=True, judge="dry-run"),
+        score(second, "answered", 0.0, False),
+    ]
+    benchmark = example_benchmark(metrics=["knowledge_retention", "answered"])
+    one, two = steps.run_aggregates(benchmark, runs, scores)
+    assert (one.overall_success, two.overall_success) == (True, False)  # the real score's word
+    assert [m["metric"] for m in one.metrics] == ["answered"]
+    assert one.overall_score == 1.0
+    # with no real score among those that decide, the placeholders still do (and say so)
+    alone = [s for s in scores if s.metric == "knowledge_retention"]
+    only = steps.run_aggregates(example_benchmark(metrics=["knowledge_retention"]), runs, alone)
+    assert [m["metric"] for m in only[0].metrics] == ["knowledge_retention"]
+    # a real judge's scores decide as they always did
+    judged = [s.model_copy(update={"dry_run": False}) for s in scores]
+    assert steps.run_aggregates(benchmark, runs, judged)[0].overall_success is False
+
+
 def test_consistency_groups_runs_of_a_case_with_pass_at_k():
     runs = steps.expanded_runs([row("r1", label="refund")], 3, "n")
     scores = [
@@ -103,7 +144,7 @@ def test_consistency_groups_runs_of_a_case_with_pass_at_k():
     assert (stats.label_distribution, stats.label_agreement) == ({"x": 3}, 1.0)
 
 
-def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
+def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_target_errors():
     benchmark = load_benchmark(EXAMPLE / "benchmark.yaml")
     runs = steps.expanded_runs([row("r1", input="hi")], 2, "n")
     outputs = [
@@ -116,7 +157,7 @@ def test_the_plan_sends_runs_with_output_and_rows_the_rest_as_no_output():
     assert {task.item.actual_output for task in plan.tasks} == {"hello"}
     missing = plan.rows_without_output()
     assert {(r.run_id, r.error_kind, r.error, r.success) for r in missing} == {
-        (runs[1].run_id, "no_output", "target_error: 500", False)
+        (runs[1].run_id, "target_error", "target_error: 500", False)
     }
     finished = {plan.tasks[0].fingerprint(): EvaluationResult(task_id=99, score=1.0)}
     kept, to_run = plan.resume(finished)

@@ -3,8 +3,8 @@
 evaluator, ``hang`` hangs, ``crash`` kills the worker (``crash-later`` after 0.1 s, and
 ``slow`` answers after 0.3 s: both let others run meanwhile), ``heap`` reports how many objects
 are left out of garbage collection and ``inherited`` what the worker was forked with
-(certificates loaded, DeepEval templates compiled, the Anthropic SDK imported and answer
-schemas converted for it); every other task reports what it
+(certificates loaded, DeepEval templates compiled, answer schemas converted, the
+Anthropic SDK imported for an Anthropic judge); every other task reports what it
 found of earlier pollution in its reason. The real isolation code (fresh context, trace
 manager reset, module snapshot) runs around it unchanged."""
 
@@ -24,7 +24,7 @@ from deepeval.tracing.tracing import trace_manager
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.judging.providers import tls_context
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
-from n8n_deepeval_pipeline.judging.wire_format import anthropic_output_format
+from n8n_deepeval_pipeline.judging.wire_format import strict_response_format
 from n8n_deepeval_pipeline.worker.evaluate import Evaluator
 
 MARKER = contextvars.ContextVar("pollution_marker", default=None)
@@ -63,7 +63,7 @@ class PollutingEvaluator(Evaluator):
                 "certificates": tls_context.cache_info().currsize,
                 "templates": sorted({key[1] for key in _registry._compiled}),
                 "anthropic_sdk": "anthropic" in sys.modules,
-                "anthropic_schemas": anthropic_output_format.cache_info().currsize,
+                "answer_schemas": strict_response_format.cache_info().currsize,
             }
             return EvaluationResult(task_id=task.task_id, score=1.0, reason=json.dumps(inherited))
         if task.metric_label == "heap":

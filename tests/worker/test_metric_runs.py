@@ -4,6 +4,7 @@ on a realistic n8n-shaped item, with the dry-run judge where a judge is needed."
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG, EvaluationItem, JudgeSpec
+from n8n_deepeval_pipeline.evaluation import HeadToHead
 from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
 from tests.conftest import evaluate_all, make_task
 from tests.metrics.test_dag import NODES as BRANCHING_NODES
@@ -53,6 +54,14 @@ ITEM = EvaluationItem(
     chatbot_role="a polite support agent for Acme Outdoor",
     expected_outcome="The customer learns the order total.",
     scenario="A customer asks for an order total.",
+    # Arena G-Eval's other side: the same row's run in a variant with another model.
+    head_to_head=HeadToHead(
+        name="base",
+        opponent="nano",
+        opponent_output="It comes to 179.00 for both bags.",
+        opponent_steps=STEPS[:1],
+        opponent_first=False,
+    ),
 )
 VERDICT = {"type": "verdict", "verdict": True, "score": 10}
 DAG_NODES = {
@@ -88,6 +97,11 @@ OPTIONS = {
         "name": "total",
         "criteria": "Is the total right?",
         "evaluationParams": ["INPUT", "ACTUAL_OUTPUT"],
+    },
+    "arena_g_eval": {
+        "name": "clearer",
+        "criteria": "Which answer states the total more clearly?",
+        "evaluationParams": ["INPUT", "ACTUAL_OUTPUT", "TOOLS_CALLED"],
     },
     "dag": {"name": "total_dag", "dag": {"nodes": DAG_NODES}},
     "dag_branching": {"name": "concise_and_right", "dag": {"nodes": BRANCHING_NODES}},
@@ -184,6 +198,7 @@ MISSING = {
     "chatbot_role": {"chatbot_role": None},
     "expected_outcome": {"expected_outcome": None},
     "scenario": {"scenario": None},
+    "opponent": {"head_to_head": None},
 }
 
 
@@ -302,3 +317,22 @@ def test_the_judge_sees_exactly_the_runs_input_and_output_as_two_turns(pool, tmp
     ]
     (prompt,) = [p for p in server.prompts if "Per-turn fields:" in p]
     assert f"Per-turn fields:\n{turns}\n" in prompt
+
+
+def test_an_arena_scores_a_win_or_a_loss_from_the_judges_pick_in_both_positions(pool):
+    """DeepEval's arena, on the dry-run judge (which picks one of the contestants listed)."""
+    swapped = ITEM.head_to_head.model_copy(update={"opponent_first": True})
+    items = [ITEM, ITEM.model_copy(update={"head_to_head": swapped})]
+    results = run_all(
+        pool, [task_for("arena_g_eval", item, index) for index, item in enumerate(items)]
+    )
+    for result in results:
+        assert result.error is None, result.error
+        assert result.score in (0.0, 1.0)
+        assert result.judge_calls == 3  # steps, winner, the reason rewritten with real names
+    no_steps = ITEM.head_to_head.model_copy(update={"opponent_steps": None})
+    (missing,) = run_all(
+        pool, [task_for("arena_g_eval", ITEM.model_copy(update={"head_to_head": no_steps}), 9)]
+    )
+    assert missing.error_kind == "missing_input"
+    assert FIELD_SOURCES["opponent"] in missing.error

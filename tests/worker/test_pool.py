@@ -260,14 +260,14 @@ def test_workers_are_forked_with_the_certificates_and_their_metrics_templates_re
         "certificates": 1,
         "templates": ["BiasMetric"],
         "anthropic_sdk": False,  # no Anthropic judge: the SDK's 2.7 s import is skipped
-        "anthropic_schemas": 0,
+        "answer_schemas": 4,  # Bias's (opinions, a verdict, the verdicts, the reason)
     }
     assert older["templates"] == ["BiasMetric"]
     assert fresh["templates"] == ["BiasMetric", "ToxicityMetric"]
     assert fresh_pid != older_pid
 
 
-def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_and_answer_schemas_ready(
+def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_ready(
     tmp_path,
 ):
     claude = JudgeSpec(
@@ -280,8 +280,7 @@ def test_workers_of_an_anthropic_judge_are_forked_with_its_sdk_and_answer_schema
     )
     assert before["anthropic_sdk"] is False
     assert older["anthropic_sdk"] is False
-    # Bias's four answer models (opinions, a verdict, the verdicts, the reason), converted once.
-    assert after["anthropic_sdk"] is True and after["anthropic_schemas"] == 4
+    assert after["anthropic_sdk"] is True
     assert after_pid != older_pid
 
 

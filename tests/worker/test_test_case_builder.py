@@ -70,3 +70,22 @@ def test_the_trace_carries_the_sessions_earlier_messages_before_this_run():
     assert [m["role"] for m in messages] == ["human", "ai", "human", "human"] + ["Tool Input"] * 2
     assert messages[0] == {"role": "human", "content": "Hi, I ordered sleeping bags, order A3301."}
     assert messages[3] == {"role": "human", "content": ITEM.input}
+
+
+def test_a_simulated_conversation_gives_each_turn_the_tools_it_called():
+    step = {"action": {"tool": "Calculator", "toolInput": {"input": "6*7"}, "log": "calc"},
+            "observation": '[{"response":"42"}]'}  # fmt: skip
+    turns = [
+        {"role": "user", "content": "What is 6*7?"},
+        {"role": "assistant", "content": "42.", "intermediateSteps": [step]},
+        {"role": "user", "content": "Thanks"},
+        {"role": "assistant", "content": "Bye.", "intermediateSteps": []},
+    ]
+    item = NO_HISTORY.model_copy(
+        update={"turns": turns, "intermediate_steps": [step], "actual_output": "Bye."}
+    )
+    conversation = build("tool_use", item)
+    tools = [[call.name for call in turn.tools_called or []] for turn in conversation.turns]
+    assert tools == [[], ["Calculator"], [], []]
+    (call,) = conversation.turns[1].tools_called
+    assert (call.input_parameters, call.output) == ({"input": "6*7"}, '[{"response":"42"}]')

@@ -2,8 +2,9 @@
 
 The resource holds the default; a benchmark file, or one metric in it, may name another
 judge. Keys are read here only (from environment variables, through ``EnvVar`` in the
-definitions or a benchmark's or metric's ``apiKeyEnv``) and travel to the workers inside
-the judge spec; they are never logged or stored (tables record ``provider:model`` only).
+definitions or a benchmark's or metric's ``apiKeyEnv``, ``awsAccessKeyIdEnv``, …) and
+travel to the workers inside the judge spec; they are never logged or stored (tables
+record ``provider:model`` only).
 """
 
 from __future__ import annotations
@@ -38,13 +39,28 @@ class JudgeResource(dg.ConfigurableResource):
     )
     model: str = "dry-run"
     base_url: str | None = Field(default=None, description="e.g. http://127.0.0.1:11434/v1")
-    api_key: str | None = Field(default=None, description="Set from an environment variable.")
+    api_key: str | None = Field(
+        default=None,
+        description="Set from an environment variable (Bedrock: the AWS secret access key).",
+    )
     api_version: str | None = Field(default=None, description="Azure OpenAI API version.")
+    deployment: str | None = Field(
+        default=None, description="Azure OpenAI deployment (model: the model it runs)."
+    )
+    region: str | None = Field(default=None, description="Amazon Bedrock's AWS region.")
+    aws_access_key_id: str | None = Field(
+        default=None, description="Amazon Bedrock; set from an environment variable."
+    )
+    aws_session_token: str | None = Field(
+        default=None, description="Amazon Bedrock; set from an environment variable."
+    )
     timeout_s: float = 60.0
-    temperature: float | None = 0.0
+    temperature: float | None = Field(
+        default=None, description="Unset: what DeepEval's class for the provider sends."
+    )
     max_tokens: int | None = None
     structured_outputs: str = Field(
-        default="strict", description=f"OpenAI-family judges: {', '.join(STRUCTURED_OUTPUTS)}."
+        default="strict", description=f"openai-compatible judges: {', '.join(STRUCTURED_OUTPUTS)}."
     )
     logprobs: bool | None = Field(
         default=None, description="Log-probabilities for G-Eval (unset: as DeepEval decides)."
@@ -74,6 +90,10 @@ class JudgeResource(dg.ConfigurableResource):
             "base_url": self.base_url,
             "api_key": self.api_key,
             "api_version": self.api_version,
+            "deployment": self.deployment,
+            "region": self.region,
+            "aws_access_key_id": self.aws_access_key_id,
+            "aws_session_token": self.aws_session_token,
             "timeout_s": self.timeout_s,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,

@@ -64,6 +64,10 @@ class N8nResource(dg.ConfigurableResource):
 
     def webhook_caller(self, target: WebhookTarget) -> WebhookCaller:
         """The caller of the target's webhook (its URL read from the environment if named)."""
+        return WebhookCaller(target, self.webhook_url(target), os.environ)
+
+    def webhook_url(self, target: WebhookTarget) -> str:
+        """The target's webhook URL: as given, or read from the variable ``urlEnv`` names."""
         url = target.url
         if target.url_env is not None:
             url = os.environ.get(target.url_env)
@@ -72,4 +76,4 @@ class N8nResource(dg.ConfigurableResource):
                     f"target.urlEnv: the environment variable {target.url_env} is not set"
                 )
         assert url is not None  # the target's validator guarantees url or urlEnv
-        return WebhookCaller(target, url, os.environ)
+        return url

@@ -1,0 +1,1 @@
+"""One module per SDK a judge asks through; ``judging.providers.build_provider`` picks one."""

@@ -1,0 +1,173 @@
+"""A simulated benchmark end to end: `run` plays a conversation per run and scores it.
+
+The workflow is a webhook target at the loopback chatbot (a test double of an n8n chat
+agent with memory and a Calculator tool); the loopback judge plays the users and scores
+the conversations with the multi-turn metrics."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+import yaml
+
+from n8n_deepeval_pipeline.testing.loopback_chatbot import LoopbackChatbot
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.conftest import EXAMPLE
+
+pytestmark = pytest.mark.slow
+API_KEY = "sk-test-SIMULATION-4b1e0c"
+URL_TOKEN = "URLTOKEN-sim-8d0f"
+GOLDENS = (
+    "id,scenario,expectedOutcome,userDescription\n"
+    "mul,What is 6*7,learns 42,a student checking homework\n"
+    "weather,Asks about weather,weather told,a hiker planning a trip\n"
+)
+METRICS = [
+    {"metric": "turn_relevancy"},
+    {"metric": "knowledge_retention"},
+    {"metric": "conversation_completeness"},
+    {"metric": "goal_accuracy"},
+    {"metric": "tool_use", "availableTools": ["Calculator"]},
+]
+
+
+def write_benchmark(tmp_path: Path, chatbot: LoopbackChatbot, **changes: Any) -> Path:
+    (tmp_path / "goldens.csv").write_text(GOLDENS, encoding="utf-8")
+    document = {
+        "name": "simulated",
+        "workflow": str(EXAMPLE / "workflow.json"),
+        "dataset": {"path": "goldens.csv"},
+        "runsPerRow": 2,
+        "target": {
+            "type": "n8n_webhook",
+            "url": f"{chatbot.url}?token={URL_TOKEN}",
+            "maxConcurrency": 8,
+        },
+        "simulation": {"maxUserTurns": 3},
+        "metrics": METRICS,
+        **changes,
+    }
+    path = tmp_path / "simulated.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    return path
+
+
+def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "N8N_DEEPEVAL_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster"),
+        "DEEPEVAL_POOL_SIZE": "2",
+        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
+        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
+        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
+        "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
+    }
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path), "--json"]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+
+
+def stored(home: Path, sql: str) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(home / "results.duckdb"), read_only=True) as db:
+        return db.execute(sql).fetchall()
+
+
+@pytest.fixture
+def servers() -> Any:
+    judge, chatbot = LoopbackJudge(latency_s=0.01).start(), LoopbackChatbot().start()
+    yield judge, chatbot
+    judge.stop()
+    chatbot.stop()
+
+
+def test_each_run_is_a_conversation_scored_by_the_multi_turn_metrics(
+    servers: Any, tmp_path: Path
+) -> None:
+    judge, chatbot = servers
+    home = tmp_path / "home"
+    first = run(write_benchmark(tmp_path, chatbot), judge, home)
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads(first.stdout)
+    outputs = stored(
+        home,
+        "select run_id, session_id, stop_reason, turns, intermediate_steps, actual_output, "
+        "simulation, error from simulated.agent_outputs order by run_id",
+    )
+    assert len(outputs) == 4
+    sessions = {row[1] for row in outputs}
+    assert len(sessions) == 4  # a memory session per conversation
+    assert set(chatbot.memory) == sessions  # the chatbot saw exactly those
+    for run_id, session, reason, turns, steps, output, simulation, error in outputs:
+        turns, simulation = json.loads(turns), json.loads(simulation)
+        assert session.startswith(run_id + ":") and error is None
+        assert reason in ("outcome_reached", "turn_limit")
+        user_turns = [turn for turn in turns if turn["role"] == "user"]
+        answers = [turn for turn in turns if turn["role"] == "assistant"]
+        assert len(user_turns) == len(answers) == simulation["userTurns"]
+        assert (reason == "turn_limit") == (simulation["userTurns"] == 3)
+        # what the chatbot was sent in the session, turn by turn
+        assert chatbot.memory[session] == [turn["content"] for turn in user_turns]
+        assert output == answers[-1]["content"]
+        assert all("latencyS" in turn and "intermediateSteps" in turn for turn in answers)
+        if ":mul:" in run_id:  # each turn asked 6*7: the Calculator, turn by turn
+            assert all(len(turn["intermediateSteps"]) == 1 for turn in answers)
+            assert len(json.loads(steps)) == len(answers)
+        assert simulation["judge"] == "openai-compatible:gpt-4o-mini"
+        assert simulation["judgeCalls"] == 2 * simulation["userTurns"] - (reason == "turn_limit")
+    # every run × metric scored, none with an error
+    scores = stored(
+        home, "select metric, count(*), count(score), count(error) from simulated.metric_scores "
+        "group by metric order by metric",
+    )  # fmt: skip
+    assert scores == [(m["metric"], 4, 4, 0) for m in sorted(METRICS, key=lambda m: m["metric"])]
+    # Tool Use was shown the Calculator's calls on the turns that made them
+    tool_use = [b for b in judge.bodies if "Calculator" in json.dumps(b) and "6*7" in json.dumps(b)]
+    assert any("tool" in json.dumps(body).lower() for body in tool_use)
+    simulation = summary["simulation"]
+    assert simulation["conversations"] == 4 and simulation["judge_calls"] > 0
+    assert sum(simulation["stopped"].values()) == 4
+    assert API_KEY not in first.stdout + first.stderr
+    # neither the judge's key nor the webhook's token is stored, and the simulator process
+    # left nothing behind (its scratch folder and log go when it succeeded)
+    for secret in (API_KEY, URL_TOKEN):
+        assert not any(
+            secret.encode() in file.read_bytes() for file in home.rglob("*") if file.is_file()
+        )
+    temp = Path(os.environ["TMPDIR"])
+    assert not list(temp.glob("n8n-deepeval-simulation-*"))
+
+    requests = judge.requests
+    again = run(write_benchmark(tmp_path, chatbot), judge, home)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert judge.requests == requests  # the same user turns, replayed from the cache
+    replayed = json.loads(again.stdout)["simulation"]
+    assert replayed["judge_calls"] == 0
+    assert replayed["cached_calls"] == simulation["judge_calls"]
+
+
+def test_a_recorded_target_cannot_be_simulated(tmp_path: Path) -> None:
+    (tmp_path / "goldens.csv").write_text(GOLDENS, encoding="utf-8")
+    document = {
+        "name": "simulated",
+        "workflow": str(EXAMPLE / "workflow.json"),
+        "dataset": {"path": "goldens.csv"},
+        "target": {"type": "recorded", "outputs": str(EXAMPLE / "outputs.jsonl")},
+        "simulation": {},
+        "metrics": METRICS,
+    }
+    path = tmp_path / "simulated.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "validate", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert str(path) in done.stderr + done.stdout
+    assert "simulation: a recorded target replays outputs captured earlier" in done.stderr + (
+        done.stdout
+    )
