@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from n8n_deepeval_pipeline import workflow_hash
 from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 from tests.conftest import EXAMPLE
 from tests.orchestration.conftest import edit_and_record_new_version
 
@@ -198,8 +199,11 @@ def test_backfill_runs_the_current_version_and_rescores_older_ones(
     runner = CliRunner()
     assert runner.invoke(main, ["run", str(example_copy)]).exit_code == 0
     new = edit_and_record_new_version(example_copy)
+    with local_instance() as instance:  # a version production traffic registered (online)
+        instance.add_dynamic_partitions("support_agent__workflow_hash", ["0123456789ab"])
     backfill = runner.invoke(main, ["backfill", str(example_copy)])
     assert backfill.exit_code == 0, backfill.output
+    assert "never benchmarked, left out: 0123456789ab" in backfill.output  # nothing to re-score
     assert ": from metric_scores" in backfill.output  # the old version, re-scored
     assert f"workflow {new[:12]}: every asset" in backfill.output
     assert "backfilled 2 version(s)" in backfill.output

@@ -63,6 +63,9 @@ class FakeRunner:
     def known_versions(self) -> list[str]:
         return list(self.ended)
 
+    def versions_to_backfill(self, current: set[str]) -> tuple[list[str], list[str]]:
+        return list(self.ended), []  # every version has stored outputs
+
     def materialise(
         self,
         partition: str,

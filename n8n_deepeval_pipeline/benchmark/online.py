@@ -26,6 +26,23 @@ class DropCheck(ConfigModel):
     )
 
 
+class VersionCheck(ConfigModel):
+    """The asset check comparing the newest version's production pass rate with the one before."""
+
+    lookback_days: int = Field(
+        default=7,
+        ge=1,
+        le=90,
+        description="Days of traffic (ending on the summary's day) each version's items are "
+        "counted over.",
+    )
+    fail_on: GateVerdict | None = Field(
+        default=None,
+        description="The comparison's tier that fails the check: regression or "
+        "likely_regression (default: compare.failOn, as the benchmark's no_regression check).",
+    )
+
+
 class OnlineConfig(ConfigModel):
     """Score the workflow's production executions, sampled and capped."""
 
@@ -62,4 +79,9 @@ class OnlineConfig(ConfigModel):
         default=DropCheck(),
         description="The no_pass_rate_drop check: the last window's pass rate against the one "
         "before (a warning, never a failure).",
+    )
+    version_check: VersionCheck = Field(
+        default=VersionCheck(),
+        description="The no_version_regression check: the newest workflow version's production "
+        "pass rate against the version registered before it, with the compare tiers.",
     )

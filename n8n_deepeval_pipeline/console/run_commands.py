@@ -394,7 +394,9 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
             # Older versions' workflow and outputs cannot be made again: re-score them. The
             # current ones are the workflow and its variants.
             current = set() if from_asset else _current_versions(runner, checked.workflow_hash)
-            versions = runner.known_versions()
+            versions, unrun = runner.versions_to_backfill(current)
+            if unrun:  # registered from production traffic: no outputs stored to re-score
+                click.echo(f"never benchmarked, left out: {', '.join(unrun)}", err=True)
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
             failed: list[Refused] = []

@@ -155,6 +155,21 @@ class N8nClient:
             }
         return found
 
+    def workflow_version(self, workflow_id: str, version_id: str) -> dict[str, Any] | None:
+        """One saved version from the workflow's history: its nodes and connections as saved.
+
+        None when n8n no longer keeps it (history is pruned) or has none.
+        """
+        try:
+            found: dict[str, Any] = self._request(
+                "GET", f"/workflows/{workflow_id}/versions/{version_id}"
+            )
+        except N8nApiError as error:
+            if error.status == 404:
+                return None
+            raise
+        return found
+
     def workflows(self) -> list[dict[str, Any]]:
         """Every workflow of the instance (ids, names, active flags; all pages)."""
         return list(self._pages("/workflows", {"excludePinnedData": "true"}))

@@ -1,8 +1,9 @@
 """What one sensor tick hands to runs: the cursor, sampling, idle sessions and the hourly cap.
 
 The cursor is the highest execution id seen, the executions below it still running or
-waiting (``pending``: they are looked at again each tick until they end) and the chat
-sessions still open. An execution is decided once: handed to a run, or left out by
+waiting (``pending``: they are looked at again each tick until they end), the chat
+sessions still open, and the workflow versions seen (n8n's version id → the pipeline's
+hash, ``online.versions``). An execution is decided once: handed to a run, or left out by
 sampling, the cap or its status; the cursor is stored with the tick, so a restart (the
 cursor read back) neither scores an execution twice nor skips one. Sampling hashes the
 execution's id (a session's id for a conversation) against ``sampleRate``: a restart
@@ -38,6 +39,7 @@ class SeenExecution(BaseModel):
     mode: str | None = None
     status: str | None = None
     session: str | None = None
+    version_id: str | None = None  # n8n's id of the workflow version that ran it
 
 
 class OpenSession(BaseModel):
@@ -46,6 +48,7 @@ class OpenSession(BaseModel):
     execution_ids: list[int]
     first_started: datetime
     last_started: datetime
+    version_id: str | None = None  # of its latest message's execution
 
 
 class OnlineCursor(BaseModel):
@@ -57,6 +60,7 @@ class OnlineCursor(BaseModel):
     hour: str | None = None  # the clock hour scored_in_hour counts in
     scored_in_hour: int = 0
     open_sessions: dict[str, OpenSession] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)  # n8n version id → workflow hash
 
     @classmethod
     def read(cls, text: str | None) -> OnlineCursor:
@@ -73,6 +77,8 @@ class ScoreItem(BaseModel):
     key: str  # the execution id, or the session id
     execution_ids: list[int]
     started_at: datetime
+    n8n_version_id: str | None = None  # the version that ran it (a session: its last message)
+    workflow_hash: str | None = None  # that version's hash, when the sensor could name it
 
     @property
     def day(self) -> str:
@@ -146,7 +152,8 @@ class _Planner:
         if single_turn:
             if sampled(key, self.config.sample_rate):
                 self.offer(ScoreItem(kind="execution", key=key, execution_ids=[execution.id],
-                                     started_at=execution.started_at))  # fmt: skip
+                                     started_at=execution.started_at,
+                                     n8n_version_id=execution.version_id))  # fmt: skip
             else:
                 self.tick.not_sampled += 1
         if conversational and execution.session is not None:
@@ -161,9 +168,12 @@ class _Planner:
                 execution_ids=[execution.id],
                 first_started=execution.started_at,
                 last_started=execution.started_at,
+                version_id=execution.version_id,
             )
             return
         found.execution_ids.append(execution.id)
+        if execution.started_at >= found.last_started:
+            found.version_id = execution.version_id
         found.last_started = max(found.last_started, execution.started_at)
 
     def close_idle(self) -> None:
@@ -173,7 +183,8 @@ class _Planner:
         for key in sorted(done, key=lambda k: self.sessions[k].first_started):
             session = self.sessions.pop(key)
             self.offer(ScoreItem(kind="session", key=key, execution_ids=session.execution_ids,
-                                 started_at=session.first_started))  # fmt: skip
+                                 started_at=session.first_started,
+                                 n8n_version_id=session.version_id))  # fmt: skip
 
 
 def plan_tick(
@@ -207,5 +218,6 @@ def plan_tick(
         hour=_hour(now),
         scored_in_hour=planner.scored_in_hour,
         open_sessions=planner.sessions,
+        versions=cursor.versions,
     )
     return planner.tick

@@ -3,17 +3,17 @@
 An execution is one run: the trigger's message as its input, what the workflow answered
 as its output, the agent's tool calls as its steps. A chat session is one conversation:
 its executions' messages and answers, in the order they were sent, as its turns. Each row
-is tagged with the workflow version that served it: the current workflow's hash when n8n
-says the execution ran its current version (``workflowVersionId``), else the hash of the
-workflow n8n stored with the execution. That copy has every parameter's default filled
-in, so its hash names a past version apart from the others but is not a version key of
-the benchmark's own partitions.
+is tagged with the workflow version that served it (a session: its last message), as the
+sensor named it from n8n's version id (``online.versions``); failing that, with the hash
+of the workflow copy n8n stored with the execution, marked ``stored_copy``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.judging.prices import PriceTable
@@ -22,6 +22,11 @@ from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.executions import execution_steps
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import Exchange, exchange_of
 from n8n_deepeval_pipeline.online.cursor import ItemKind, ScoreItem
+from n8n_deepeval_pipeline.online.versions import (
+    VersionMatch,
+    execution_version_id,
+    stored_copy_hash,
+)
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -31,7 +36,6 @@ from n8n_deepeval_pipeline.tables.rows import (
     TableRow,
 )
 from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
-from n8n_deepeval_pipeline.workflow.hashing import WorkflowShapeError, workflow_hash
 
 RUN_NAME = "online"
 
@@ -42,8 +46,14 @@ class OnlineScore(TableRow):
     table = "online_scores"
 
     workflow_hash: str
-    """The version that served the item: the current one's when n8n says it ran it, else
-    the hash of the workflow n8n stored with the execution."""
+    """The version that served the item (a session: its last message), by the pipeline's
+    hash of the saved workflow; see `version_match`."""
+    n8n_version_id: str | None
+    """n8n's id of that version (`workflowVersionId`), if n8n stored one."""
+    version_match: VersionMatch
+    """`version_id`: named by n8n's version id (a version the benchmark can register);
+    `stored_copy`: the hash of the workflow n8n stored with the execution, defaults filled
+    in (n8n gave no version id, or no longer keeps that version)."""
     score_id: str
     """`execution:<id>` or `session:<id>:<first execution>`: what a re-run replaces."""
     kind: ItemKind
@@ -91,24 +101,30 @@ def score_id(item: ScoreItem) -> str:
     return f"execution:{item.key}"
 
 
-def version_id(workflow: dict[str, Any]) -> str | None:
-    """n8n's id of the version its triggers run: the published one, else the only one."""
-    found = workflow.get("activeVersionId") if workflow.get("active") else None
-    found = found or workflow.get("versionId")
-    return None if found is None else str(found)
+class ServedVersion(BaseModel):
+    """The version an item was served by, as its rows are tagged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow_hash: str
+    n8n_version_id: str | None
+    version_match: VersionMatch
 
 
-def served_by(
-    execution: dict[str, Any], current_hash: str, current_version: str | None = None
-) -> str:
-    """The hash of the workflow version that ran the execution."""
-    ran = execution.get("workflowVersionId")
-    if ran is not None and str(ran) == current_version:
-        return current_hash
-    try:
-        return workflow_hash(execution["workflowData"])
-    except (KeyError, TypeError, WorkflowShapeError):
-        return current_hash  # n8n stored no workflow with it
+def served_version(
+    item: ScoreItem, found: list[dict[str, Any]], current_hash: str
+) -> ServedVersion:
+    """The version the sensor named, else the stored copy's hash (else the current one's)."""
+    last = found[-1] if found else {}
+    ran = item.n8n_version_id or execution_version_id(last)
+    if item.workflow_hash is not None:
+        return ServedVersion(
+            workflow_hash=item.workflow_hash, n8n_version_id=ran, version_match="version_id"
+        )
+    copy = stored_copy_hash(last)
+    return ServedVersion(
+        workflow_hash=copy or current_hash, n8n_version_id=ran, version_match="stored_copy"
+    )
 
 
 def _turns(exchanges: list[Exchange]) -> list[dict[str, str]]:
@@ -130,7 +146,8 @@ class OnlineRuns:
         current_hash: str,
     ) -> None:
         self.items = {score_id(item): item for item in items}
-        self.current = (current_hash, version_id(workflow))
+        self.current_hash = current_hash
+        self.versions: dict[str, ServedVersion] = {}
         self.rows: list[DatasetRow] = []
         self.runs: list[ExpandedRun] = []
         self.outputs: list[AgentOutput] = []
@@ -141,7 +158,9 @@ class OnlineRuns:
 
     def _add(self, item: ScoreItem, found: list[dict[str, Any]], shape: Anatomy) -> None:
         identifier = score_id(item)
-        version = served_by(found[-1], *self.current) if found else self.current[0]
+        served = served_version(item, found, self.current_hash)
+        self.versions[identifier] = served
+        version = served.workflow_hash
         exchanges = [e for e in (exchange_of(x, shape) for x in found) if e is not None]
         first = exchanges[0] if exchanges else None
         self.rows.append(DatasetRow(
@@ -206,8 +225,11 @@ class OnlineRuns:
     def score_row(self, score: MetricScore, scored_at: datetime) -> OnlineScore:
         """The stored row of one metric's score of an item."""
         item = self.items[score.run_id]
+        served = self.versions[score.run_id]
         return OnlineScore(
             workflow_hash=score.workflow_hash,
+            n8n_version_id=served.n8n_version_id,
+            version_match=served.version_match,
             score_id=score.run_id,
             kind=item.kind,
             item_key=item.key,

@@ -145,6 +145,15 @@ def build_schedule(
     return nightly
 
 
+def _benchmark_runs(
+    instance: dg.DagsterInstance, benchmark: Benchmark, key: str | None = None
+) -> bool:
+    """Whether the benchmark job ever ran (for version ``key``, when given)."""
+    tags = {} if key is None else {"dagster/partition": key}
+    runs = instance.get_runs(dg.RunsFilter(job_name=job_name(benchmark), tags=tags), limit=1)
+    return bool(runs)
+
+
 def build_sensor(
     benchmark: Benchmark, job: UnresolvedAssetJobDefinition, partitions_name: str
 ) -> dg.SensorDefinition:
@@ -152,7 +161,10 @@ def build_sensor(
 
     The workflow's variants are versions too: registered after it, and run beside it. The
     first version it ever sees is only registered (unless ``runFirstVersion``): starting
-    the UI must not benchmark every bundled workflow with the configured judge.
+    the UI must not benchmark every bundled workflow with the configured judge. A version
+    of the workflow the online sensor registered first, from production traffic, is still
+    run: this sensor never saw it (its cursor holds the versions it saw, joined by commas)
+    and the benchmark never ran it.
     """
 
     @dg.sensor(
@@ -169,27 +181,37 @@ def build_sensor(
             return members
         shorten_old_keys(context.instance, partitions_name)
         fail_abandoned_runs(context.instance)  # a CLI killed mid-run left its run STARTED
-        new = [
-            member
-            for member in members
-            if not context.instance.has_dynamic_partition(partitions_name, member.key)
-        ]
-        key = members[0].key
-        if not new:
+        instance = context.instance
+        new = {m.key for m in members if not instance.has_dynamic_partition(partitions_name, m.key)}
+        key, cursor = members[0].key, ",".join(m.key for m in members)
+        # Production serves the workflow itself, never a variant: the online sensor may have
+        # registered its version first. Without a cursor this sensor cannot tell, and runs
+        # only what it registers.
+        seen = None if context.cursor is None else set(context.cursor.split(","))
+        unrun = (
+            {key}
+            if seen is not None
+            and key not in new | seen
+            and not _benchmark_runs(instance, benchmark, key)
+            else set()
+        )
+        if not new and not unrun:
             return dg.SkipReason(f"workflow version {key} is already a partition")
-        register = [dg.AddDynamicPartitionsRequest(partitions_name, [m.key for m in new])]
-        first = not context.instance.get_dynamic_partitions(partitions_name)
+        added = [m.key for m in members if m.key in new]
+        register = [dg.AddDynamicPartitionsRequest(partitions_name, added)] if added else []
+        first = bool(new) and not instance.get_dynamic_partitions(partitions_name)
         if first and not benchmark.run_first_version:
             return dg.SensorResult(
                 dynamic_partitions_requests=register,
                 skip_reason=f"first version {key} registered without a run "
                 "(launch it from the UI, or set runFirstVersion: true)",
-                cursor=key,
+                cursor=cursor,
             )
+        to_run = [m for m in members if m.key in new | unrun]
         return dg.SensorResult(
             dynamic_partitions_requests=register,
-            run_requests=_family_requests(new, "workflow_change"),
-            cursor=key,
+            run_requests=_family_requests(to_run, "workflow_change"),
+            cursor=cursor,
         )
 
     return workflow_changed

@@ -11,8 +11,9 @@ Chunks pass through ``step_io_manager`` (files under ``$N8N_DEEPEVAL_HOME/steps`
 PostgreSQL when steps run on several machines), so re-executing a run from failure runs
 again only the chunks that failed and reads the others' rows from the failed run. Each
 chunk rebuilds only its own tasks from the stored upstream tables, so its memory does not
-grow with the benchmark, and journals what it finishes (``score_journal``) until its rows
-are stored.
+grow with the benchmark, and journals what it finishes (``score_journal``: on this machine,
+or in PostgreSQL for a fleet, where a step re-delivered after its machine was lost resumes)
+until its rows are stored.
 """
 
 # No postponed annotations: Dagster inspects the annotations of op functions.
@@ -28,13 +29,15 @@ import pandas as pd
 
 from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
-from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag, answered_calls
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
-from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
+    ScoreJournal,
+    ScoreJournalResource,
+)
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
@@ -212,51 +215,10 @@ def build_metric_scores_asset(
                 f"evaluations, the plan had {chunk.plan_tasks} (its upstream tables were "
                 "re-materialised since): materialise metric_scores again"
             )
-        journal = score_journal.journal(benchmark.name, context.partition_key, chunk.chunk_id)
-        scores, to_run = planned.resume(journal.completed())
-        ledger = LedgerTag(folder=str(journal.ledger), attempt=context.run_id)
-        to_run = [task.model_copy(update={"ledger": ledger}) for task in to_run]
-        resumed = len(scores)
-        if scores:
-            say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")
-        context.log.info(
-            f"chunk {chunk.chunk_id}: scoring {len(to_run)} evaluations on "
-            f"{worker_pool.size} workers"
-        )
-        tasks = {task.task_id: task for task in to_run}
-        for result in worker_pool.evaluate(to_run):
-            journal.record(tasks[result.task_id], result, context.run_id)
-            scores.append(planned.row_for(result))
-            if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
-                pacing = _pacing_line(judge, planned)
-                say_progress(
-                    context, f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
-                )
-        pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
-        pool[_POOL_PROCESS] = os.getpid()  # chunks run by one process share its pool
-        # This run's own spend from its own results: another run of the version beside it
-        # shares the journal, and may clear it.
-        others = [entry for entry in journal.attempts() if entry[0] != context.run_id]
-        spend = planned.spend_of(others) | spend_by_run(
-            (context.run_id, row) for row in scores[resumed:]
-        )
-        # calls are charged as the judge answered them: a killed attempt's too
-        spend = with_answered_calls(spend, answered_calls(journal.ledger), planned.prices)
-        yield dg.Output(
-            ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
-            metadata=shown(
-                {
-                    "rows": len(scores),
-                    "evaluated": len(to_run),
-                    "resumed": resumed,
-                    # this step's process (its workers: pool/peak_rss_mb_per_worker)
-                    "step_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                    **{f"pool/{key}": value for key, value in pool.items()},
-                    **_pacing_metadata(judge, planned),
-                }
-            ),
-        )
-        journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
+        with score_journal.journal(
+            benchmark.name, context.partition_key, chunk.chunk_id
+        ) as journal:
+            yield from _score_chunk(context, config, worker_pool, judge, journal, chunk, planned)
 
     check_outs = {
         spec.get_python_identifier(): dg.Out(dg.Nothing, is_required=False) for spec in specs
@@ -313,6 +275,66 @@ def build_metric_scores_asset(
 
     asset: dg.AssetsDefinition = metric_scores
     return asset
+
+
+def _score_chunk(
+    context: dg.OpExecutionContext,
+    config: ChunkConfig,
+    worker_pool: WorkerPoolResource,
+    judge: JudgeResource,
+    journal: ScoreJournal,
+    chunk: ScoreChunk,
+    planned: EvaluationPlan,
+) -> Iterator[dg.Output[ChunkScores]]:
+    """Score a chunk's evaluations the journal has no result of; its rows and spend."""
+    scores, to_run = planned.resume(journal.completed())
+    # This run's evaluations journaled before now: an execution of this step lost with its
+    # machine, re-delivered to this one in the same run.
+    earlier = sum(entry[0] == context.run_id for entry in journal.attempts())
+    ledger = journal.ledger_tag(context.run_id)
+    to_run = [task.model_copy(update={"ledger": ledger}) for task in to_run]
+    resumed = len(scores)
+    if scores:
+        say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")
+    context.log.info(
+        f"chunk {chunk.chunk_id}: scoring {len(to_run)} evaluations on {worker_pool.size} workers"
+    )
+    tasks = {task.task_id: task for task in to_run}
+    for result in worker_pool.evaluate(to_run):
+        journal.record(tasks[result.task_id], result, context.run_id)
+        scores.append(planned.row_for(result))
+        if len(scores) % config.progress_every == 0 or len(scores) == chunk.size:
+            pacing = _pacing_line(judge, planned)
+            say_progress(
+                context, f"chunk {chunk.chunk_id}: scored {len(scores)}/{chunk.size}{pacing}"
+            )
+    pool = {k: v for k, v in worker_pool.pool.stats().items() if v is not None}
+    pool[_POOL_PROCESS] = os.getpid()  # chunks run by one process share its pool
+    # This execution's spend from its own results, the rest from the journal: another run
+    # of the version beside it shares the journal, and may clear it.
+    entries = journal.attempts()
+    own = [entry for entry in entries if entry[0] == context.run_id]
+    others = [entry for entry in entries if entry[0] != context.run_id] + own[:earlier]
+    spend = merged(
+        [planned.spend_of(others), spend_by_run((context.run_id, row) for row in scores[resumed:])]
+    )
+    # calls are charged as the judge answered them: a killed attempt's too, a lost machine's
+    spend = with_answered_calls(spend, journal.answered_calls(), planned.prices)
+    yield dg.Output(
+        ChunkScores(chunk.chunk_id, scores, len(to_run), resumed, pool, spend),
+        metadata=shown(
+            {
+                "rows": len(scores),
+                "evaluated": len(to_run),
+                "resumed": resumed,
+                # this step's process (its workers: pool/peak_rss_mb_per_worker)
+                "step_peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                **{f"pool/{key}": value for key, value in pool.items()},
+                **_pacing_metadata(judge, planned),
+            }
+        ),
+    )
+    journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
 
 
 def _pacing(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, dict[str, Any]]:

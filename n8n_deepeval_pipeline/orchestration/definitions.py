@@ -125,7 +125,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             state_dir=str(settings.judge_state_dir()),
             prices_file=_env_text("N8N_DEEPEVAL_PRICES"),
         ),
-        "score_journal": ScoreJournalResource(directory=str(settings.home() / "journal")),
+        "score_journal": score_journal(),
         "n8n": n8n_resource(),
         "io_manager": results_io_manager(),
         STEP_IO_MANAGER: step_io_manager(),
@@ -147,6 +147,16 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
     database = settings.database_path()
     settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
+
+
+def score_journal() -> ScoreJournalResource:
+    """Finished evaluations journaled: files here, PostgreSQL for a fleet (every machine reads)."""
+    directory = str(settings.home() / "journal")
+    if settings.profile() != "local":
+        return ScoreJournalResource(
+            directory=directory, url=_required_env(settings.POSTGRES_URL_ENV)
+        )
+    return ScoreJournalResource(directory=directory)
 
 
 def step_io_manager() -> dg.ConfigurableIOManager | dg.ConfigurableIOManagerFactory:
@@ -226,7 +236,6 @@ def build_definitions(
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
         if benchmark.online is not None and selection is None:
-            _check_online_storage(path)
             online_job = build_online_job(benchmark)
             assets += build_online_assets(benchmark)
             jobs.append(online_job)
@@ -239,15 +248,6 @@ def build_definitions(
         resources=build_resources(judge_cache),
         executor=build_executor(),
     )
-
-
-def _check_online_storage(path: Path) -> None:
-    # Online scores are upserted by score id: the PostgreSQL store only replaces partitions.
-    if settings.profile() != "local":
-        raise ValueError(
-            f"{path}: online evaluation stores its scores in DuckDB, with the local profile "
-            f"only ({settings.PROFILE_ENV}={settings.profile()})"
-        )
 
 
 def _check_schema_name(benchmark: Benchmark) -> None:

@@ -209,6 +209,19 @@ class BenchmarkRunner:
         """Every workflow version (its key) the instance knows for this benchmark."""
         return list(self.instance.get_dynamic_partitions(self.partitions_name))
 
+    def versions_to_backfill(self, current: set[str]) -> tuple[list[str], list[str]]:
+        """The known versions a backfill can run, and those it cannot, in registration order.
+
+        It can run the ``current`` ones (the workflow and its variants) and every version
+        whose outputs are stored; a version only production traffic registered (the online
+        sensor) has none to re-score.
+        """
+        stored = self.instance.get_materialized_partitions(self._key("agent_outputs"))
+        stored_keys = {version_key(partition) for partition in stored}
+        known = self.known_versions()
+        runnable = [key for key in known if key in current or key in stored_keys]
+        return runnable, [key for key in known if key not in runnable]
+
     def materialise(
         self,
         partition: str,

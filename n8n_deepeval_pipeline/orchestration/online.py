@@ -1,17 +1,20 @@
 """Online evaluation of a benchmark: the sensor on production executions, its assets, its check.
 
 The sensor reads the workflow's new executions in n8n (never calls the workflow), plans
-what to score (``online.cursor``) and launches a run per day; ``online_scores`` scores the
-run's executions and sessions and upserts them by score id, ``online_summary`` sums the
-day up and warns when the last window's pass rate dropped from the window before. Their
-partitions are days, apart from the version partitions of the benchmark's own assets.
+what to score (``online.cursor``), names the workflow version that served each item
+(``online.versions``), registers a version the benchmark has not as one of its version
+partitions, and launches a run per day; ``online_scores`` scores the run's executions and
+sessions and upserts them by score id, ``online_summary`` sums the day up per version,
+warns when the last window's pass rate dropped from the window before, and checks the
+newest version's pass rate against the version registered before it. Their partitions
+are days, apart from the version partitions of the benchmark's own assets.
 """
 
 # No postponed annotations: Dagster inspects the annotations of asset functions.
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import dagster as dg
@@ -32,6 +35,13 @@ from n8n_deepeval_pipeline.online.cursor import (
     plan_tick,
 )
 from n8n_deepeval_pipeline.online.scoring import OnlineRuns, OnlineScore
+from n8n_deepeval_pipeline.online.version_check import VersionRegression, compare_newest_versions
+from n8n_deepeval_pipeline.online.versions import (
+    execution_version_id,
+    remember,
+    resolve,
+    version_id,
+)
 from n8n_deepeval_pipeline.online.windows import (
     DaySummary,
     WindowComparison,
@@ -39,17 +49,19 @@ from n8n_deepeval_pipeline.online.windows import (
     summarise_day,
 )
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
+from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
-from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
 # The first day a daily partition can be; today's partition exists before the day ends.
 FIRST_DAY = "2025-01-01"
 DROP_CHECK = "no_pass_rate_drop"
+VERSION_CHECK = "no_version_regression"
 
 
 def online_partitions(benchmark: Benchmark) -> dg.DailyPartitionsDefinition:
@@ -73,6 +85,8 @@ class OnlineItem(dg.Config):
     key: str
     execution_ids: list[int]
     started_at: str
+    n8n_version_id: str | None = None
+    workflow_hash: str | None = None
 
     def item(self) -> ScoreItem:
         return ScoreItem.model_validate(self.model_dump())
@@ -206,13 +220,35 @@ def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
     return shown(found)
 
 
+def _version_metadata(comparison: VersionRegression) -> dict[str, Any]:
+    """The verdict, p-value, and each version's key, items, pass rate and Wilson interval."""
+    found: dict[str, Any] = {
+        "verdict": comparison.verdict,
+        "p_value_drop": comparison.p_value_drop if comparison.p_value_drop is not None else 1.0,
+    }
+    for side, rate in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
+        if rate is None:
+            continue
+        found[f"{side}/version"] = rate.version
+        found[f"{side}/items"] = rate.items
+        found[f"{side}/pass_rate"] = rate.rate if rate.rate is not None else 0.0
+        if rate.interval is not None:
+            found[f"{side}/wilson"] = f"[{rate.interval.lower:.3f}, {rate.interval.upper:.3f}]"
+    return shown(found)
+
+
 def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition:
-    check = _online(benchmark).drop_check
+    online = _online(benchmark)
+    check, versions = online.drop_check, online.version_check
+    fail_on = versions.fail_on or benchmark.compare.fail_on
     scores_key = _key(benchmark, "online_scores")
-    # The day's scores and enough days before it for both windows of the drop check.
+    # The day's scores and enough days before it for both windows of the drop check, and
+    # for the days each version's items are counted over.
+    days = max(2 * check.window_days, versions.lookback_days)
     window = dg.TimeWindowPartitionMapping(
-        start_offset=-(2 * check.window_days - 1), allow_nonexistent_upstream_partitions=True
+        start_offset=-(days - 1), allow_nonexistent_upstream_partitions=True
     )
+    version_partitions = partitions_for(benchmark).name or ""
 
     @dg.asset(
         name="online_summary",
@@ -227,7 +263,15 @@ def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinitio
                 asset=_key(benchmark, "online_summary"),
                 description=f"The pass rate of the last {check.window_days} day(s) did not "
                 f"drop from the {check.window_days} before ({check.fail_on} or surer).",
-            )
+            ),
+            dg.AssetCheckSpec(
+                VERSION_CHECK,
+                asset=_key(benchmark, "online_summary"),
+                description="The newest workflow version's production pass rate (items of the "
+                f"last {versions.lookback_days} day(s)) did not drop from the version "
+                f"registered before it ({fail_on} or surer), as the benchmark's "
+                "no_regression check compares versions.",
+            ),
         ],
         description="A day of online scores per workflow version: items, pass rate with "
         "its Wilson interval, errors, judge cost.",
@@ -245,12 +289,25 @@ def _build_summary_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinitio
         rows = [row for row in rows if row.items]
         total = summarise_day(day, scores, "all")
         comparison = compare_windows(scores, day, check)
-        yield dg.Output(to_frame(DaySummary, rows), metadata=_summary_metadata(total, comparison))
+        since = day - timedelta(days=versions.lookback_days - 1)
+        registered = context.instance.get_dynamic_partitions(version_partitions)
+        newest = compare_newest_versions(
+            [score for score in scores if since <= score.started_at.date() <= day],
+            registered,
+            fail_on,
+        )
+        metadata = {**_summary_metadata(total, comparison), "version_verdict": newest.verdict}
+        yield dg.Output(to_frame(DaySummary, rows), metadata=metadata)
         yield dg.AssetCheckResult(
             check_name=DROP_CHECK,
             passed=not comparison.dropped,
             severity=dg.AssetCheckSeverity.WARN,
             metadata=_check_metadata(comparison),
+        )
+        yield dg.AssetCheckResult(
+            check_name=VERSION_CHECK,
+            passed=not newest.regressed,
+            metadata=_version_metadata(newest),
         )
 
     return online_summary
@@ -284,6 +341,7 @@ def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecut
         mode=execution.get("mode"),
         status=execution.get("status"),
         session=session,
+        version_id=execution_version_id(execution),
     )
 
 
@@ -337,6 +395,43 @@ def _metric_kinds(benchmark: Benchmark) -> tuple[bool, bool]:
     return not all(turns), any(turns)
 
 
+def name_versions(
+    client: N8nClient, workflow_id: str, items: list[ScoreItem], known: dict[str, str]
+) -> list[ScoreItem]:
+    """The items, each with the hash of the version that served it when it can be named.
+
+    ``known`` (n8n version id → hash, the cursor's) gains the versions read from n8n's
+    history; a version n8n no longer keeps is asked for once a tick.
+    """
+    missing: set[str] = set()
+
+    def saved(version: str) -> dict[str, Any] | None:
+        found = None if version in missing else client.workflow_version(workflow_id, version)
+        if found is None:
+            missing.add(version)
+        return found
+
+    return [
+        item.model_copy(update={"workflow_hash": resolve(item.n8n_version_id, known, saved)})
+        for item in items
+    ]
+
+
+def versions_to_register(
+    instance: dg.DagsterInstance, benchmark: Benchmark, items: list[ScoreItem]
+) -> list[dg.AddDynamicPartitionsRequest]:
+    """The versions that served the items and are none of the benchmark's yet, oldest first."""
+    name = partitions_for(benchmark).name or ""
+    new: list[str] = []
+    for item in sorted(items, key=lambda item: item.started_at):
+        if item.workflow_hash is None:
+            continue
+        key = version_key(item.workflow_hash)
+        if key not in new and not instance.has_dynamic_partition(name, key):
+            new.append(key)
+    return [dg.AddDynamicPartitionsRequest(name, new)] if new else []
+
+
 def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     """A run per day of the tick's items; its run key names them, so a re-tick runs none twice."""
     by_day: dict[str, list[ScoreItem]] = defaultdict(list)
@@ -356,14 +451,15 @@ def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     return requests
 
 
-def _start(n8n: N8nResource, workflow_id: str) -> dg.SensorResult:
+def _start(n8n: N8nResource, workflow_id: str, known: dict[str, str]) -> dg.SensorResult:
     """The first tick: where the traffic stands (the workflow's past is not scored)."""
     with n8n.client() as client:
         newest = next(iter(next(client.execution_pages(workflow_id, page_size=1), [])), None)
     last_id = int(newest["id"]) if newest is not None else 0
+    cursor = OnlineCursor(started=True, last_id=last_id, versions=known)
     return dg.SensorResult(
         skip_reason=f"online evaluation starts after execution {last_id}",
-        cursor=OnlineCursor(started=True, last_id=last_id).model_dump_json(),
+        cursor=cursor.model_dump_json(),
     )
 
 
@@ -399,23 +495,38 @@ def build_online_sensor(benchmark: Benchmark, job: Any) -> dg.SensorDefinition:
                 "scoring resumes tomorrow (UTC) from where it stopped"
             )
         cursor = OnlineCursor.read(context.cursor)
+        workflow_id = _workflow_id(benchmark)
         try:
-            if not cursor.started:
-                return _start(n8n, _workflow_id(benchmark))
             workflow, _ = n8n.workflow(benchmark)
+            known = dict(cursor.versions)
+            current = version_id(workflow)
+            if current is not None:  # every version seen current is named, pruned or not
+                remember(known, current, workflow_hash(workflow))
+            if not cursor.started:
+                return _start(n8n, workflow_id, known)
             with n8n.client() as client:
-                seen = new_executions(client, workflow, _workflow_id(benchmark), cursor.last_id)
+                seen = new_executions(client, workflow, workflow_id, cursor.last_id)
                 seen += pending_executions(client, workflow, cursor.pending)
+                tick = plan_tick(cursor, seen, online, now, single_turn, conversational)
+                items = name_versions(client, workflow_id, tick.items, known)
         except (N8nApiError, N8nNotConfiguredError) as error:
             return dg.SkipReason(f"cannot read the executions now: {error}")
         no_session = anatomy(workflow).no_session if conversational else None
         if no_session is not None:  # the workflow changed since validate refused this
             context.log.warning(f"conversational online metrics score no session: {no_session}")
-        tick = plan_tick(cursor, seen, online, now, single_turn, conversational)
+        tick = tick.model_copy(
+            update={"items": items, "cursor": tick.cursor.model_copy(update={"versions": known})}
+        )
         requests = run_requests(benchmark, tick)
+        register = versions_to_register(context.instance, benchmark, items)
+        for request in register:
+            context.log.info(
+                f"versions first seen in production: {', '.join(request.partition_keys)}"
+            )
         context.log.info(f"{len(tick.items)} to score ({_left_out(tick)})")
         return dg.SensorResult(
             run_requests=requests,
+            dynamic_partitions_requests=register,
             skip_reason=None if requests else f"nothing to score: {_left_out(tick)}",
             cursor=tick.cursor.model_dump_json(),
         )

@@ -16,8 +16,8 @@ from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager i
     PostgresResultsIOManager,
     libpq_url,
 )
+from tests.live.cluster import require_distributed
 from tests.live.services import Postgres, postgres_server
-from tests.live.test_distributed import _require_distributed
 from tests.orchestration.conftest import example_key, run_job, step_failure
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Postgres]:
-    _require_distributed()
+    require_distributed()
     with postgres_server() as server:
         yield server
 
@@ -112,3 +112,59 @@ def test_a_column_added_since_is_migrated_and_a_changed_type_stops(example_copy,
     assert "table support_agent.expanded_runs in PostgreSQL database 'n8n_deepeval'" in message
     assert "column run_index is text, now bigint" in message
     assert sql(distributed, "select count(*) from support_agent.expanded_runs") == [(27,)]
+
+
+def test_online_scores_are_upserted_into_their_day_and_the_summary_reads_its_days(
+    distributed, tmp_path, monkeypatch
+):
+    from datetime import timedelta
+
+    from tests.n8n_api.fake_n8n import FakeN8nApi
+    from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT
+    from tests.orchestration.test_online import DAY, benchmark_file, tick, webhook_execution
+
+    sql(distributed, "drop schema if exists support_online cascade")
+    with FakeN8nApi() as n8n, dg.instance_for_test() as instance:
+        n8n.workflows["wf"] = {**WEBHOOK_AGENT, "active": True, "activeVersionId": "v1"}
+        monkeypatch.setenv("N8N_API_URL", n8n.base_url)
+        monkeypatch.setenv("N8N_API_KEY", "test-key")
+        defs = build_definitions([benchmark_file(tmp_path)])
+        job = defs.resolve_job_def("support_online__online")
+        cursor = tick(defs, instance, n8n).cursor
+        n8n.executions = [
+            {**webhook_execution(n, answer, DAY + timedelta(days=day, minutes=n)),
+             "workflowVersionId": "v1"}
+            for n, day, answer in [(1, -1, "fine"), (2, -1, "fine"), (3, 0, "Refund issued"),
+                                   (4, 0, "fine")]
+        ]  # fmt: skip
+        result = tick(defs, instance, n8n, cursor)
+        assert [request.partition_key for request in result.run_requests] == [
+            "2026-11-29", "2026-11-30"]  # fmt: skip
+        for request in [*result.run_requests, result.run_requests[1]]:  # one run twice
+            ran = job.execute_in_process(
+                partition_key=request.partition_key, run_config=request.run_config,
+                instance=instance,
+            )  # fmt: skip
+            assert ran.success
+        # a run of one item of a day adds to the day's rows; it does not replace them
+        config = request.run_config
+        items = config["ops"]["support_online__online_scores"]["config"]["items"]
+        single = {"ops": {"support_online__online_scores": {"config": {"items": items[:1]}}}}
+        assert job.execute_in_process(
+            partition_key="2026-11-30", run_config=single, instance=instance
+        ).success
+    assert sql(
+        distributed,
+        "select to_char(started_at at time zone 'UTC', 'YYYY-MM-DD'), count(*), "
+        "count(distinct score_id), sum(success::int) from support_online.online_scores "
+        "group by 1 order by 1",
+    ) == [("2026-11-29", 2, 2, 2), ("2026-11-30", 2, 2, 1)]
+    # the day's summary read the day before it too (the drop check's window)
+    checks = {check.check_name: check for check in ran.get_asset_check_evaluations()}
+    assert checks["no_pass_rate_drop"].metadata["before/items"].value == 2
+    assert checks["no_pass_rate_drop"].metadata["last/items"].value == 2
+    assert sql(
+        distributed,
+        "select to_char(day at time zone 'UTC', 'YYYY-MM-DD'), items, passed "
+        "from support_online.online_summary order by 1",
+    ) == [("2026-11-29", 2, 2), ("2026-11-30", 2, 1)]

@@ -119,13 +119,17 @@ class FakeN8nWebhooks(_FakeServer):
 class FakeN8nApi(_FakeServer):
     """A test double of the part of n8n's public API datasets read (not n8n itself).
 
-    Workflows by id, executions newest first in pages (``limit``, ``nextCursor``,
-    ``status``, ``startedAfter``), and Data Tables with rows. ``pages_served`` counts the
-    execution pages, so a test can check that pagination was followed to the end.
+    Workflows by id, their saved versions (``versions``: version id → workflow, as n8n's
+    history keeps them; a pruned one is left out), executions newest first in pages
+    (``limit``, ``nextCursor``, ``status``, ``startedAfter``), and Data Tables with rows.
+    ``pages_served`` counts the execution pages, so a test can check that pagination was
+    followed to the end; ``versions_served`` counts the versions read.
     """
 
     def __init__(self) -> None:
         self.workflows: dict[str, dict[str, Any]] = {}
+        self.versions: dict[str, dict[str, Any]] = {}
+        self.versions_served = 0
         self.executions: list[dict[str, Any]] = []  # oldest first, as n8n numbers them
         self.tables: dict[str, dict[str, Any]] = {}
         self.pages_served = 0
@@ -167,6 +171,9 @@ class FakeN8nApi(_FakeServer):
             return by_id[parts[1]]
         if parts[0] == "workflows" and len(parts) == 2:
             return self.workflows[parts[1]]
+        if parts[0] == "workflows" and parts[2:3] == ["versions"]:
+            self.versions_served += 1
+            return self.versions[parts[3]]
         if parts == ["data-tables"] and method == "GET":
             return {"data": [t["meta"] for t in self.tables.values()], "nextCursor": None}
         if parts == ["data-tables"]:

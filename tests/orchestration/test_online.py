@@ -15,12 +15,17 @@ import pytest
 
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
+    PostgresResultsIOManager,
+)
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 from tests.n8n_api.fake_n8n import FakeN8nApi
 from tests.n8n_api.test_traffic_dataset import TRIGGER, WEBHOOK_AGENT, run
 from tests.orchestration.conftest import query
 
 DAY = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+VERSIONS = "support_online__workflow_hash"  # the benchmark's version partitions
 BENCHMARK = """
 name: support_online
 workflow: {id: wf}
@@ -197,24 +202,47 @@ def _run_tick(defs, instance, request):
     )
 
 
+def as_run(workflow: dict[str, Any]) -> dict[str, Any]:
+    """The copy n8n stores with an execution: every parameter's default filled in."""
+    ran = copy.deepcopy(workflow)
+    ran["nodes"][0]["parameters"].update(authentication="none", responseMode="onReceived")
+    return ran
+
+
 @pytest.mark.slow  # the worker pool scores
-def test_scores_are_upserted_by_execution_and_the_drop_check_warns_on_a_planted_regression(
+def test_scores_are_upserted_tagged_with_their_version_and_a_new_version_s_drop_is_flagged(
     n8n, tmp_path, environment
 ):
     defs = build_definitions([benchmark_file(tmp_path)])
     edited = copy.deepcopy(WEBHOOK_AGENT)
     edited["nodes"][1]["parameters"]["text"] = "={{ $json.body.question }} (settle refunds)"
+    n8n.workflows["wf"] = {**WEBHOOK_AGENT, "active": True, "activeVersionId": "v1"}
+    n8n.versions["v1"] = WEBHOOK_AGENT  # n8n's history: the saved nodes and connections
+    old, new = workflow_hash(WEBHOOK_AGENT), workflow_hash(edited)
     with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(VERSIONS, [old[:12]])  # the benchmark ran v1
         cursor = tick(defs, instance, n8n).cursor
+        # v2 was published, served today's traffic and was rolled back between two ticks, and
+        # n8n pruned v1 from its history meanwhile: v1 is named from the cursor (seen
+        # current), v2 from n8n's history
+        n8n.versions = {"v2": edited}
         yesterday, today = DAY - timedelta(days=1), DAY
         n8n.executions = [
-            webhook_execution(n, "Your order ships Monday.", yesterday + timedelta(minutes=n))
+            {**webhook_execution(n, "Your order ships Monday.", yesterday + timedelta(minutes=n),
+                                 as_run(WEBHOOK_AGENT)), "workflowVersionId": "v1"}
             for n in range(1, 11)
-        ]
-        n8n.executions += [webhook_execution(n, "Refund issued, sorry!", today
-                                             + timedelta(minutes=n), edited)
-                           for n in range(11, 21)]  # fmt: skip
+        ]  # fmt: skip
+        n8n.executions += [
+            {**webhook_execution(n, "Refund issued, sorry!", today + timedelta(minutes=n),
+                                 as_run(edited)), "workflowVersionId": "v2"}
+            for n in range(11, 21)
+        ]  # fmt: skip
         result = tick(defs, instance, n8n, cursor)
+        assert n8n.versions_served == 1  # v2, once for its ten executions
+        # v2 served production traffic before the benchmark ran it: registered as a version
+        (register,) = result.dynamic_partitions_requests
+        assert (register.partitions_def_name, register.partition_keys) == (VERSIONS, [new[:12]])
+        instance.add_dynamic_partitions(VERSIONS, register.partition_keys)  # as the daemon does
         assert [r.partition_key for r in result.run_requests] == ["2026-11-29", "2026-11-30"]
         runs = [_run_tick(defs, instance, request) for request in result.run_requests]
         _run_tick(defs, instance, result.run_requests[1])  # a tick's run again: no duplicates
@@ -225,30 +253,69 @@ def test_scores_are_upserted_by_execution_and_the_drop_check_warns_on_a_planted_
         _run_tick(defs, instance, result.run_requests[1]._replace(run_config=config))
         rows = query(
             environment,
-            "select strftime(started_at, '%Y-%m-%d'), left(workflow_hash, 12), count(*), "
-            "count(distinct score_id), sum(success::int) from support_online.online_scores "
-            "group by all order by 1",
+            "select strftime(started_at, '%Y-%m-%d'), workflow_hash, n8n_version_id, "
+            "version_match, count(*), count(distinct score_id), sum(success::int) "
+            "from support_online.online_scores group by all order by 1",
         )
         assert rows == [
-            ("2026-11-29", workflow_hash(WEBHOOK_AGENT)[:12], 10, 10, 10),
-            ("2026-11-30", workflow_hash(edited)[:12], 10, 10, 0),
+            ("2026-11-29", old, "v1", "version_id", 10, 10, 10),
+            ("2026-11-30", new, "v2", "version_id", 10, 10, 0),
         ]
-        (first_check,) = runs[0].get_asset_check_evaluations()
-        assert first_check.passed  # one day: no window before it to drop from
-        (check,) = runs[1].get_asset_check_evaluations()
-        assert not check.passed and check.severity == dg.AssetCheckSeverity.WARN
-        assert check.metadata["verdict"].value == "regression"
+        (first_drop, first_version) = runs[0].get_asset_check_evaluations()
+        assert first_drop.passed  # one day: no window before it to drop from
+        assert first_version.passed and first_version.metadata["verdict"].value == (
+            "insufficient_data")  # fmt: skip
+        checks = {check.check_name: check for check in runs[1].get_asset_check_evaluations()}
+        drop, version = checks["no_pass_rate_drop"], checks["no_version_regression"]
+        assert not drop.passed and drop.severity == dg.AssetCheckSeverity.WARN
+        assert drop.metadata["verdict"].value == "regression"
+        # the new version's traffic against the version registered before it, as compare does
+        assert not version.passed and version.severity == dg.AssetCheckSeverity.ERROR
+        assert version.metadata["verdict"].value == "regression"
+        assert (version.metadata["baseline/version"].value,
+                version.metadata["candidate/version"].value) == (old[:12], new[:12])  # fmt: skip
+        assert (version.metadata["baseline/pass_rate"].value,
+                version.metadata["candidate/pass_rate"].value) == (1.0, 0.0)  # fmt: skip
         summary = query(
             environment,
-            "select strftime(day, '%Y-%m-%d'), items, passed, pass_rate "
+            "select strftime(day, '%Y-%m-%d'), workflow_hash, items, passed, pass_rate "
             "from support_online.online_summary order by 1",
         )
-        assert summary == [("2026-11-29", 10, 10, 1.0), ("2026-11-30", 10, 0, 0.0)]
+        assert summary == [("2026-11-29", old, 10, 10, 1.0), ("2026-11-30", new, 10, 0, 0.0)]
         materialization = runs[1].asset_materializations_for_node("support_online__online_summary")[
             0
         ]
         assert materialization.metadata["online_pass_rate"].value == 0.0
         assert materialization.metadata["items"].value == 10
+        assert materialization.metadata["version_verdict"].value == "regression"
+
+
+@pytest.mark.slow  # the worker pool scores
+def test_an_execution_n8n_names_no_version_of_is_tagged_with_its_stored_copy(
+    n8n, tmp_path, environment
+):
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        # n8n gave no version id (an older n8n), or no longer keeps the version (pruned)
+        n8n.executions = [webhook_execution(1, "fine", DAY, as_run(WEBHOOK_AGENT)),
+                          {**webhook_execution(2, "fine", DAY, as_run(WEBHOOK_AGENT)),
+                           "workflowVersionId": "pruned"}]  # fmt: skip
+        result = tick(defs, instance, n8n, cursor)
+        assert result.dynamic_partitions_requests == []  # no version to register
+        for request in result.run_requests:
+            _run_tick(defs, instance, request)
+    rows = query(
+        environment,
+        "select score_id, workflow_hash, n8n_version_id, version_match "
+        "from support_online.online_scores order by 1",
+    )
+    copy_hash = workflow_hash(as_run(WEBHOOK_AGENT))
+    assert copy_hash != workflow_hash(WEBHOOK_AGENT)
+    assert rows == [
+        ("execution:1", copy_hash, None, "stored_copy"),
+        ("execution:2", copy_hash, "pruned", "stored_copy"),
+    ]
 
 
 @pytest.mark.slow  # the worker pool scores
@@ -388,7 +455,19 @@ def test_scores_go_to_n8n_only_through_the_configured_sink_and_a_re_run_adds_non
     assert table["rows"][0]["startedAt"].startswith("2026-11-30T08:01")
 
 
-def test_online_evaluation_is_refused_where_scores_cannot_be_upserted(n8n, tmp_path, monkeypatch):
-    monkeypatch.setenv("N8N_DEEPEVAL_PROFILE", "distributed")
-    with pytest.raises(ValueError, match="online evaluation stores its scores in DuckDB"):
-        build_definitions([benchmark_file(tmp_path)])
+@pytest.mark.parametrize("profile", ["distributed", "kubernetes"])
+def test_online_evaluation_loads_under_the_postgresql_profiles_with_upserted_scores(
+    n8n, tmp_path, monkeypatch, profile
+):
+    if profile == "distributed":
+        pytest.importorskip("dagster_celery", reason="the distributed extra is not installed")
+    else:
+        pytest.importorskip("dagster_k8s", reason="the kubernetes extra is not installed")
+    monkeypatch.setenv("N8N_DEEPEVAL_PROFILE", profile)
+    monkeypatch.setenv("N8N_DEEPEVAL_POSTGRES_URL", "postgresql+psycopg2://n8n@db/results")
+    monkeypatch.setenv("N8N_DEEPEVAL_REDIS_URL", "redis://127.0.0.1:9/0")  # never contacted
+    defs = build_definitions([benchmark_file(tmp_path)])
+    assert isinstance(defs.resources["io_manager"], PostgresResultsIOManager)
+    assert defs.resolve_sensor_def("support_online__online").job_name == "support_online__online"
+    scores = defs.resolve_assets_def(dg.AssetKey(["support_online", "online_scores"]))
+    assert scores.metadata_by_key[scores.key][UPSERT_KEY] == "score_id"

@@ -5,6 +5,7 @@ import json
 import dagster as dg
 import pytest
 import yaml
+from dagster._core.test_utils import create_run_for_test
 
 from n8n_deepeval_pipeline import load_benchmark, settings
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
@@ -203,8 +204,11 @@ def test_rescore_job_backfills_every_version_and_leaves_every_asset_materialised
     ) == sorted([(old, 27 * 7), (new, 27 * 7)])
 
 
-def _tick(sensor, instance):
-    return sensor(dg.build_sensor_context(instance=instance, resources={"n8n": N8nResource()}))
+def _tick(sensor, instance, cursor=None):
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, resources={"n8n": N8nResource()}
+    )
+    return sensor(context)
 
 
 def test_sensor_registers_the_first_version_without_a_run_and_runs_later_ones(
@@ -221,16 +225,42 @@ def test_sensor_registers_the_first_version_without_a_run_and_runs_later_ones(
         assert first.dynamic_partitions_requests[0].partition_keys == [key]
         assert "registered without a run" in first.skip_reason.skip_message
         instance.add_dynamic_partitions(PARTITIONS, [key])
-        assert isinstance(_tick(sensor, instance), dg.SkipReason)
+        assert isinstance(_tick(sensor, instance, first.cursor), dg.SkipReason)
 
         workflow = json.loads(benchmark.workflow.read_text())
         workflow["connections"].pop("calculator")
         benchmark.workflow.write_text(json.dumps(workflow))
-        changed = _tick(sensor, instance)
+        changed = _tick(sensor, instance, first.cursor)
         new = version_key(current_hash(benchmark, N8nResource()))
         assert new != key
         assert [r.partition_key for r in changed.run_requests] == [new]
         assert changed.dynamic_partitions_requests[0].partition_keys == [new]
+
+
+def test_sensor_runs_a_version_production_traffic_registered_before_it_saw_it(
+    example_copy, environment
+):
+    defs = build_definitions([example_copy])
+    sensor = defs.resolve_sensor_def("support_agent__workflow_changed")
+    benchmark = load_benchmark(example_copy)
+    with dg.instance_for_test() as instance:
+        first = _tick(sensor, instance)
+        instance.add_dynamic_partitions(
+            PARTITIONS, first.dynamic_partitions_requests[0].partition_keys
+        )
+        workflow = json.loads(benchmark.workflow.read_text())
+        workflow["connections"].pop("calculator")
+        benchmark.workflow.write_text(json.dumps(workflow))
+        new = version_key(current_hash(benchmark, N8nResource()))
+        instance.add_dynamic_partitions(PARTITIONS, [new])  # by the online sensor
+        changed = _tick(sensor, instance, first.cursor)
+        assert [r.partition_key for r in changed.run_requests] == [new]
+        assert changed.dynamic_partitions_requests == []  # already a partition
+        # once it has run (or is running), the next tick leaves it alone, cursor or not
+        create_run_for_test(
+            instance, job_name="support_agent__benchmark", tags={"dagster/partition": new}
+        )
+        assert isinstance(_tick(sensor, instance), dg.SkipReason)
 
 
 def test_sensor_runs_the_first_version_when_the_benchmark_opts_in(example_copy, environment):

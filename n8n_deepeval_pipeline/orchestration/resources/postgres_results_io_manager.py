@@ -8,7 +8,9 @@ and inserts the new ones in one transaction, so a failed write keeps the old row
 readers never see a half-written partition. Columns added since a table was written are
 added (older rows read them as NULL); a column whose type changed stops the step with what
 to do. Writers of one table take a transaction-scoped advisory lock, so steps on several
-machines may write partitions of the same table at once.
+machines may write partitions of the same table at once. An asset whose metadata names an
+``upsert_key`` column (online scores, a few at a time into a day's partition) is written
+as in DuckDB: its rows replace the stored rows with the same key and leave the others.
 
 The URL is written for SQLAlchemy as Dagster's PostgreSQL storage needs it
 (``postgresql+psycopg2://user:password@host:port/database``); the driver part is dropped
@@ -29,6 +31,7 @@ from dagster._core.storage.db_io_manager import (
     DbClient,
     DbIOManager,
     DbTypeHandler,
+    TablePartitionDimension,
     TableSlice,
     static_where_clause,
 )
@@ -37,6 +40,7 @@ from pydantic import Field
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     columns_to_add,
     report_written,
+    upsert_key,
 )
 
 # pandas dtype kind → PostgreSQL type, as information_schema.columns names it.
@@ -154,6 +158,18 @@ def insert_rows(connection: Any, schema: str, table: str, frame: pd.DataFrame) -
         )
 
 
+def delete_keys(connection: Any, schema: str, table: str, key: str, frame: pd.DataFrame) -> int:
+    """Delete the stored rows whose ``key`` is one of the frame's; how many were deleted."""
+    keys = sorted({str(value) for value in frame[key].dropna()})
+    if not keys:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"delete from {_quote(schema)}.{_quote(table)} where {_quote(key)} = any(%s)", [keys]
+        )
+        return int(cursor.rowcount)
+
+
 def read_rows(connection: Any, table_slice: TableSlice) -> pd.DataFrame:
     """The slice's rows, typed as to_frame types them (an absent table has none)."""
     stored = stored_columns(connection, table_slice.schema, table_slice.table)
@@ -183,8 +199,11 @@ class PostgresPandasTypeHandler(DbTypeHandler[pd.DataFrame]):
         obj: pd.DataFrame,
         connection: Any,
     ) -> None:
-        """Create or migrate the table, then insert the partition's rows."""
+        """Create or migrate the table, then insert the rows (replacing those of their keys)."""
         added = migrate(connection, table_slice.schema, table_slice.table, obj)
+        key = upsert_key(context)
+        if key is not None:
+            delete_keys(connection, table_slice.schema, table_slice.table, key, obj)
         insert_rows(connection, table_slice.schema, table_slice.table, obj)
         report_written(context, table_slice, obj, added, "postgres")
 
@@ -254,7 +273,12 @@ class PostgresClient(DbClient[Any]):
     def delete_table_slice(
         context: dg.OutputContext, table_slice: TableSlice, connection: Any
     ) -> None:
-        """Delete the partition's rows (all rows of an unpartitioned table), if it exists."""
+        """Delete the partition's rows (all rows of an unpartitioned table), if it exists.
+
+        Not for an asset written row by row: its rows replace only those of their key.
+        """
+        if upsert_key(context) is not None:
+            return
         if not stored_columns(connection, table_slice.schema, table_slice.table):
             return
         with connection.cursor() as cursor:
@@ -278,7 +302,16 @@ def _where(table_slice: TableSlice) -> str:
     dimensions = table_slice.partition_dimensions or []
     if not dimensions:
         return ""
-    return " where " + " and ".join(static_where_clause(dimension) for dimension in dimensions)
+    return " where " + " and ".join(_dimension_clause(dimension) for dimension in dimensions)
+
+
+def _dimension_clause(dimension: TablePartitionDimension) -> str:
+    """A version key's rows, or a time window's (days: the times, with their UTC offset)."""
+    if isinstance(dimension.partitions, dg.TimeWindow):
+        start, end = dimension.partitions
+        column = dimension.partition_expr
+        return f"{column} >= '{start.isoformat()}' and {column} < '{end.isoformat()}'"
+    return static_where_clause(dimension)
 
 
 def libpq_url(url: str) -> str:
@@ -307,7 +340,10 @@ def database_of(url: str) -> str:
 
 
 class PostgresResultsIOManager(dg.ConfigurableIOManagerFactory):
-    """Result tables in PostgreSQL, one schema per benchmark, partitions replaced on write."""
+    """Result tables in PostgreSQL, one schema per benchmark, partitions replaced on write.
+
+    An asset with an ``upsert_key`` has its rows replaced by key instead.
+    """
 
     url: str = Field(
         description="libpq connection URL (postgresql://user:password@host:port/database)."
