@@ -75,8 +75,9 @@ def test_a_judge_that_never_stops_refusing_for_its_rate_gives_a_rate_limited_row
     pool, tmp_path
 ):
     """Its 429s are retried past the two attempts another failure has, until the
-    evaluation's time for retries (nine tenths of its 4 s timeout) is spent: then a
-    judge_rate_limited row, before the pool's own timeout would end the worker."""
+    evaluation's time for retries (nine tenths of its 4 s timeout) is spent, or its pace
+    leaves no turn before then: a judge_rate_limited row, before the pool's own timeout
+    would end the worker."""
     server = LoopbackJudge(latency_s=0.0, faults=["429"] * 100_000).start()
     judge = spec(server, tmp_path, retry=RetryPolicy(max_attempts=2, base_delay_s=0.05))
     task = make_task({"metric": "correctness"}, ITEM, 0, judge, run_id="h:r0:0", timeout_s=4)
@@ -85,8 +86,14 @@ def test_a_judge_that_never_stops_refusing_for_its_rate_gives_a_rate_limited_row
     finally:
         server.stop()
     assert result.error_kind == "judge_rate_limited"
-    assert "HTTP 429" in result.error and "time for retries is spent" in result.error
-    assert result.judge_retries > 2 and server.served["429"] == result.judge_retries + 1
+    # Which comes first depends on the machine's load: a 429 whose backoff would end past
+    # the deadline (every attempt was sent), or a retry the fitted pace has no turn for
+    # before it (the last attempt never sent). Either way the row says why, in time.
+    spent = "time for retries is spent" in result.error
+    assert spent or "no turn for a judge call before the evaluation's deadline" in result.error
+    assert ("HTTP 429" in result.error) == spent
+    assert result.judge_retries > 2
+    assert server.served["429"] == result.judge_retries + (1 if spent else 0)
     assert is_unjudged(result.error_kind)  # a resumed run asks again
 
 
