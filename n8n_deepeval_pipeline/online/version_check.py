@@ -17,25 +17,16 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.online.scoring import OnlineScore
-from n8n_deepeval_pipeline.online.windows import item_passes
+from n8n_deepeval_pipeline.online.windows import ItemRate
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
-from n8n_deepeval_pipeline.statistics.version_comparison import (
-    Interval,
-    Verdict,
-    compare_case,
-    wilson_interval,
-)
+from n8n_deepeval_pipeline.statistics.version_comparison import Verdict, compare_case
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
-class VersionRate(BaseModel):
+class VersionRate(ItemRate):
     """One version's items, passes and pass rate with its Wilson interval."""
 
     version: str
-    items: int
-    passed: int
-    rate: float | None
-    interval: Interval | None
 
 
 class VersionRegression(BaseModel):
@@ -49,19 +40,8 @@ class VersionRegression(BaseModel):
 
 
 def _rate(version: str, scores: Sequence[OnlineScore]) -> VersionRate:
-    passes = item_passes(score for score in scores if version_key(score.workflow_hash) == version)
-    passed = sum(passes.values())
-    return VersionRate(
-        version=version,
-        items=len(passes),
-        passed=passed,
-        rate=passed / len(passes) if passes else None,
-        interval=wilson_interval(passed, len(passes)),
-    )
-
-
-def _flags(rate: VersionRate) -> list[bool]:
-    return [True] * rate.passed + [False] * (rate.items - rate.passed)
+    served = (score for score in scores if version_key(score.workflow_hash) == version)
+    return VersionRate.of(served, version=version)
 
 
 def compare_newest_versions(
@@ -84,7 +64,7 @@ def compare_newest_versions(
             regressed=False,
         )
     baseline, candidate = _rate(ordered[-2], named), _rate(ordered[-1], named)
-    case = compare_case("online", _flags(baseline), _flags(candidate))
+    case = compare_case("online", baseline.flags(), candidate.flags())
     return VersionRegression(
         candidate=candidate,
         baseline=baseline,

@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from statistics import fmean
+from typing import Any, Self
 
 from pydantic import BaseModel
 
@@ -95,15 +96,37 @@ def summarise_day(day: date, scores: list[OnlineScore], version: str) -> DaySumm
     )
 
 
-class WindowRate(BaseModel):
-    """One window's items, passes and pass rate with its Wilson interval."""
+class ItemRate(BaseModel):
+    """Items, passes and pass rate with its Wilson interval."""
 
-    first_day: date
-    last_day: date
     items: int
     passed: int
     rate: float | None
     interval: Interval | None
+
+    @classmethod
+    def of(cls, scores: Iterable[OnlineScore], **labels: Any) -> Self:
+        """The rate of the items ``scores`` belong to, with the subclass's ``labels``."""
+        passes = item_passes(scores)
+        passed = sum(passes.values())
+        return cls(
+            items=len(passes),
+            passed=passed,
+            rate=passed / len(passes) if passes else None,
+            interval=wilson_interval(passed, len(passes)),
+            **labels,
+        )
+
+    def flags(self) -> list[bool]:
+        """The items as pass flags (the comparison counts passes and items)."""
+        return [True] * self.passed + [False] * (self.items - self.passed)
+
+
+class WindowRate(ItemRate):
+    """One window's items, passes and pass rate with its Wilson interval."""
+
+    first_day: date
+    last_day: date
 
 
 class WindowComparison(BaseModel):
@@ -117,22 +140,8 @@ class WindowComparison(BaseModel):
 
 
 def _window(scores: list[OnlineScore], first: date, last: date) -> WindowRate:
-    inside = [score for score in scores if first <= score.started_at.date() <= last]
-    passes = item_passes(inside)
-    passed = sum(passes.values())
-    return WindowRate(
-        first_day=first,
-        last_day=last,
-        items=len(passes),
-        passed=passed,
-        rate=passed / len(passes) if passes else None,
-        interval=wilson_interval(passed, len(passes)),
-    )
-
-
-def window_flags(window: WindowRate) -> list[bool]:
-    """A window's items as pass flags (the comparison counts passes and items)."""
-    return [True] * window.passed + [False] * (window.items - window.passed)
+    inside = (score for score in scores if first <= score.started_at.date() <= last)
+    return WindowRate.of(inside, first_day=first, last_day=last)
 
 
 def compare_windows(scores: list[OnlineScore], day: date, check: DropCheck) -> WindowComparison:
@@ -140,7 +149,7 @@ def compare_windows(scores: list[OnlineScore], day: date, check: DropCheck) -> W
     span = timedelta(days=check.window_days)
     last = _window(scores, day - span + timedelta(days=1), day)
     before = _window(scores, day - 2 * span + timedelta(days=1), day - span)
-    case = compare_case("online", window_flags(before), window_flags(last))
+    case = compare_case("online", before.flags(), last.flags())
     return WindowComparison(
         before=before,
         last=last,

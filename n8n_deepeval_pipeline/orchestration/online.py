@@ -44,6 +44,7 @@ from n8n_deepeval_pipeline.online.versions import (
 )
 from n8n_deepeval_pipeline.online.windows import (
     DaySummary,
+    ItemRate,
     WindowComparison,
     compare_windows,
     summarise_day,
@@ -205,35 +206,37 @@ def _summary_metadata(total: DaySummary, comparison: WindowComparison) -> dict[s
     )
 
 
+def _verdict_metadata(verdict: str, p_value_drop: float | None) -> dict[str, Any]:
+    return {"verdict": verdict, "p_value_drop": p_value_drop if p_value_drop is not None else 1.0}
+
+
+def _rate_metadata(side: str, rate: ItemRate) -> dict[str, Any]:
+    """A side's items, pass rate and Wilson interval, under ``side/``."""
+    found: dict[str, Any] = {
+        f"{side}/items": rate.items,
+        f"{side}/pass_rate": rate.rate if rate.rate is not None else 0.0,
+    }
+    if rate.interval is not None:
+        found[f"{side}/wilson"] = f"[{rate.interval.lower:.3f}, {rate.interval.upper:.3f}]"
+    return found
+
+
 def _check_metadata(comparison: WindowComparison) -> dict[str, Any]:
     """The verdict, p-value, and each window's pass rate, items and Wilson interval."""
-    found: dict[str, Any] = {
-        "verdict": comparison.verdict,
-        "p_value_drop": comparison.p_value_drop if comparison.p_value_drop is not None else 1.0,
-    }
+    found = _verdict_metadata(comparison.verdict, comparison.p_value_drop)
     for side, window in (("before", comparison.before), ("last", comparison.last)):
         found[f"{side}/days"] = f"{window.first_day} … {window.last_day}"
-        found[f"{side}/items"] = window.items
-        found[f"{side}/pass_rate"] = window.rate if window.rate is not None else 0.0
-        if window.interval is not None:
-            found[f"{side}/wilson"] = f"[{window.interval.lower:.3f}, {window.interval.upper:.3f}]"
+        found.update(_rate_metadata(side, window))
     return shown(found)
 
 
 def _version_metadata(comparison: VersionRegression) -> dict[str, Any]:
     """The verdict, p-value, and each version's key, items, pass rate and Wilson interval."""
-    found: dict[str, Any] = {
-        "verdict": comparison.verdict,
-        "p_value_drop": comparison.p_value_drop if comparison.p_value_drop is not None else 1.0,
-    }
+    found = _verdict_metadata(comparison.verdict, comparison.p_value_drop)
     for side, rate in (("baseline", comparison.baseline), ("candidate", comparison.candidate)):
-        if rate is None:
-            continue
-        found[f"{side}/version"] = rate.version
-        found[f"{side}/items"] = rate.items
-        found[f"{side}/pass_rate"] = rate.rate if rate.rate is not None else 0.0
-        if rate.interval is not None:
-            found[f"{side}/wilson"] = f"[{rate.interval.lower:.3f}, {rate.interval.upper:.3f}]"
+        if rate is not None:
+            found[f"{side}/version"] = rate.version
+            found.update(_rate_metadata(side, rate))
     return shown(found)
 
 
