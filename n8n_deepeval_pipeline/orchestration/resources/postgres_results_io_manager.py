@@ -232,14 +232,7 @@ class PostgresClient(DbClient[Any]):
         self, context: dg.OutputContext | dg.InputContext, table_slice: TableSlice
     ) -> Iterator[Any]:
         """A connection whose work commits at the end, or rolls back on error; then closed."""
-        try:
-            import psycopg2
-        except ImportError as error:  # pragma: no cover - depends on the install
-            raise ImportError(
-                "the distributed profile stores results in PostgreSQL through psycopg2: "
-                "pip install 'n8n-deepeval-pipeline[distributed]'"
-            ) from error
-        connection = psycopg2.connect(libpq_url(self.url), application_name="n8n-deepeval")
+        connection = psycopg2_connection(self.url, "n8n-deepeval")
         try:
             yield connection
             connection.commit()
@@ -312,6 +305,18 @@ def _dimension_clause(dimension: TablePartitionDimension) -> str:
         column = dimension.partition_expr
         return f"{column} >= '{start.isoformat()}' and {column} < '{end.isoformat()}'"
     return static_where_clause(dimension)
+
+
+def psycopg2_connection(url: str, application_name: str) -> Any:
+    """A psycopg2 connection to ``url`` (SQLAlchemy's form or libpq's), named for the server."""
+    try:
+        import psycopg2
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise ImportError(
+            "the distributed profile keeps results and journals in PostgreSQL through "
+            "psycopg2: pip install 'n8n-deepeval-pipeline[distributed]'"
+        ) from error
+    return psycopg2.connect(libpq_url(url), application_name=application_name)
 
 
 def libpq_url(url: str) -> str:

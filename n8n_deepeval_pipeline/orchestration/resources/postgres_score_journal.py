@@ -30,7 +30,10 @@ from n8n_deepeval_pipeline.judging.call_ledger import (
     LedgerDatabase,
     LedgerTag,
 )
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import libpq_url
+from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
+    libpq_url,
+    psycopg2_connection,
+)
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
     JournalEntry,
     kept_results,
@@ -72,14 +75,7 @@ _CREATED: set[str] = set()  # databases whose tables this process has made sure 
 
 def connect(url: str) -> Any:
     """An autocommit connection to the journal's database, its tables made sure of."""
-    try:
-        import psycopg2
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "the distributed profile journals scores in PostgreSQL through psycopg2: "
-            "pip install 'n8n-deepeval-pipeline[distributed]'"
-        ) from error
-    connection = psycopg2.connect(libpq_url(url), application_name="n8n-deepeval-journal")
+    connection = psycopg2_connection(url, "n8n-deepeval-journal")
     connection.autocommit = True  # each result is kept once it is recorded
     if url not in _CREATED:
         with connection.cursor() as cursor:
@@ -122,12 +118,14 @@ class PostgresScoreJournal:
         return self._connection.cursor()
 
     def _entries(self, whole_partition: bool) -> Iterator[JournalEntry]:
-        chunk = "" if whole_partition else " and chunk = %s"
+        where, values = _where(
+            self.benchmark, self.partition, None if whole_partition else self.chunk
+        )
         with self._cursor() as cursor:
             cursor.execute(
                 f"select run_id, fingerprint, result from {LEDGER_SCHEMA}.{SCORES_TABLE} "
-                f"where benchmark = %s and partition_key = %s{chunk} order by id",
-                [self.benchmark, self.partition, *([] if whole_partition else [self.chunk])],
+                f"{where} order by id",
+                values,
             )
             rows = cursor.fetchall()
         for run_id, fingerprint, value in rows:
@@ -173,12 +171,12 @@ class PostgresScoreJournal:
 
     def answered_calls(self) -> Iterator[AnsweredCall]:
         """Every call this chunk's attempts were answered, whichever machine asked."""
+        where, values = _where(self.benchmark, self.partition, self.chunk)
         with self._cursor() as cursor:
             cursor.execute(
                 "select attempt, judge, model, prompt_tokens, completion_tokens "
-                f"from {LEDGER_SCHEMA}.{LEDGER_TABLE} "
-                "where benchmark = %s and partition_key = %s and chunk = %s order by id",
-                [self.benchmark, self.partition, self.chunk],
+                f"from {LEDGER_SCHEMA}.{LEDGER_TABLE} {where} order by id",
+                values,
             )
             rows = cursor.fetchall()
         for attempt, judge, model, prompt_tokens, completion_tokens in rows:
@@ -193,12 +191,25 @@ class PostgresScoreJournal:
     def clear(self) -> None:
         """Delete this chunk's results and answered calls (its rows are stored)."""
         with self._cursor() as cursor:
-            for table in (SCORES_TABLE, LEDGER_TABLE):
-                cursor.execute(
-                    f"delete from {LEDGER_SCHEMA}.{table} "
-                    "where benchmark = %s and partition_key = %s and chunk = %s",
-                    [self.benchmark, self.partition, self.chunk],
-                )
+            _delete(cursor, self.benchmark, self.partition, self.chunk)
+
+
+def _where(benchmark: str, partition: str, chunk: str | None) -> tuple[str, list[str]]:
+    """The rows of a partition, or of one chunk of it: the clause and its values."""
+    if chunk is None:
+        return "where benchmark = %s and partition_key = %s", [benchmark, partition]
+    return "where benchmark = %s and partition_key = %s and chunk = %s", [
+        benchmark,
+        partition,
+        chunk,
+    ]
+
+
+def _delete(cursor: Any, benchmark: str, partition: str, chunk: str | None = None) -> None:
+    """Delete the results and answered calls of a partition, or of one chunk of it."""
+    where, values = _where(benchmark, partition, chunk)
+    for table in (SCORES_TABLE, LEDGER_TABLE):
+        cursor.execute(f"delete from {LEDGER_SCHEMA}.{table} {where}", values)
 
 
 def clear_postgres_partition(url: str, benchmark: str, partition: str) -> None:
@@ -206,11 +217,6 @@ def clear_postgres_partition(url: str, benchmark: str, partition: str) -> None:
     connection = connect(url)
     try:
         with connection.cursor() as cursor:
-            for table in (SCORES_TABLE, LEDGER_TABLE):
-                cursor.execute(
-                    f"delete from {LEDGER_SCHEMA}.{table} "
-                    "where benchmark = %s and partition_key = %s",
-                    [benchmark, partition],
-                )
+            _delete(cursor, benchmark, partition)
     finally:
         connection.close()
