@@ -46,11 +46,9 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,8 +70,6 @@ online:
   maxPerHour: 100000
 """
 EXAMPLE_JOB = "support_agent__benchmark"
-CHUNK_STEP = "support_agent__metric_scores.score["
-JOURNALED_AT_LOSS = 12  # judged evaluations of the chunk journaled when its machine is lost
 REQUEUE_S = 60  # Redis's visibility timeout for the workers here: longer than any step
 POOL_SIZE = "2"
 
@@ -251,26 +247,11 @@ def one_machine(
     return score_runs(runs, env, together=False, cores={0} if pin else None)
 
 
-def _journal_counts(cluster: Any, chunk: str) -> tuple[int, int]:
-    """(judged evaluations of a chunk journaled, the judge calls behind them)."""
-    if cluster.query("select to_regclass('n8n_deepeval_journal.scores')") == [(None,)]:
-        return 0, 0  # no step has journaled yet
-    ((judged, calls),) = cluster.query(
-        "select count(*) filter (where (result->>'judge_calls')::int > 0), "
-        "coalesce(sum((result->>'judge_calls')::int), 0) "
-        "from n8n_deepeval_journal.scores where chunk = %s",
-        [chunk],
-    )
-    return int(judged), int(calls)
-
-
 def lose_a_worker(cluster: Any, judge: Any, benchmark: Path) -> dict[str, Any]:
     """The example benchmark on machine-c, lost whole mid-chunk; the survivors finish it."""
-    import dagster as dg
-
     from n8n_deepeval_pipeline import load_benchmark
     from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
-    from tests.live.cluster import running_for, step_hosts
+    from tests.live.cluster import lose_mid_chunk, scores_metadata
 
     doomed = cluster.start_worker("machine-c")
     cluster.wait_for_workers("machine-c")
@@ -280,50 +261,15 @@ def lose_a_worker(cluster: Any, judge: Any, benchmark: Path) -> dict[str, Any]:
     key = BenchmarkRunner(
         load_benchmark(benchmark), benchmark, cluster.instance
     ).register_current_version()
-    earlier = {run.run_id for run in cluster.instance.get_runs()}
-    lost: dict[str, Any] = {}
-
-    def lose_c_while_scoring() -> None:
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline:
-            found = [r for r in cluster.instance.get_runs(limit=1) if r.run_id not in earlier]
-            if found:
-                running = running_for(cluster.instance, found[0].run_id, min_s=0.0)
-                scoring = [step for step in running if step.startswith(CHUNK_STEP)]
-                chunk = scoring[0][len(CHUNK_STEP) : -1] if scoring else ""
-                if scoring and _journal_counts(cluster, chunk)[0] >= JOURNALED_AT_LOSS:
-                    host = step_hosts(cluster.instance, found[0].run_id)[scoring[0]][0]
-                    assert host.startswith("machine-c@"), host
-                    os.killpg(doomed.process.pid, signal.SIGKILL)  # the machine, whole
-                    time.sleep(1)  # nothing arrives from a lost machine: the counts settle
-                    lost.update(
-                        requests=judge.requests, journaled=_journal_counts(cluster, chunk)[1]
-                    )
-                    app.control.add_consumer(
-                        "dagster", destination=survivors, reply=True, timeout=5
-                    )
-                    return
-            time.sleep(0.1)
-
-    def watch() -> None:
-        try:
-            lose_c_while_scoring()
-        except BaseException as error:  # said below, not lost with the thread
-            lost["error"] = repr(error)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    watcher, lost = lose_mid_chunk(
+        cluster, doomed, survivors, lambda: judge.requests, deadline_s=600
+    )
     asked = judge.requests
     result = cluster.execute(EXAMPLE_JOB, key)
     watcher.join(10)
     if "error" in lost or "requests" not in lost or not result.success:
         raise RuntimeError(f"the lost worker's run did not go as planned: {lost}, {result.success}")
-    metadata: dict[str, Any] = {}
-    scores_key = dg.AssetKey(["support_agent", "metric_scores"])
-    for event in result.get_asset_materialization_events():
-        materialisation = event.step_materialization_data.materialization
-        if materialisation.asset_key == scores_key:
-            metadata = {name: value.value for name, value in materialisation.metadata.items()}
+    metadata = scores_metadata(result)
     spent = judge.requests - asked
     made = lost["requests"] - asked  # every call machine-c made before it was lost
     return {

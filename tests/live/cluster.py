@@ -15,10 +15,12 @@ import contextlib
 import gc
 import os
 import signal
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -227,3 +229,85 @@ def running_for(instance: dg.DagsterInstance, run_id: str, min_s: float) -> list
             ended.add(entry.step_key)
     now = time.time()
     return [step for step, at in started.items() if step not in ended and now - at >= min_s]
+
+
+CHUNK_STEP = "support_agent__metric_scores.score["  # the example's scoring steps, one a chunk
+JOURNALED_AT_LOSS = 12  # judged evaluations of a chunk journaled when its machine is lost
+
+
+def scores_metadata(result: dg.ExecuteJobResult) -> dict[str, Any]:
+    """The metadata of a run's materialisation of the example's metric_scores."""
+    key = dg.AssetKey(["support_agent", "metric_scores"])
+    for event in result.get_asset_materialization_events():
+        materialisation = event.step_materialization_data.materialization
+        if materialisation.asset_key == key:
+            return {name: value.value for name, value in materialisation.metadata.items()}
+    raise AssertionError("metric_scores was not materialised")
+
+
+def chunk_journal(cluster: Cluster, chunk: str) -> dict[str, int]:
+    """A chunk's journal and ledger so far: its judged evaluations, the judge calls behind
+    the evaluations it journaled, and the calls its workers were answered."""
+    if cluster.query("select to_regclass('n8n_deepeval_journal.scores')") == [(None,)]:
+        return {"judged": 0, "journaled": 0, "answered": 0}  # no step has journaled yet
+    ((judged, journaled),) = cluster.query(
+        "select count(*) filter (where (result->>'judge_calls')::int > 0), "
+        "coalesce(sum((result->>'judge_calls')::int), 0) "
+        "from n8n_deepeval_journal.scores where chunk = %s",
+        [chunk],
+    )
+    ((answered,),) = cluster.query(
+        "select count(*) from n8n_deepeval_journal.answered_calls where chunk = %s", [chunk]
+    )
+    return {"judged": int(judged), "journaled": int(journaled), "answered": int(answered)}
+
+
+def lose_mid_chunk(
+    cluster: Cluster,
+    doomed: CeleryWorker,
+    survivors: list[str],
+    requests: Callable[[], int],
+    deadline_s: float = 300,
+) -> tuple[threading.Thread, dict[str, Any]]:
+    """Watch the next run; once its chunk step on ``doomed`` has journaled
+    ``JOURNALED_AT_LOSS`` judged evaluations, kill that machine whole and let the
+    ``survivors`` take steps again.
+
+    Returns the watching thread and what it saw at the loss: the chunk, its step, when
+    (``time.monotonic``), the judge's ``requests()`` and the chunk's journal; ``error`` if
+    the watch failed.
+    """
+    earlier = {run.run_id for run in cluster.instance.get_runs()}
+    lost: dict[str, Any] = {}
+
+    def lose() -> None:
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline:
+            runs = [run for run in cluster.instance.get_runs(limit=1) if run.run_id not in earlier]
+            if runs:
+                running = running_for(cluster.instance, runs[0].run_id, min_s=0.0)
+                scoring = [step for step in running if step.startswith(CHUNK_STEP)]
+                chunk = scoring[0][len(CHUNK_STEP) : -1] if scoring else ""
+                # several judged evaluations journaled, more to come: the machine is lost
+                if scoring and chunk_journal(cluster, chunk)["judged"] >= JOURNALED_AT_LOSS:
+                    host, _ = step_hosts(cluster.instance, runs[0].run_id)[scoring[0]]
+                    assert host.startswith(f"{doomed.name}@"), host
+                    os.killpg(doomed.process.pid, signal.SIGKILL)  # the machine, whole
+                    time.sleep(1)  # nothing arrives from a lost machine: the counts settle
+                    lost.update(chunk=chunk, step=scoring[0], at=time.monotonic())
+                    lost.update(requests=requests(), **chunk_journal(cluster, chunk))
+                    cluster.celery().control.add_consumer(
+                        "dagster", destination=survivors, reply=True, timeout=5
+                    )
+                    return
+            time.sleep(0.1)
+
+    def watch() -> None:
+        try:
+            lose()
+        except BaseException as error:  # said by the caller, not lost with the thread
+            lost["error"] = repr(error)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    return watcher, lost

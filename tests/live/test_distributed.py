@@ -25,18 +25,21 @@ from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.conftest import EXAMPLE
 from tests.live.cluster import (
+    CHUNK_STEP,
+    JOURNALED_AT_LOSS,
     REQUEUE_S,
     Cluster,
     cluster_of,
+    lose_mid_chunk,
     require_distributed,
     running_for,
+    scores_metadata,
     step_hosts,
 )
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
 
 JOB = "support_agent__benchmark"
-CHUNK_STEP = "support_agent__metric_scores.score["  # one step per chunk of evaluations
 RUNS, SCORES = 27, 189  # 9 rows × 3 runs; × 7 metrics
 POOL_SIZE = 2  # evaluations in flight on one worker
 
@@ -96,16 +99,6 @@ def _assert_rows(cluster: Cluster, key: str) -> None:
     assert cluster.query("select count(*) from support_agent.metric_scores") == [(SCORES,)]
 
 
-def _scores_metadata(result: dg.ExecuteJobResult) -> dict[str, object]:
-    """The metadata of the run's materialisation of metric_scores."""
-    key = dg.AssetKey(["support_agent", "metric_scores"])
-    for event in result.get_asset_materialization_events():
-        materialisation = event.step_materialization_data.materialization
-        if materialisation.asset_key == key:
-            return {name: value.value for name, value in materialisation.metadata.items()}
-    raise AssertionError("metric_scores was not materialised")
-
-
 def test_a_benchmark_runs_on_two_workers_into_postgres(fleet: Fleet) -> None:
     cluster = fleet.cluster
     runner = fleet.runner()
@@ -124,7 +117,7 @@ def test_a_benchmark_runs_on_two_workers_into_postgres(fleet: Fleet) -> None:
     _assert_rows(cluster, key)
     # A clean run: the judge was asked exactly the calls behind the rows, each counted once
     # by the fleet's ledger (PostgreSQL), wherever the chunk ran.
-    metadata = _scores_metadata(result)
+    metadata = scores_metadata(result)
     assert fleet.judge.requests - asked == metadata["judge_calls"] == metadata[
         "attempts/judge_calls"] > 0  # fmt: skip
     # The instance is PostgreSQL's: a run, its partition and its materialisations are there.
@@ -194,35 +187,6 @@ def test_a_killed_worker_s_steps_finish_after_reexecution_from_failure(fleet: Fl
     assert fleet.runner().summary(key).runs == RUNS
 
 
-JOURNALED_AT_LOSS = 12  # judged evaluations of the chunk journaled when its machine is lost
-
-
-def _at_loss(cluster: Cluster, chunk: str, requests: int) -> dict[str, int]:
-    """What the lost machine left: the judge's requests so far, the calls it was answered
-    (the ledger) and the calls behind the evaluations it journaled."""
-    (answered,) = cluster.query(
-        "select count(*) from n8n_deepeval_journal.answered_calls where chunk = %s", [chunk]
-    )
-    (journaled,) = cluster.query(
-        "select coalesce(sum((result->>'judge_calls')::int), 0) "
-        "from n8n_deepeval_journal.scores where chunk = %s",
-        [chunk],
-    )
-    return {"requests": requests, "answered": answered[0], "journaled": journaled[0]}
-
-
-def _journaled(cluster: Cluster, chunk: str) -> int:
-    """Judged evaluations of a chunk journaled so far (they made judge calls)."""
-    if cluster.query("select to_regclass('n8n_deepeval_journal.scores')") == [(None,)]:
-        return 0  # no step has journaled yet
-    found = cluster.query(
-        "select count(*) from n8n_deepeval_journal.scores "
-        "where chunk = %s and (result->>'judge_calls')::int > 0",
-        [chunk],
-    )
-    return int(found[0][0])
-
-
 def test_a_worker_lost_whole_mid_run_has_its_step_resumed_by_another_from_the_journal(
     fleet: Fleet,
 ) -> None:
@@ -239,41 +203,8 @@ def test_a_worker_lost_whole_mid_run_has_its_step_resumed_by_another_from_the_jo
     assert survivors, "no other worker is up"
     app.control.cancel_consumer("dagster", destination=survivors, reply=True, timeout=5)
     key = runner.register_current_version()
-    earlier = {run.run_id for run in cluster.instance.get_runs()}
-    lost: dict[str, object] = {}
     fleet.judge.latency_s = 0.4  # a slower judge: machine-c is lost well before its chunk ends
-
-    def lose_c_while_scoring() -> None:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            runs = [run for run in cluster.instance.get_runs(limit=1) if run.run_id not in earlier]
-            if runs:
-                hosts = step_hosts(cluster.instance, runs[0].run_id)
-                running = running_for(cluster.instance, runs[0].run_id, min_s=0.0)
-                scoring = [step for step in running if step.startswith(CHUNK_STEP)]
-                chunk = scoring[0][len(CHUNK_STEP) : -1] if scoring else ""
-                # several judged evaluations journaled, more to come: the machine is lost
-                if scoring and _journaled(cluster, chunk) >= JOURNALED_AT_LOSS:
-                    host, _ = hosts[scoring[0]]
-                    assert host.startswith("machine-c@"), host
-                    os.killpg(doomed.process.pid, signal.SIGKILL)  # the machine, whole
-                    time.sleep(1)  # nothing arrives from a lost machine: the counts settle
-                    lost.update(chunk=chunk, **_at_loss(cluster, chunk, fleet.judge.requests))
-                    lost.update(step=scoring[0], at=time.monotonic())
-                    app.control.add_consumer(
-                        "dagster", destination=survivors, reply=True, timeout=5
-                    )
-                    return
-            time.sleep(0.1)
-
-    def watch() -> None:
-        try:
-            lose_c_while_scoring()
-        except BaseException as error:  # said by the test, not lost with the thread
-            lost["error"] = repr(error)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
+    watcher, lost = lose_mid_chunk(cluster, doomed, survivors, lambda: fleet.judge.requests)
     started, asked = time.monotonic(), fleet.judge.requests
     # Without re-queueing the run would wait for machine-c for ever: bound the wait here.
     outcome: dict[str, dg.ExecuteJobResult] = {}
@@ -299,7 +230,7 @@ def test_a_worker_lost_whole_mid_run_has_its_step_resumed_by_another_from_the_jo
     _assert_rows(cluster, key)
     assert fleet.runner().summary(key).runs == RUNS
     # The survivor resumed from what machine-c journaled in PostgreSQL.
-    metadata = _scores_metadata(result)
+    metadata = scores_metadata(result)
     assert metadata["resumed"] >= JOURNALED_AT_LOSS
     assert metadata["evaluated"] + metadata["resumed"] == SCORES
     spent = fleet.judge.requests - asked
