@@ -29,13 +29,13 @@ from dagster._core.definitions.reconstruct import ReconstructableJob, Reconstruc
 
 from n8n_deepeval_pipeline.orchestration.local_runner import prepare_dagster_home
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import libpq_url
 from tests.conftest import ROOT
 from tests.live.services import (
     CeleryWorker,
     missing_services,
     postgres_server,
     redis_server,
+    run_sql,
     start_worker,
 )
 
@@ -126,15 +126,7 @@ class Cluster:
             app.control.cancel_consumer("dagster", destination=others, reply=True, timeout=5)
 
     def query(self, sql: str, parameters: list | None = None) -> list[tuple]:
-        import psycopg2
-
-        connection = psycopg2.connect(libpq_url(self.postgres_url))
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(sql, parameters)
-                return cursor.fetchall()
-        finally:
-            connection.close()
+        return run_sql(self.postgres_url, sql, parameters)
 
 
 @contextlib.contextmanager

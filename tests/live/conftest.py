@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.live.cluster import require_distributed
 from tests.live.n8n_server import N8nServer, ensure_installed
+from tests.live.services import Postgres, postgres_server
 
 LIVE = os.environ.get("N8N_DEEPEVAL_LIVE") == "1"
 
@@ -19,4 +21,12 @@ def n8n(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N8nServer]:
         pytest.skip("live n8n tests: set N8N_DEEPEVAL_LIVE=1 (installs n8n, ~7 min cold)")
     install_dir = ensure_installed()
     with N8nServer.start(install_dir, tmp_path_factory.mktemp("n8n")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[Postgres]:
+    """A PostgreSQL server of the module's own (the distributed profile's live tests)."""
+    require_distributed()
+    with postgres_server() as server:
         yield server

@@ -23,6 +23,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
+    psycopg2_connection,
+)
+
 POSTGRES_PASSWORD = "n8n-deepeval-test"  # a throwaway cluster on loopback
 DATABASE = "n8n_deepeval"
 
@@ -72,10 +76,27 @@ def _wait_for(check, what: str, process: subprocess.Popen[bytes], log: Path, tim
     raise TimeoutError(f"{what} not ready after {timeout_s} s:\n{log.read_text()[-3000:]}")
 
 
+def run_sql(url: str, statement: str, parameters: list | None = None) -> list[tuple]:
+    """Run one statement on ``url`` (SQLAlchemy's form or libpq's) and commit; its rows."""
+    connection = psycopg2_connection(url, "n8n-deepeval-tests")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(statement, parameters)
+            rows = cursor.fetchall() if cursor.description else []
+        connection.commit()
+        return rows
+    finally:
+        connection.close()
+
+
 @dataclass
 class Postgres:
     url: str
     pid: int
+
+    def sql(self, statement: str, parameters: list | None = None) -> list[tuple]:
+        """Run one statement on the server's database and commit; its rows."""
+        return run_sql(self.url, statement, parameters)
 
 
 @contextlib.contextmanager

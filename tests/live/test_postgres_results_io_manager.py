@@ -6,42 +6,17 @@ test_distributed.py. Runs only with N8N_DEEPEVAL_DISTRIBUTED=1 (.ci/run sets it)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import dagster as dg
 import pytest
 
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
     PostgresResultsIOManager,
-    libpq_url,
 )
-from tests.live.cluster import require_distributed
-from tests.live.services import Postgres, postgres_server
+from tests.live.services import Postgres
 from tests.orchestration.conftest import example_key, run_job, step_failure
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    require_distributed()
-    with postgres_server() as server:
-        yield server
-
-
-def sql(postgres: Postgres, statement: str) -> list[tuple]:
-    import psycopg2
-
-    connection = psycopg2.connect(libpq_url(postgres.url))
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(statement)
-            rows = cursor.fetchall() if cursor.description else []
-        connection.commit()
-        return rows
-    finally:
-        connection.close()
 
 
 @pytest.fixture
@@ -51,7 +26,7 @@ def distributed(postgres, tmp_path, monkeypatch) -> Postgres:
     monkeypatch.setenv("N8N_DEEPEVAL_REDIS_URL", "redis://127.0.0.1:9/0")  # never contacted
     monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
-    sql(postgres, "drop schema if exists support_agent cascade")
+    postgres.sql("drop schema if exists support_agent cascade")
     return postgres
 
 
@@ -65,13 +40,11 @@ def test_rematerialising_a_version_replaces_its_rows_only(example_copy, distribu
     defs, key = _example(example_copy)
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
-        sql(
-            distributed,
+        distributed.sql(
             "insert into support_agent.metric_scores "
             "select * from support_agent.metric_scores limit 2",
         )  # duplicates a re-materialisation must clear
-        sql(
-            distributed,
+        distributed.sql(
             "insert into support_agent.agent_outputs select * from support_agent.agent_outputs "
             "limit 2; update support_agent.agent_outputs set workflow_hash = 'old' "
             "where ctid in (select ctid from support_agent.agent_outputs limit 2)",
@@ -81,12 +54,10 @@ def test_rematerialising_a_version_replaces_its_rows_only(example_copy, distribu
         scores = defs.load_asset_value(
             ["support_agent", "metric_scores"], instance=instance, partition_key=key
         )
-    assert sql(
-        distributed,
+    assert distributed.sql(
         "select count(*), count(distinct (run_id, metric)) from support_agent.metric_scores",
     ) == [(189, 189)]
-    assert sql(
-        distributed,
+    assert distributed.sql(
         "select workflow_hash = 'old', count(*) from support_agent.agent_outputs "
         "group by 1 order by 1",
     ) == [(False, 27), (True, 2)]
@@ -99,19 +70,19 @@ def test_a_column_added_since_is_migrated_and_a_changed_type_stops(example_copy,
     defs, key = _example(example_copy)
     with dg.instance_for_test() as instance:
         assert run_job(defs, instance, key).success
-        sql(distributed, "alter table support_agent.agent_outputs drop column error_kind")
+        distributed.sql("alter table support_agent.agent_outputs drop column error_kind")
         assert run_job(defs, instance, key, "support_agent__rescore").success  # reads old table
         assert run_job(defs, instance, key).success  # writes into it: the column comes back
-        assert sql(
-            distributed, "select count(*), count(error_kind) from support_agent.agent_outputs"
+        assert distributed.sql(
+            "select count(*), count(error_kind) from support_agent.agent_outputs"
         ) == [(27, 0)]
-        sql(distributed, "alter table support_agent.expanded_runs alter run_index type text")
+        distributed.sql("alter table support_agent.expanded_runs alter run_index type text")
         result = run_job(defs, instance, key)
     failure = step_failure(result)
     message = str(failure.event_specific_data)
     assert "table support_agent.expanded_runs in PostgreSQL database 'n8n_deepeval'" in message
     assert "column run_index is text, now bigint" in message
-    assert sql(distributed, "select count(*) from support_agent.expanded_runs") == [(27,)]
+    assert distributed.sql("select count(*) from support_agent.expanded_runs") == [(27,)]
 
 
 def test_online_scores_are_upserted_into_their_day_and_the_summary_reads_its_days(
@@ -123,7 +94,7 @@ def test_online_scores_are_upserted_into_their_day_and_the_summary_reads_its_day
     from tests.n8n_api.test_traffic_dataset import WEBHOOK_AGENT
     from tests.orchestration.test_online import DAY, benchmark_file, tick, webhook_execution
 
-    sql(distributed, "drop schema if exists support_online cascade")
+    distributed.sql("drop schema if exists support_online cascade")
     with FakeN8nApi() as n8n, dg.instance_for_test() as instance:
         n8n.workflows["wf"] = {**WEBHOOK_AGENT, "active": True, "activeVersionId": "v1"}
         monkeypatch.setenv("N8N_API_URL", n8n.base_url)
@@ -153,8 +124,7 @@ def test_online_scores_are_upserted_into_their_day_and_the_summary_reads_its_day
         assert job.execute_in_process(
             partition_key="2026-11-30", run_config=single, instance=instance
         ).success
-    assert sql(
-        distributed,
+    assert distributed.sql(
         "select to_char(started_at at time zone 'UTC', 'YYYY-MM-DD'), count(*), "
         "count(distinct score_id), sum(success::int) from support_online.online_scores "
         "group by 1 order by 1",
@@ -163,8 +133,7 @@ def test_online_scores_are_upserted_into_their_day_and_the_summary_reads_its_day
     checks = {check.check_name: check for check in ran.get_asset_check_evaluations()}
     assert checks["no_pass_rate_drop"].metadata["before/items"].value == 2
     assert checks["no_pass_rate_drop"].metadata["last/items"].value == 2
-    assert sql(
-        distributed,
+    assert distributed.sql(
         "select to_char(day at time zone 'UTC', 'YYYY-MM-DD'), items, passed "
         "from support_online.online_summary order by 1",
     ) == [("2026-11-29", 2, 2), ("2026-11-30", 2, 1)]

@@ -7,8 +7,6 @@ other. Runs only with N8N_DEEPEVAL_DISTRIBUTED=1 (.ci/run sets it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from n8n_deepeval_pipeline import EvaluationItem, EvaluationResult
@@ -18,18 +16,9 @@ from n8n_deepeval_pipeline.orchestration.resources.postgres_score_journal import
 )
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from tests.conftest import make_task
-from tests.live.cluster import require_distributed
-from tests.live.services import Postgres, postgres_server
-from tests.live.test_postgres_results_io_manager import sql
+from tests.live.services import Postgres
 
 pytestmark = [pytest.mark.live, pytest.mark.distributed, pytest.mark.slow]
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[Postgres]:
-    require_distributed()
-    with postgres_server() as server:
-        yield server
 
 
 def machines(postgres: Postgres, tmp_path) -> tuple[ScoreJournalResource, ScoreJournalResource]:
@@ -69,7 +58,7 @@ def test_a_chunk_journaled_on_one_machine_resumes_on_another(postgres, tmp_path)
     a.clear_partition("bench", "0123456789ab")
     with a.journal("bench", "0123456789ab", "c02_of_02") as cleared:
         assert cleared.completed() == {}
-    assert sql(postgres, "select count(*) from n8n_deepeval_journal.scores") == [(0,)]
+    assert postgres.sql("select count(*) from n8n_deepeval_journal.scores") == [(0,)]
 
 
 def test_the_calls_a_lost_machine_was_answered_are_charged_to_its_attempt(postgres, tmp_path):
