@@ -9,7 +9,10 @@ carries the old node's *name* and outputs what that trigger outputs (a Webhook t
 so expressions such as ``$json.body.chatInput`` or
 ``$('When chat message received').item.json.chatInput`` resolve as in production;
 everything after the end node is cut, so the webhook answers with the end node's output.
-Nodes named in ``replacements`` (mocks) are swapped in by name. Credentials stay
+A Respond to Webhook node that ends the copy answers as in production (the stand-in
+webhook waits for it); one before the end is a pass-through of the same name, since n8n
+refuses to run a Respond to Webhook its webhook does not wait for, and the copy's answer
+is the end node's. Nodes named in ``replacements`` (mocks) are swapped in by name. Credentials stay
 referenced by id: nothing here reads them.
 """
 
@@ -40,6 +43,7 @@ _WEBHOOK_STAND_IN_CODE = (
 _CHAT_TRIGGER = "@n8n/n8n-nodes-langchain.chatTrigger"
 _FORM_TRIGGER = "n8n-nodes-base.formTrigger"
 _EXECUTE_WORKFLOW_TRIGGER = "n8n-nodes-base.executeWorkflowTrigger"
+_RESPOND_TO_WEBHOOK = "n8n-nodes-base.respondToWebhook"
 
 
 def is_trigger(node: dict[str, Any]) -> bool:
@@ -165,12 +169,13 @@ def harness_copy(
     kept = kept_nodes(workflow, start, end)
     swapped = replacements or {}
     nodes = [
-        copy.deepcopy(swapped.get(node["name"], node))
+        _answering(copy.deepcopy(swapped.get(node["name"], node)), end)
         for node in workflow["nodes"]
         if node["name"] in kept
     ]
     position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
-    nodes += _stand_in(trigger, path, webhook_id, position)
+    responds = any(n["name"] == end and node_type(n) == _RESPOND_TO_WEBHOOK for n in nodes)
+    nodes += _stand_in(trigger, path, webhook_id, position, responds)
     return {
         "name": workflow.get("name", "workflow"),
         "nodes": nodes,
@@ -189,19 +194,29 @@ def _sub_nodes_of(parents: set[str], links: list[tuple[str, str]]) -> set[str]:
     return found
 
 
+def _answering(node: dict[str, Any], end: str) -> dict[str, Any]:
+    """A Respond to Webhook before the end node as a pass-through of the same name."""
+    if node_type(node) != _RESPOND_TO_WEBHOOK or node["name"] == end:
+        return node
+    position = node.get("position", [0, 0])
+    return {"name": node["name"], "type": "n8n-nodes-base.noOp", "typeVersion": 1,
+            "position": position, "parameters": {}}  # fmt: skip
+
+
 def _stand_in(
-    trigger: dict[str, Any], path: str, webhook_id: str, position: list[Any]
+    trigger: dict[str, Any], path: str, webhook_id: str, position: list[Any], responds: bool
 ) -> list[dict[str, Any]]:
+    """The webhook and the trigger's stand-in; ``responds``: the end node answers the call."""
     x, y = [*position, 0, 0][:2]
+    mode = "responseNode" if responds else "lastNode"
     webhook = {
         "name": HARNESS_WEBHOOK,
         "type": "n8n-nodes-base.webhook",
         "typeVersion": 2,
         "position": [x - 440, y],
         "webhookId": webhook_id,
-        "parameters": {"httpMethod": "POST", "path": path, "responseMode": "lastNode",
-                       "options": {}},
-    }  # fmt: skip
+        "parameters": {"httpMethod": "POST", "path": path, "responseMode": mode, "options": {}},
+    }
     code = _WEBHOOK_STAND_IN_CODE if node_type(trigger) == WEBHOOK_TRIGGER else _STAND_IN_CODE
     stand_in = {
         "name": trigger["name"],

@@ -95,6 +95,49 @@ def test_ending_at_the_agent_cuts_what_follows_it():
     assert "AI Agent" not in copy["connections"]
 
 
+TRIAGE = {
+    "name": "Ticket triage",
+    "nodes": [
+        node("Ticket in", "n8n-nodes-base.webhook", webhookId="w-2",
+             parameters={"path": "triage", "responseMode": "responseNode"}),
+        node("Triage", "n8n-nodes-base.code", parameters={"jsCode": "return $input.all();"}),
+        node("Acknowledge", "n8n-nodes-base.respondToWebhook",
+             parameters={"respondWith": "text", "responseBody": "received"}),
+        node("Log", "n8n-nodes-base.set"),
+        node("Answer", "n8n-nodes-base.respondToWebhook",
+             parameters={"respondWith": "firstIncomingItem"}),
+    ],
+    "connections": {
+        "Ticket in": link("Triage"),
+        "Triage": link("Acknowledge"),
+        "Acknowledge": link("Log"),
+        "Log": link("Answer"),
+    },
+}  # fmt: skip
+PASS_THROUGH = {"name": "Acknowledge", "type": "n8n-nodes-base.noOp", "typeVersion": 1,
+                "position": [0, 0], "parameters": {}}  # fmt: skip
+
+
+def by_name(copy):
+    return {n["name"]: n for n in copy["nodes"]}
+
+
+def test_a_respond_to_webhook_that_ends_the_copy_answers_the_call_as_in_production():
+    """n8n refuses a Respond to Webhook its webhook does not wait for ("Unused Respond to
+    Webhook node"): the stand-in webhook waits for the end node; one before it passes on."""
+    nodes = by_name(harness_copy(TRIAGE, "Triage", "Answer", "p", "h"))
+    assert nodes[HARNESS_WEBHOOK]["parameters"]["responseMode"] == "responseNode"
+    assert nodes["Answer"] == TRIAGE["nodes"][4]  # answers with what production answers
+    assert nodes["Acknowledge"] == PASS_THROUGH  # would answer first, with another body
+
+
+def test_a_respond_to_webhook_before_another_end_node_passes_its_items_on():
+    nodes = by_name(harness_copy(TRIAGE, "Triage", "Log", "p", "h"))
+    assert nodes[HARNESS_WEBHOOK]["parameters"]["responseMode"] == "lastNode"
+    assert nodes["Acknowledge"] == PASS_THROUGH
+    assert set(nodes) == {HARNESS_WEBHOOK, "Ticket in", "Triage", "Acknowledge", "Log"}
+
+
 def test_a_webhook_triggers_stand_in_outputs_the_request_as_n8n_does():
     webhook_agent = {
         "nodes": [node("Webhook", "n8n-nodes-base.webhook"), node("Agent", "n8n-nodes-base.code")],
