@@ -1,7 +1,9 @@
 """Request templates for calling a workflow: Jinja2's sandbox, so a template runs no code.
 
-A string that is one expression (``"{{ expectedTools }}"``) keeps the value's type; any
-other string is rendered as text. An unknown name is an error that names it.
+A string that is one expression (``"{{ expectedTools }}"``) keeps the value's type, a
+copy of it when it is an object or a list (the caller may add to what it is given, as a
+session field is added to a body, and must not change the row it came from); any other
+string is rendered as text. An unknown name is an error that names it.
 ``env_names`` tells which environment variables a template reads, so that a benchmark
 file can be held to the ones it lists. ``render_url`` percent-encodes each value for the
 part of the URL it lands in, so that a row id cannot change the path, query or fragment.
@@ -9,6 +11,7 @@ part of the URL it lands in, so that a row id cannot change the path, query or f
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Callable
@@ -75,7 +78,7 @@ def render(template: Any, context: dict[str, Any]) -> Any:
             value = _expression(single["expr"])(**context)
             if isinstance(value, Undefined):
                 value._fail_with_undefined_error()  # raises UndefinedError, naming the name
-            return value
+            return copy.deepcopy(value) if isinstance(value, dict | list) else value
         return _template(template).render(**context)
     except Exception as error:  # any failure of one template is that run's, not the step's
         raise _failure(template, error, context) from None

@@ -62,6 +62,19 @@ def test_each_run_is_sent_with_the_mapped_fields_and_its_own_session(fake):
     assert plain[0].intermediate_steps == []  # the answer carried steps: none were called
 
 
+def test_a_body_taken_whole_from_the_row_is_each_runs_own(fake):
+    """`init` writes `body: "{{ row['body'] }}"` for a Webhook read off executions: each
+    run's session goes into a copy, never into the row (the row's object was sent by every
+    run of the row with the first run's session, so repeated runs shared one)."""
+    rows = [row("r1", "hi", body={"question": "where is my refund?"})]
+    runs, outputs = call(fake, "agent", rows, runs_per_row=3, body="{{ row['body'] }}")
+    bodies = [request["body"] for request in fake.requests]
+    assert sorted(body["sessionId"] for body in bodies) == sorted(run.run_id for run in runs)
+    assert all(body["question"] == "where is my refund?" for body in bodies)
+    assert [output.session_id for output in outputs] == [run.run_id for run in runs]
+    assert rows[0].raw["body"] == {"question": "where is my refund?"}  # the row as read
+
+
 def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
     runs, (output,) = call(
         fake,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render_url
+from n8n_deepeval_pipeline.n8n_data.templates import TemplateRenderError, render, render_url
 
 CONTEXT = {
     "evalContext": {"rowId": "../../rest/owner?evil=1#x", "runIndex": 2},
@@ -64,3 +64,12 @@ def test_a_failing_template_is_a_render_error_that_never_quotes_a_variable(templ
         (render_url if template.startswith("https") else render)(template, context)
     assert "sk-secret-123" not in str(caught.value)
     assert str(caught.value).startswith(f"template {template!r}: ")
+
+
+def test_an_object_a_template_takes_whole_is_a_copy_the_caller_may_change():
+    row = {"body": {"question": "refund?", "tags": ["billing"]}}
+    first = render("{{ row['body'] }}", {"row": row})
+    first["sessionId"] = "run-0"
+    first["tags"].append("urgent")
+    assert render("{{ row['body'] }}", {"row": row}) == {"question": "refund?", "tags": ["billing"]}
+    assert row == {"body": {"question": "refund?", "tags": ["billing"]}}
