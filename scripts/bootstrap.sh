@@ -11,7 +11,7 @@ if [ ! -f "$stamp" ]; then
   [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   # The judge providers' SDKs too: the provider parity suite asks through each of them.
-  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev,docs,gemini,ollama,bedrock]"
+  "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -e "$root[dev,docs,gemini,ollama,bedrock,otel]"
   rm -f "$venv"/.installed-*
   touch "$stamp"
 fi
