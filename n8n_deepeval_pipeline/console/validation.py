@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.benchmark.config import (
 )
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
+from n8n_deepeval_pipeline.environment_variables import VARIABLES
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, N8nUnreachable
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
@@ -30,6 +31,11 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
 from n8n_deepeval_pipeline.red_team.target import attack_problems
+from n8n_deepeval_pipeline.redaction import (
+    MIN_SECRET_LENGTH,
+    is_secret_variable,
+    too_short_to_redact,
+)
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
@@ -89,6 +95,7 @@ def check_benchmark(
         warnings += _check_harness(path, benchmark.target, workflow, rows)
     warnings += _check_red_team(path, benchmark, workflow)
     warnings += _check_requests(path, benchmark, workflow, rows[0])
+    warnings += _short_secrets(benchmark)
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -194,6 +201,20 @@ def _check_requests(
     if problems:
         raise BenchmarkConfigError(path, problems)
     return unset_env(webhook, os.environ)
+
+
+# The project's own secret variables (the judge's keys, n8n's key).
+_OWN_SECRETS = tuple(v.name for v in VARIABLES if is_secret_variable(v.name))
+
+
+def _short_secrets(benchmark: Benchmark) -> list[str]:
+    """The secrets too short to take out of output by value: left in, and said so."""
+    names = [*_OWN_SECRETS, *benchmark.secret_variables]
+    return [
+        f"{name} holds a secret of {length} character(s): too short to take out of what is "
+        f"printed and stored ({MIN_SECRET_LENGTH} at least), so it is left in; use a longer one"
+        for name, length in too_short_to_redact(names).items()
+    ]
 
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:

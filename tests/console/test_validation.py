@@ -284,7 +284,7 @@ def test_templates_that_render_for_the_first_row_are_valid_and_an_unset_env_is_a
     assert report.warnings == [
         "target.env: SUPPORT_TOKEN is not set here: a template that reads it fails on every call"
     ]
-    monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n")
+    monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n-for-support")
     assert check_benchmark(example_copy)[1].warnings == []
 
 
