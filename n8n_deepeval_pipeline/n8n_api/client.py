@@ -312,7 +312,7 @@ def _short_reason(response: httpx2.Response) -> str:
     """n8n's message, without the key it was sent (n8n may quote it), cut short after."""
     try:
         message = response.json().get("message")
-    except (ValueError, AttributeError, RecursionError):
+    except (ValueError, AttributeError):
         message = None
     sent = [response.request.headers.get(_KEY_HEADER, "")]
     return f" ({redact(str(message), sent)[:200]})" if message else ""

@@ -18,7 +18,7 @@ TOKEN = "s3cr3t-webhook-token-0042"
 
 
 def _send_json(handler: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
-    payload = json.dumps(answer).encode()
+    payload = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(payload)))
@@ -52,7 +52,9 @@ class _FakeServer:
 class FakeN8nWebhooks(_FakeServer):
     """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get,
     /refunds-fail (the agent, but a call about a refund fails with HTTP 500), /echo-auth (the
-    agent, quoting back the Authorization header it was sent, in its output and a step)."""
+    agent, quoting back the Authorization header it was sent, in its output and a step),
+    /deep-when-asked (the agent, but a call whose input says "deep" is answered with an
+    output nested 50,000 levels deep)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -71,7 +73,9 @@ class FakeN8nWebhooks(_FakeServer):
             steps = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}},
                       "observation": "42"}] if "6*7" in text else []  # fmt: skip
             return 200, {"output": f"Echo: {text}", "intermediateSteps": steps}
-        if name == "echo-auth":
+        if name == "deep-when-asked" and "deep" in text:
+            return 200, b'{"output": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        if name in ("echo-auth", "deep-when-asked"):
             sent = headers.get("Authorization", "")
             step = {"action": {"tool": "lookup", "toolInput": {"auth": sent}}, "observation": sent}
             return 200, {"output": f"You sent {sent}; {text}", "intermediateSteps": [step]}
