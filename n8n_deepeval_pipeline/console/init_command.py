@@ -111,6 +111,7 @@ def init(
     except BenchmarkConfigError as error:
         raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
+    benchmarks.warn(written.benchmark, report.warnings)  # what `run` would say, said now
 
 
 def _synthesizer(source: Any, workflow: str, count: int) -> Any:

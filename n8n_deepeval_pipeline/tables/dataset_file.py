@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.benchmark.config import DatasetConfig, MappedField
 from n8n_deepeval_pipeline.benchmark.simulation import GOLDEN_FIELDS
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, DataFileError, FileRole
 from n8n_deepeval_pipeline.data_limits import DataLimitError, id_problem, loads_json, value_problem
+from n8n_deepeval_pipeline.n8n_data.conversation import ConversationShapeError, parse_conversation
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,
@@ -208,7 +209,10 @@ def _golden_mapping(config: DatasetConfig, columns: set[str]) -> dict[MappedFiel
 def _check_goldens(
     rows: list[DatasetRow], config: DatasetConfig, mapping: dict[MappedField, str]
 ) -> None:
-    """Every row has the scenario a simulated user plays (DeepEval requires one)."""
+    """Every row has the scenario a simulated user plays (DeepEval requires one).
+
+    And its opening turns, if any, read as a conversation, as the simulation reads them.
+    """
     column = mapping.get("scenario", "scenario")
     problems = [
         f"row {row.position} (id {row.row_id!r}): a conversational golden needs a scenario "
@@ -217,6 +221,14 @@ def _check_goldens(
         for row in rows
         if not (row.scenario or "").strip()
     ]
+    for row in rows:
+        try:
+            parse_conversation(row.turns)
+        except ConversationShapeError as error:
+            problems.append(
+                f"row {row.position} (id {row.row_id!r}): the opening turns (column "
+                f"{mapping.get('turns', 'turns')!r}) cannot be read: {error}"
+            )
     if problems:
         raise DataFileError(_where(config), problems, _role(config))
 
