@@ -138,3 +138,40 @@ def test_the_reason_is_rewritten_with_the_versions_names_not_the_masks(arena):
         )
         assert mapping in prompt_text(rewrite["messages"])
         assert result.reason  # DeepEval's reason as the judge rewrote it
+
+
+def test_a_winner_who_is_no_contestant_is_the_judges_invalid_output_not_a_key_error(tmp_path):
+    """DeepEval's own ArenaGEval raises a bare KeyError when the judge names someone else
+    (4.3.1 defines no outcome for it); the pipeline asks the same and says what went wrong."""
+    server = LoopbackJudge(latency_s=0.0, fixed={"winner": "Carol"}).start()
+    metric = {"label": "c0", "config": CRITERIA[1].model_dump(), "opponent_first": False}
+    try:
+        spec = {"base_url": server.base_url, "model": MODEL, "metrics": [metric]}
+        (tmp_path / "spec.json").write_text(json.dumps(spec), "utf-8")
+        subprocess.run(
+            [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
+            cwd=tmp_path,
+            env={**worker_environment(), "PYTHONPATH": str(ROOT)},
+            check=True,
+            timeout=600,
+        )
+        reference = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+        reference_bodies = list(server.bodies)
+        server.bodies.clear()
+        judge = JudgeSpec(provider="openai", model=MODEL, base_url=server.base_url,
+                          api_key="sk-parity", state_dir=str(tmp_path / "judge"))  # fmt: skip
+        pool = WorkerPool(size=1, timeout_s=120)
+        pool.start()
+        try:
+            (result,) = evaluate_all(pool, [make_task(CRITERIA[1].model_dump(), ITEM, 0, judge)])
+        finally:
+            pool.close()
+    finally:
+        server.stop()
+    assert reference == {"c0": "error: KeyError: 'Carol'"}
+    assert _canonical(server.bodies) == _canonical(reference_bodies)  # asked the same
+    assert (result.score, result.error_kind) == (None, "judge_invalid_output")
+    assert result.error == (
+        "the judge named 'Carol' as the winner, which is not one of the contestants "
+        "(Alice, Bob) DeepEval's ArenaGEval showed it"
+    )
