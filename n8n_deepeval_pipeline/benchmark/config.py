@@ -28,7 +28,7 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_v
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
-from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
+from n8n_deepeval_pipeline.judging.spec import JUDGE_PROVIDERS, JudgeChoice, JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
 from n8n_deepeval_pipeline.redaction import treat_as_secrets
@@ -330,9 +330,7 @@ class JudgeOverride(JudgeChoice):
     out comes from here.
     """
 
-    provider: JudgeProvider = Field(
-        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run."
-    )
+    provider: JudgeProvider = Field(description=f"One of {', '.join(JUDGE_PROVIDERS)}.")
 
 
 class Benchmark(ConfigModel):
