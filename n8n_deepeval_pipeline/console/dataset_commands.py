@@ -361,7 +361,11 @@ def _what(request: Any) -> str:
 
 
 def _made(goldens: int, rows: Any, added: int, where: str) -> str:
-    repeated = f" ({rows.duplicates} repeated an input)" if rows.duplicates else ""
+    repeated = (
+        f" ({rows.duplicates} repeated a golden: its input from its context)"
+        if rows.duplicates
+        else ""
+    )
     kept = len(rows.rows)
     return (
         f"{goldens} golden(s) → {kept} row(s){repeated} · {added} new in {where}, "
