@@ -10,10 +10,7 @@ output is then searched for it. A secret too short to take out by value is left 
 from __future__ import annotations
 
 import json
-import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -26,6 +23,7 @@ from n8n_deepeval_pipeline.console.printed import printable
 from n8n_deepeval_pipeline.redaction import configured_secrets, redact, treat_as_secrets
 from tests.conftest import EXAMPLE
 from tests.n8n_api.fake_n8n import FakeN8nApi, FakeN8nWebhooks
+from tests.test_cli_private_files import cli
 
 N8N_KEY = "n8n_api_8f2c41d7e9b3a065"
 WEBHOOK_TOKEN = "whk-3b9e7a51c2d40f86"
@@ -50,21 +48,6 @@ def webhook_benchmark(folder: Path, url: str) -> Path:
     return path
 
 
-def cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(home), "DEEPEVAL_POOL_SIZE": "1",
-           "WEBHOOK_TOKEN": WEBHOOK_TOKEN, "N8N_DEEPEVAL_JUDGE_PROVIDER": "dry-run"}  # fmt: skip
-    env.pop("DAGSTER_HOME", None)
-    return subprocess.run(
-        [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        preexec_fn=lambda: os.umask(0o022),
-    )
-
-
 def files_holding(root: Path, secret: str) -> list[str]:
     return [
         str(path.relative_to(root))
@@ -74,8 +57,10 @@ def files_holding(root: Path, secret: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_webhook_token_echoed_in_the_answer_is_stored_and_printed_nowhere(tmp_path):
+def test_a_webhook_token_echoed_in_the_answer_is_stored_and_printed_nowhere(tmp_path, monkeypatch):
     home, out = tmp_path / "home", tmp_path / "out"
+    monkeypatch.setenv("WEBHOOK_TOKEN", WEBHOOK_TOKEN)  # the commands' environment
+    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "dry-run")
     with FakeN8nWebhooks() as fake:
         benchmark = webhook_benchmark(tmp_path, f"{fake.base_url}/webhook/echo-auth")
         ran = cli(home, "run", str(benchmark), "--json")

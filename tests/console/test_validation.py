@@ -324,32 +324,33 @@ def test_online_conversational_metrics_need_a_session_the_workflow_names(tmp_pat
     ]
 
 
-def _validate_and_run(path, tmp_path, monkeypatch):
-    """What `validate` and `run` say of ``path`` (run: refused before any step, or not)."""
+def _refused_alike(path, tmp_path, monkeypatch, problem):
+    """`validate` (exit 1) and `run` (exit 2, before any step) refuse ``path`` in one line."""
     from click.testing import CliRunner
 
     from n8n_deepeval_pipeline.cli import main
 
     monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    return CliRunner().invoke(main, ["validate", str(path)]), CliRunner().invoke(
-        main, ["run", str(path)]
-    )
+    said = f"{path}: invalid benchmark\n  - {problem}\n"
+    validated = CliRunner().invoke(main, ["validate", str(path)])
+    assert (validated.exit_code, validated.stderr) == (1, said)
+    ran = CliRunner().invoke(main, ["run", str(path)])
+    assert (ran.exit_code, ran.stderr) == (2, f"Error: {said}")  # not a failed Dagster step
+    assert not (tmp_path / "home").exists()
 
 
 def test_an_unknown_judge_provider_is_refused_by_validate_as_by_run(
     example_copy, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "gpt")
-    validated, ran = _validate_and_run(example_copy, tmp_path, monkeypatch)
-    said = (
-        f"{example_copy}: invalid benchmark\n"
-        "  - N8N_DEEPEVAL_JUDGE_PROVIDER='gpt' names no judge provider: one of dry-run, openai, "
+    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "gpt")  # before: run exited 4
+    _refused_alike(
+        example_copy,
+        tmp_path,
+        monkeypatch,
+        "N8N_DEEPEVAL_JUDGE_PROVIDER='gpt' names no judge provider: one of dry-run, openai, "
         "openai-compatible, azure-openai, anthropic, gemini, ollama, openrouter, deepseek, "
-        "bedrock, local\n"
+        "bedrock, local",
     )
-    assert (validated.exit_code, validated.stderr) == (1, said)
-    assert (ran.exit_code, ran.stderr) == (2, f"Error: {said}")  # not a failed Dagster step
-    assert not (tmp_path / "home").exists()
 
 
 def test_a_judge_whose_sdk_is_not_installed_is_refused_naming_it_and_its_extra(
@@ -365,15 +366,13 @@ def test_a_judge_whose_sdk_is_not_installed_is_refused_naming_it_and_its_extra(
     monkeypatch.setattr(providers, "_installed", installed)
     monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "gemini")
     monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_MODEL", "gemini-2.5-flash")
-    validated, ran = _validate_and_run(example_copy, tmp_path, monkeypatch)
-    said = (
-        f"{example_copy}: invalid benchmark\n"
-        "  - N8N_DEEPEVAL_JUDGE_*: the gemini judge needs its SDK (google.genai): "
-        "pip install 'n8n-deepeval-pipeline[gemini]'\n"
+    _refused_alike(  # before: 54 scores without a judgement, exit 3
+        example_copy,
+        tmp_path,
+        monkeypatch,
+        "N8N_DEEPEVAL_JUDGE_*: the gemini judge needs its SDK (google.genai): "
+        "pip install 'n8n-deepeval-pipeline[gemini]'",
     )
-    assert (validated.exit_code, validated.stderr) == (1, said)
-    # before: 54 scores without a judgement, exit 3
-    assert (ran.exit_code, ran.stderr) == (2, f"Error: {said}")
 
 
 def test_a_judge_the_run_could_not_build_is_refused_naming_its_field(example_copy):

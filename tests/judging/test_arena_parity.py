@@ -36,6 +36,19 @@ CRITERIA = [
 ]
 
 
+def deepeval_reference(folder, spec):
+    """Each metric's score (or error) by DeepEval's own ArenaGEval and OpenAI class."""
+    (folder / "spec.json").write_text(json.dumps(spec), "utf-8")
+    subprocess.run(
+        [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
+        cwd=folder,
+        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
+        check=True,
+        timeout=600,
+    )
+    return json.loads((folder / "out.json").read_text(encoding="utf-8"))
+
+
 def _canonical(bodies):
     # A set: the pipeline's cache answers a prompt two evaluations share (the steps) once.
     return {json.dumps(body, sort_keys=True) for body in bodies}
@@ -56,15 +69,7 @@ def arena(tmp_path_factory):
         reference_bodies = []
         reference = {}
         for metric in metrics:  # one by one, to keep each metric's requests apart
-            (tmp / "spec.json").write_text(json.dumps({**spec, "metrics": [metric]}), "utf-8")
-            subprocess.run(
-                [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-                cwd=tmp,
-                env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-                check=True,
-                timeout=600,
-            )
-            reference.update(json.loads((tmp / "out.json").read_text(encoding="utf-8")))
+            reference.update(deepeval_reference(tmp, {**spec, "metrics": [metric]}))
             reference_bodies.append(list(server.bodies))
             server.bodies.clear()
 
@@ -147,15 +152,7 @@ def test_a_winner_who_is_no_contestant_is_the_judges_invalid_output_not_a_key_er
     metric = {"label": "c0", "config": CRITERIA[1].model_dump(), "opponent_first": False}
     try:
         spec = {"base_url": server.base_url, "model": MODEL, "metrics": [metric]}
-        (tmp_path / "spec.json").write_text(json.dumps(spec), "utf-8")
-        subprocess.run(
-            [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-            cwd=tmp_path,
-            env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-            check=True,
-            timeout=600,
-        )
-        reference = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+        reference = deepeval_reference(tmp_path, spec)
         reference_bodies = list(server.bodies)
         server.bodies.clear()
         judge = JudgeSpec(provider="openai", model=MODEL, base_url=server.base_url,
