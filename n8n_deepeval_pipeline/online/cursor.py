@@ -4,8 +4,10 @@ The cursor is the highest execution id seen, the executions below it still runni
 waiting (``pending``: they are looked at again each tick until they end), the chat
 sessions still open, and the workflow versions seen (n8n's version id → the pipeline's
 hash, ``online.versions``). An execution is decided once: handed to a run, or left out by
-sampling, the cap or its status; the cursor is stored with the tick, so a restart (the
-cursor read back) neither scores an execution twice nor skips one. Sampling hashes the
+sampling, the cap, its status or mode, or as a call the pipeline made itself (a benchmark
+run, a simulated user's turn, an attack: ``n8n_api.own_traffic``); the cursor is stored
+with the tick, so a restart (the cursor read back) neither scores an execution twice nor
+skips one. Sampling hashes the
 execution's id (a session's id for a conversation) against ``sampleRate``: a restart
 samples the same ones.
 """
@@ -40,6 +42,7 @@ class SeenExecution(BaseModel):
     status: str | None = None
     session: str | None = None
     version_id: str | None = None  # n8n's id of the workflow version that ran it
+    from_pipeline: bool = False  # a call the pipeline made (it carries its mark)
 
 
 class OpenSession(BaseModel):
@@ -95,6 +98,7 @@ class Tick(BaseModel):
     capped: int = 0
     not_scored_status: int = 0  # ended without success (error, canceled, crashed)
     not_production: int = 0  # manual runs, n8n's evaluation runs
+    from_pipeline: int = 0  # the pipeline's own calls: benchmark runs, simulations, attacks
 
 
 def sampled(key: str, rate: float) -> bool:
@@ -138,7 +142,9 @@ class _Planner:
         self.tick.items.append(item)
 
     def see(self, execution: SeenExecution, single_turn: bool, conversational: bool) -> None:
-        if not is_production(execution, self.config.include_manual):
+        if execution.from_pipeline:
+            self.tick.from_pipeline += 1
+        elif not is_production(execution, self.config.include_manual):
             self.tick.not_production += 1
         elif execution.status != _SCORED_STATUS:
             self.tick.not_scored_status += 1

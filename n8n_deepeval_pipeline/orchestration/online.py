@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.benchmark.online import OnlineConfig
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import write_rows
+from n8n_deepeval_pipeline.n8n_api.own_traffic import from_pipeline
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import exchange_of
 from n8n_deepeval_pipeline.online.cursor import (
     OnlineCursor,
@@ -336,7 +337,7 @@ def build_online_assets(benchmark: Benchmark) -> list[dg.AssetsDefinition]:
 
 
 def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecution:
-    """What the cursor needs of an execution listed by n8n."""
+    """What the cursor needs of an execution listed by n8n (with its data)."""
     started = execution.get("startedAt") or execution.get("createdAt")
     return SeenExecution(
         id=int(execution["id"]),
@@ -345,6 +346,7 @@ def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecut
         status=execution.get("status"),
         session=session,
         version_id=execution_version_id(execution),
+        from_pipeline=from_pipeline(execution),
     )
 
 
@@ -470,6 +472,7 @@ def _left_out(tick: Tick) -> str:
     return (
         f"not sampled {tick.not_sampled} · over maxPerHour {tick.capped} · "
         f"not a success {tick.not_scored_status} · not production {tick.not_production} · "
+        f"the pipeline's own {tick.from_pipeline} · "
         f"open sessions {len(tick.cursor.open_sessions)}"
     )
 

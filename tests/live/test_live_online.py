@@ -16,10 +16,15 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from n8n_deepeval_pipeline import DatasetRow
 from n8n_deepeval_pipeline.benchmark.config import load_benchmark
+from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
+from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.tables.rows import AgentOutput
+from n8n_deepeval_pipeline.tables.steps import expanded_runs
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_traffic import ECHO_WORKFLOW, _chat, wait_for_executions
@@ -253,3 +258,89 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
                                     ("w-b", "turn_relevancy", None)]  # fmt: skip
         finally:
             n8n.delete_workflow(workflow_id)
+
+
+def benchmark_calls(url: str, body: dict[str, Any], inputs: list[str]) -> list[AgentOutput]:
+    """The workflow called as a benchmark calls it: a run per input, each its own session."""
+    target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": url, "body": body})
+    rows = [
+        DatasetRow(workflow_hash="b" * 64, row_id=f"r{n}", position=n, input=text, raw={})
+        for n, text in enumerate(inputs, start=1)
+    ]
+    caller = WebhookCaller(target, url, {})
+    try:
+        return caller.outputs(expanded_runs(rows, 1, "live"), {row.row_id: row for row in rows})
+    finally:
+        caller.close()
+
+
+def test_the_pipelines_own_calls_are_not_scored_as_production(
+    n8n: N8nServer, env: Path, tmp_path: Path
+) -> None:
+    """A benchmark's runs over the webhook and a simulation's chat, made while the sensor
+    ticks, are n8n executions like a user's (mode webhook): only the users' are scored."""
+    workflow = copy.deepcopy(ECHO_WORKFLOW)
+    workflow["name"] = "online own calls"
+    workflow["nodes"][0]["parameters"]["path"] = "online-own"
+    workflow["nodes"][0]["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e024"
+    workflow_id = n8n.create_workflow(workflow)
+    name = "live_online_own"
+    file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="Answer", end="Answer",
+                     metric="no_refund")  # fmt: skip
+    try:
+        assert n8n.wait_for_webhook("online-own", body={"question": "before"}).status_code == 200
+        wait_for_executions(n8n, workflow_id, 1)
+        defs = build_definitions([file])
+        with dg.instance_for_test() as instance:
+            started = tick(defs, name, instance, None)
+            n8n.call_webhook("online-own", {"question": "Where is my order?"})
+            # the benchmark's own body: no evalContext in it, the header marks the call
+            outputs = benchmark_calls(
+                n8n.webhook_url("online-own"), {"question": "{{ input }}"}, ["a", "b", "c"]
+            )
+            assert [output.actual_output for output in outputs] == ["Echo: a", "Echo: b", "Echo: c"]
+            n8n.call_webhook("online-own", {"question": "Can I change the address?"})
+            wait_for_executions(n8n, workflow_id, 6)
+            (request,) = tick(defs, name, instance, started.cursor).run_requests
+            scored = [n8n.api("GET", f"/executions/{item['key']}", {"includeData": "true"})
+                      .json() for item in items(request, name)]  # fmt: skip
+            questions = [
+                execution["data"]["resultData"]["runData"]["Webhook"][0]["data"]["main"][0][0][
+                    "json"]["body"]["question"]
+                for execution in scored
+            ]  # fmt: skip
+            assert questions == ["Where is my order?", "Can I change the address?"]
+    finally:
+        n8n.delete_workflow(workflow_id)
+    name = "live_online_own_chat"
+    with FakeOpenAI() as llm:
+        chat = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (own calls)", llm.base_url))
+        chat["name"] = "online own chat"
+        trigger = chat["nodes"][0]
+        trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e025"
+        trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
+        chat_id = n8n.create_workflow(chat)
+        file = benchmark(tmp_path, name=name, workflow_id=chat_id, start="AI Agent",
+                         end="Format", metric="turn_relevancy")  # fmt: skip
+        try:
+            defs = build_definitions([file])
+            with dg.instance_for_test() as instance:
+                started = tick(defs, name, instance, None)
+                url = n8n.webhook_url(f"{trigger['webhookId']}/chat")
+                user = {"action": "sendMessage", "sessionId": "user-1", "chatInput": "Hello"}
+                assert _chat(url, user).status_code == 200
+                # a Chat Trigger keeps the body alone: the evalContext the pipeline adds
+                body = {"action": "sendMessage", "chatInput": "{{ input }}"}
+                own = benchmark_calls(url, body, ["I want a refund"])
+                assert own[0].error is None
+                wait_for_executions(n8n, chat_id, 2)
+                opened = tick(defs, name, instance, started.cursor)
+                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
+                    time.sleep(4)
+                    opened = tick(defs, name, instance, opened.cursor)
+                (request,) = opened.run_requests
+                assert [(i["kind"], i["key"]) for i in items(request, name)] == [
+                    ("session", "user-1")
+                ]
+        finally:
+            n8n.delete_workflow(chat_id)

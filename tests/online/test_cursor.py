@@ -69,6 +69,20 @@ def test_manual_evaluation_and_failed_runs_are_passed_over_and_counted():
     assert keys(with_manual) == ["1", "4"]
 
 
+def test_the_pipelines_own_calls_are_neither_scored_nor_a_session_and_are_counted():
+    """A simulation run while the sensor ticks: its sessions are the pipeline's own."""
+    executions = [
+        seen(1, session="user-a"),
+        seen(2, session="h:sim:0:thread", from_pipeline=True),
+        seen(3, from_pipeline=True),
+        seen(4, session="user-a"),
+    ]
+    tick = plan_tick(STARTED, executions, config(), NOON, single_turn=True, conversational=True)
+    assert keys(tick) == ["1", "4"] and tick.from_pipeline == 2
+    assert set(tick.cursor.open_sessions) == {"user-a"} and tick.cursor.last_id == 4
+    assert tick.not_production == 0  # counted as the pipeline's, not as manual runs
+
+
 def test_sampling_is_a_hash_of_the_id_so_a_restart_samples_the_same_ones():
     chosen = [sampled(str(number), 0.3) for number in range(20_000)]
     assert sum(chosen) / len(chosen) == pytest.approx(0.3, abs=0.015)

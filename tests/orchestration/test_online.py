@@ -163,6 +163,60 @@ def test_the_sensor_scores_new_executions_once_over_ticks_and_a_restart(n8n, tmp
         assert scored(third) == [["5"]] and third.run_requests[0].partition_key == "2026-12-01"
 
 
+def pipelines_own(execution: dict[str, Any], trigger: str = "Webhook") -> dict[str, Any]:
+    """The execution as a benchmark's call leaves it: marked as the pipeline marks its calls."""
+    marked = copy.deepcopy(execution)
+    (item,) = marked["data"]["resultData"]["runData"][trigger][0]["data"]["main"][0]
+    run_id = f"{'a' * 64}:r{execution['id']}:0"
+    if trigger == "Webhook":  # a Webhook node keeps the headers (names lower-cased)
+        item["json"]["headers"] = {"x-n8n-deepeval-run": run_id}
+    else:  # a Chat Trigger keeps the body alone
+        item["json"]["evalContext"] = {"runId": run_id, "isEvalRun": True}
+    return marked
+
+
+def test_the_benchmarks_own_calls_are_not_scored_as_production(n8n, tmp_path):
+    """A benchmark ran over the webhook while the sensor ticked: 12 of 24 executions were its
+    own (they were scored as production, and paid for)."""
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        for number in range(1, 25):
+            found = webhook_execution(number, "fine", DAY + timedelta(minutes=number))
+            n8n.executions.append(pipelines_own(found) if number % 2 else found)
+        result = tick(defs, instance, n8n, cursor)
+        assert scored(result) == [[str(number) for number in range(2, 25, 2)]]
+        assert json.loads(result.cursor)["last_id"] == 24
+
+
+def test_a_simulated_conversation_is_not_a_production_chat(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
+    with dg.instance_for_test() as instance:
+        sensor = defs.resolve_sensor_def("chat_online__online")
+        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
+
+        def chat_tick(cursor):
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, resources={"n8n": resource}
+            )
+            return sensor(context)
+
+        cursor = chat_tick(None).cursor
+        started = datetime.now(UTC) - timedelta(minutes=20)
+        simulated = f"{'a' * 64}:scenario:0:thread-1"  # the session a simulation sends in
+        n8n.executions = [
+            chat_execution(1, "user", "Hello", started),
+            pipelines_own(chat_execution(2, simulated, "I want a refund", started), TRIGGER),
+            pipelines_own(chat_execution(3, simulated, "Order A3301", started), TRIGGER),
+            chat_execution(4, "user", "Thanks", started),
+        ]
+        (request,) = chat_tick(cursor).run_requests
+        items = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
+        assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
+            ("session", "user", [1, 4])
+        ]
+
+
 def test_a_waiting_execution_is_scored_by_the_tick_after_it_ended(n8n, tmp_path):
     defs = build_definitions([benchmark_file(tmp_path)])
     with dg.instance_for_test() as instance:
