@@ -438,7 +438,11 @@ def versions_to_register(
 
 
 def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
-    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice."""
+    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice.
+
+    A session's executions are in its key: a chat scored again whole, once it went on, is
+    a run of its own, never taken for the run that scored its first part.
+    """
     by_day: dict[str, list[ScoreItem]] = defaultdict(list)
     for item in tick.items:
         by_day[item.day].append(item)
@@ -446,7 +450,9 @@ def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     requests = []
     for day, items in sorted(by_day.items()):
         listed = [item.model_dump(mode="json") for item in items]
-        ids = ",".join(f"{item.kind}:{item.key}" for item in items)
+        ids = ",".join(
+            f"{item.kind}:{item.key}:{'+'.join(map(str, item.execution_ids))}" for item in items
+        )
         requests.append(dg.RunRequest(
             run_key=f"online:{day}:{hashlib.sha256(ids.encode()).hexdigest()[:16]}",
             partition_key=day,

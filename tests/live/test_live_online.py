@@ -199,9 +199,26 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
                 assert item["execution_ids"] == sorted(item["execution_ids"])
                 execute(defs, name, instance, request)
                 assert tick(defs, name, instance, opened.cursor).run_requests == []
-            rows = query(env, f"select score_id, metric, error_kind from {name}.online_scores")
+                # the user goes on with the chat: it is scored again whole, replacing its row
+                body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": "Bye"}
+                assert _chat(url, body).status_code == 200
+                wait_for_executions(n8n, workflow_id, 4)
+                went_on = tick(defs, name, instance, opened.cursor)
+                if not went_on.run_requests:  # still within sessionIdleMinutes (3 s)
+                    time.sleep(4)
+                    went_on = tick(defs, name, instance, went_on.cursor)
+                (again,) = went_on.run_requests
+                (whole,) = items(again, name)
+                assert whole["execution_ids"][:3] == item["execution_ids"]
+                assert len(whole["execution_ids"]) == 4
+                execute(defs, name, instance, again)
+            rows = query(
+                env,
+                f"select score_id, metric, error_kind, json_array_length(execution_ids) "
+                f"from {name}.online_scores",
+            )
             first = item["execution_ids"][0]
-            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None)]
+            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None, 4)]
         finally:
             n8n.delete_workflow(workflow_id)
 

@@ -398,20 +398,25 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         defs.resolve_job_def("chat_online__online").execute_in_process(
             partition_key=request.partition_key, run_config=request.run_config, instance=instance
         )
-        # the user comes back to the same chat later: another conversation, kept beside it
+        # the user comes back to the same chat later: the whole chat is scored again, its
+        # rows replacing the first three messages' (it was scored as a fragment of one
+        # message, knowledge retention 0.0 on it, and counted twice)
         n8n.executions.append(chat_execution(4, "s1", "again", now - timedelta(minutes=6)))
         (later,) = chat_tick(result.cursor).run_requests
-        defs.resolve_job_def("chat_online__online").execute_in_process(
+        (item,) = later.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
+        assert item["execution_ids"] == [1, 2, 3, 4]
+        assert later.run_key != request.run_key  # the daemon would skip a run key it ran
+        assert later.partition_key == request.partition_key
+        ran = defs.resolve_job_def("chat_online__online").execute_in_process(
             partition_key=later.partition_key, run_config=later.run_config, instance=instance
         )
         rows = query(
             environment,
-            "select score_id, execution_ids from chat_online.online_scores order by 1",
+            "select score_id, metric, execution_ids from chat_online.online_scores order by 1",
         )
-        assert rows == [
-            ("session:s1:1", json.dumps(["1", "2", "3"])),
-            ("session:s1:4", json.dumps(["4"])),
-        ]
+        assert rows == [("session:s1:1", "turn_relevancy", json.dumps(["1", "2", "3", "4"]))]
+        (summary,) = ran.asset_materializations_for_node("chat_online__online_summary")
+        assert (summary.metadata["items"].value, summary.metadata["sessions"].value) == (1, 1)
 
 
 WEBHOOK_MEMORY_AGENT = {
