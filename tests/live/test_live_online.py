@@ -100,6 +100,25 @@ def as_yesterday(request: dg.RunRequest, name: str) -> dg.RunRequest:
     return request._replace(run_config=config, partition_key=day)
 
 
+def chat_workflow(n8n: N8nServer, llm: FakeOpenAI, name: str, webhook_id: str) -> tuple[str, str]:
+    """The chat agent (FakeOpenAI its model) behind a public Chat Trigger: its id, chat URL."""
+    workflow = n8n.chat_agent(n8n.openai_credential(f"Fake OpenAI ({name})", llm.base_url))
+    workflow["name"] = name
+    trigger = workflow["nodes"][0]
+    trigger["webhookId"] = webhook_id
+    trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
+    return n8n.create_workflow(workflow), n8n.webhook_url(f"{webhook_id}/chat")
+
+
+def tick_once_idle(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, cursor: str):
+    """A tick that hands on the sessions gone idle (sessionIdleMinutes: 3 s)."""
+    ticked = tick(defs, name, instance, cursor)
+    if not ticked.run_requests:  # still within sessionIdleMinutes
+        time.sleep(4)
+        ticked = tick(defs, name, instance, ticked.cursor)
+    return ticked
+
+
 def test_new_executions_are_scored_once_over_two_ticks_and_a_restart_and_a_drop_warns(
     n8n: N8nServer, env: Path, tmp_path: Path
 ) -> None:
@@ -170,28 +189,20 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
 ) -> None:
     name = "live_online_chat"
     with FakeOpenAI() as llm:
-        workflow = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (online)", llm.base_url))
-        workflow["name"] = "online chat agent"
-        trigger = workflow["nodes"][0]
-        trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"
-        trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
-        workflow_id = n8n.create_workflow(workflow)
+        workflow_id, url = chat_workflow(
+            n8n, llm, "online chat agent", "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"
+        )
         file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="AI Agent",
                          end="Format", metric="turn_relevancy")  # fmt: skip
         try:
             defs = build_definitions([file])
             with dg.instance_for_test() as instance:
                 started = tick(defs, name, instance, None)
-                url = n8n.webhook_url(f"{trigger['webhookId']}/chat")
                 for message in ("Hello", "What is 6*7?", "Thanks"):
                     body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": message}
                     assert _chat(url, body).status_code == 200
                 wait_for_executions(n8n, workflow_id, 3)
-                opened = tick(defs, name, instance, started.cursor)
-                cursor = opened.cursor
-                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    opened = tick(defs, name, instance, cursor)
+                opened = tick_once_idle(defs, name, instance, started.cursor)
                 (request,) = opened.run_requests
                 (item,) = items(request, name)
                 assert (item["kind"], item["key"], len(item["execution_ids"])) == (
@@ -203,11 +214,7 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
                 body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": "Bye"}
                 assert _chat(url, body).status_code == 200
                 wait_for_executions(n8n, workflow_id, 4)
-                went_on = tick(defs, name, instance, opened.cursor)
-                if not went_on.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    went_on = tick(defs, name, instance, went_on.cursor)
-                (again,) = went_on.run_requests
+                (again,) = tick_once_idle(defs, name, instance, opened.cursor).run_requests
                 (whole,) = items(again, name)
                 assert whole["execution_ids"][:3] == item["execution_ids"]
                 assert len(whole["execution_ids"]) == 4
@@ -262,11 +269,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
                     body = {"sessionId": session, "message": message}
                     assert _chat(url, body).status_code == 200
                 wait_for_executions(n8n, workflow_id, 3)
-                opened = tick(defs, name, instance, started.cursor)
-                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    opened = tick(defs, name, instance, opened.cursor)
-                (request,) = opened.run_requests
+                (request,) = tick_once_idle(defs, name, instance, started.cursor).run_requests
                 found = sorted((i["key"], len(i["execution_ids"])) for i in items(request, name))
                 assert found == [("w-a", 2), ("w-b", 1)]
                 execute(defs, name, instance, request)
@@ -331,19 +334,15 @@ def test_the_pipelines_own_calls_are_not_scored_as_production(
         n8n.delete_workflow(workflow_id)
     name = "live_online_own_chat"
     with FakeOpenAI() as llm:
-        chat = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (own calls)", llm.base_url))
-        chat["name"] = "online own chat"
-        trigger = chat["nodes"][0]
-        trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e025"
-        trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
-        chat_id = n8n.create_workflow(chat)
+        chat_id, url = chat_workflow(
+            n8n, llm, "online own chat", "5e0c1f7a-3b2d-4c1e-9f00-00000000e025"
+        )
         file = benchmark(tmp_path, name=name, workflow_id=chat_id, start="AI Agent",
                          end="Format", metric="turn_relevancy")  # fmt: skip
         try:
             defs = build_definitions([file])
             with dg.instance_for_test() as instance:
                 started = tick(defs, name, instance, None)
-                url = n8n.webhook_url(f"{trigger['webhookId']}/chat")
                 user = {"action": "sendMessage", "sessionId": "user-1", "chatInput": "Hello"}
                 assert _chat(url, user).status_code == 200
                 # a Chat Trigger keeps the body alone: the evalContext the pipeline adds
@@ -351,11 +350,7 @@ def test_the_pipelines_own_calls_are_not_scored_as_production(
                 own = benchmark_calls(url, body, ["I want a refund"])
                 assert own[0].error is None
                 wait_for_executions(n8n, chat_id, 2)
-                opened = tick(defs, name, instance, started.cursor)
-                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    opened = tick(defs, name, instance, opened.cursor)
-                (request,) = opened.run_requests
+                (request,) = tick_once_idle(defs, name, instance, started.cursor).run_requests
                 assert [(i["kind"], i["key"]) for i in items(request, name)] == [
                     ("session", "user-1")
                 ]

@@ -127,8 +127,15 @@ def benchmark_file(tmp_path: Path, text: str = BENCHMARK) -> Path:
     return path
 
 
-def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, cursor=None):
-    sensor = defs.resolve_sensor_def("support_online__online")
+def tick(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    fake: FakeN8nApi,
+    cursor=None,
+    benchmark: str = "support_online",
+):
+    """One tick of the benchmark's online sensor on the fake n8n."""
+    sensor = defs.resolve_sensor_def(f"{benchmark}__online")
     n8n = N8nResource(base_url=fake.base_url, api_key="test-key")
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"n8n": n8n})
     return sensor(context)
@@ -192,16 +199,7 @@ def test_the_benchmarks_own_calls_are_not_scored_as_production(n8n, tmp_path):
 def test_a_simulated_conversation_is_not_a_production_chat(n8n, tmp_path):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("chat_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def chat_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
-        cursor = chat_tick(None).cursor
+        cursor = tick(defs, instance, n8n, None, "chat_online").cursor
         started = datetime.now(UTC) - timedelta(minutes=20)
         simulated = f"{'a' * 64}:scenario:0:thread-1"  # the session a simulation sends in
         n8n.executions = [
@@ -210,7 +208,7 @@ def test_a_simulated_conversation_is_not_a_production_chat(n8n, tmp_path):
             pipelines_own(chat_execution(3, simulated, "Order A3301", started), TRIGGER),
             chat_execution(4, "user", "Thanks", started),
         ]
-        (request,) = chat_tick(cursor).run_requests
+        (request,) = tick(defs, instance, n8n, cursor, "chat_online").run_requests
         items = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
         assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
             ("session", "user", [1, 4])
@@ -376,22 +374,13 @@ def test_an_execution_n8n_names_no_version_of_is_tagged_with_its_stored_copy(
 def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("chat_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def chat_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
-        cursor = chat_tick(None).cursor
+        cursor = tick(defs, instance, n8n, None, "chat_online").cursor
         now = datetime.now(UTC)
         n8n.executions = [
             chat_execution(n, "s1", f"message {n}", now - timedelta(minutes=20 - n))
             for n in (1, 2, 3)
         ]
-        result = chat_tick(cursor)
+        result = tick(defs, instance, n8n, cursor, "chat_online")
         (request,) = result.run_requests
         (item,) = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
         assert (item["kind"], item["key"], item["execution_ids"]) == ("session", "s1", [1, 2, 3])
@@ -402,7 +391,7 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, e
         # rows replacing the first three messages' (it was scored as a fragment of one
         # message, knowledge retention 0.0 on it, and counted twice)
         n8n.executions.append(chat_execution(4, "s1", "again", now - timedelta(minutes=6)))
-        (later,) = chat_tick(result.cursor).run_requests
+        (later,) = tick(defs, instance, n8n, result.cursor, "chat_online").run_requests
         (item,) = later.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
         assert item["execution_ids"] == [1, 2, 3, 4]
         assert later.run_key != request.run_key  # the daemon would skip a run key it ran
@@ -453,16 +442,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
     n8n.workflows["wf"] = WEBHOOK_MEMORY_AGENT
     defs = build_definitions([benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("webhook_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def webhook_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
-        cursor = webhook_tick(None).cursor
+        cursor = tick(defs, instance, n8n, None, "webhook_online").cursor
         now = datetime.now(UTC)
         n8n.executions = [
             webhook_execution(n, f"answer {n}", now - timedelta(minutes=20 - n),
@@ -472,7 +452,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
         for number, session in ((1, "u-1"), (2, "u-2"), (3, "u-1")):
             trigger = n8n.executions[number - 1]["data"]["resultData"]["runData"]["Webhook"]
             trigger[0]["data"]["main"][0][0]["json"]["body"]["sessionId"] = session
-        (request,) = webhook_tick(cursor).run_requests
+        (request,) = tick(defs, instance, n8n, cursor, "webhook_online").run_requests
         items = request.run_config["ops"]["webhook_online__online_scores"]["config"]["items"]
         assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
             ("session", "u-1", [1, 3]),
