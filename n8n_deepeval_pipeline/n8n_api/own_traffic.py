@@ -11,9 +11,8 @@ carries two, because n8n 2.41 keeps a different part of the request per trigger:
   template sets it: a Chat Trigger's item is the body alone, without the headers.
 
 A body that is not a JSON object, or a GET's (sent as its query string), carries the
-header only. A harness copy's executions
-belong to the copy's own workflow id, so a reader of the workflow's executions never
-sees them at all.
+header only. A harness copy's executions belong to the copy's own workflow id, so a
+reader of the workflow's executions never sees them at all.
 """
 
 from __future__ import annotations

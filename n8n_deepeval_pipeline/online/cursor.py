@@ -7,9 +7,9 @@ hash, ``online.versions``). An execution is decided once: handed to a run, or le
 sampling, the cap, its status or mode, or as a call the pipeline made itself (a benchmark
 run, a simulated user's turn, an attack: ``n8n_api.own_traffic``); the cursor is stored
 with the tick, so a restart (the cursor read back) neither scores an execution twice nor
-skips one. Sampling hashes the
-execution's id (a session's id for a conversation) against ``sampleRate``: a restart
-samples the same ones.
+skips one. Sampling hashes the execution's id (a session's id for a conversation)
+against ``sampleRate``: a restart samples the same ones. A chat session handed to a run
+is remembered for ``sessionResumeDays``: a chat that goes on is handed on again whole.
 """
 
 from __future__ import annotations

@@ -74,8 +74,9 @@ class Conversation(_Frozen):
 
     @property
     def reads_as(self) -> tuple[object, ...]:
-        """What the page shows of it but the session (which run it was)."""
-        return self.turns, self.stop_reason
+        """What it says: not its session (which run it was) nor how long each call took."""
+        said = tuple(turn.model_copy(update={"latency_s": None}) for turn in self.turns)
+        return said, self.stop_reason
 
 
 def _mocked(message: Mapping[str, Any]) -> list[bool]:

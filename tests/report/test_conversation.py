@@ -85,6 +85,8 @@ def test_the_page_shows_each_turn_why_it_stopped_and_every_session(html):
         for index in range(4):
             assert f"<code>{version}:{CONVERSATION_CASE}:{index}:thread-{index}</code>" in html
     assert "4 turns, 1 sent by the user in this run" in html
+    # each answer's latency only for a run shown alone: these are four runs each
+    assert '<span class="passes">0.80 s</span>' not in html
     assert '<span class="chip">mocked: never ran</span>' in html
 
 
@@ -99,6 +101,11 @@ def conversation_output(run_id: str, last: str, session: str) -> AgentOutput:
 def test_conversations_that_read_the_same_are_folded_with_their_sessions(report):
     (case,) = report.cases
     same, other = case.runs[0], case.runs[1]
+    # the same turns answered at another speed read the same
+    slower = [turn.model_copy(update={"latency_s": 9.0}) for turn in other.conversation.turns]
+    other = other.model_copy(
+        update={"conversation": other.conversation.model_copy(update={"turns": tuple(slower)})}
+    )
     differs = conversation_of(conversation_output("h:r:1", "another answer", "s-9"))
     groups = fold_runs((same, other, other.model_copy(update={"conversation": differs})))
     assert [len(group.runs) for group in groups] == [2, 1]
