@@ -14,13 +14,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Group = Literal["where things live", "n8n", "judge", "worker pool", "scaling out", "test suite"]
+Group = Literal[
+    "where things live", "n8n", "judge", "worker pool", "scaling out", "traces", "CI", "test suite"
+]
 GROUPS: tuple[Group, ...] = (
     "where things live",
     "n8n",
     "judge",
     "worker pool",
     "scaling out",
+    "traces",
+    "CI",
     "test suite",
 )
 
@@ -311,6 +315,54 @@ VARIABLES: tuple[Variable, ...] = (
         meaning="`distributed`: the Celery broker and result backend, `redis://host:port/0`.",
     ),
     Variable(
+        name="GITHUB_TOKEN",
+        group="CI",
+        meaning="`ci comment github`: the token that writes the pull request's comment (the "
+        "Action passes its `github-token` input); never printed.",
+    ),
+    Variable(
+        name="GITHUB_API_URL",
+        group="CI",
+        default="https://api.github.com",
+        meaning="Set by GitHub Actions: the REST API `ci comment github` calls.",
+    ),
+    Variable(
+        name="GITHUB_REPOSITORY",
+        group="CI",
+        meaning="Set by GitHub Actions: `owner/name` of the pull request's repository.",
+    ),
+    Variable(
+        name="GITHUB_EVENT_PATH",
+        group="CI",
+        meaning="Set by GitHub Actions: the event's JSON, whose pull request is commented on.",
+    ),
+    Variable(
+        name="GITHUB_EVENT_NAME",
+        group="CI",
+        meaning="Set by GitHub Actions: named when the event is not a pull request's.",
+    ),
+    Variable(
+        name="GITLAB_TOKEN",
+        group="CI",
+        meaning="`ci comment gitlab`: a token with the `api` scope that writes the merge "
+        "request's note (a masked CI/CD variable); never printed.",
+    ),
+    Variable(
+        name="CI_API_V4_URL",
+        group="CI",
+        meaning="Set by GitLab CI: the REST API `ci comment gitlab` calls.",
+    ),
+    Variable(
+        name="CI_PROJECT_ID",
+        group="CI",
+        meaning="Set by GitLab CI: the merge request's project.",
+    ),
+    Variable(
+        name="CI_MERGE_REQUEST_IID",
+        group="CI",
+        meaning="Set by GitLab CI in a merge request pipeline: the merge request commented on.",
+    ),
+    Variable(
         name="N8N_DEEPEVAL_VENV",
         group="test suite",
         default_described="`./.venv`",
@@ -381,6 +433,13 @@ VARIABLES: tuple[Variable, ...] = (
         group="test suite",
         default_described="`~/.cache/n8n-deepeval`",
         meaning="Where `scripts/install_n8n.sh` installs n8n and Node 24 (3.2 GB).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_PHOENIX_CACHE",
+        group="test suite",
+        default_described="`~/.cache/n8n-deepeval`",
+        meaning="Where `scripts/install_phoenix.sh` installs Arize Phoenix, the trace receiver "
+        "of the live trace test, in a virtual environment of its own (~860 MB).",
     ),
     Variable(
         name="N8N_DEEPEVAL_DISTRIBUTED",
