@@ -363,6 +363,48 @@ VARIABLES: tuple[Variable, ...] = (
         meaning="Set by GitLab CI in a merge request pipeline: the merge request commented on.",
     ),
     Variable(
+        name="N8N_DEEPEVAL_CI_PACKAGE",
+        group="CI",
+        meaning="The GitLab template: the pip requirement of the pinned package, e.g. "
+        "`n8n-deepeval-pipeline[otel] @ git+<repository URL>@<ref>` (required).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_CONSTRAINTS",
+        group="CI",
+        meaning="The GitLab template: a constraints file or URL pinning the package's "
+        "dependencies (the repository's `constraints.txt` at the same ref).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_BENCHMARKS",
+        group="CI",
+        meaning="The GitLab template: the benchmark files to run, separated by spaces "
+        "(required).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_RUN_ARGS",
+        group="CI",
+        meaning="The GitLab template: more options for `n8n-deepeval run`.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_COMMENT",
+        group="CI",
+        default="true",
+        meaning="The GitLab template: `false` writes no merge-request note.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_ALLOW_SIDE_EFFECTS",
+        group="CI",
+        default="false",
+        meaning="The GitLab template: `true` runs benchmarks whose workflow calls could act "
+        "on real services.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_REPORTS",
+        group="CI",
+        default="n8n-deepeval-reports",
+        meaning="The GitLab template: where the reports are written (the job's artifacts).",
+    ),
+    Variable(
         name="N8N_DEEPEVAL_VENV",
         group="test suite",
         default_described="`./.venv`",
