@@ -315,6 +315,49 @@ VARIABLES: tuple[Variable, ...] = (
         meaning="`distributed`: the Celery broker and result backend, `redis://host:port/0`.",
     ),
     Variable(
+        name="N8N_DEEPEVAL_OTLP_ENDPOINT",
+        group="traces",
+        meaning="Send every benchmark run (and every online evaluation) as an OpenTelemetry "
+        "trace to this OTLP/HTTP endpoint, e.g. `http://127.0.0.1:6006` (`/v1/traces` is "
+        "added); needs the `otel` extra. Unset, and no `OTEL_EXPORTER_OTLP_*ENDPOINT` "
+        "either: no export, and nothing is kept for one.",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        group="traces",
+        meaning="OpenTelemetry's own: the full URL traces are sent to (used when "
+        "`N8N_DEEPEVAL_OTLP_ENDPOINT` is unset).",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_ENDPOINT",
+        group="traces",
+        meaning="OpenTelemetry's own: the base URL of every signal (`/v1/traces` is added).",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_HEADERS",
+        group="traces",
+        meaning="OpenTelemetry's own: headers sent with every export, `key=value,…` (an "
+        "observability platform's API key); read by the OTLP exporter, never logged.",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        group="traces",
+        meaning="OpenTelemetry's own: headers of trace exports only.",
+    ),
+    Variable(
+        name="OTEL_SERVICE_NAME",
+        group="traces",
+        default="n8n-deepeval",
+        meaning="The `service.name` of the exported traces.",
+    ),
+    Variable(
+        name="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        group="traces",
+        meaning="`true`: the spans carry what was said (the run's input and output, tool "
+        "arguments and results), credentials redacted, as the GenAI conventions' opt-in "
+        "content; unset: names, ids, timings, tokens, costs and scores only.",
+    ),
+    Variable(
         name="GITHUB_TOKEN",
         group="CI",
         meaning="`ci comment github`: the token that writes the pull request's comment (the "
@@ -377,8 +420,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable(
         name="N8N_DEEPEVAL_CI_BENCHMARKS",
         group="CI",
-        meaning="The GitLab template: the benchmark files to run, separated by spaces "
-        "(required).",
+        meaning="The GitLab template: the benchmark files to run, separated by spaces (required).",
     ),
     Variable(
         name="N8N_DEEPEVAL_CI_RUN_ARGS",
