@@ -73,6 +73,11 @@ class WrittenTrace:
     evaluations: int = 0
     judge_calls: int = 0
 
+    @property
+    def spans(self) -> int:
+        """Every span: the root, a run and a workflow call per run, and the rest."""
+        return 1 + 2 * self.workflow_calls + self.tool_calls + self.evaluations + self.judge_calls
+
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -126,6 +131,8 @@ def write_version_trace(tracer: Tracer, run: VersionRun) -> WrittenTrace:
             layout[each.run_id],
             written,
         )
+    # The whole trace's size, on its last span to end: a reader knows when it has it all.
+    root.set_attribute(names.TRACE_SPANS, written.spans)
     root.end(end_time=_ns(max(ends)))
     return written
 

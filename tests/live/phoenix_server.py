@@ -37,6 +37,12 @@ class Phoenix:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
 
+    def project_id(self, name: str = "default") -> str:
+        """The id Phoenix's pages name the project by."""
+        answer = httpx2.get(f"{self.base_url}/v1/projects", timeout=30)
+        answer.raise_for_status()
+        return str(next(p["id"] for p in answer.json()["data"] if p["name"] == name))
+
     def spans(self, project: str = "default") -> list[dict[str, Any]]:
         """Every span of ``project``, page by page."""
         found: list[dict[str, Any]] = []
@@ -55,12 +61,18 @@ class Phoenix:
             if not cursor:
                 return found
 
-    def wait_for_spans(self, count: int, timeout_s: float = 120.0) -> list[dict[str, Any]]:
-        """The spans, once Phoenix has stored ``count`` of them (it ingests in the background)."""
+    def wait_for_trace(self, timeout_s: float = 120.0) -> list[dict[str, Any]]:
+        """The spans of the one trace sent, once Phoenix has stored them all.
+
+        Phoenix stores what it receives in the background; the root span says how many
+        the trace holds (``n8n_deepeval.trace.spans``).
+        """
         deadline = time.monotonic() + timeout_s
         while True:
             found = self.spans()
-            if len(found) >= count or time.monotonic() > deadline:
+            roots = [span for span in found if span["parent_id"] is None]
+            whole = roots and len(found) >= roots[0]["attributes"]["n8n_deepeval.trace.spans"]
+            if whole or time.monotonic() > deadline:
                 return found
             time.sleep(0.5)
 
