@@ -104,37 +104,7 @@ def _failed(span: Span, error_type: str, message: str | None) -> None:
 
 def write_version_trace(tracer: Tracer, run: VersionRun) -> WrittenTrace:
     """Write ``run`` as one trace through ``tracer``; what it holds."""
-    scores_by_run: dict[str, list[MetricScore]] = {}
-    for score in run.scores:
-        scores_by_run.setdefault(score.run_id, []).append(score)
-    layout = {
-        each.run_id: _RunTimes.of(run, each, scores_by_run.get(each.run_id, []))
-        for each in run.runs
-    }
-    starts = [times.start for times in layout.values()] + [run.started]
-    ends = [times.end for times in layout.values()] + [run.ended]
-    root = tracer.start_span(
-        run.root_name,
-        kind=SpanKind.INTERNAL,
-        start_time=_ns(min(starts)),
-        attributes=_root_attributes(run),
-    )
-    written = WrittenTrace(trace_id=format(root.get_span_context().trace_id, "032x"))
-    parent = trace.set_span_in_context(root)
-    for each in run.runs:
-        _write_run(
-            tracer,
-            parent,
-            run,
-            each,
-            scores_by_run.get(each.run_id, []),
-            layout[each.run_id],
-            written,
-        )
-    # The whole trace's size, on its last span to end: a reader knows when it has it all.
-    root.set_attribute(names.TRACE_SPANS, written.spans)
-    root.end(end_time=_ns(max(ends)))
-    return written
+    return _TraceWriter(tracer, run).write()
 
 
 def _root_attributes(run: VersionRun) -> dict[str, Any]:
@@ -159,7 +129,7 @@ class _RunTimes:
 
     start: datetime
     call_end: datetime
-    evaluations: dict[int, tuple[datetime, datetime]]
+    evaluations: list[tuple[datetime, datetime]]
     end: datetime
 
     @classmethod
@@ -167,98 +137,164 @@ class _RunTimes:
         output = run.outputs.get(each.run_id)
         start = (output.started_at if output else None) or run.started
         call_end = _after(start, output.latency_s if output else None)
-        evaluations = {}
-        for number, score in enumerate(scores):
+        evaluations = []
+        for score in scores:
             began = score.started_at or call_end
-            evaluations[number] = (began, _after(began, score.latency_s))
-        end = max([call_end, *(ended for _, ended in evaluations.values())])
+            evaluations.append((began, _after(began, score.latency_s)))
+        end = max([call_end, *(ended for _, ended in evaluations)])
         return cls(start, call_end, evaluations, end)
 
 
-def _write_run(
-    tracer: Tracer,
-    parent: Any,
-    run: VersionRun,
-    each: ExpandedRun,
-    scores: list[MetricScore],
-    times: _RunTimes,
-    written: WrittenTrace,
-) -> None:
-    attributes: dict[str, Any] = {
-        names.RUN_ID: each.run_id,
-        names.CASE_ID: each.case_id,
-        names.ROW_ID: each.row_id,
-        names.RUN_INDEX: each.run_index,
-    }
-    aggregate = run.aggregates.get(each.run_id)
-    if aggregate is not None:
-        attributes[names.RUN_PASSED] = aggregate.overall_success
-        if aggregate.overall_score is not None:
-            attributes[names.OVERALL_SCORE] = aggregate.overall_score
-    span = tracer.start_span(
-        f"run {each.row_id}:{each.run_index}",
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        start_time=_ns(times.start),
-        attributes=attributes,
-    )
-    if aggregate is not None and not aggregate.overall_success:
-        span.set_status(Status(StatusCode.ERROR, "the run failed its pass rule"))
-    inside = trace.set_span_in_context(span)
-    _write_call(tracer, inside, run, each, scores, times, written)
-    for number, score in enumerate(scores):
-        _write_evaluation(tracer, inside, score, times.evaluations[number], written)
-    span.end(end_time=_ns(times.end))
+class _TraceWriter:
+    """One trace being written: its tracer, the run it is of, and what it holds so far."""
 
+    def __init__(self, tracer: Tracer, run: VersionRun) -> None:
+        self.tracer = tracer
+        self.run = run
+        self.scores: dict[str, list[MetricScore]] = {}
+        for score in run.scores:
+            self.scores.setdefault(score.run_id, []).append(score)
+        self.times = {
+            each.run_id: _RunTimes.of(run, each, self.scores.get(each.run_id, []))
+            for each in run.runs
+        }
+        self.written = WrittenTrace(trace_id="")
 
-def _write_call(
-    tracer: Tracer,
-    parent: Any,
-    run: VersionRun,
-    each: ExpandedRun,
-    scores: list[MetricScore],
-    times: _RunTimes,
-    written: WrittenTrace,
-) -> None:
-    """The workflow call, its tool calls, and every score of it as an evaluation event."""
-    output = run.outputs.get(each.run_id)
-    attributes: dict[str, Any] = {
-        names.OPERATION: names.INVOKE_WORKFLOW,
-        names.WORKFLOW_NAME: run.workflow_name,
-        names.RUN_ID: each.run_id,
-        names.OUTPUT_SOURCE: "recorded" if run.recorded else "called",
-    }
-    if output is not None and output.session_id:
-        attributes[names.CONVERSATION_ID] = output.session_id
-    if output is not None and output.llm_prompt_tokens is not None:
-        attributes[names.INPUT_TOKENS] = output.llm_prompt_tokens
-        attributes[names.OUTPUT_TOKENS] = output.llm_completion_tokens or 0
-    if output is not None and output.llm_cost_usd is not None:
-        attributes[names.COST_USD] = output.llm_cost_usd
-    if run.content:
-        attributes.update(_messages(run.inputs.get(each.row_id), output))
-    span = tracer.start_span(
-        f"{names.INVOKE_WORKFLOW} {run.workflow_name}",
-        context=parent,
-        kind=SpanKind.CLIENT,
-        start_time=_ns(times.start),
-        attributes=attributes,
-    )
-    written.workflow_calls += 1
-    if output is None or output.error is not None:
-        kind = (output.error_kind if output else None) or "target_error"
-        _failed(span, kind, output.error if output else "no output stored for this run")
-    inside = trace.set_span_in_context(span)
-    for step in _steps(output):
-        _write_tool(tracer, inside, step, times, run.content)
-        written.tool_calls += 1
-    for number, score in enumerate(scores):
-        span.add_event(
-            names.EVALUATION_RESULT_EVENT,
-            attributes=_evaluation_result(score),
-            timestamp=_ns(times.evaluations[number][1]),
+    def _span(
+        self,
+        name: str,
+        parent: Span | None,
+        start: datetime,
+        attributes: dict[str, Any],
+        kind: SpanKind = SpanKind.INTERNAL,
+    ) -> Span:
+        context = trace.set_span_in_context(parent) if parent is not None else None
+        return self.tracer.start_span(
+            name, context=context, kind=kind, start_time=_ns(start), attributes=attributes
         )
-    span.end(end_time=_ns(times.call_end))
+
+    def write(self) -> WrittenTrace:
+        run = self.run
+        starts = [times.start for times in self.times.values()] + [run.started]
+        ends = [times.end for times in self.times.values()] + [run.ended]
+        root = self._span(run.root_name, None, min(starts), _root_attributes(run))
+        self.written.trace_id = format(root.get_span_context().trace_id, "032x")
+        for each in run.runs:
+            self._run(root, each)
+        # The whole trace's size, on its last span to end: a reader knows when it has it all.
+        root.set_attribute(names.TRACE_SPANS, self.written.spans)
+        root.end(end_time=_ns(max(ends)))
+        return self.written
+
+    def _run(self, root: Span, each: ExpandedRun) -> None:
+        times, scores = self.times[each.run_id], self.scores.get(each.run_id, [])
+        attributes: dict[str, Any] = {
+            names.RUN_ID: each.run_id,
+            names.CASE_ID: each.case_id,
+            names.ROW_ID: each.row_id,
+            names.RUN_INDEX: each.run_index,
+            names.VERSION: each.workflow_hash[:12],
+        }
+        aggregate = self.run.aggregates.get(each.run_id)
+        if aggregate is not None:
+            attributes[names.RUN_PASSED] = aggregate.overall_success
+            if aggregate.overall_score is not None:
+                attributes[names.OVERALL_SCORE] = aggregate.overall_score
+        span = self._span(f"run {each.row_id}:{each.run_index}", root, times.start, attributes)
+        if aggregate is not None and not aggregate.overall_success:
+            span.set_status(Status(StatusCode.ERROR, "the run failed its pass rule"))
+        self._call(span, each, scores, times)
+        for score, when in zip(scores, times.evaluations, strict=True):
+            self._evaluation(span, score, when)
+        span.end(end_time=_ns(times.end))
+
+    def _call(
+        self, parent: Span, each: ExpandedRun, scores: list[MetricScore], times: _RunTimes
+    ) -> None:
+        """The workflow call, its tool calls, and every score of it as an evaluation event."""
+        run = self.run
+        output = run.outputs.get(each.run_id)
+        attributes: dict[str, Any] = {
+            names.OPERATION: names.INVOKE_WORKFLOW,
+            names.WORKFLOW_NAME: run.workflow_name,
+            names.RUN_ID: each.run_id,
+            names.OUTPUT_SOURCE: "recorded" if run.recorded else "called",
+        }
+        if output is not None and output.session_id:
+            attributes[names.CONVERSATION_ID] = output.session_id
+        if output is not None and output.llm_prompt_tokens is not None:
+            attributes[names.INPUT_TOKENS] = output.llm_prompt_tokens
+            attributes[names.OUTPUT_TOKENS] = output.llm_completion_tokens or 0
+        if output is not None and output.llm_cost_usd is not None:
+            attributes[names.COST_USD] = output.llm_cost_usd
+        if run.content:
+            attributes.update(_messages(run.inputs.get(each.row_id), output))
+        name = f"{names.INVOKE_WORKFLOW} {run.workflow_name}"
+        span = self._span(name, parent, times.start, attributes, SpanKind.CLIENT)
+        self.written.workflow_calls += 1
+        if output is None or output.error is not None:
+            kind = (output.error_kind if output else None) or "target_error"
+            _failed(span, kind, output.error if output else "no output stored for this run")
+        for step in _steps(output):
+            tool = self._span(
+                f"{names.EXECUTE_TOOL} {step.action.tool or 'unknown'}",
+                span,
+                times.start,
+                _tool_attributes(step, run.content),
+            )
+            tool.end(end_time=_ns(times.call_end))
+            self.written.tool_calls += 1
+        for score, (_, ended) in zip(scores, times.evaluations, strict=True):
+            span.add_event(
+                names.EVALUATION_RESULT_EVENT,
+                attributes=_evaluation_result(score),
+                timestamp=_ns(ended),
+            )
+        span.end(end_time=_ns(times.call_end))
+
+    def _evaluation(
+        self, parent: Span, score: MetricScore, times: tuple[datetime, datetime]
+    ) -> None:
+        attributes: dict[str, Any] = {
+            **_evaluation_result(score),
+            names.METRIC: score.metric,
+            names.METRIC_SLUG: score.metric_slug,
+            names.THRESHOLD: score.threshold,
+            names.DIRECTION: score.direction,
+            names.JUDGE_CALLS: score.judge_calls,
+        }
+        if score.judge:
+            attributes[names.JUDGE] = score.judge
+        if score.cost_usd is not None:
+            attributes[names.COST_USD] = score.cost_usd
+        span = self._span(f"evaluate {score.metric}", parent, times[0], attributes)
+        self.written.evaluations += 1
+        if score.error_kind is not None:
+            _failed(span, score.error_kind, score.error)
+        for call in score.judge_call_log or []:
+            self._judge_call(span, call)
+        span.end(end_time=_ns(times[1]))
+
+    def _judge_call(self, parent: Span, call: Mapping[str, Any]) -> None:
+        started = datetime.fromtimestamp(call["started_at"], UTC)
+        attributes: dict[str, Any] = {
+            names.OPERATION: names.CHAT,
+            names.PROVIDER_NAME: names.PROVIDERS.get(call["provider"], call["provider"]),
+            names.REQUEST_MODEL: call["model"],
+            names.INPUT_TOKENS: call.get("prompt_tokens", 0),
+            names.OUTPUT_TOKENS: call.get("completion_tokens", 0),
+            names.JUDGE: call["judge"],
+            names.CACHED: bool(call.get("cached")),
+            names.RETRIES: call.get("retries", 0),
+        }
+        if call.get("cost_usd") is not None:
+            attributes[names.COST_USD] = call["cost_usd"]
+        name = f"{names.CHAT} {call['model']}"
+        span = self._span(name, parent, started, attributes, SpanKind.CLIENT)
+        self.written.judge_calls += 1
+        if call.get("error"):
+            _failed(span, "judge_error", call["error"])
+        span.end(end_time=_ns(_after(started, call.get("duration_s"))))
 
 
 def _messages(user_input: Any, output: AgentOutput | None) -> dict[str, str]:
@@ -284,13 +320,10 @@ def _steps(output: AgentOutput | None) -> list[IntermediateStep]:
         return []  # a shape the trace metrics report; the trace just has no tool spans
 
 
-def _write_tool(
-    tracer: Tracer, parent: Any, step: IntermediateStep, times: _RunTimes, content: bool
-) -> None:
-    tool = step.action.tool or "unknown"
+def _tool_attributes(step: IntermediateStep, content: bool) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         names.OPERATION: names.EXECUTE_TOOL,
-        names.TOOL_NAME: tool,
+        names.TOOL_NAME: step.action.tool or "unknown",
         names.TOOL_TYPE: "function",
     }
     if step.action.tool_call_id:
@@ -298,14 +331,7 @@ def _write_tool(
     if content:
         attributes[names.TOOL_ARGUMENTS] = _json(step.action.tool_input)
         attributes[names.TOOL_RESULT] = _json(step.observation)
-    span = tracer.start_span(
-        f"{names.EXECUTE_TOOL} {tool}",
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        start_time=_ns(times.start),
-        attributes=attributes,
-    )
-    span.end(end_time=_ns(times.call_end))
+    return attributes
 
 
 def _label(score: MetricScore) -> str:
@@ -328,65 +354,3 @@ def _evaluation_result(score: MetricScore) -> dict[str, Any]:
     if score.error_kind:
         attributes[names.ERROR_TYPE] = score.error_kind
     return attributes
-
-
-def _write_evaluation(
-    tracer: Tracer,
-    parent: Any,
-    score: MetricScore,
-    times: tuple[datetime, datetime],
-    written: WrittenTrace,
-) -> None:
-    attributes: dict[str, Any] = {
-        **_evaluation_result(score),
-        names.METRIC: score.metric,
-        names.METRIC_SLUG: score.metric_slug,
-        names.THRESHOLD: score.threshold,
-        names.DIRECTION: score.direction,
-        names.JUDGE_CALLS: score.judge_calls,
-    }
-    if score.judge:
-        attributes[names.JUDGE] = score.judge
-    if score.cost_usd is not None:
-        attributes[names.COST_USD] = score.cost_usd
-    span = tracer.start_span(
-        f"evaluate {score.metric}",
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        start_time=_ns(times[0]),
-        attributes=attributes,
-    )
-    written.evaluations += 1
-    if score.error_kind is not None:
-        _failed(span, score.error_kind, score.error)
-    inside = trace.set_span_in_context(span)
-    for call in score.judge_call_log or []:
-        _write_judge_call(tracer, inside, call)
-        written.judge_calls += 1
-    span.end(end_time=_ns(times[1]))
-
-
-def _write_judge_call(tracer: Tracer, parent: Any, call: Mapping[str, Any]) -> None:
-    started = datetime.fromtimestamp(call["started_at"], UTC)
-    attributes: dict[str, Any] = {
-        names.OPERATION: names.CHAT,
-        names.PROVIDER_NAME: names.PROVIDERS.get(call["provider"], call["provider"]),
-        names.REQUEST_MODEL: call["model"],
-        names.INPUT_TOKENS: call.get("prompt_tokens", 0),
-        names.OUTPUT_TOKENS: call.get("completion_tokens", 0),
-        names.JUDGE: call["judge"],
-        names.CACHED: bool(call.get("cached")),
-        names.RETRIES: call.get("retries", 0),
-    }
-    if call.get("cost_usd") is not None:
-        attributes[names.COST_USD] = call["cost_usd"]
-    span = tracer.start_span(
-        f"{names.CHAT} {call['model']}",
-        context=parent,
-        kind=SpanKind.CLIENT,
-        start_time=_ns(started),
-        attributes=attributes,
-    )
-    if call.get("error"):
-        _failed(span, "judge_error", call["error"])
-    span.end(end_time=_ns(_after(started, call.get("duration_s"))))

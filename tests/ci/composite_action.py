@@ -51,6 +51,18 @@ class ActionRun:
         return "".join(step.stdout + step.stderr for step in self.steps)
 
 
+def run_script(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``script`` as both runners run a step's shell: bash, no profile, -eo pipefail."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
 def _lookup(path: str, context: dict[str, Any]) -> str:
     value: Any = context
     for part in path.split("."):
@@ -130,16 +142,8 @@ def run_composite_action(
             "GITHUB_ACTION_PATH": str(action_dir),
         }
         env["PATH"] = os.pathsep.join([*reversed(path_entries), environ["PATH"]])
-        script = evaluate(step["run"], context)
         assert step.get("shell") == "bash", "a composite action's run step names its shell"
-        finished = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-            cwd=workspace,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        finished = run_script(evaluate(step["run"], context), workspace, env)
         step_id = step.get("id")
         done.steps.append(StepRun(step_id, finished.returncode, finished.stdout, finished.stderr))
         outputs = _read_outputs(output_file)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from tests.n8n_api.fake_n8n import _FakeServer
 
-class _ForgeStandIn:
+
+class _ForgeStandIn(_FakeServer):
     """A thread of comments served on 127.0.0.1; subclasses map the forge's paths."""
 
     page_size_cap = 100
@@ -26,20 +28,7 @@ class _ForgeStandIn:
         self.requests: list[dict[str, Any]] = []
         self._next_id = 1000
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__init__()
 
     def authorised(self, headers: Any) -> bool:
         raise NotImplementedError

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.ci.composite_action import run_script
 from tests.ci.forge_standins import GitLabStandIn
 from tests.conftest import EXAMPLE, ROOT
 
@@ -49,15 +50,7 @@ def _job(project: Path, api: GitLabStandIn) -> subprocess.CompletedProcess[str]:
         "GITLAB_TOKEN": TOKEN,
         **variables,
     }
-    script = "\n".join(job["script"])
-    return subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-        cwd=project,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return run_script("\n".join(job["script"]), project, environ)
 
 
 def _installed_venv(project: Path) -> None:

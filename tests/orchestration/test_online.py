@@ -134,6 +134,20 @@ def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, c
     return sensor(context)
 
 
+def chat_sensor(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi):
+    """A tick of the chat benchmark's online sensor, from a cursor."""
+    sensor = defs.resolve_sensor_def("chat_online__online")
+    resource = N8nResource(base_url=fake.base_url, api_key="test-key")
+
+    def chat_tick(cursor):
+        context = dg.build_sensor_context(
+            instance=instance, cursor=cursor, resources={"n8n": resource}
+        )
+        return sensor(context)
+
+    return chat_tick
+
+
 def scored(result) -> list[list[str]]:
     return [
         [item["key"] for item in request.run_config["ops"]["support_online__online_scores"][
@@ -322,15 +336,7 @@ def test_an_execution_n8n_names_no_version_of_is_tagged_with_its_stored_copy(
 def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("chat_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def chat_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
+        chat_tick = chat_sensor(defs, instance, n8n)
         cursor = chat_tick(None).cursor
         now = datetime.now(UTC)
         n8n.executions = [
