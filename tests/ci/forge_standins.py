@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.n8n_api.fake_n8n import _FakeServer
+from tests.n8n_api.fake_n8n import _FakeServer, _send_json
 
 
 class _ForgeStandIn(_FakeServer):
@@ -74,12 +74,7 @@ class _ForgeStandIn(_FakeServer):
                     else:
                         found = standin.route(self.command, parts.path, parse_qs(parts.query), body)
                         status, answer = (404, {"message": "Not Found"}) if found is None else found
-                payload = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                _send_json(self, status, answer)
 
             do_GET = do_POST = do_PATCH = do_PUT = _serve
 

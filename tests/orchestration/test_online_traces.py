@@ -25,7 +25,7 @@ from tests.orchestration.test_online import (
     CHAT_BENCHMARK,
     benchmark_file,
     chat_execution,
-    chat_sensor,
+    online_sensor,
 )
 
 n8n = test_online.n8n  # the fake n8n's fixture, shared with the online tests
@@ -51,7 +51,7 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
 def test_a_scored_chat_session_is_a_trace_with_its_judge_calls(n8n, tmp_path, environment, spans):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        chat_tick = chat_sensor(defs, instance, n8n)
+        chat_tick = online_sensor(defs, instance, n8n)
         cursor = chat_tick(None).cursor
         first = (datetime.now(UTC) - timedelta(minutes=20)).replace(microsecond=0)
         n8n.executions = [
