@@ -134,25 +134,6 @@ def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, c
     return sensor(context)
 
 
-def online_sensor(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    fake: FakeN8nApi,
-    name: str = "chat_online__online",
-):
-    """A tick of a benchmark's online sensor (the chat benchmark's unless named), from a cursor."""
-    sensor = defs.resolve_sensor_def(name)
-    resource = N8nResource(base_url=fake.base_url, api_key="test-key")
-
-    def chat_tick(cursor):
-        context = dg.build_sensor_context(
-            instance=instance, cursor=cursor, resources={"n8n": resource}
-        )
-        return sensor(context)
-
-    return chat_tick
-
-
 def scored(result) -> list[list[str]]:
     return [
         [item["key"] for item in request.run_config["ops"]["support_online__online_scores"][
@@ -341,7 +322,15 @@ def test_an_execution_n8n_names_no_version_of_is_tagged_with_its_stored_copy(
 def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        chat_tick = online_sensor(defs, instance, n8n)
+        sensor = defs.resolve_sensor_def("chat_online__online")
+        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
+
+        def chat_tick(cursor):
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, resources={"n8n": resource}
+            )
+            return sensor(context)
+
         cursor = chat_tick(None).cursor
         now = datetime.now(UTC)
         n8n.executions = [
@@ -405,7 +394,15 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
     n8n.workflows["wf"] = WEBHOOK_MEMORY_AGENT
     defs = build_definitions([benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        webhook_tick = online_sensor(defs, instance, n8n, "webhook_online__online")
+        sensor = defs.resolve_sensor_def("webhook_online__online")
+        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
+
+        def webhook_tick(cursor):
+            context = dg.build_sensor_context(
+                instance=instance, cursor=cursor, resources={"n8n": resource}
+            )
+            return sensor(context)
+
         cursor = webhook_tick(None).cursor
         now = datetime.now(UTC)
         n8n.executions = [

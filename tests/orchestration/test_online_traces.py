@@ -18,15 +18,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tracing import exporter
 from tests.orchestration import test_online
 from tests.orchestration.conftest import query
-from tests.orchestration.test_online import (
-    CHAT_BENCHMARK,
-    benchmark_file,
-    chat_execution,
-    online_sensor,
-)
+from tests.orchestration.test_online import CHAT_BENCHMARK, benchmark_file, chat_execution
 
 n8n = test_online.n8n  # the fake n8n's fixture, shared with the online tests
 
@@ -51,7 +47,12 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> InMemorySpanExporter:
 def test_a_scored_chat_session_is_a_trace_with_its_judge_calls(n8n, tmp_path, environment, spans):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        chat_tick = online_sensor(defs, instance, n8n)
+        sensor = defs.resolve_sensor_def("chat_online__online")
+        resources = {"n8n": N8nResource(base_url=n8n.base_url, api_key="test-key")}
+
+        def chat_tick(cursor):
+            return sensor(dg.build_sensor_context(instance, cursor=cursor, resources=resources))
+
         cursor = chat_tick(None).cursor
         first = (datetime.now(UTC) - timedelta(minutes=20)).replace(microsecond=0)
         n8n.executions = [
