@@ -289,7 +289,7 @@ class BenchmarkRunner:
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink")
+        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink", "run_trace")
         return [name for name in names if self._key(name) in keys]
 
     def _key(self, asset: str) -> dg.AssetKey:
