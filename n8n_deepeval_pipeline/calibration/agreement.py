@@ -15,7 +15,7 @@ from __future__ import annotations
 import warnings
 from collections import defaultdict
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -101,9 +101,7 @@ def kappa_estimate(
             kappa=None, low=None, high=None, undefined=_why_undefined(pairs), clusters=len(clusters)
         )
     low, high, used = bootstrap_kappa(clusters, labels)
-    return KappaEstimate(
-        kappa=value, low=low, high=high, resamples=used, clusters=len(clusters)
-    )
+    return KappaEstimate(kappa=value, low=low, high=high, resamples=used, clusters=len(clusters))
 
 
 def _why_undefined(pairs: Sequence[Pair]) -> str:
@@ -124,6 +122,16 @@ class Confusion(_Frozen):
     fail_pass: int  # people say fail, the judge passes: the judge is too lenient
     pass_fail: int  # people say pass, the judge fails: the judge is too strict
     pass_pass: int
+
+    @property
+    def people_passed(self) -> int:
+        """Labels that say pass."""
+        return self.pass_fail + self.pass_pass
+
+    @property
+    def people_failed(self) -> int:
+        """Labels that say fail."""
+        return self.fail_fail + self.fail_pass
 
 
 def confusion(people: Sequence[bool], judge: Sequence[bool]) -> Confusion:
@@ -150,7 +158,7 @@ class RatingAgreement(_Frozen):
     alpha: float | None  # Krippendorff's alpha, ordinal
 
 
-def alpha(reliability: list[list[float]], level: str) -> float | None:
+def alpha(reliability: list[list[float]], level: Literal["nominal", "ordinal"]) -> float | None:
     """``krippendorff``'s alpha of a raters × units matrix (NaN: not rated); None if undefined."""
     import krippendorff
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.calibration.label_values import (
     LabelValue,
-    column_holds_ratings,
+    holds_ratings,
     is_blank,
     rating_verdict,
     read_label,
@@ -109,9 +109,7 @@ def sheet_rows(items: Sequence[ReviewItem], blind: bool) -> list[dict[str, Any]]
                 "threshold": metric.threshold,
                 "input": item.input,
                 "output": item.output if item.output is not None else item.output_error,
-                "conversation": _json_text(
-                    [turn.model_dump() for turn in item.conversation or ()]
-                ),
+                "conversation": _json_text([turn.model_dump() for turn in item.conversation or ()]),
                 "tool_calls": _json_text([call.model_dump() for call in item.tool_calls]),
                 "expected_output": item.expected_output,
                 "context": _json_text(list(item.context or ())),
@@ -203,7 +201,9 @@ def _label_of(record: SheetRecord, ratings: bool) -> LabelValue | str | None:
     if given is None:
         return None if rated is None else LabelValue(rating_verdict(rated), rated)
     if rated is not None and given.rating is not None and rated != given.rating:
-        return f"{record.where}, field rating: {rated} differs from the label's rating {given.rating}"
+        return (
+            f"{record.where}, field rating: {rated} differs from the label's rating {given.rating}"
+        )
     return LabelValue(given.passed, given.rating or rated)
 
 
@@ -234,14 +234,19 @@ def labels_from_records(
 ) -> tuple[list[HumanLabel], int]:
     """The labels of the records, and how many were left blank; any problem refuses them all."""
     listed = list(records)
-    ratings = column_holds_ratings(record.values.get("label") for record in listed)
+    by_metric: dict[str, list[Any]] = {}
+    for record in listed:
+        by_metric.setdefault(str(record.values.get("metric")), []).append(
+            record.values.get("label")
+        )
+    rated = {metric for metric, values in by_metric.items() if holds_ratings(values)}
     when = now or datetime.now(UTC)
     labels: list[HumanLabel] = []
     problems: list[str] = []
     first_seen: dict[tuple[str, str, str], str] = {}
     blank = 0
     for record in listed:
-        given = _label_of(record, ratings)
+        given = _label_of(record, str(record.values.get("metric")) in rated)
         if given is None:
             blank += 1
             continue
@@ -268,7 +273,9 @@ def labels_from_records(
                 reviewer=str(reviewer),
                 passed=given.passed,
                 rating=given.rating,
-                comment=None if _cell(record.values, "comment") is None else str(record.values["comment"]),
+                comment=None
+                if _cell(record.values, "comment") is None
+                else str(record.values["comment"]),
                 labelled_at=when,
                 source=origin,
             )

@@ -36,5 +36,5 @@ class LabelStore(Protocol):
     def judged(self) -> list[JudgedLabel]:
         """Every label whose run and metric have a stored score, with that score."""
 
-    def scored(self, run_ids: Iterable[str]) -> set[tuple[str, str]]:
-        """The (run, metric) pairs among these runs that have a stored score."""
+    def scored(self, run_ids: Iterable[str]) -> dict[tuple[str, str], str]:
+        """The (run, metric) pairs among these runs with a stored score → the run's hash."""

@@ -1,10 +1,11 @@
 """A person's label as written in a file or a table cell: pass/fail, true/false, 1/0, or 1–5.
 
-``1`` is a pass in a column of pass/fail labels and the worst rating in a column of
-ratings, so a column is read one way for the whole file: as ratings when any of its
-labels is 2, 3, 4 or 5, else as pass/fail. A rating gives a verdict too, for Cohen's
-kappa: 4 and 5 pass, 1 and 2 fail, and 3 (neither) gives none, counting only where
-ratings are compared.
+Words (pass, fail, true, false, yes, no) are verdicts wherever they are. A number is
+read by the metric's labels: ``1`` is a pass among pass/fail labels and the worst rating
+among ratings, so a metric whose labels in the file include a 2, 3, 4 or 5 has its
+numbers read as 1–5 ratings, and otherwise 1 and 0 as pass and fail. A rating gives a
+verdict too, for Cohen's kappa: 4 and 5 pass, 1 and 2 fail, and 3 (neither) gives none,
+counting only where ratings are compared.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def is_blank(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value) or _text(value) == ""
 
 
-def column_holds_ratings(values: Iterable[Any]) -> bool:
-    """Whether a column of labels is read as 1–5 ratings: one of them is 2, 3, 4 or 5."""
+def holds_ratings(values: Iterable[Any]) -> bool:
+    """Whether a metric's labels are read as 1–5 ratings: one of them is 2, 3, 4 or 5."""
     return any(not is_blank(value) and _text(value) in _RATINGS[1:] for value in values)
 
 
@@ -63,15 +64,19 @@ def read_rating(value: Any) -> int:
 
 
 def read_label(value: Any, ratings: bool) -> LabelValue:
-    """A label cell, read as a rating when its column holds ratings, else as pass/fail."""
-    if ratings:
-        rating = read_rating(value)
-        return LabelValue(rating_verdict(rating), rating)
+    """A label cell: a word is a verdict; a number a rating when ``ratings``, else 1 or 0."""
     text = _text(value)
-    if text in _PASS:
+    if ratings and text in _RATINGS:
+        rating = int(text)
+        return LabelValue(rating_verdict(rating), rating)
+    if text in _PASS and not (ratings and text == "1"):
         return LabelValue(True, None)
-    if text in _FAIL:
+    if text in _FAIL and not (ratings and text == "0"):
         return LabelValue(False, None)
+    if ratings and text.isdigit():
+        raise ValueError(
+            f"{value!r} is not a rating from 1 to 5 (this metric's labels are ratings)"
+        )
     raise ValueError(f"{value!r} is not a label: write pass or fail, true or false, 1 or 0, or 1–5")
 
 

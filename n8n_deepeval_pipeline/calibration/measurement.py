@@ -60,9 +60,7 @@ class Calibration(BaseModel):
         return tuple(standing.metric for standing in self.standings if standing.gated)
 
 
-def fitted_thresholds(
-    benchmark: Benchmark, labels: Sequence[JudgedLabel]
-) -> list[FittedThreshold]:
+def fitted_thresholds(benchmark: Benchmark, labels: Sequence[JudgedLabel]) -> list[FittedThreshold]:
     """Each labelled metric's threshold fitted to people, in the benchmark's order."""
     grouped = by_metric(labels)
     fitted = []
@@ -131,10 +129,10 @@ def render_calibration(calibration: Calibration) -> str:
         said = "no judge" if standing is None else standing.state.replace("_", " ")
         if standing is not None and standing.gated:
             said += ", decides no run"
+        interval = _interval(metric.kappa.low, metric.kappa.high)
         lines.append(
             f"{metric.metric:<{width}}  {metric.labels:>6}  {_figure(metric.raw_agreement):>5}  "
-            f"{_figure(metric.kappa.kappa):>5}  {_interval(metric.kappa.low, metric.kappa.high):<14}  "
-            f"{cells:<37}  {said}"
+            f"{_figure(metric.kappa.kappa):>5}  {interval:<14}  {cells:<37}  {said}"
         )
     lines += _why_lines(calibration)
     lines += _rating_lines(calibration.metrics)
@@ -204,9 +202,7 @@ def _threshold_lines(thresholds: Sequence[FittedThreshold]) -> list[str]:
         f"{'metric':<{width}}  threshold  kappa  fitted  kappa  cross-validated  direction",
     ]
     for fit in thresholds:
-        note = "  (strictMode pins it)" if fit.strict_mode else ""
-        if fit.adoptable:
-            note += "  (calibration --adopt takes it)"
+        note = "  (--adopt takes it)" if fit.adoptable else f"  (not adoptable: {fit.refusal})"
         lines.append(
             f"{fit.metric:<{width}}  {fit.configured:>9.4g}  {_figure(fit.configured_kappa):>5}  "
             f"{_figure(fit.fitted, 4):>6}  {_figure(fit.fitted_kappa):>5}  "

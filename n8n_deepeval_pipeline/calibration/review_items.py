@@ -10,14 +10,15 @@ them out only once the reviewer has labelled the run, so they cannot anchor the 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.judged import RunKind
-from n8n_deepeval_pipeline.calibration.sampler import Candidate
+from n8n_deepeval_pipeline.calibration.sampler import Candidate, sample
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import CriteriaMetricConfig, MetricConfig
 from n8n_deepeval_pipeline.n8n_data.agent_steps import (
@@ -168,9 +169,8 @@ def judge_verdict(score: MetricScore) -> JudgeVerdict:
     )
 
 
-def candidates(scores: Sequence[MetricScore], judged: Sequence[str]) -> list[Candidate]:
-    """The scores a reviewer could label: a judge-backed metric's, judged, not a placeholder."""
-    wanted = set(judged)
+def candidates(scores: Sequence[MetricScore], metrics: Collection[str]) -> list[Candidate]:
+    """The scores of ``metrics`` a reviewer could label: judged, not a dry-run placeholder."""
     return [
         Candidate(
             run_id=score.run_id,
@@ -182,11 +182,38 @@ def candidates(scores: Sequence[MetricScore], judged: Sequence[str]) -> list[Can
             judge_agreement=score.judge_agreement,
         )
         for score in scores
-        if score.metric in wanted
+        if score.metric in metrics
         and score.score is not None
         and score.error_kind is None
         and not score.dry_run
     ]
+
+
+@dataclass(frozen=True)
+class RunsToReview:
+    """A version's stored rows a review reads: its runs, their outputs, rows and scores."""
+
+    runs: Sequence[ExpandedRun]
+    outputs: Sequence[AgentOutput]
+    dataset: Sequence[DatasetRow]
+    scores: Sequence[MetricScore]
+
+
+def sampled_items(
+    benchmark: Benchmark,
+    rows: RunsToReview,
+    metrics: Sequence[str],
+    count: int,
+    labelled: Collection[tuple[str, str]] = (),
+    seed: int = 0,
+) -> list[ReviewItem]:
+    """A stratified, weighted sample of the version's judged pairs, as review items.
+
+    ``metrics``: the metrics to review; ``labelled``: (run, metric) pairs the reviewer has
+    labelled, never drawn again.
+    """
+    picked = sample(candidates(rows.scores, metrics), count, labelled, metrics, seed)
+    return review_items(benchmark, picked, rows.runs, rows.outputs, rows.dataset, rows.scores)
 
 
 def review_items(

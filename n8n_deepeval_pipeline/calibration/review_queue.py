@@ -13,7 +13,9 @@ answers them (``Labelled.judge``): the page cannot show them before.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -82,6 +84,17 @@ class Labelled(BaseModel):
     run_id: str
     judge: tuple[JudgeVerdict, ...]
     progress: Progress
+
+
+def queue_path(home: Path, benchmark: str, reviewer: str) -> Path:
+    """Where a reviewer's queue of a benchmark is kept, under the project's home.
+
+    The name is the reviewer's, made safe for a file name, with a digest of it, so that
+    two names that read alike never share a file.
+    """
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", reviewer).strip("._")[:40] or "reviewer"
+    digest = hashlib.sha256(reviewer.encode("utf-8")).hexdigest()[:8]
+    return home / "review" / benchmark / f"{safe}-{digest}.json"
 
 
 def write_queue_file(path: Path, queue: QueueFile) -> None:

@@ -57,9 +57,7 @@ def weight(candidate: Candidate) -> float:
     return 1.0 + NEAR_WEIGHT * nearness + DISAGREEMENT_WEIGHT * disagreement
 
 
-def _drawn(
-    stratum: Sequence[Candidate], generator: np.random.Generator
-) -> list[Candidate]:
+def _drawn(stratum: Sequence[Candidate], generator: np.random.Generator) -> list[Candidate]:
     """The stratum in the order of a weighted draw without replacement (largest key first)."""
     ordered = sorted(stratum, key=lambda candidate: candidate.key)
     uniforms = generator.random(len(ordered))

@@ -66,6 +66,13 @@ def metric_calibration(
         )
     elif estimate.kappa is None:
         state, why = "uncalibrated", f"kappa is undefined: {estimate.undefined}"
+    elif not (agreement.confusion.people_passed and agreement.confusion.people_failed):
+        said = "pass" if agreement.confusion.people_passed else "fail"
+        state = "uncalibrated"
+        why = (
+            f"every label says {said}: kappa cannot rise above 0 until people label runs "
+            f"that {'fail' if said == 'pass' else 'pass'} too"
+        )
     elif estimate.low is None or estimate.low < config.min_kappa:
         state = "uncalibrated"
         why = (
@@ -151,5 +158,7 @@ def gated_metrics(benchmark: Benchmark, labels: Sequence[JudgedLabel]) -> frozen
     if benchmark.calibration is None or not benchmark.calibration.gate:
         return frozenset()
     judged = set(judged_metrics(benchmark))
-    measured = [agreement for agreement in agreements(benchmark, labels) if agreement.metric in judged]
+    measured = [
+        agreement for agreement in agreements(benchmark, labels) if agreement.metric in judged
+    ]
     return not_deciding(calibrations(benchmark, measured))

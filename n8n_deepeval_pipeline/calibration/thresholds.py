@@ -13,6 +13,7 @@ a strict metric's fit is shown but cannot be adopted without turning strict mode
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,6 +22,9 @@ from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction, passes
 
 MAX_FOLDS = 5
+MIN_PER_VERDICT = 10
+"""Labels of each verdict a fit needs before it may be adopted: fewer, and a threshold fitted
+to a handful of fails (or passes) is chance as often as not."""
 _DECIMALS = 4
 
 
@@ -39,13 +43,28 @@ class FittedThreshold(BaseModel):
     cross_validated_kappa: float | None  # on held-out rows: what to expect on new runs
     folds: int  # 0: too few dataset rows to cross-validate
     labels: int
+    fewer_verdict: int  # labels of the rarer verdict (pass or fail)
+
+    @property
+    def refusal(self) -> str | None:
+        """Why the benchmark file may not take the fitted threshold (None: it may)."""
+        if self.strict_mode:
+            return "strictMode pins the threshold"
+        if self.fitted is None or self.fitted_kappa is None:
+            return "kappa is undefined at every threshold"
+        if self.fewer_verdict < MIN_PER_VERDICT:
+            return (
+                f"{self.fewer_verdict} labels of the rarer verdict: at least "
+                f"{MIN_PER_VERDICT} of each are needed"
+            )
+        if self.configured_kappa is not None and self.fitted_kappa <= self.configured_kappa:
+            return "it agrees no better with the labels than the configured one"
+        return None
 
     @property
     def adoptable(self) -> bool:
-        """Whether the benchmark file may take the fitted threshold (not pinned, and better)."""
-        if self.strict_mode or self.fitted is None or self.fitted_kappa is None:
-            return False
-        return self.configured_kappa is None or self.fitted_kappa > self.configured_kappa
+        """Whether the benchmark file may take the fitted threshold."""
+        return self.refusal is None
 
 
 def _verdicts(scores: Sequence[float], threshold: float, direction: Direction) -> list[bool]:
@@ -55,9 +74,7 @@ def _verdicts(scores: Sequence[float], threshold: float, direction: Direction) -
 def candidates(scores: Sequence[float]) -> list[float]:
     """Thresholds that split the scores every way they can be split, within [0, 1]."""
     distinct = sorted(set(scores))
-    cuts = [distinct[0]] + [
-        _rounded_between(low, high) for low, high in zip(distinct, distinct[1:], strict=False)
-    ]
+    cuts = [distinct[0]] + [_rounded_between(low, high) for low, high in pairwise(distinct)]
     cuts.append(distinct[-1])
     return sorted(set(cuts))
 
@@ -80,7 +97,10 @@ def best_threshold(
         if (
             best is None
             or value > best[0] + 1e-12
-            or (abs(value - best[0]) <= 1e-12 and abs(threshold - configured) < abs(best[1] - configured))
+            or (
+                abs(value - best[0]) <= 1e-12
+                and abs(threshold - configured) < abs(best[1] - configured)
+            )
         ):
             best = (value, threshold)
     return (None, None) if best is None else (best[1], best[0])
@@ -139,4 +159,5 @@ def fit_threshold(
         cross_validated_kappa=cross_validated,
         folds=folds,
         labels=len(compared),
+        fewer_verdict=min(sum(people), len(people) - sum(people)),
     )

@@ -123,7 +123,9 @@ class SqlLabelStore(LabelStore):
             rows = run(f"select {', '.join(_COLUMNS)} from {self._table} order by labelled_at", [])
         return [HumanLabel(**_utc(dict(zip(_COLUMNS, row, strict=True)))) for row in rows]
 
-    def _exists(self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], table: str) -> bool:
+    def _exists(
+        self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], table: str
+    ) -> bool:
         return bool(self._columns(run, table))
 
     def _columns(
@@ -168,7 +170,15 @@ class SqlLabelStore(LabelStore):
     ) -> list[dict[str, Any]]:
         if not self._exists(run, "online_scores"):
             return []
-        names = [*_LABEL_FIELDS, "case_id", "score", "threshold", "success", "error_kind", "dry_run"]
+        names = [
+            *_LABEL_FIELDS,
+            "case_id",
+            "score",
+            "threshold",
+            "success",
+            "error_kind",
+            "dry_run",
+        ]
         rows = run(
             f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, o.score_id, o.score, "
             f"o.threshold, o.success, o.error_kind, o.dry_run from {self._table} l "
@@ -287,7 +297,7 @@ class PostgresLabelStore(SqlLabelStore):
             connection.close()
 
 
-class HumanLabelsResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class HumanLabelsResource(dg.ConfigurableResource):
     """Where people's labels are kept: the results' DuckDB file, or their PostgreSQL."""
 
     database: str | None = Field(default=None, description="The DuckDB file (local profile).")
