@@ -213,10 +213,11 @@ def labels_import(
         read_sheet,
     )
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.tables.rows import LabelSource
 
     if (labels_file is None) == (data_table is None):
         raise click.UsageError("give one of LABELS_FILE or --data-table NAME")
-    origin = "import" if labels_file is not None else "data_table"
+    origin: LabelSource = "import" if labels_file is not None else "data_table"
     try:
         if labels_file is not None:
             records, source = read_sheet(labels_file), str(labels_file)
