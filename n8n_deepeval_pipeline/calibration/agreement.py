@@ -32,21 +32,54 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+def _codes(values: Sequence[Hashable], labels: Sequence[Hashable]) -> Any:
+    """The values as the positions of ``labels`` (an integer array scikit-learn reads fast)."""
+    position = {label: index for index, label in enumerate(labels)}
+    return np.fromiter((position[value] for value in values), dtype=np.int64, count=len(values))
+
+
 def kappa(
     first: Sequence[Hashable],
     second: Sequence[Hashable],
     labels: Sequence[Hashable] = _VERDICTS,
     weights: str | None = None,
 ) -> float | None:
-    """scikit-learn's Cohen's kappa of two raters; None where it is undefined (0/0)."""
+    """scikit-learn's Cohen's kappa of two raters; None where it is undefined (0/0).
+
+    ``labels`` in order (a weighted kappa's distances are their positions' distances).
+    """
+    return _coded_kappa(_codes(first, labels), _codes(second, labels), len(labels), weights)
+
+
+def _coded_kappa(
+    first: Any, second: Any, classes: int, weights: str | None = None, counts: Any = None
+) -> float | None:
+    """Kappa of coded ratings (each pair ``counts`` times, when given)."""
     from sklearn.exceptions import UndefinedMetricWarning  # ~0.3 s: only when measuring
     from sklearn.metrics import cohen_kappa_score
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         warnings.simplefilter("ignore", RuntimeWarning)  # 0/0 before sklearn says undefined
-        value = cohen_kappa_score(list(first), list(second), labels=list(labels), weights=weights)
+        value = cohen_kappa_score(
+            first, second, labels=list(range(classes)), weights=weights, sample_weight=counts
+        )
     return None if np.isnan(value) else float(value)
+
+
+def _kappa_of_cells(cells: tuple[int, ...], classes: int) -> float | None:
+    """Kappa of a contingency table (pair ``i`` is first ``i // classes``, second ``i % classes``).
+
+    Kappa depends on the table alone: scikit-learn is given each non-empty cell once,
+    weighted by its count.
+    """
+    present = [cell for cell, count in enumerate(cells) if count]
+    return _coded_kappa(
+        np.array([cell // classes for cell in present]),
+        np.array([cell % classes for cell in present]),
+        classes,
+        counts=np.array([cells[cell] for cell in present], dtype=float),
+    )
 
 
 class KappaEstimate(_Frozen):
@@ -76,12 +109,24 @@ def bootstrap_kappa(
     """
     if len(clusters) < 2:
         return None, None, 0
+    first = _codes([a for cluster in clusters for a, _ in cluster], labels)
+    second = _codes([b for cluster in clusters for _, b in cluster], labels)
+    ends = np.cumsum([len(cluster) for cluster in clusters])
+    members = [
+        np.arange(end - len(cluster), end) for end, cluster in zip(ends, clusters, strict=True)
+    ]
+    classes = len(labels)
     generator = np.random.default_rng(seed)
+    known: dict[tuple[int, ...], float | None] = {}  # resamples often repeat a table
     values: list[float] = []
     for _ in range(resamples):
         drawn = generator.integers(0, len(clusters), len(clusters))
-        pairs = [pair for index in drawn for pair in clusters[index]]
-        value = kappa([a for a, _ in pairs], [b for _, b in pairs], labels)
+        picked = np.concatenate([members[index] for index in drawn])
+        table = np.bincount(first[picked] * classes + second[picked], minlength=classes**2)
+        cells = tuple(int(count) for count in table)
+        if cells not in known:
+            known[cells] = _kappa_of_cells(cells, classes)
+        value = known[cells]
         if value is not None:
             values.append(value)
     if not values:
@@ -222,7 +267,7 @@ def reviewer_agreement(labels: Sequence[JudgedLabel]) -> ReviewerAgreement | Non
         for run in runs:
             if first in shared[run] and second in shared[run]:
                 clusters[cluster_of[run]].append((shared[run][first], shared[run][second]))
-        pairwise = kappa_estimate(list(clusters.values()))
+        pairwise = kappa_estimate([clusters[key] for key in sorted(clusters)])
     return ReviewerAgreement(
         runs=len(runs),
         reviewers=len(reviewers),
@@ -250,6 +295,7 @@ class MetricAgreement(_Frozen):
 
 def metric_agreement(metric: str, labels: Sequence[JudgedLabel]) -> MetricAgreement:
     """The agreement of one metric's judge with its labels (``labels`` are that metric's)."""
+    labels = sorted(labels, key=lambda label: (label.run_id, label.reviewer))  # one order, one CI
     compared = [label for label in labels if label.left_out is None]
     left_out: dict[str, int] = defaultdict(int)
     for label in labels:
@@ -273,7 +319,7 @@ def metric_agreement(metric: str, labels: Sequence[JudgedLabel]) -> MetricAgreem
             if compared
             else None
         ),
-        kappa=kappa_estimate(list(clusters.values())),
+        kappa=kappa_estimate([clusters[key] for key in sorted(clusters)]),
         confusion=confusion(people, judge),
         ratings=rating_agreement(
             [int(label.rating or 0) for label in rated],
