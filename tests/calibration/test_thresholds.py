@@ -1,4 +1,4 @@
-"""Thresholds fitted to people's labels: the best cut, cross-validated, in the metric's direction."""
+"""Thresholds fitted to labels: the best cut, cross-validated, in the metric's direction."""
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
