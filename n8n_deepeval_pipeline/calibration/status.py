@@ -39,7 +39,7 @@ class MetricCalibration(BaseModel):
     kappa_low: float | None
     kappa_high: float | None
     min_kappa: float
-    gated: bool  # the gate is on and the metric is not calibrated: it decides no run
+    gated: bool  # the gate is on, the pass rule counts it, it is not calibrated: it decides no run
     why: str
 
     @property
@@ -141,8 +141,9 @@ def calibrations(
     """The standing of every judge-backed metric, from the agreements measured."""
     config = config_of(benchmark)
     judged = set(judged_metrics(benchmark))
+    counted = set(benchmark.counted_labels)  # the gate keeps out only what would decide
     return [
-        metric_calibration(agreement, config, config.gate)
+        metric_calibration(agreement, config, config.gate and agreement.metric in counted)
         for agreement in measured
         if agreement.metric in judged
     ]
