@@ -10,7 +10,7 @@ them out only once the reviewer has labelled the run, so they cannot anchor the 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,18 +140,18 @@ def _question(config: MetricConfig) -> str | None:
     return "\n".join(f"{n}. {step}" for n, step in enumerate(config.evaluation_steps or [], 1))
 
 
-def metric_to_label(benchmark: Benchmark, score: MetricScore) -> MetricToLabel:
+def metric_to_label(benchmark: Benchmark, verdict: JudgeVerdict) -> MetricToLabel:
     """What the reviewer is asked about one metric of the run."""
-    config = next((m for m in benchmark.metrics if m.result_label() == score.metric), None)
-    name = score.metric
+    config = next((m for m in benchmark.metrics if m.result_label() == verdict.metric), None)
+    name = verdict.metric
     if config is not None:
         name = getattr(config, "name", None) or entry_for(config).name
     return MetricToLabel(
-        metric=score.metric,
+        metric=verdict.metric,
         name=name,
         question=None if config is None else _question(config),
-        direction=score.direction,
-        threshold=score.threshold,
+        direction=verdict.direction,
+        threshold=verdict.threshold,
     )
 
 
@@ -213,7 +213,8 @@ def sampled_items(
     labelled, never drawn again.
     """
     picked = sample(candidates(rows.scores, metrics), count, labelled, metrics, seed)
-    return review_items(benchmark, picked, rows.runs, rows.outputs, rows.dataset, rows.scores)
+    verdicts = {(score.run_id, score.metric): judge_verdict(score) for score in rows.scores}
+    return review_items(benchmark, picked, rows.runs, rows.outputs, rows.dataset, verdicts)
 
 
 def review_items(
@@ -222,13 +223,16 @@ def review_items(
     runs: Sequence[ExpandedRun],
     outputs: Sequence[AgentOutput],
     dataset: Sequence[DatasetRow],
-    scores: Sequence[MetricScore],
+    verdicts: Mapping[tuple[str, str], JudgeVerdict],
+    kind: RunKind = "benchmark",
 ) -> list[ReviewItem]:
-    """The picked pairs as review items: one per run, its picked metrics, in picked order."""
+    """The picked pairs as review items: one per run, its picked metrics, in picked order.
+
+    ``verdicts``: the judge's verdict of each (run, metric).
+    """
     run_of = {run.run_id: run for run in runs}
     output_of = {output.run_id: output for output in outputs}
     row_of = {row.row_id: row for row in dataset}
-    score_of = {(score.run_id, score.metric): score for score in scores}
     metrics_of: dict[str, list[str]] = defaultdict(list)
     for candidate in picked:
         metrics_of[candidate.run_id].append(candidate.metric)
@@ -236,7 +240,7 @@ def review_items(
     for run_id, metrics in metrics_of.items():
         run, output = run_of[run_id], output_of.get(run_id)
         row = row_of.get(run.row_id)
-        chosen = [score_of[(run_id, metric)] for metric in metrics]
+        chosen = [verdicts[(run_id, metric)] for metric in metrics]
         items.append(
             ReviewItem(
                 run_id=run_id,
@@ -244,6 +248,7 @@ def review_items(
                 row_id=run.row_id,
                 run_index=run.run_index,
                 workflow_hash=run.workflow_hash,
+                kind=kind,
                 input=None if row is None else row.input,
                 output=None if output is None else output.actual_output,
                 output_error=None if output is None else output.error,
@@ -256,8 +261,8 @@ def review_items(
                     if row is None or row.retrieval_context is None
                     else tuple(row.retrieval_context)
                 ),
-                metrics=tuple(metric_to_label(benchmark, score) for score in chosen),
-                judge=tuple(judge_verdict(score) for score in chosen),
+                metrics=tuple(metric_to_label(benchmark, verdict) for verdict in chosen),
+                judge=tuple(chosen),
             )
         )
     return items

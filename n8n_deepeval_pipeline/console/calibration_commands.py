@@ -37,6 +37,12 @@ _SEED = click.option(
     help="The sample's seed: reviewers given the same one see the same runs, so their "
     "labels overlap and their agreement with each other is measured.",
 )
+_ONLINE = click.option(
+    "--online",
+    is_flag=True,
+    help="Label production executions scored online (the online section) instead of a "
+    "version's runs; their text is read again from n8n (N8N_API_URL, N8N_API_KEY).",
+)
 _METRICS = click.option(
     "--metric",
     "metrics",
@@ -72,25 +78,47 @@ def _sampled(
     sample: int | None,
     reviewer: str | None,
     seed: int,
+    online: bool = False,
 ) -> tuple[str, list[Any]]:
-    """The version and its sampled review items (leaving out what ``reviewer`` labelled)."""
+    """What is sampled, and its review items (leaving out what ``reviewer`` labelled).
+
+    A version's runs, or with ``online`` the production items scored online.
+    """
     from n8n_deepeval_pipeline.calibration.review_items import sampled_items
 
-    chosen = runner.candidate_version(version)
+    count = sys.maxsize if sample is None else sample
     done = {
         (label.run_id, label.metric)
         for label in runner.label_store().labels()
         if reviewer is not None and label.reviewer == reviewer
     }
-    items = sampled_items(
-        runner.benchmark,
-        runner.runs_to_review(chosen),
-        metrics,
-        sys.maxsize if sample is None else sample,
-        done,
-        seed,
-    )
-    return chosen, items
+    if online:
+        return "production traffic", _online_items(runner, version, metrics, count, done, seed)
+    chosen = runner.candidate_version(version)
+    rows = runner.runs_to_review(chosen)
+    return chosen, sampled_items(runner.benchmark, rows, metrics, count, done, seed)
+
+
+def _online_items(
+    runner: Any,
+    version: str | None,
+    metrics: Sequence[str],
+    count: int,
+    done: set[tuple[str, str]],
+    seed: int,
+) -> list[Any]:
+    """A sample of the production items scored online, their executions read from n8n."""
+    from n8n_deepeval_pipeline.online.review import online_review_items
+
+    if runner.benchmark.online is None:
+        raise Refused("--online: the benchmark has no online section", EXIT_ERROR)
+    if version is not None:
+        raise click.UsageError("--online samples production traffic of every version: no --version")
+    workflow, _ = runner.n8n().workflow(runner.benchmark)
+    with benchmarks.api_client() as client:
+        return online_review_items(
+            runner.benchmark, runner.online_scores(), metrics, count, client, workflow, done, seed
+        )
 
 
 @click.group()
@@ -130,6 +158,7 @@ def labels() -> None:
     "labeller.",
 )
 @_METRICS
+@_ONLINE
 @_SEED
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -142,6 +171,7 @@ def labels_export(
     reviewer: str | None,
     blind: bool,
     metrics: tuple[str, ...],
+    online: bool,
     seed: int,
 ) -> None:
     """Write runs of benchmark FILE to label offline: a row per run and metric."""
@@ -155,7 +185,7 @@ def labels_export(
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
             chosen = _chosen_metrics(runner.benchmark, metrics)
-            version_key, items = _sampled(runner, version, chosen, sample, reviewer, seed)
+            version_key, items = _sampled(runner, version, chosen, sample, reviewer, seed, online)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     rows = sheet_rows(items, blind)
@@ -259,7 +289,9 @@ def labels_import(
 )
 @click.option("--reviewer", help="Who labels (default: the user's login name).")
 @_METRICS
+@_ONLINE
 @_SEED
+@n8n_unreachable_refused
 @storage_faults_refused
 def review(
     file: Path,
@@ -267,6 +299,7 @@ def review(
     sample: int,
     reviewer: str | None,
     metrics: tuple[str, ...],
+    online: bool,
     seed: int,
 ) -> None:
     """Prepare a review queue of benchmark FILE's runs for a reviewer to label.
@@ -289,7 +322,7 @@ def review(
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
             chosen = _chosen_metrics(runner.benchmark, metrics)
-            version_key, items = _sampled(runner, version, chosen, sample, name, seed)
+            version_key, items = _sampled(runner, version, chosen, sample, name, seed, online)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     if not items:

@@ -175,6 +175,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
             "dataset synthesize",
             "labels export",
             "labels import",
+            "review",
         ),
         when="n8n did not answer: one line names its scheme, host and port (the file is "
         "not at fault)",

@@ -23,6 +23,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.label_store import LabelStore
 from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
+from n8n_deepeval_pipeline.online.scoring import OnlineScore
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
@@ -409,6 +410,14 @@ class BenchmarkRunner:
             dataset=self._table("dataset_rows", DatasetRow, version),
             scores=self._table("metric_scores", MetricScore, version),
         )
+
+    def online_scores(self) -> list[OnlineScore]:
+        """Every production item scored online, every day stored (none without online)."""
+        if self.benchmark.online is None:
+            return []
+        key = self._key("online_scores")
+        days = sorted(self.instance.get_materialized_partitions(key))
+        return self._table("online_scores", OnlineScore, days)
 
     def variant_matrix(self, version: str) -> VariantMatrix:
         """The matrix of a scored version's family: the workflow and its variants."""
