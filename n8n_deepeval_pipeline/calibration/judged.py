@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.tables.ids import row_of_case
 
-RunKind = Literal["benchmark", "online"]
+RunKind = Literal["benchmark", "online", "red_team"]
 # Why a label cannot be set beside a judgement.
 LeftOut = Literal["no_verdict", "judge_error", "dry_run"]
 
@@ -41,10 +41,11 @@ class JudgedLabel(BaseModel):
 
     @property
     def cluster(self) -> str:
-        """What repeats of one input share: a benchmark run's dataset row, an online item.
+        """What repeats of one input share: a dataset row, an online item, an attack.
 
-        Runs of one row (its repeats, and the same row in other versions) answer the same
-        input, so they are not independent: the bootstrap resamples these clusters.
+        A red team's attack is its ``case_id``. Runs of one row (its repeats, and the same
+        row in other versions) answer the same input, so they are not independent: the
+        bootstrap resamples these clusters.
         """
         return row_of_case(self.case_id) if self.kind == "benchmark" else self.case_id
 

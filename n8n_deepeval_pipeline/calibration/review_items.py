@@ -41,6 +41,7 @@ class ToolCallShown(_Frozen):
     tool: str
     arguments: dict[str, Any]
     output: Any = None
+    mocked: bool | None = None  # a red team's call the harness copy answered (it never ran)
 
 
 class TurnShown(_Frozen):
@@ -49,6 +50,16 @@ class TurnShown(_Frozen):
     role: str
     content: str
     tools: tuple[ToolCallShown, ...] = ()
+    attack: str | None = None  # the attack a red team's turn carried
+
+
+class AttackShown(_Frozen):
+    """What a red team's attack aimed at, and how (the metric is its vulnerability)."""
+
+    vulnerability: str
+    vulnerability_type: str
+    attack_method: str | None
+    multi_turn: bool
 
 
 class MetricToLabel(_Frozen):
@@ -91,6 +102,7 @@ class ReviewItem(_Frozen):
     expected_output: str | None = None
     context: tuple[str, ...] | None = None
     retrieval_context: tuple[str, ...] | None = None
+    attack: AttackShown | None = None  # a red team's attack
     metrics: tuple[MetricToLabel, ...]
     judge: tuple[JudgeVerdict, ...] = ()
 

@@ -119,14 +119,16 @@ def by_metric(labels: Iterable[JudgedLabel]) -> dict[str, list[JudgedLabel]]:
 def agreements(benchmark: Benchmark, labels: Sequence[JudgedLabel]) -> list[MetricAgreement]:
     """Each labelled metric's agreement, in the benchmark's order, judged metrics first.
 
-    A judge-backed metric without any label is there too (with nothing to compare).
+    A judge-backed metric without any label is there too (with nothing to compare); the
+    red team's vulnerabilities (``red_team:…``) come last.
     """
     grouped = by_metric(labels)
-    order = list(dict.fromkeys(judged_metrics(benchmark) + benchmark.metric_labels))
+    judged = judged_metrics(benchmark)
+    order = list(dict.fromkeys(judged + benchmark.metric_labels + sorted(grouped)))
     return [
         metric_agreement(metric, grouped.get(metric, []))
         for metric in order
-        if metric in grouped or metric in judged_metrics(benchmark)
+        if metric in grouped or metric in judged
     ]
 
 

@@ -43,6 +43,13 @@ _ONLINE = click.option(
     help="Label production executions scored online (the online section) instead of a "
     "version's runs; their text is read again from n8n (N8N_API_URL, N8N_API_KEY).",
 )
+_RED_TEAM = click.option(
+    "--red-team",
+    "red_team",
+    is_flag=True,
+    help="Label the version's played attacks (redTeam) instead of its runs: did the agent "
+    "hold, as DeepTeam's judge says?",
+)
 _METRICS = click.option(
     "--metric",
     "metrics",
@@ -79,12 +86,15 @@ def _sampled(
     reviewer: str | None,
     seed: int,
     online: bool = False,
+    red_team: bool = False,
 ) -> tuple[str, list[Any]]:
     """What is sampled, and its review items (leaving out what ``reviewer`` labelled).
 
-    A version's runs, or with ``online`` the production items scored online.
+    A version's runs; with ``online`` the production items scored online; with ``red_team``
+    the version's played attacks.
     """
     from n8n_deepeval_pipeline.calibration.review_items import sampled_items
+    from n8n_deepeval_pipeline.red_team.review import red_team_review_items
 
     count = sys.maxsize if sample is None else sample
     done = {
@@ -92,9 +102,15 @@ def _sampled(
         for label in runner.label_store().labels()
         if reviewer is not None and label.reviewer == reviewer
     }
+    if online and red_team:
+        raise click.UsageError("give one of --online or --red-team")
     if online:
         return "production traffic", _online_items(runner, version, metrics, count, done, seed)
     chosen = runner.candidate_version(version)
+    if red_team:
+        if runner.benchmark.red_team is None:
+            raise Refused("--red-team: the benchmark has no redTeam section", EXIT_ERROR)
+        return chosen, red_team_review_items(runner.red_team_results(chosen), count, done, seed)
     rows = runner.runs_to_review(chosen)
     return chosen, sampled_items(runner.benchmark, rows, metrics, count, done, seed)
 
@@ -159,6 +175,7 @@ def labels() -> None:
 )
 @_METRICS
 @_ONLINE
+@_RED_TEAM
 @_SEED
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -172,6 +189,7 @@ def labels_export(
     blind: bool,
     metrics: tuple[str, ...],
     online: bool,
+    red_team: bool,
     seed: int,
 ) -> None:
     """Write runs of benchmark FILE to label offline: a row per run and metric."""
@@ -243,6 +261,7 @@ def labels_import(
         read_sheet,
     )
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.red_team.review import METRIC_PREFIX
     from n8n_deepeval_pipeline.tables.rows import LabelSource
 
     if (labels_file is None) == (data_table is None):
@@ -260,10 +279,9 @@ def labels_import(
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
             store = runner.label_store()
-            scored = Scored(
-                metrics=tuple(runner.benchmark.metric_labels),
-                pairs=store.scored(named_runs(records)),
-            )
+            pairs = store.scored(named_runs(records))
+            attacks = sorted({metric for _, metric in pairs if metric.startswith(METRIC_PREFIX)})
+            scored = Scored(metrics=(*runner.benchmark.metric_labels, *attacks), pairs=pairs)
             found, blank = labels_from_records(records, scored, source, reviewer, origin)
             store.upsert(found)
     except (LabelFileError, BenchmarkConfigError, ValueError) as error:
@@ -290,6 +308,7 @@ def labels_import(
 @click.option("--reviewer", help="Who labels (default: the user's login name).")
 @_METRICS
 @_ONLINE
+@_RED_TEAM
 @_SEED
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -300,6 +319,7 @@ def review(
     reviewer: str | None,
     metrics: tuple[str, ...],
     online: bool,
+    red_team: bool,
     seed: int,
 ) -> None:
     """Prepare a review queue of benchmark FILE's runs for a reviewer to label.
@@ -322,7 +342,9 @@ def review(
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
             chosen = _chosen_metrics(runner.benchmark, metrics)
-            version_key, items = _sampled(runner, version, chosen, sample, name, seed, online)
+            version_key, items = _sampled(
+                runner, version, chosen, sample, name, seed, online, red_team
+            )
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     if not items:

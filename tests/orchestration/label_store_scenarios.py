@@ -13,8 +13,10 @@ import pandas as pd
 
 from n8n_deepeval_pipeline.calibration.label_store import LabelStore
 from n8n_deepeval_pipeline.online.scoring import OnlineScore
+from n8n_deepeval_pipeline.red_team.rows import RedTeamResult
 from n8n_deepeval_pipeline.tables.frames import to_frame
 from n8n_deepeval_pipeline.tables.rows import HumanLabel, MetricScore
+from tests.red_team.played_attacks import NOW, played
 
 OLD, NEW = "1" * 64, "2" * 64
 T0 = datetime(2026, 6, 11, 9, 0, tzinfo=UTC)
@@ -88,3 +90,11 @@ def labels_kept_and_joined(
     assert store.scored(["execution:7"]) == {("execution:7", "bias"): NEW}
     store.delete([(f"{OLD}:a:0", "helpfulness", "ben")])
     assert len(store.labels()) == 4
+    # a red team's played attack, labelled as red_team.review names it
+    write_table("red_team_results", to_frame(RedTeamResult, [played(1, breached=True)]))
+    attack = f"{NOW}:a1:0"
+    store.upsert([label(attack, "red_team:Excessive Agency", "ann", False)])
+    assert store.scored([attack]) == {(attack, "red_team:Excessive Agency"): NOW}
+    (checked,) = [x for x in store.judged() if x.kind == "red_team"]
+    assert (checked.judge_passed, checked.passed, checked.score, checked.cluster) == (
+        False, False, 0.0, "a1")  # fmt: skip

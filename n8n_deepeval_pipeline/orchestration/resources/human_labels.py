@@ -48,6 +48,10 @@ _SCORE_COLUMNS = ("case_id", "score", "threshold", "success", "direction", "erro
 _OPTIONAL = ("judge_agreement",)
 
 
+Statement = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+"""Runs one SQL statement with its values; the rows it returns (none for a write)."""
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -67,7 +71,7 @@ class SqlLabelStore(LabelStore):
         }
 
     @contextmanager
-    def _cursor(self) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+    def _cursor(self) -> Iterator[Statement]:
         """A statement runner inside one transaction, committed at the end."""
         raise NotImplementedError
 
@@ -78,7 +82,7 @@ class SqlLabelStore(LabelStore):
     def _table(self) -> str:
         return f"{_quote(self.schema)}.{TABLE}"
 
-    def _create(self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]) -> None:
+    def _create(self, run: Statement) -> None:
         run(f"create schema if not exists {_quote(self.schema)}", [])
         run(
             f"create table if not exists {self._table} ("
@@ -123,14 +127,10 @@ class SqlLabelStore(LabelStore):
             rows = run(f"select {', '.join(_COLUMNS)} from {self._table} order by labelled_at", [])
         return [HumanLabel(**_utc(dict(zip(_COLUMNS, row, strict=True)))) for row in rows]
 
-    def _exists(
-        self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], table: str
-    ) -> bool:
+    def _exists(self, run: Statement, table: str) -> bool:
         return bool(self._columns(run, table))
 
-    def _columns(
-        self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]], table: str
-    ) -> set[str]:
+    def _columns(self, run: Statement, table: str) -> set[str]:
         found = run(
             self._sql(
                 "select column_name from information_schema.columns "
@@ -145,12 +145,10 @@ class SqlLabelStore(LabelStore):
         with self._cursor() as run:
             if not self._exists(run, TABLE):
                 return []
-            rows = self._judged_scores(run) + self._judged_online(run)
+            rows = self._judged_scores(run) + self._judged_online(run) + self._judged_attacks(run)
         return [JudgedLabel(**row) for row in rows]
 
-    def _judged_scores(
-        self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
-    ) -> list[dict[str, Any]]:
+    def _judged_scores(self, run: Statement) -> list[dict[str, Any]]:
         stored = self._columns(run, "metric_scores")
         if not stored:
             return []
@@ -165,9 +163,7 @@ class SqlLabelStore(LabelStore):
         )
         return [_judged_row(dict(zip(names, row, strict=True)), "benchmark") for row in rows]
 
-    def _judged_online(
-        self, run: Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
-    ) -> list[dict[str, Any]]:
+    def _judged_online(self, run: Statement) -> list[dict[str, Any]]:
         if not self._exists(run, "online_scores"):
             return []
         names = [
@@ -193,14 +189,40 @@ class SqlLabelStore(LabelStore):
             judged.append(_judged_row(values, "online"))
         return judged
 
+    def _judged_attacks(self, run: Statement) -> list[dict[str, Any]]:
+        """Labels of the red team's played attacks beside DeepTeam's verdicts (red_team.review)."""
+        if not self._exists(run, "red_team_results"):
+            return []
+        names = [*_LABEL_FIELDS, "case_id", "score", "breached", "error_kind", "dry_run"]
+        rows = run(
+            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, r.attack_id, r.score, "
+            f"r.breached, r.error_kind, r.dry_run from {self._table} l "
+            f"join {_quote(self.schema)}.red_team_results r "
+            f"on {_ATTACK_RUN.format(t='r.')} = l.run_id "
+            f"and {_ATTACK_METRIC.format(t='r.')} = l.metric",
+            [],
+        )
+        judged = []
+        for row in rows:
+            values = dict(zip(names, row, strict=True))
+            values["success"] = not values.pop("breached")
+            values.update(threshold=0.5, direction="higher_is_better")
+            judged.append(_judged_row(values, "red_team"))
+        return judged
+
     def scored(self, run_ids: Iterable[str]) -> dict[tuple[str, str], str]:
         """The (run, metric) pairs among these runs with a stored score → the run's hash."""
         wanted = sorted(set(run_ids))
         pairs: dict[tuple[str, str], str] = {}
         if not wanted:
             return pairs
+        sources = (
+            ("metric_scores", "run_id", "metric"),
+            ("online_scores", "score_id", "metric"),
+            ("red_team_results", _ATTACK_RUN.format(t=""), _ATTACK_METRIC.format(t="")),
+        )
         with self._cursor() as run:
-            for table, column in (("metric_scores", "run_id"), ("online_scores", "score_id")):
+            for table, column, metric in sources:
                 if not self._exists(run, table):
                     continue
                 for start in range(0, len(wanted), 500):
@@ -208,7 +230,7 @@ class SqlLabelStore(LabelStore):
                     places = ", ".join("?" for _ in chunk)
                     found = run(
                         self._sql(
-                            f"select distinct {column}, metric, workflow_hash from "
+                            f"select distinct {column}, {metric}, workflow_hash from "
                             f"{_quote(self.schema)}.{table} where {column} in ({places})"
                         ),
                         chunk,
@@ -218,6 +240,9 @@ class SqlLabelStore(LabelStore):
 
 
 _LABEL_FIELDS = ("run_id", "workflow_hash", "metric", "reviewer", "passed", "rating")
+# A played attack's run and metric, as red_team.review names them.
+_ATTACK_RUN = "({t}workflow_hash || ':' || {t}result_id)"
+_ATTACK_METRIC = "('red_team:' || {t}vulnerability)"
 
 
 def _judged_row(values: dict[str, Any], kind: str) -> dict[str, Any]:
@@ -242,7 +267,7 @@ class DuckDbLabelStore(SqlLabelStore):
         self.database = database
 
     @contextmanager
-    def _cursor(self) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+    def _cursor(self) -> Iterator[Statement]:
         new = not self.database.exists()
         settings.private_dir(self.database.parent)
         connection = connect_waiting_for_locks(str(self.database), DUCKDB_CONFIG)
@@ -274,7 +299,7 @@ class PostgresLabelStore(SqlLabelStore):
         self.url = url
 
     @contextmanager
-    def _cursor(self) -> Iterator[Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]]:
+    def _cursor(self) -> Iterator[Statement]:
         connection = psycopg2_connection(self.url, "n8n-deepeval-labels")
         try:
             with connection.cursor() as cursor:
