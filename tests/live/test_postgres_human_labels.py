@@ -44,4 +44,4 @@ def test_labels_are_kept_and_read_beside_the_scores(postgres):
     assert postgres.sql(
         "select count(*), count(distinct (run_id, metric, reviewer)) "
         "from support_agent.human_labels"
-    ) == [(4, 4)]
+    ) == [(5, 5)]  # the red team's label too
