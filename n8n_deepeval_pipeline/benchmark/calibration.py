@@ -26,8 +26,8 @@ class CalibrationConfig(ConfigModel):
     min_labels: int = Field(
         default=30,
         ge=1,
-        description="Labels a metric needs before its agreement is measured at all (fewer: "
-        "it is uncalibrated, and says how many more it needs).",
+        description="Labels a metric needs before it can be calibrated (fewer: it is "
+        "uncalibrated, and says how many more it needs).",
     )
     gate: bool = Field(
         default=False,
