@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -167,38 +167,68 @@ def metric_to_label(benchmark: Benchmark, verdict: JudgeVerdict) -> MetricToLabe
     )
 
 
-def judge_verdict(score: MetricScore) -> JudgeVerdict:
+class JudgedScore(Protocol):
+    """A judge's score of one run and metric, as a version's and an online item's rows hold it."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def score(self) -> float | None: ...
+    @property
+    def threshold(self) -> float: ...
+    @property
+    def success(self) -> bool: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def judge(self) -> str | None: ...
+    @property
+    def error_kind(self) -> str | None: ...
+    @property
+    def dry_run(self) -> bool: ...
+
+
+def judge_verdict(
+    score: JudgedScore, direction: Direction, panel_agreement: float | None = None
+) -> JudgeVerdict:
     """The judge's side of one metric on the run."""
     return JudgeVerdict(
         metric=score.metric,
         score=score.score,
         threshold=score.threshold,
-        direction=score.direction,
+        direction=direction,
         passed=score.success,
         reason=score.reason,
         judge=score.judge,
-        panel_agreement=score.judge_agreement,
+        panel_agreement=panel_agreement,
+    )
+
+
+def candidate(
+    run_id: str, score: JudgedScore, direction: Direction, panel_agreement: float | None = None
+) -> Candidate | None:
+    """The score as a pair a reviewer could label (None: errored, or a dry-run placeholder)."""
+    if score.score is None or score.error_kind is not None or score.dry_run:
+        return None
+    return Candidate(
+        run_id=run_id,
+        metric=score.metric,
+        score=score.score,
+        threshold=score.threshold,
+        direction=direction,
+        judge_passed=score.success,
+        judge_agreement=panel_agreement,
     )
 
 
 def candidates(scores: Sequence[MetricScore], metrics: Collection[str]) -> list[Candidate]:
     """The scores of ``metrics`` a reviewer could label: judged, not a dry-run placeholder."""
-    return [
-        Candidate(
-            run_id=score.run_id,
-            metric=score.metric,
-            score=score.score,
-            threshold=score.threshold,
-            direction=score.direction,
-            judge_passed=score.success,
-            judge_agreement=score.judge_agreement,
-        )
+    found = [
+        candidate(score.run_id, score, score.direction, score.judge_agreement)
         for score in scores
         if score.metric in metrics
-        and score.score is not None
-        and score.error_kind is None
-        and not score.dry_run
     ]
+    return [pair for pair in found if pair is not None]
 
 
 @dataclass(frozen=True)
@@ -225,7 +255,10 @@ def sampled_items(
     labelled, never drawn again.
     """
     picked = sample(candidates(rows.scores, metrics), count, labelled, metrics, seed)
-    verdicts = {(score.run_id, score.metric): judge_verdict(score) for score in rows.scores}
+    verdicts = {
+        (score.run_id, score.metric): judge_verdict(score, score.direction, score.judge_agreement)
+        for score in rows.scores
+    }
     return review_items(benchmark, picked, rows.runs, rows.outputs, rows.dataset, verdicts)
 
 

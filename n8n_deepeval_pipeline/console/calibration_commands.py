@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -137,6 +137,41 @@ def _online_items(
         )
 
 
+class _ToLabel(NamedTuple):
+    """What a command offers a reviewer: the benchmark, its metrics, the sample and its items."""
+
+    benchmark: str
+    metrics: list[str]
+    sampled: str  # the version key, or "production traffic"
+    items: list[Any]
+
+
+def _to_label(
+    file: Path,
+    version: str | None,
+    metrics: Sequence[str],
+    sample: int | None,
+    reviewer: str | None,
+    seed: int,
+    online: bool,
+    red_team: bool,
+) -> _ToLabel:
+    """The sample of benchmark ``file`` to label; a version unknown or not run is refused."""
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
+
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            chosen = _chosen_metrics(runner.benchmark, metrics)
+            sampled, items = _sampled(
+                runner, version, chosen, sample, reviewer, seed, online, red_team
+            )
+    except (BenchmarkConfigError, UnknownVersionError) as error:
+        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    return _ToLabel(runner.benchmark.name, chosen, sampled, items)
+
+
 @click.group()
 def labels() -> None:
     """People's labels of a benchmark's runs: runs exported to label, labels imported."""
@@ -194,18 +229,11 @@ def labels_export(
 ) -> None:
     """Write runs of benchmark FILE to label offline: a row per run and metric."""
     from n8n_deepeval_pipeline.calibration.label_files import sheet_rows, write_sheet
-    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
-    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     if (out is None) == (data_table is None):
         raise click.UsageError("give one of --out FILE or --data-table NAME")
-    try:
-        with local_instance() as instance:
-            runner = benchmarks.runner(file, instance)
-            chosen = _chosen_metrics(runner.benchmark, metrics)
-            version_key, items = _sampled(runner, version, chosen, sample, reviewer, seed, online)
-    except (BenchmarkConfigError, UnknownVersionError) as error:
-        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    asked = _to_label(file, version, metrics, sample, reviewer, seed, online, red_team)
+    chosen, version_key, items = asked.metrics, asked.sampled, asked.items
     rows = sheet_rows(items, blind)
     if reviewer:
         rows = [{**row, "reviewer": reviewer} for row in rows]
@@ -334,19 +362,10 @@ def review(
         queue_path,
         write_queue_file,
     )
-    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
-    from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 
     name = _reviewer(reviewer)
-    try:
-        with local_instance() as instance:
-            runner = benchmarks.runner(file, instance)
-            chosen = _chosen_metrics(runner.benchmark, metrics)
-            version_key, items = _sampled(
-                runner, version, chosen, sample, name, seed, online, red_team
-            )
-    except (BenchmarkConfigError, UnknownVersionError) as error:
-        raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    asked = _to_label(file, version, metrics, sample, name, seed, online, red_team)
+    chosen, version_key, items = asked.metrics, asked.sampled, asked.items
     if not items:
         raise Refused(
             f"nothing to review in {version_key} for {name}: every judged score of "
@@ -354,7 +373,7 @@ def review(
             "not judgements)",
             EXIT_ERROR,
         )
-    benchmark = runner.benchmark.name
+    benchmark = asked.benchmark
     path = queue_path(settings.home(), benchmark, name)
     settings.private_dir(path.parent)
     queue = QueueFile(

@@ -12,8 +12,9 @@ from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.review_items import (
-    JudgeVerdict,
     ReviewItem,
+    candidate,
+    judge_verdict,
     review_items,
 )
 from n8n_deepeval_pipeline.calibration.sampler import Candidate, sample
@@ -34,33 +35,12 @@ def online_candidates(
 ) -> list[Candidate]:
     """The online scores of ``metrics`` a reviewer could label: judged, not placeholders."""
     directions = _directions(benchmark)
-    return [
-        Candidate(
-            run_id=score.score_id,
-            metric=score.metric,
-            score=score.score,
-            threshold=score.threshold,
-            direction=directions.get(score.metric, "higher_is_better"),
-            judge_passed=score.success,
-        )
+    found = [
+        candidate(score.score_id, score, directions.get(score.metric, "higher_is_better"))
         for score in scores
         if score.metric in metrics
-        and score.score is not None
-        and score.error_kind is None
-        and not score.dry_run
     ]
-
-
-def _verdict(score: OnlineScore, direction: Direction) -> JudgeVerdict:
-    return JudgeVerdict(
-        metric=score.metric,
-        score=score.score,
-        threshold=score.threshold,
-        direction=direction,
-        passed=score.success,
-        reason=score.reason,
-        judge=score.judge,
-    )
+    return [pair for pair in found if pair is not None]
 
 
 def _item(score: OnlineScore) -> ScoreItem:
@@ -96,7 +76,7 @@ def online_review_items(
     )
     directions = _directions(benchmark)
     verdicts = {
-        (score.score_id, score.metric): _verdict(
+        (score.score_id, score.metric): judge_verdict(
             score, directions.get(score.metric, "higher_is_better")
         )
         for score in scores

@@ -28,7 +28,7 @@ from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
 from n8n_deepeval_pipeline.calibration.label_store import LabelKey, LabelStore
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
-    psycopg2_connection,
+    transaction,
 )
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     connect_waiting_for_locks,
@@ -300,26 +300,21 @@ class PostgresLabelStore(SqlLabelStore):
 
     @contextmanager
     def _cursor(self) -> Iterator[Statement]:
-        connection = psycopg2_connection(self.url, "n8n-deepeval-labels")
-        try:
-            with connection.cursor() as cursor:
-                # Two writers creating the schema or table at once: one waits for the other.
-                cursor.execute(
-                    "select pg_advisory_xact_lock(hashtext(%s))",
-                    [f"n8n_deepeval:{self.schema}.{TABLE}"],
-                )
+        with (
+            transaction(self.url, "n8n-deepeval-labels") as connection,
+            connection.cursor() as cursor,
+        ):
+            # Two writers creating the schema or table at once: one waits for the other.
+            cursor.execute(
+                "select pg_advisory_xact_lock(hashtext(%s))",
+                [f"n8n_deepeval:{self.schema}.{TABLE}"],
+            )
 
-                def run(statement: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
-                    cursor.execute(statement, list(values))
-                    return list(cursor.fetchall()) if cursor.description else []
+            def run(statement: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+                cursor.execute(statement, list(values))
+                return list(cursor.fetchall()) if cursor.description else []
 
-                yield run
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-        finally:
-            connection.close()
+            yield run
 
 
 class HumanLabelsResource(dg.ConfigurableResource):
