@@ -354,6 +354,8 @@ def review(
 
     The runs this reviewer has labelled are left out. The queue is kept under the project's
     home; the review page reads it and writes each label into human_labels as it is given.
+    Preparing it again replaces the reviewer's queue (its skips and undo history); the labels
+    given stay.
     """
     from datetime import UTC, datetime
 

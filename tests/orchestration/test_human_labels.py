@@ -33,6 +33,7 @@ def test_labels_are_kept_and_read_beside_the_scores(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_of_the_benchmark_leaves_the_labels_alone(environment, example_copy):
+    example_copy.write_text(example_copy.read_text() + "calibration: {gate: true}\n")
     defs = build_definitions([example_copy])
     resource = defs.resources["human_labels"]
     assert isinstance(resource, HumanLabelsResource) and resource.database == str(environment)
@@ -49,6 +50,12 @@ def test_a_run_of_the_benchmark_leaves_the_labels_alone(environment, example_cop
         store.upsert([label(scored, "exact_answer", "ann", True)])
         assert run_job(defs, instance, key).success  # every asset again, labels untouched
         assert run_job(defs, instance, key, "support_agent__rescore").success
+        aggregates = instance.get_latest_materialization_event(
+            dg.AssetKey(["support_agent", "run_aggregates"])
+        ).asset_materialization.metadata
+    # the dry-run judge's placeholders agree with nobody: both judged metrics uncalibrated
+    assert aggregates["uncalibrated_metrics"].value == "helpfulness, bias"
+    assert aggregates["calibration/bias"].value.startswith("too_few_labels: 0 of 30 labels")
     (kept,) = store.judged()
     assert (kept.run_id, kept.metric, kept.passed) == (scored, "exact_answer", True)
     assert kept.score == value
