@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline.calibration.review_queue import MetricLabel
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 
@@ -117,3 +118,32 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     assert (decides["helpfulness"], decides["agent_loop_detection"]) == (False, True)
     comment = (tmp_path / "report" / "eval-pr-comment.md").read_text()
     assert "Calibration gate" in comment and "helpfulness: every label says pass" in comment
+
+    # Every label says pass: a threshold cannot be fitted from them, and the file is kept.
+    before = example_copy.read_text()
+    adopted = invoke("calibration", example_copy, "--adopt", "helpfulness")
+    assert adopted.exit_code == 1 and example_copy.read_text() == before
+    assert "0 labels of the rarer verdict: at least 10 of each are needed" in adopted.output
+
+
+def test_review_prepares_a_queue_the_page_opens(judged_home, example_copy):
+    from n8n_deepeval_pipeline import load_benchmark
+    from n8n_deepeval_pipeline.calibration.review_queue import ReviewQueue, queue_path
+    from n8n_deepeval_pipeline.orchestration.resources.human_labels import DuckDbLabelStore
+
+    assert invoke("run", example_copy).exit_code == 0
+    prepared = invoke("review", example_copy, "--sample", "6", "--reviewer", "ann")
+    assert prepared.exit_code == 0, prepared.output
+    path = queue_path(judged_home, "support_agent", "ann")
+    assert str(path) in prepared.output
+    assert "review queue of support_agent f7ee35b359b4 for ann: " in prepared.output
+    store = DuckDbLabelStore(load_benchmark(example_copy), judged_home / "results.duckdb")
+    queue = ReviewQueue(path, store)
+    assert sum(len(item.metrics) for item in queue.state.items) == 6
+    first = queue.next()
+    assert first.judge == () and first.input and first.output
+    labels = {m.metric: MetricLabel(passed=True) for m in first.metrics}
+    assert len(queue.label(first.run_id, labels).judge) == len(first.metrics)
+    again = invoke("review", example_copy, "--sample", "100", "--reviewer", "ann")
+    pairs = 54 - len(first.metrics)  # 27 runs × 2 judged metrics, less those labelled
+    assert f"{pairs} labels to give" in again.output

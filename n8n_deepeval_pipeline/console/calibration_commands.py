@@ -59,6 +59,13 @@ _METRICS = click.option(
 )
 
 
+def _sampling(command: Any) -> Any:
+    """The options of the commands that sample runs to label: metrics, source, seed."""
+    for option in reversed((_METRICS, _ONLINE, _RED_TEAM, _SEED)):
+        command = option(command)
+    return command
+
+
 def _reviewer(name: str | None) -> str:
     return name or getpass.getuser()
 
@@ -208,10 +215,7 @@ def labels() -> None:
     help="Leave out the judge's score, verdict and reason, so that they cannot anchor the "
     "labeller.",
 )
-@_METRICS
-@_ONLINE
-@_RED_TEAM
-@_SEED
+@_sampling
 @n8n_unreachable_refused
 @storage_faults_refused
 def labels_export(
@@ -334,10 +338,7 @@ def labels_import(
     "near the threshold and to judge panels that disagreed.",
 )
 @click.option("--reviewer", help="Who labels (default: the user's login name).")
-@_METRICS
-@_ONLINE
-@_RED_TEAM
-@_SEED
+@_sampling
 @n8n_unreachable_refused
 @storage_faults_refused
 def review(
