@@ -373,6 +373,37 @@ class CaseVerdict(TableRow):
     `worth_watching`, `stable` or `insufficient_data`."""
 
 
+LabelSource = Literal["review", "import", "data_table"]
+
+
+class HumanLabel(TableRow):
+    """A person's verdict on one metric of one run: the judge's result, checked by hand.
+
+    Not a partition's output: labels are the user's data, upserted one by one as they are
+    given (by run, metric and reviewer) and never replaced by a benchmark's re-run.
+    """
+
+    table = "human_labels"
+
+    run_id: str
+    """The run labelled (a benchmark run's id, or an online item's `score_id`)."""
+    metric: str
+    """The metric's label in the benchmark."""
+    reviewer: str
+    """Who gave the label."""
+    passed: bool | None
+    """The person's verdict: the run passes the metric (None: a rating of 3 gave none)."""
+    rating: int | None
+    """An optional 1–5 rating (5: best)."""
+    comment: str | None
+    """What the reviewer wrote."""
+    labelled_at: datetime
+    """When the label was given (UTC)."""
+    source: LabelSource
+    """`review` (the review queue), `import` (a CSV or JSONL file) or `data_table` (an n8n
+    Data Table)."""
+
+
 class WorkflowCheck(TableRow):
     """One deterministic check of a workflow version (``workflow.checks``)."""
 
