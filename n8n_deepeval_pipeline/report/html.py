@@ -8,7 +8,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from n8n_deepeval_pipeline.report import formatting
+from n8n_deepeval_pipeline.report.cases import FIELD_LIMIT
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
+from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.gate_status import (
     gate_status,
     incomplete_run,
@@ -41,9 +43,11 @@ _ENVIRONMENT.filters.update(
     seconds=seconds,
     breakable=formatting.breakable,
     rate_strip=rate_strip,
+    cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
 )
 _ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
 _ENVIRONMENT.globals.update(
+    turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
     gate_status=gate_status,
     guidance=GUIDANCE,
     incomplete_run=incomplete_run,
