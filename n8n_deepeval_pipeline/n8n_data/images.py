@@ -107,10 +107,14 @@ def images_in_text(text: str) -> tuple[str, list[ImageData]]:
 
     def marked(match: re.Match[str]) -> str:
         mime, data, url, bare_mime, bare_data = match.groups()
-        if url is not None:
-            image = image_from_url(url)
-        else:
-            image = image_from_base64(data or bare_data, mime or bare_mime)
+        try:
+            image = (
+                image_from_url(url)
+                if url is not None
+                else image_from_base64(data or bare_data, mime or bare_mime)
+            )
+        except ImageError:
+            return match.group(0)  # not an image after all: the text keeps it
         found.append(image)
         return image.marker
 

@@ -26,14 +26,14 @@ from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.n8n_api.executions import model_calls_by_session, steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
+    harness_mocks,
     harness_problems,
     harness_webhook,
-    mock_answers,
     remove_stale_copies,
     unmocked_services,
 )
 from n8n_deepeval_pipeline.n8n_api.workflow_usage import with_usage
-from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
+from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
 from n8n_deepeval_pipeline.orchestration.call_barrier import start_together
 from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows, unmocked_runs
@@ -48,7 +48,6 @@ from n8n_deepeval_pipeline.orchestration.simulated_target import (
 )
 from n8n_deepeval_pipeline.summary.workflow_usage import workflow_usage
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
-from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
 from n8n_deepeval_pipeline.workflow.model_nodes import model_names
 from n8n_deepeval_pipeline.workflow.variants import family
 
@@ -215,7 +214,10 @@ def _through_harness(
         raise ValueError("target: " + "; ".join(problems))
     for node in unmocked_services(target, workflow):
         context.log.warning(f"acts on a real service: {node}")
-    answers = mock_answers(target, workflow)
+    mocks = harness_mocks(target, workflow)
+    if mocks.servers:
+        offered = ", ".join(f"{name} ({len(s.tools)} tools)" for name, s in mocks.servers.items())
+        context.log.info(f"MCP servers: {offered}")
     label = f"{benchmark_name} {context.partition_key}"
     # Every call may take its whole timeout, maxConcurrency at a time (a conversation's
     # calls one after the other).
@@ -231,17 +233,19 @@ def _through_harness(
             target,
             label,
             time_limit_s,
-            mocked_nodes(workflow, answers),
+            mocks.replacements,
         ) as (copy_id, url):
             webhook = target.as_webhook(url, harness_body(target, workflow))
             reading = ExecutionReading(copy_id, workflow, prices, target.steps_from_execution)
             outputs = _call(context, n8n, webhook, runs, rows, users, reading)
-    tools = {tool_name(name) for name in answers}
+    tools = mocks.mocked_tools
+    servers = [server.model_dump(mode="json") for server in mocks.servers.values()] or None
     return [
         output.model_copy(
             update={
                 "intermediate_steps": marked_mocked(output.intermediate_steps, tools),
                 "turns": _turns_marked_mocked(output.turns, tools),
+                "mcp_servers": servers,
             }
         )
         for output in outputs

@@ -68,6 +68,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     Row,
     RunAggregate,
     WorkflowCheck,
@@ -284,7 +285,9 @@ class BenchmarkRunner:
         if asset not in self.asset_names():
             names = ", ".join(self.asset_names())
             raise ValueError(f"unknown asset {asset!r}; assets: {names}")
-        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        # A step that writes two tables (agent_outputs, output_images) runs whole.
+        downstream = dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        return downstream.required_multi_asset_neighbors()
 
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
@@ -358,6 +361,7 @@ class BenchmarkRunner:
         lines = recording_lines(
             self._table("expanded_runs", ExpandedRun, partition),
             self._table("agent_outputs", AgentOutput, partition),
+            self._table("output_images", OutputImage, partition),
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as recorded:

@@ -12,8 +12,9 @@ everything after the end node is cut, so the webhook answers with the end node's
 A Respond to Webhook node that ends the copy answers as in production (the stand-in
 webhook waits for it); one before the end is a pass-through of the same name, since n8n
 refuses to run a Respond to Webhook its webhook does not wait for, and the copy's answer
-is the end node's. Nodes named in ``replacements`` (mocks) are swapped in by name. Credentials stay
-referenced by id: nothing here reads them.
+is the end node's. Nodes named in ``replacements`` (mocks) are swapped in by name; a node
+replaced by several (an MCP Client Tool's stand-in per tool) gives each its links out.
+Credentials stay referenced by id: nothing here reads them.
 """
 
 from __future__ import annotations
@@ -151,17 +152,21 @@ def _from_columns(names: list[Any]) -> dict[str, str]:
     return {str(name): f"{{{{ row.get({json.dumps(str(name))}) }}}}" for name in names if name}
 
 
+Replacement = dict[str, Any] | list[dict[str, Any]]
+
+
 def harness_copy(
     workflow: dict[str, Any],
     start: str,
     end: str,
     path: str,
     webhook_id: str,
-    replacements: Mapping[str, dict[str, Any]] | None = None,
+    replacements: Mapping[str, Replacement] | None = None,
 ) -> dict[str, Any]:
     """The copy the pipeline runs (call ``check_start_and_end`` first).
 
-    ``replacements`` are nodes swapped in for the kept nodes of the same name (mocks).
+    ``replacements`` are nodes swapped in for the kept nodes of the same name (mocks): one
+    node of that name, or a list of nodes that stand in for it together.
     """
     links = _main_links(workflow)
     trigger = feeder(workflow, start)
@@ -169,9 +174,10 @@ def harness_copy(
     kept = kept_nodes(workflow, start, end)
     swapped = replacements or {}
     nodes = [
-        _answering(copy.deepcopy(swapped.get(node["name"], node)), end)
+        _answering(copy.deepcopy(stand_in), end)
         for node in workflow["nodes"]
         if node["name"] in kept
+        for stand_in in _stand_ins(swapped.get(node["name"], node))
     ]
     position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
     responds = any(n["name"] == end and node_type(n) == _RESPOND_TO_WEBHOOK for n in nodes)
@@ -179,9 +185,27 @@ def harness_copy(
     return {
         "name": workflow.get("name", "workflow"),
         "nodes": nodes,
-        "connections": _kept_connections(workflow, kept, end, trigger["name"], start, index),
+        "connections": _renamed_sources(
+            _kept_connections(workflow, kept, end, trigger["name"], start, index), swapped
+        ),
         "settings": {"executionOrder": "v1"},
     }
+
+
+def _stand_ins(replacement: Replacement) -> list[dict[str, Any]]:
+    return replacement if isinstance(replacement, list) else [replacement]
+
+
+def _renamed_sources(
+    connections: dict[str, Any], swapped: Mapping[str, Replacement]
+) -> dict[str, Any]:
+    """A node replaced by several: each of them has the links out the node had."""
+    renamed = dict(connections)
+    for name, replacement in swapped.items():
+        if isinstance(replacement, list) and name in renamed:
+            outputs = renamed.pop(name)
+            renamed.update({node["name"]: copy.deepcopy(outputs) for node in replacement})
+    return renamed
 
 
 def _sub_nodes_of(parents: set[str], links: list[tuple[str, str]]) -> set[str]:

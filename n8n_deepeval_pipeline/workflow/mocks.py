@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.redaction import REDACTED, redact
 from n8n_deepeval_pipeline.workflow.agent_tools import tool_description
 from n8n_deepeval_pipeline.workflow.checks import is_secret_name
@@ -32,7 +33,13 @@ from n8n_deepeval_pipeline.workflow.graph import (
     node_type,
     short_type,
 )
-from n8n_deepeval_pipeline.workflow.harness import HARNESS_WEBHOOK, MOCKS_FIELD, kept_nodes
+from n8n_deepeval_pipeline.workflow.harness import (
+    HARNESS_WEBHOOK,
+    MOCKS_FIELD,
+    Replacement,
+    kept_nodes,
+)
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client, mcp_stand_ins
 
 # What a node mocked by ``mocks: services`` answers when the benchmark names no response.
 SERVICES_RESPONSE: dict[str, Any] = {"mocked": True}
@@ -137,15 +144,35 @@ def _main_path(graph: WorkflowGraph) -> set[str]:
 
 
 def mocked_nodes(
-    workflow: dict[str, Any], answers: Mapping[str, MockAnswer]
-) -> dict[str, dict[str, Any]]:
-    """The stand-in of each mocked node, by name (call ``check_mocks`` first)."""
+    workflow: dict[str, Any],
+    answers: Mapping[str, MockAnswer],
+    servers: Mapping[str, McpServer] | None = None,
+) -> dict[str, Replacement]:
+    """The stand-in of each mocked node, by name (call ``check_mocks`` first).
+
+    An MCP Client Tool node stands in as a Code Tool per tool of its server (``servers``,
+    by node name: what the server lists, or what the benchmark recorded of it).
+    """
     graph = WorkflowGraph(workflow)
     tools = _tools(graph)
-    return {
-        name: (_mock_tool if name in tools else _mock_node)(graph.nodes[name], answer)
-        for name, answer in answers.items()
-    }
+    stand_ins: dict[str, Replacement] = {}
+    for name, answer in answers.items():
+        node = graph.nodes[name]
+        if is_mcp_client(node):
+            server = (servers or {}).get(name)
+            if server is None:
+                raise ValueError(f'mock "{name}": its MCP server\'s tools are not known')
+            tools_of_node = mcp_stand_ins(node, server, _value_code(name, answer))
+            stand_ins[name] = tools_of_node
+            taken = [n["name"] for n in tools_of_node if n["name"] in graph.all_names - {name}]
+            if taken:
+                raise ValueError(
+                    f'mock "{name}": its tool {taken[0]} takes the name of another node of the '
+                    "workflow; rename that node"
+                )
+        else:
+            stand_ins[name] = (_mock_tool if name in tools else _mock_node)(node, answer)
+    return stand_ins
 
 
 def _value_code(name: str, answer: MockAnswer) -> str:

@@ -56,8 +56,9 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     counts = dict(
         (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
         for table in ASSET_NAMES
-        # one version: nothing to compare, so no table; the report is files, not a table
-        if table not in ("version_comparison", "benchmark_report")
+        # one version: nothing to compare, so no table; the report is files, not a table;
+        # the example's answers carry no image, so there is no image table either
+        if table not in ("version_comparison", "benchmark_report", "output_images")
     )
     assert counts == {
         "workflow_snapshot": 1,
@@ -466,7 +467,7 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
         file.write(json.dumps({"row_id": "typo", "run_index": 0, "output": "x"}) + "\n")
     defs = build_definitions([example_copy])
     key = example_key(example_copy)
-    steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs"]
+    steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs", "output_images"]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [key])
         refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
