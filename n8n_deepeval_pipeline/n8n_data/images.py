@@ -26,8 +26,12 @@ from pydantic import BaseModel, ConfigDict
 
 MARKER = re.compile(r"\[DEEPEVAL:IMAGE:([0-9a-f]{64})\]")
 _DATA_URI = r"data:(image/[a-zA-Z0-9.+-]+);base64,([A-Za-z0-9+/=\s]+)"
+# Outside a markdown image nothing bounds it: base64 without whitespace.
+_BARE_DATA_URI = r"data:(image/[a-zA-Z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})"
 # ![alt](data URI or http(s) URL) first, then a bare data URI anywhere.
-_IMAGE_IN_TEXT = re.compile(rf"!\[[^\]]*\]\(\s*(?:{_DATA_URI}|(https?://[^\s)]+))\s*\)|{_DATA_URI}")
+_IMAGE_IN_TEXT = re.compile(
+    rf"!\[[^\]]*\]\(\s*(?:{_DATA_URI}|(https?://[^\s)]+))\s*\)|{_BARE_DATA_URI}"
+)
 
 
 class ImageError(ValueError):
