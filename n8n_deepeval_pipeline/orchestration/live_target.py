@@ -25,6 +25,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTa
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.n8n_api.executions import model_calls_by_session, steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    HarnessMocks,
     harness_body,
     harness_mocks,
     harness_problems,
@@ -120,13 +121,22 @@ def live_outputs(
         target = target.model_copy(update={"max_concurrency": share})
     prices = judge.prices().extended(target.prices)
     if isinstance(target, WorkflowTarget):
+        problems = harness_problems(target, workflow, variants=False)
+        if problems:
+            raise ValueError("target: " + "; ".join(problems))
+        mocks = harness_mocks(target, workflow)  # MCP servers listed before any call
+        if mocks.servers:
+            offered = ", ".join(
+                f"{name} ({len(s.tools)} tools)" for name, s in mocks.servers.items()
+            )
+            context.log.info(f"MCP servers: {offered}")
         rows, failed = judge_written_rows(
-            context, target, workflow, rows, judge.spec_for(benchmark.judge)
+            context, target, workflow, rows, judge.spec_for(benchmark.judge), mocks.servers
         )
         called = [run for run in runs if run.row_id not in failed]
         outputs = (  # no copy is made when no row is left to call
             _through_harness(
-                context, benchmark.name, target, workflow, n8n, called, rows, users, prices
+                context, benchmark.name, target, workflow, mocks, n8n, called, rows, users, prices
             )
             if called
             else []
@@ -199,6 +209,7 @@ def _through_harness(
     benchmark_name: str,
     target: WorkflowTarget,
     workflow: dict[str, Any],
+    mocks: HarnessMocks,
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
@@ -207,17 +218,11 @@ def _through_harness(
 ) -> list[AgentOutput]:
     """Run the workflow (or a variant of it) from its start to its end node through a copy.
 
-    The variants were checked against the workflow itself when the version was read.
+    The variants were checked against the workflow itself when the version was read, the
+    target against the workflow before ``mocks`` were made.
     """
-    problems = harness_problems(target, workflow, variants=False)
-    if problems:
-        raise ValueError("target: " + "; ".join(problems))
     for node in unmocked_services(target, workflow):
         context.log.warning(f"acts on a real service: {node}")
-    mocks = harness_mocks(target, workflow)
-    if mocks.servers:
-        offered = ", ".join(f"{name} ({len(s.tools)} tools)" for name, s in mocks.servers.items())
-        context.log.info(f"MCP servers: {offered}")
     label = f"{benchmark_name} {context.partition_key}"
     # Every call may take its whole timeout, maxConcurrency at a time (a conversation's
     # calls one after the other).

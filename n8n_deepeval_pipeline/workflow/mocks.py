@@ -232,12 +232,15 @@ def _replacing(
     return {**kept, "type": kind, "typeVersion": version, "parameters": parameters}
 
 
-def mock_request(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+def mock_request(
+    workflow: dict[str, Any], name: str, server: McpServer | None = None
+) -> dict[str, Any]:
     """What the judge is told of a node it writes a response for: never a secret.
 
     Its type and parameters (credential-named fields and ``{name, value}`` entries, and
     credential-shaped text, redacted; the node's credentials are never read), and for a
-    tool what the agent is offered: its description and arguments.
+    tool what the agent is offered: its description and arguments; for an MCP Client Tool
+    (``server``: what its server offers) each tool of the server, answered one field each.
     """
     graph = WorkflowGraph(workflow)
     node = graph.nodes[name]
@@ -246,7 +249,19 @@ def mock_request(workflow: dict[str, Any], name: str) -> dict[str, Any]:
         "type": node_type(node),
         "parameters": without_secrets(node.get("parameters") or {}),
     }
-    if name in _tools(graph):
+    if server is not None:
+        request["mcp_tools"] = [
+            {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "arguments": tool.get("inputSchema", {}),
+            }
+            for tool in server.tools
+        ]
+        request["answer"] = (
+            "one item with a field per tool, named as the tool: what that tool answers"
+        )
+    elif name in _tools(graph):
         schema = _input_schema(node).get("inputSchema")
         request["tool"] = {
             "description": tool_description(node),

@@ -9,7 +9,7 @@ import pytest
 from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.workflow.harness import harness_copy
 from n8n_deepeval_pipeline.workflow.mcp_nodes import mcp_node, mcp_nodes
-from n8n_deepeval_pipeline.workflow.mocks import MockAnswer, mocked_nodes
+from n8n_deepeval_pipeline.workflow.mocks import MockAnswer, mock_request, mocked_nodes
 from tests.workflow.test_harness import link, node
 
 LC = "@n8n/n8n-nodes-langchain."
@@ -124,3 +124,14 @@ def test_each_stand_in_answers_the_mock_or_its_own_entry(response, answers):
         for n in stand_ins
     ]  # fmt: skip
     assert said == answers
+
+
+def test_the_judge_writing_an_mcp_nodes_mock_is_told_each_tool_of_its_server():
+    request = mock_request(weather_agent(), "Weather MCP", SERVER)
+    assert request["type"] == LC + "mcpClientTool"
+    assert [tool["name"] for tool in request["mcp_tools"]] == [
+        "get_weather", "get_forecast", "set_alert"
+    ]  # fmt: skip
+    assert request["mcp_tools"][0]["arguments"] == SERVER.tools[0]["inputSchema"]
+    assert "a field per tool" in request["answer"]
+    assert "tool" not in request  # not the node's own (empty) description
