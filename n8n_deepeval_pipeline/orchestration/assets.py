@@ -454,6 +454,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "metric_scores",
                 "agent_outputs",
                 "workflow_snapshot",
+                "output_images",
             ),
             **_ins(benchmark, "consistency_stats", "dataset_rows"),
             **red_team,
@@ -467,6 +468,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         metric_scores: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
@@ -477,6 +479,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            images=from_frame(OutputImage, output_images),
         )
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
         baseline = _baseline(context, benchmark, snapshots)

@@ -463,6 +463,7 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
+            images=self._table("output_images", OutputImage, versions),
         )
         report = version_report(
             self.benchmark, partition, baseline, self.stored_versions(versions), own

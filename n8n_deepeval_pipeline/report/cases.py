@@ -93,6 +93,11 @@ def _run_detail(
             _metric_result(score, result.counted)
             for score, result in zip(ordered, outcome.metrics, strict=True)
         ),
+        input_images=tuple(
+            image["sha256"]
+            for image in (output.images or [] if output else [])
+            if image.get("role") == "input"
+        ),
     )
 
 

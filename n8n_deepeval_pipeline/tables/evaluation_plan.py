@@ -113,6 +113,7 @@ def evaluation_item(
     output mark go with the item.
     """
     text = _input_with_images(row, output)
+    servers = [McpServer.model_validate(server) for server in output.mcp_servers or []]
     marked = markers_in(text) + markers_in(output.actual_output)
     stored = images or {}
     carried = [stored[sha256] for sha256 in dict.fromkeys(marked) if sha256 in stored]
@@ -124,16 +125,30 @@ def evaluation_item(
         retrieval_context=row.retrieval_context,
         expected_tools=row.expected_tools,
         intermediate_steps=output.intermediate_steps,
-        available_tools=tools,
+        available_tools=_with_mcp_tools(tools, servers),
         turns=conversation(row, output),
         chatbot_role=row.chatbot_role,
         expected_outcome=row.expected_outcome,
         scenario=row.scenario,
-        mcp_servers=[McpServer.model_validate(server) for server in output.mcp_servers]
-        if output.mcp_servers
-        else None,
+        mcp_servers=servers or None,
         images=carried or None,
     )
+
+
+def _with_mcp_tools(
+    tools: list[AgentTool] | None, servers: list[McpServer]
+) -> list[AgentTool] | None:
+    """The agent's tools and, named as the agent saw them, its MCP servers' tools."""
+    if tools is None or not servers:
+        return tools
+    offered = [
+        AgentTool(
+            name=server.agent_name(str(tool["name"])), description=tool.get("description") or ""
+        )
+        for server in servers
+        for tool in server.tools
+    ]
+    return [*tools, *offered]
 
 
 class EvaluationPlan:
