@@ -428,3 +428,19 @@ def test_an_arena_scores_a_win_or_a_loss_from_the_judges_pick_in_both_positions(
     )
     assert missing.error_kind == "missing_input"
     assert FIELD_SOURCES["opponent"] in missing.error
+
+
+def test_a_check_without_a_judge_reads_an_image_as_text_and_an_image_metric_sees_it(pool):
+    chart = IMAGE_ITEMS["chart"]
+    shown = CATALOG["pattern_match"].config_model.model_validate(
+        {"metric": "pattern_match", "pattern": r"(?s).*\n\[image sha256:[0-9a-f]{64}\]\nSales.*"}
+    )
+    tasks = [
+        make_task(shown.model_dump(), chart, 0),
+        task_for("image_helpfulness", chart, 1),
+        task_for("helpfulness", chart, 2),  # n8n's own metric: its judge reads text
+    ]
+    matched, judged, own = run_all(pool, tasks)
+    assert (matched.score, matched.error) == (1.0, None)
+    assert judged.error is None and judged.judge_calls == 1
+    assert own.error is None and own.judge_calls == 1
