@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline.n8n_data.expressions import Segments, item_references
 from n8n_deepeval_pipeline.workflow.agent_tools import AGENT_TYPES, agent_tools
 from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, node_type, short_type
 from n8n_deepeval_pipeline.workflow.harness import is_trigger
+from n8n_deepeval_pipeline.workflow.image_nodes import ImageOperation, image_operation
 from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client
 
 CHAT_TRIGGER = LANGCHAIN + "chatTrigger"
@@ -34,9 +35,6 @@ CHAT_SESSION: Segments = ("sessionId",)
 # The session is the pipeline's (one per run): never a dataset column.
 SESSION_FIELDS = frozenset({"sessionId", "session_id"})
 _UNSAFE_COLUMN = re.compile(r"[^A-Za-z0-9_]")
-# The vendor nodes with an image resource (n8n 2.41): its operation says what they do.
-_IMAGE_VENDORS = frozenset({LANGCHAIN + "openAi", LANGCHAIN + "googleGemini"})
-ImageOperation = str  # generate, edit (analyze reads an image and answers in text)
 
 
 @dataclass(frozen=True)
@@ -121,14 +119,12 @@ def anatomy(workflow: Mapping[str, Any]) -> Anatomy:
 
 
 def _image_nodes(graph: WorkflowGraph) -> list[tuple[str, ImageOperation]]:
-    """OpenAI's and Gemini's nodes that generate or edit images (each defaults to generate)."""
+    """OpenAI's and Gemini's nodes that generate or edit images, by name."""
     found = []
     for name, node in sorted(graph.nodes.items()):
-        parameters = node.get("parameters") or {}
-        if node_type(node) in _IMAGE_VENDORS and parameters.get("resource") == "image":
-            operation = str(parameters.get("operation", "generate"))
-            if operation in ("generate", "edit"):
-                found.append((name, operation))
+        operation = image_operation(node)
+        if operation is not None:
+            found.append((name, operation))
     return found
 
 

@@ -8,7 +8,8 @@ carries the old node's *name* and outputs what that trigger outputs (a Webhook t
 ``{headers, params, query, body}``, a Chat Trigger ``{sessionId, action, chatInput}``, …),
 so expressions such as ``$json.body.chatInput`` or
 ``$('When chat message received').item.json.chatInput`` resolve as in production;
-everything after the end node is cut, so the webhook answers with the end node's output.
+everything after the end node is cut, so the webhook answers with the end node's output
+(an end node that makes an image, OpenAI's or Gemini's, answers with the image itself).
 A Respond to Webhook node that ends the copy answers as in production (the stand-in
 webhook waits for it); one before the end is a pass-through of the same name, since n8n
 refuses to run a Respond to Webhook its webhook does not wait for, and the copy's answer
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from n8n_deepeval_pipeline.workflow.graph import node_type
+from n8n_deepeval_pipeline.workflow.image_nodes import binary_property, image_operation
 
 WEBHOOK_TRIGGER = "n8n-nodes-base.webhook"
 _TRIGGER_TYPES = frozenset({WEBHOOK_TRIGGER, "n8n-nodes-base.start"})
@@ -181,7 +183,8 @@ def harness_copy(
     ]
     position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
     responds = any(n["name"] == end and node_type(n) == _RESPOND_TO_WEBHOOK for n in nodes)
-    nodes += _stand_in(trigger, path, webhook_id, position, responds)
+    ending = next(n for n in nodes if n["name"] == end)
+    nodes += _stand_in(trigger, path, webhook_id, position, responds, _image_answer(ending))
     return {
         "name": workflow.get("name", "workflow"),
         "nodes": nodes,
@@ -227,10 +230,25 @@ def _answering(node: dict[str, Any], end: str) -> dict[str, Any]:
             "position": position, "parameters": {}}  # fmt: skip
 
 
+def _image_answer(end: dict[str, Any]) -> dict[str, str]:
+    """The webhook's answer when the end node makes an image: that image, as binary data."""
+    if image_operation(end) is None:
+        return {}
+    return {"responseData": "firstEntryBinary", "responseBinaryPropertyName": binary_property(end)}
+
+
 def _stand_in(
-    trigger: dict[str, Any], path: str, webhook_id: str, position: list[Any], responds: bool
+    trigger: dict[str, Any],
+    path: str,
+    webhook_id: str,
+    position: list[Any],
+    responds: bool,
+    answer: dict[str, str],
 ) -> list[dict[str, Any]]:
-    """The webhook and the trigger's stand-in; ``responds``: the end node answers the call."""
+    """The webhook and the trigger's stand-in; ``responds``: the end node answers the call.
+
+    ``answer``: what the webhook answers with, when not the end node's first item's JSON.
+    """
     x, y = [*position, 0, 0][:2]
     mode = "responseNode" if responds else "lastNode"
     webhook = {
@@ -239,7 +257,13 @@ def _stand_in(
         "typeVersion": 2,
         "position": [x - 440, y],
         "webhookId": webhook_id,
-        "parameters": {"httpMethod": "POST", "path": path, "responseMode": mode, "options": {}},
+        "parameters": {
+            "httpMethod": "POST",
+            "path": path,
+            "responseMode": mode,
+            **answer,
+            "options": {},
+        },
     }
     code = _WEBHOOK_STAND_IN_CODE if node_type(trigger) == WEBHOOK_TRIGGER else _STAND_IN_CODE
     stand_in = {
