@@ -29,6 +29,20 @@ class MultiTurnMcpUseConfig(ReasonedMetricConfig):
     metric: Literal["multi_turn_mcp_use"] = "multi_turn_mcp_use"
 
 
+def _conversation_metric(
+    name: str, implementation: str, config: type[ReasonedMetricConfig]
+) -> MetricEntry:
+    return MetricEntry(
+        name=name,
+        category="mcp",
+        implementation=f"deepeval.metrics.{implementation}",
+        needs_judge=True,
+        needs_turns=True,
+        required_fields=("turns", "mcp_servers"),
+        config_model=config,
+    )
+
+
 ENTRIES = (
     MetricEntry(
         name="MCP Use",
@@ -38,22 +52,6 @@ ENTRIES = (
         required_fields=("input", "actual_output", "mcp_servers"),
         config_model=McpUseConfig,
     ),
-    MetricEntry(
-        name="MCP Task Completion",
-        category="mcp",
-        implementation="deepeval.metrics.MCPTaskCompletionMetric",
-        needs_judge=True,
-        needs_turns=True,
-        required_fields=("turns", "mcp_servers"),
-        config_model=McpTaskCompletionConfig,
-    ),
-    MetricEntry(
-        name="Multi-Turn MCP Use",
-        category="mcp",
-        implementation="deepeval.metrics.MultiTurnMCPUseMetric",
-        needs_judge=True,
-        needs_turns=True,
-        required_fields=("turns", "mcp_servers"),
-        config_model=MultiTurnMcpUseConfig,
-    ),
+    _conversation_metric("MCP Task Completion", "MCPTaskCompletionMetric", McpTaskCompletionConfig),
+    _conversation_metric("Multi-Turn MCP Use", "MultiTurnMCPUseMetric", MultiTurnMcpUseConfig),
 )

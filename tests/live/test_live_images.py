@@ -69,12 +69,8 @@ def posters(n8n: N8nServer) -> Iterator[dict[str, Any]]:
 
 
 def test_each_runs_image_is_kept_once_marked_and_sent_to_the_judge_inline(
-    posters: dict[str, Any], n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    posters: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
     lines = ["id,prompt"] + [f"{row},{prompt}" for row, prompt in PROMPTS.items()]
     (tmp_path / "posters.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     judge = posters["judge"]
@@ -98,7 +94,7 @@ def test_each_runs_image_is_kept_once_marked_and_sent_to_the_judge_inline(
     print(result.stdout)
     assert result.exit_code == 0, result.output
     made = {row: image_for(prompt) for row, prompt in PROMPTS.items()}
-    with duckdb.connect(str(tmp_path / "home" / "results.duckdb"), read_only=True) as db:
+    with duckdb.connect(str(cli_home), read_only=True) as db:
         images = db.execute(
             "select sha256, mime_type, data_base64 from live_posters.output_images"
         ).fetchall()

@@ -29,19 +29,11 @@ from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_t
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.mcp_server import WeatherMcpServer
 from tests.live.n8n_server import N8nServer
+from tests.live.workflow_parts import link, node
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LC = "@n8n/n8n-nodes-langchain."
 ROWS = {"w75": "75", "w13": "13"}
-
-
-def _node(name: str, kind: str, version: float, parameters: dict[str, Any], **extra: Any) -> Any:
-    return {"id": str(uuid.uuid4()), "name": name, "type": kind, "typeVersion": version,
-            "position": [0, 0], "parameters": parameters, **extra}  # fmt: skip
-
-
-def _link(target: str, kind: str = "main") -> dict[str, Any]:
-    return {kind: [[{"node": target, "type": kind, "index": 0}]]}
 
 
 def weather_agent(credential: str, endpoint: str, steps: bool) -> dict[str, Any]:
@@ -51,22 +43,22 @@ def weather_agent(credential: str, endpoint: str, steps: bool) -> dict[str, Any]
     return {
         "name": f"live mcp agent {uuid.uuid4().hex[:6]}",
         "nodes": [
-            _node("Webhook", "n8n-nodes-base.webhook", 2.1,
+            node("Webhook", "n8n-nodes-base.webhook", 2.1,
                   {"httpMethod": "POST", "path": f"mcp-{uuid.uuid4().hex}",
                    "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
-            _node("AI Agent", LC + "agent", 3.1,
+            node("AI Agent", LC + "agent", 3.1,
                   {"promptType": "define", "text": "={{ $json.body.chatInput }}",
                    "options": {"returnIntermediateSteps": steps}}),
-            _node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
+            node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
                   credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
-            _node("Weather MCP", LC + "mcpClientTool", 1.4,
+            node("Weather MCP", LC + "mcpClientTool", 1.4,
                   {"endpointUrl": endpoint, "serverTransport": "httpStreamable",
                    "authentication": "none", "include": "all", "options": {}}),
         ],
         "connections": {
-            "Webhook": _link("AI Agent"),
-            "OpenAI Chat Model": _link("AI Agent", "ai_languageModel"),
-            "Weather MCP": _link("AI Agent", "ai_tool"),
+            "Webhook": link("AI Agent"),
+            "OpenAI Chat Model": link("AI Agent", "ai_languageModel"),
+            "Weather MCP": link("AI Agent", "ai_tool"),
         },
         "settings": {"executionOrder": "v1"},
     }  # fmt: skip
@@ -86,16 +78,6 @@ def weather(n8n: N8nServer) -> Iterator[dict[str, Any]]:
             yield {"ids": ids, "server": server, "llm": llm, "judge": judge}
         finally:
             judge.stop()
-
-
-@pytest.fixture
-def environment(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The CLI's environment; the results database."""
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    return tmp_path / "home" / "results.duckdb"
 
 
 def write_benchmark(tmp_path: Path, name: str, workflow_id: str, judge: str, **target: Any) -> Path:
@@ -147,7 +129,7 @@ def mcp_prompts(judge: LoopbackJudge, since: int) -> list[str]:
 
 
 def test_mocked_the_server_sees_no_tool_call_and_the_benchmark_records_and_scores_them(
-    weather: dict[str, Any], environment: Path, tmp_path: Path
+    weather: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     server, judge = weather["server"], weather["judge"]
     server.tool_calls.clear()
@@ -163,7 +145,7 @@ def test_mocked_the_server_sees_no_tool_call_and_the_benchmark_records_and_score
     assert result.exit_code == 0, result.output
     assert server.tool_calls == []  # never called: only listed, for its tools' names and schemas
     assert "list_tools" in server.listings
-    runs = stored(environment, "live_mcp_mocked")
+    runs = stored(cli_home, "live_mcp_mocked")
     assert sorted(runs) == sorted(f"{row}:{index}" for row in ROWS for index in (0, 1))
     for key, run in runs.items():
         city = ROWS[key.split(":")[0]]
@@ -186,7 +168,7 @@ def test_mocked_the_server_sees_no_tool_call_and_the_benchmark_records_and_score
 
 
 def test_with_the_benchmarks_consent_every_call_reaches_the_server(
-    weather: dict[str, Any], environment: Path, tmp_path: Path
+    weather: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     server, judge = weather["server"], weather["judge"]
     server.tool_calls.clear()
@@ -200,7 +182,7 @@ def test_with_the_benchmarks_consent_every_call_reaches_the_server(
     assert result.exit_code == 0, result.output
     called = Counter((name, arguments["city"]) for name, arguments in server.tool_calls)
     assert called == {("get_weather", city): 2 for city in ROWS.values()}  # one a run, 2 a row
-    runs = stored(environment, "live_mcp_safe")
+    runs = stored(cli_home, "live_mcp_safe")
     assert len(runs) == 2 * len(ROWS)
     for key, run in runs.items():
         city = ROWS[key.split(":")[0]]
