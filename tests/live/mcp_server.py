@@ -5,7 +5,7 @@ tools, a resource and a prompt. ``tool_calls`` holds every tool call it ran (nam
 arguments) and ``listings`` every listing it answered, so a test can tell a server that
 was only listed from one that was called::
 
-    with WeatherMcpServer() as server:
+    with weather_mcp_server() as server:
         ...  # an n8n MCP Client Tool whose endpointUrl is server.url
         assert server.tool_calls == [("get_weather", {"city": "75"})]
 """
@@ -15,7 +15,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Self
 
 import uvicorn
@@ -29,7 +30,7 @@ def _free_port() -> int:
 
 
 class WeatherMcpServer:
-    """The server in a background thread; a context manager."""
+    """The server in a background thread (``weather_mcp_server`` starts and stops one)."""
 
     def __init__(self) -> None:
         self.tool_calls: list[tuple[str, dict[str, Any]]] = []
@@ -104,13 +105,12 @@ class WeatherMcpServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def __enter__(self) -> Self:
-        return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
+@contextmanager
+def weather_mcp_server() -> Iterator[WeatherMcpServer]:
+    """A started server, stopped after the block."""
+    server = WeatherMcpServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.live.fake_llm import FakeOpenAI, image_for
 from tests.live.n8n_server import N8nServer
+from tests.live.workflow_parts import LC, link, node
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 PROMPTS = {"red": "A red square on a white poster.", "sea": "A calm blue sea at dawn."}
@@ -40,18 +41,13 @@ def poster_maker(credential: str) -> dict[str, Any]:
     return {
         "name": f"live poster maker {uuid.uuid4().hex[:6]}",
         "nodes": [
-            {"id": str(uuid.uuid4()), "name": "Webhook", "type": "n8n-nodes-base.webhook",
-             "typeVersion": 2.1, "position": [0, 0], "webhookId": str(uuid.uuid4()),
-             "parameters": {"httpMethod": "POST", "path": f"poster-{uuid.uuid4().hex}",
-                            "responseMode": "lastNode", "options": {}}},
-            {"id": str(uuid.uuid4()), "name": "Generate an image",
-             "type": "@n8n/n8n-nodes-langchain.openAi", "typeVersion": 2.3, "position": [0, 0],
-             "parameters": draw,
-             "credentials": {"openAiApi": {"id": credential, "name": "Fake OpenAI"}}},
+            node("Webhook", "n8n-nodes-base.webhook", 2.1,
+                 {"httpMethod": "POST", "path": f"poster-{uuid.uuid4().hex}",
+                  "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
+            node("Generate an image", LC + "openAi", 2.3, draw,
+                 credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
         ],
-        "connections": {
-            "Webhook": {"main": [[{"node": "Generate an image", "type": "main", "index": 0}]]}
-        },
+        "connections": {"Webhook": link("Generate an image")},
         "settings": {"executionOrder": "v1"},
     }  # fmt: skip
 

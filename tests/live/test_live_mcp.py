@@ -1,7 +1,7 @@
 """An agent with an MCP Client Tool, benchmarked on a real n8n against a loopback MCP server.
 
 Real n8n nodes: Webhook → AI Agent (OpenAI Chat Model, MCP Client Tool "Weather MCP").
-The MCP server is the official mcp SDK's own (``WeatherMcpServer``), counting the tool
+The MCP server is the official mcp SDK's own (``weather_mcp_server``), counting the tool
 calls it runs; the language model is a loopback fake (FakeOpenAI) that calls the tool the
 question names. Mocked (the default), the server is listed but sees no tool call, while
 the runs record the agent's calls under the server's tool names and MCP Use scores them
@@ -13,7 +13,6 @@ off).
 from __future__ import annotations
 
 import json
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,47 +26,30 @@ from click.testing import CliRunner
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
 from tests.live.fake_llm import FakeOpenAI
-from tests.live.mcp_server import WeatherMcpServer
+from tests.live.mcp_server import weather_mcp_server
 from tests.live.n8n_server import N8nServer
-from tests.live.workflow_parts import link, node
+from tests.live.workflow_parts import LC, link, node, webhook_agent
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
-LC = "@n8n/n8n-nodes-langchain."
 ROWS = {"w75": "75", "w13": "13"}
 
 
 def weather_agent(credential: str, endpoint: str, steps: bool) -> dict[str, Any]:
     """The user's workflow; ``steps``: the agent's Return Intermediate Steps."""
-    model = {"model": {"__rl": True, "mode": "list", "value": "gpt-4o-mini"},
-             "responsesApiEnabled": False, "options": {}}  # fmt: skip
-    return {
-        "name": f"live mcp agent {uuid.uuid4().hex[:6]}",
-        "nodes": [
-            node("Webhook", "n8n-nodes-base.webhook", 2.1,
-                  {"httpMethod": "POST", "path": f"mcp-{uuid.uuid4().hex}",
-                   "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
-            node("AI Agent", LC + "agent", 3.1,
-                  {"promptType": "define", "text": "={{ $json.body.chatInput }}",
-                   "options": {"returnIntermediateSteps": steps}}),
-            node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
-                  credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
-            node("Weather MCP", LC + "mcpClientTool", 1.4,
-                  {"endpointUrl": endpoint, "serverTransport": "httpStreamable",
-                   "authentication": "none", "include": "all", "options": {}}),
-        ],
-        "connections": {
-            "Webhook": link("AI Agent"),
-            "OpenAI Chat Model": link("AI Agent", "ai_languageModel"),
-            "Weather MCP": link("AI Agent", "ai_tool"),
-        },
-        "settings": {"executionOrder": "v1"},
-    }  # fmt: skip
+    workflow = webhook_agent("live mcp agent", credential, steps)
+    workflow["nodes"].append(
+        node("Weather MCP", LC + "mcpClientTool", 1.4,
+             {"endpointUrl": endpoint, "serverTransport": "httpStreamable",
+              "authentication": "none", "include": "all", "options": {}})
+    )  # fmt: skip
+    workflow["connections"]["Weather MCP"] = link("AI Agent", "ai_tool")
+    return workflow
 
 
 @pytest.fixture(scope="module")
 def weather(n8n: N8nServer) -> Iterator[dict[str, Any]]:
     """The MCP server, the fake model, the judge and both agents in n8n (unpublished)."""
-    with WeatherMcpServer() as server, FakeOpenAI() as llm:
+    with weather_mcp_server() as server, FakeOpenAI() as llm:
         judge = LoopbackJudge(latency_s=0.0).start()
         try:
             credential = n8n.openai_credential("Fake OpenAI", llm.base_url)

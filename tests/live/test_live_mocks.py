@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,7 +36,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
-from tests.live.workflow_parts import link, node
+from tests.live.workflow_parts import link, node, webhook_agent
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LC = "@n8n/n8n-nodes-langchain."
@@ -83,8 +82,6 @@ class CountingService:
 
 def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
     """The user's workflow; `steps`: the agent's Return Intermediate Steps."""
-    model = {"model": {"__rl": True, "mode": "list", "value": "gpt-4o-mini"},
-             "responsesApiEnabled": False, "options": {}}  # fmt: skip
     lookup_url = "=" + service + "/orders/{{ $fromAI('orderId', 'the order id', 'string') }}"
     notify = {"method": "POST", "url": service + "/notify", "sendBody": True,
               "specifyBody": "json", "jsonBody": "={{ JSON.stringify({text: $json.output}) }}",
@@ -92,32 +89,21 @@ def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
     text = "={{ 'Agent said: ' + $('AI Agent').item.json.output + ' · ' + $json.status }}"
     format_ = {"assignments": {"assignments": [
         {"id": "t", "name": "text", "value": text, "type": "string"}]}, "options": {}}  # fmt: skip
-    return {
-        "name": f"live orders agent {uuid.uuid4().hex[:6]}",
-        "nodes": [
-            node("Webhook", "n8n-nodes-base.webhook", 2.1,
-                  {"httpMethod": "POST", "path": f"orders-{uuid.uuid4().hex}",
-                   "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
-            node("AI Agent", LC + "agent", 3.1,
-                  {"promptType": "define", "text": "={{ $json.body.chatInput }}",
-                   "options": {"returnIntermediateSteps": steps}}),
-            node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
-                  credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
-            node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
-                  {"url": lookup_url, "toolDescription": "Looks up an order by id",
-                   "options": {}}),
-            node("Notify", "n8n-nodes-base.httpRequest", 4.2, notify),
-            node("Format", "n8n-nodes-base.set", 3.4, format_),
-        ],
-        "connections": {
-            "Webhook": link("AI Agent"),
-            "OpenAI Chat Model": link("AI Agent", "ai_languageModel"),
+    workflow = webhook_agent("live orders agent", credential, steps)
+    workflow["nodes"] += [
+        node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
+             {"url": lookup_url, "toolDescription": "Looks up an order by id", "options": {}}),
+        node("Notify", "n8n-nodes-base.httpRequest", 4.2, notify),
+        node("Format", "n8n-nodes-base.set", 3.4, format_),
+    ]  # fmt: skip
+    workflow["connections"].update(
+        {
             "Order Lookup": link("AI Agent", "ai_tool"),
             "AI Agent": link("Notify"),
             "Notify": link("Format"),
-        },
-        "settings": {"executionOrder": "v1"},
-    }  # fmt: skip
+        }
+    )
+    return workflow
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from n8n_deepeval_pipeline.n8n_api.mcp_servers import (
 )
 from n8n_deepeval_pipeline.workflow.mcp_nodes import mcp_node
 from n8n_deepeval_pipeline.workflow.mocks import SERVICES_RESPONSE, MockAnswer
-from tests.live.mcp_server import WeatherMcpServer
+from tests.live.mcp_server import weather_mcp_server
 from tests.workflow.test_mcp_nodes import SERVER, weather_agent
 
 RECORDED = {"tools": SERVER.tools, "resources": [{"uri": "kb://a", "name": "a"}]}
@@ -26,7 +26,7 @@ def target(**options):
 
 @pytest.fixture(scope="module")
 def server():
-    with WeatherMcpServer() as running:
+    with weather_mcp_server() as running:
         yield running
 
 
