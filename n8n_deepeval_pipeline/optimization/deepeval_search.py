@@ -387,6 +387,7 @@ class DeepEvalSearch:
             base_score=base.mean if base else None,
             best_score=chosen.mean if chosen else None,
             candidates=kept + self._only_tried(texts),
+            tried=list(self.tried),
             rounds=self.rounds,
             stop=stop,
             stop_detail=detail,
@@ -397,8 +398,8 @@ class DeepEvalSearch:
     def _only_tried(self, kept: dict[str, str]) -> list[Candidate]:
         """Candidates answered but not kept by DeepEval (a rejected mutation), in order."""
         known = set(kept.values())
+        rejected = [text for text in self.tried if text not in known]
         return [
             Candidate(id=f"tried-{number}", text=text)
-            for number, text in enumerate(self.tried, start=1)
-            if text not in known
+            for number, text in enumerate(rejected, start=1)
         ]

@@ -155,6 +155,7 @@ class OptimizationOutcome(_Frozen):
     base_score: float | None
     best_score: float | None
     candidates: list[Candidate]
+    tried: list[str] = Field(default_factory=list)  # every text answered, first-asked first
     rounds: list[Round]
     stop: StopReason
     stop_detail: str | None = None
