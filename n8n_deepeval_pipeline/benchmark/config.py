@@ -752,7 +752,7 @@ def benchmark_json_schema() -> dict[str, Any]:
     return schema
 
 
-def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+def resolve_paths(raw: dict[str, Any], base: Path) -> None:
     """Make relative paths relative to the benchmark file, not the working directory."""
 
     def resolve(container: Any, key: str) -> None:
@@ -769,7 +769,7 @@ def parse_benchmark(raw: Any, source: Path) -> Benchmark:
     if not isinstance(raw, Mapping):
         raise BenchmarkConfigError(source, ["(top level): must be a mapping of benchmark fields"])
     document = dict(raw)
-    _resolve_paths(document, source.parent)
+    resolve_paths(document, source.parent)
     try:
         return Benchmark.model_validate(document)
     except ValidationError as error:

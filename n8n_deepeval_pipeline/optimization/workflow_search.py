@@ -32,7 +32,12 @@ from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.optimization.launcher import optimize
-from n8n_deepeval_pipeline.optimization.pool_scoring import Evaluator, Journal, PoolBatches, PoolScorer
+from n8n_deepeval_pipeline.optimization.pool_scoring import (
+    Evaluator,
+    Journal,
+    PoolBatches,
+    PoolScorer,
+)
 from n8n_deepeval_pipeline.optimization.request import (
     Golden,
     Objective,

@@ -33,7 +33,14 @@ CHAIN_SYSTEM_TYPE = "SystemMessagePromptTemplate"
 
 
 class PromptParameterError(ValueError):
-    """The node or parameter to optimise cannot be found, or holds no text."""
+    """The node or parameter to optimise cannot be found, or holds no text.
+
+    ``field``: which choice is at fault, ``node`` or ``parameter``.
+    """
+
+    def __init__(self, message: str, field: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -87,23 +94,27 @@ def prompt_parameter(
             found = ", ".join(prompted) if prompted else "none"
             raise PromptParameterError(
                 "name the node whose prompt to optimise (--node or optimize.node): the "
-                f"workflow's AI Agents and LLM chains are {found}"
+                f"workflow's AI Agents and LLM chains are {found}",
+                "node",
             )
         node = prompted[0]
     if node not in nodes:
-        raise PromptParameterError(f"node {node!r} is not in the workflow (its agents: "
-                                   f"{', '.join(prompted) or 'none'})")  # fmt: skip
+        known = ", ".join(prompted) or "none"
+        raise PromptParameterError(
+            f"node {node!r} is not in the workflow (its agents and chains: {known})", "node"
+        )
     found_node = nodes[node]
     if path is None:
         if node not in prompted:
             raise PromptParameterError(
                 f"node {node!r} is not an AI Agent or an LLM chain: name the parameter that "
-                "holds its prompt (--parameter or optimize.parameter)"
+                "holds its prompt (--parameter or optimize.parameter)",
+                "parameter",
             )
         path = default_path(found_node)
     problems = variant_problems(workflow, {"optimize": {node: {path: ""}}})
     if problems:
-        raise PromptParameterError(problems[0].removesuffix(" (variants: optimize)"))
+        raise PromptParameterError(problems[0].removesuffix(" (variants: optimize)"), "parameter")
     value = parameter_value(found_node.get("parameters") or {}, path)
     if value is None and path == AGENT_SYSTEM_MESSAGE:
         return PromptParameter(node, path, AGENT_DEFAULT_SYSTEM_MESSAGE, unset=True)
@@ -111,6 +122,7 @@ def prompt_parameter(
         shown = "unset" if value is None else f"not text ({type(value).__name__})"
         raise PromptParameterError(
             f"node {node!r}: parameter {path!r} is {shown}: the optimiser needs a prompt to "
-            "start from"
+            "start from",
+            "parameter",
         )
     return PromptParameter(node, path, value, unset=False)
