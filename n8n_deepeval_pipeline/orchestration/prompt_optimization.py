@@ -75,7 +75,10 @@ def cli_resources(judge_cache: bool = True) -> Resources:
     def resolved(name: str) -> Any:
         return built[name].process_config_and_initialize()  # type: ignore[attr-defined]
 
-    return Resources(n8n=resolved("n8n"), judge=resolved("judge"), pool=resolved("worker_pool"))
+    # The pool's settings are plain values; outside a Dagster step it makes its own pool.
+    pool = built["worker_pool"]
+    assert isinstance(pool, WorkerPoolResource)
+    return Resources(n8n=resolved("n8n"), judge=resolved("judge"), pool=pool)
 
 
 def with_choices(
