@@ -225,6 +225,7 @@ class DeepEvalSearch:
         self.tried: dict[str, str] = {}  # candidate text → the first answer's golden (in order)
         self.rounds: list[Round] = []
         self._begun = 0  # the round DeepEval last said it began (all but GEPA)
+        self.validation_scores: dict[str, list[float]] = {}  # by candidate id, as scored
         self._started = time.perf_counter()
 
     async def answer(self, prompt: Prompt, golden: DeepEvalGolden) -> str:
@@ -271,6 +272,7 @@ class DeepEvalSearch:
             display_config=DisplayConfig(show_indicator=False),
         )
         self.algorithm.status_callback = self._status  # instead of DeepEval's progress bar
+        self._observe_validation_scores()
         goldens = [
             DeepEvalGolden(
                 input=golden.input,
@@ -291,6 +293,22 @@ class DeepEvalSearch:
             stop, detail = stopped.reason, stopped.detail
         self._last_round()
         return self._outcome(best, stop, detail)
+
+    def _observe_validation_scores(self) -> None:
+        """Keep every candidate's validation scores as DeepEval's scorer returns them.
+
+        Its Pareto table drops a candidate once another dominates it (the workflow's own
+        prompt, often): its scores are still what the report compares.
+        """
+        scorer = self.algorithm.scorer
+        scored = scorer.a_score_pareto
+
+        async def a_score_pareto(configuration: Any, goldens: Any) -> list[float]:
+            scores: list[float] = await scored(configuration, goldens)
+            self.validation_scores[configuration.id] = list(scores)
+            return scores
+
+        setattr(scorer, "a_score_pareto", a_score_pareto)  # noqa: B010 (an instance attribute)
 
     # ---- rounds ----------------------------------------------------------------------------
 
@@ -365,8 +383,15 @@ class DeepEvalSearch:
     ) -> OptimizationOutcome:
         texts, table = self._texts(), self._table()
         parents: dict[str, str | None] = dict(getattr(self.algorithm, "parents_by_id", {}) or {})
+        scored = {**self.validation_scores, **table}
         kept = [
-            Candidate(id=key, text=text, parent=parents.get(key), scores=list(table.get(key, [])))
+            Candidate(
+                id=key,
+                text=text,
+                parent=parents.get(key),
+                scores=list(scored.get(key, [])),
+                kept=key in table,
+            )
             for key, text in texts.items()
         ]
         best_id = None

@@ -121,14 +121,16 @@ class ScoreReply(_Frozen):
 class Candidate(_Frozen):
     """A text the search tried, where it came from, and its scores on the validation goldens.
 
-    ``scores``: the per-golden scores DeepEval keeps for it (GEPA's Pareto set; the full
-    training set for the others), empty when it was only tried on a minibatch.
+    ``scores``: its per-golden scores on DeepEval's validation goldens (GEPA's Pareto set;
+    the full training set for the others), empty when it was only tried on a minibatch;
+    ``kept``: DeepEval's final table still holds it (GEPA drops a dominated candidate).
     """
 
     id: str
     text: str
     parent: str | None = None
     scores: list[float] = Field(default_factory=list)
+    kept: bool = False
 
     @property
     def mean(self) -> float | None:
