@@ -11,7 +11,6 @@ import into n8n. The report shows the prompt's diff against the workflow's and t
 
 from __future__ import annotations
 
-import difflib
 import json
 import sys
 from pathlib import Path
@@ -42,14 +41,6 @@ def round_line(report: Any) -> str:
         f"workflow calls {spend.answer_calls} (+{spend.replayed_answers} replayed) · judge calls "
         f"{spend.judge_calls} (+{spend.cached_judge_calls} cached) · {cost}"
     )
-
-
-def prompt_diff(base: str, best: str) -> str:
-    """The candidate's prompt against the workflow's, line by line."""
-    lines = difflib.unified_diff(
-        base.splitlines(), best.splitlines(), "workflow", "candidate", lineterm=""
-    )
-    return "\n".join(lines) or "(the same text)"
 
 
 def search_summary(plan: Any, outcome: Any) -> str:
@@ -83,28 +74,21 @@ def search_summary(plan: Any, outcome: Any) -> str:
 
 def _adopt(file: Path, benchmark: Any, plan: Any, text: str, write_workflow: Path | None) -> str:
     """Write the candidate where it is asked for; what was written, in words."""
-    from n8n_deepeval_pipeline.config.yaml_edit import YamlEditError, with_entry
-    from n8n_deepeval_pipeline.orchestration.prompt_optimization import candidate_name
-    from n8n_deepeval_pipeline.workflow.variants import apply_variant
+    from n8n_deepeval_pipeline.config.yaml_edit import YamlEditError
+    from n8n_deepeval_pipeline.orchestration import prompt_optimization as flow
 
-    overrides = plan.parameter.overrides(text)
     if write_workflow is not None:
-        edited = apply_variant(plan.workflow, overrides)
-        write_workflow.write_text(json.dumps(edited, indent=2, ensure_ascii=False), "utf-8")
+        flow.write_workflow(plan, text, write_workflow)
         return f"adopted: the edited workflow is in {write_workflow} (import it into n8n)"
-    name = candidate_name(benchmark, text)
-    original = file.read_text(encoding="utf-8")
     try:
-        edited_text = with_entry(original, ("target", "variants"), name, overrides)
+        name = flow.adopt_into_file(file, benchmark, plan, text)
     except YamlEditError as error:
+        entry = json.dumps({"variants": {"optimized": plan.parameter.overrides(text)}}, indent=2)
         raise Refused(
             f"{file}: cannot add the variant without rewriting the file ({error}); add it "
-            f"under target.variants by hand:\n{json.dumps({name: overrides}, indent=2)}",
+            f"under target by hand:\n{entry}",
             EXIT_RUN_FAILED,
         ) from None
-    temporary = file.with_name(f".{file.name}.optimize")
-    temporary.write_text(edited_text, encoding="utf-8")
-    temporary.replace(file)
     return f"adopted: target.variants.{name} in {file} (`n8n-deepeval run {file}` runs it)"
 
 
@@ -209,7 +193,7 @@ def optimize(
         }
         click.echo(json.dumps(printed, indent=2))
     else:
-        parts = [search_summary(plan, outcome), prompt_diff(plan.parameter.text, outcome.best_text)]
+        parts = [search_summary(plan, outcome), outcome.diff()]
         if proof is not None:
             parts.append(render_held_out(proof))
         click.echo("\n\n".join(parts))

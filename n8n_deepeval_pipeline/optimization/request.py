@@ -13,6 +13,7 @@ answer is (a workflow's output, a judge's verdict) and how it is scored.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -163,6 +164,17 @@ class OptimizationOutcome(_Frozen):
     stop_detail: str | None = None
     spend: Spend
     seconds: float = 0.0
+
+    def diff(self) -> str:
+        """The best candidate against the text the search started from, line by line."""
+        lines = difflib.unified_diff(
+            self.base_text.splitlines(),
+            self.best_text.splitlines(),
+            "workflow",
+            "candidate",
+            lineterm="",
+        )
+        return "\n".join(lines) or "(the same text)"
 
     @property
     def improved(self) -> bool:

@@ -17,6 +17,7 @@ environment as ``run`` does).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, load_benchmark, resolve_paths
 from n8n_deepeval_pipeline.benchmark.optimize import OptimizeConfig
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
+from n8n_deepeval_pipeline.config.yaml_edit import with_entry
 from n8n_deepeval_pipeline.config.yaml_loader import load_yaml
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.workflow_answers import digest
@@ -38,7 +40,6 @@ from n8n_deepeval_pipeline.optimization.workflow_search import (
     search,
     split_rows,
 )
-from n8n_deepeval_pipeline.orchestration.family_run import SCORED_FROM, call_one_after_another
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import FileScoreJournal
@@ -48,7 +49,7 @@ from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 from n8n_deepeval_pipeline.workflow.prompt_parameter import prompt_parameter
-from n8n_deepeval_pipeline.workflow.variants import BASE
+from n8n_deepeval_pipeline.workflow.variants import BASE, apply_variant
 
 CANDIDATE = "optimized"  # the candidate's name beside the workflow in the proof
 
@@ -161,6 +162,8 @@ def prove_on_held_out(
     verbose: bool = False,
 ) -> HeldOutProof:
     """The candidate against the workflow on the held-out rows, each a version of its own."""
+    # Imported here: the runner builds Definitions, which hold the optimize job.
+    from n8n_deepeval_pipeline.orchestration.family_run import SCORED_FROM, call_one_after_another
     from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner, trial_instance
 
     config = plan.benchmark.optimize
@@ -194,3 +197,28 @@ def candidate_name(benchmark: Benchmark, text: str) -> str:
     taken = {BASE, *benchmark.variants}
     name = f"optimized_{digest(text)[:6]}"
     return name if name not in taken else f"{name}_{len(taken)}"
+
+
+def adopt_into_file(file: Path, benchmark: Benchmark, plan: SearchPlan, text: str) -> str:
+    """The candidate written into the benchmark file as a new ``target.variants`` entry.
+
+    Inserted as text (``config.yaml_edit``): every other line stays as the user wrote it.
+    Its name; ``YamlEditError`` when that cannot be done without rewriting the file.
+    """
+    name = candidate_name(benchmark, text)
+    edited = with_entry(
+        file.read_text(encoding="utf-8"),
+        ("target", "variants"),
+        name,
+        plan.parameter.overrides(text),
+    )
+    temporary = file.with_name(f".{file.name}.optimize")
+    temporary.write_text(edited, encoding="utf-8")
+    temporary.replace(file)
+    return name
+
+
+def write_workflow(plan: SearchPlan, text: str, out: Path) -> None:
+    """The workflow with the candidate at the prompt's parameter, as JSON to import into n8n."""
+    edited = apply_variant(plan.workflow, plan.parameter.overrides(text))
+    out.write_text(json.dumps(edited, indent=2, ensure_ascii=False), encoding="utf-8")
