@@ -56,7 +56,7 @@ class CallFailed(RuntimeError):
 class Answerer(Protocol):
     """What an answer is: ``answer(candidate, golden_id)`` → (answer id, output text).
 
-    It checks ``ledger.admit("answer")`` before it pays for one (``BudgetReached``), and
+    It reserves each call with ``ledger.reserve("answer", …)`` (``BudgetReached``), and
     raises ``CallFailed`` when there is none.
     """
 

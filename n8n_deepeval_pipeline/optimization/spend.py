@@ -92,6 +92,18 @@ class SpendLedger:
         if reason is not None:
             raise BudgetReached(reason)
 
+    def reserve(self, paying_for: str, spent: Spend) -> None:
+        """Check the budget and count ``spent`` in one step (``BudgetReached`` if it is over).
+
+        For what is counted before it is paid (a workflow call): calls made at once cannot
+        all pass the check before any of them is counted.
+        """
+        with self._lock:
+            reason = over(self.budget, self.own + self.theirs, paying_for)
+            if reason is not None:
+                raise BudgetReached(reason)
+            self.own = self.own + spent
+
     def add(self, spent: Spend) -> None:
         """Count what was just spent (or replayed) on this side."""
         with self._lock:

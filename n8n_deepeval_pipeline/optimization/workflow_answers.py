@@ -246,10 +246,11 @@ class WorkflowAnswerer:
         output = self.journal.kept.get(key)
         replayed = output is not None
         if output is None:
-            self.ledger.admit("answer")
+            self.ledger.reserve("answer", Spend(answer_calls=1))
             output = self._call(candidate, run, row)
             self.journal.record(key, output)
-        self.ledger.add(Spend(answer_calls=0 if replayed else 1, replayed_answers=int(replayed)))
+        else:
+            self.ledger.add(Spend(replayed_answers=1))
         with self._lock:
             self.answered[key] = Answered(run, row, output, replayed)
         return key, output.actual_output or ""

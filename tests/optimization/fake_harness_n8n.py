@@ -2,7 +2,8 @@
 
 The public API's workflows (list, create, publish, unpublish, archive, delete; executions
 listed as none) and the webhooks of published workflows. A published workflow's webhook
-answers as a deterministic agent would: ``answer(system, text)``, the system message read
+answers as a deterministic agent would: ``answer(system, text)`` (signing off only when
+its system message asks for it), the system message read
 from the workflow it was given (node ``AI Agent``, ``options.systemMessage``) and the text
 from the request (``chatInput`` or ``input``). ``POST /answer {system, input}`` answers the
 same for a caller that is not a harness run (DeepEval's own model callback, in the parity
@@ -24,10 +25,16 @@ from tests.n8n_api.fake_n8n import _FakeServer, _send_json
 AGENT = "AI Agent"
 
 
+SIGN_OFF = "Kind regards, Acme."
+
+
 def answer(system: str, text: str) -> str:
-    """What the loopback agent answers ``text`` with under the system message ``system``."""
+    """What the loopback agent answers ``text`` with under the system message ``system``.
+
+    It signs off only when the system message asks for the sign-off.
+    """
     mark = hashlib.sha256(f"{system}\n{text}".encode()).hexdigest()[:10]
-    return f"Re: {text} [{mark}]"
+    return f"Re: {text} [{mark}]" + (f" {SIGN_OFF}" if SIGN_OFF in system else "")
 
 
 def system_message(workflow: dict[str, Any]) -> str:
