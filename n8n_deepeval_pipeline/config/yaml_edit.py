@@ -53,12 +53,20 @@ def _block(entry: dict[str, Any], indent: int) -> str:
     )
 
 
-def _line_end(text: str, index: int, column: int) -> int:
-    """Where the line holding ``index`` ends (after its newline): where the next entry goes."""
-    if column == 0:
-        return index  # the value ended with its line (a block scalar)
-    newline = text.find("\n", index)
-    return len(text) if newline == -1 else newline + 1
+def _after_content(text: str, index: int) -> int:
+    """Where the next entry goes: after the last line before ``index`` with content.
+
+    A block ends where the next token begins, after the blank lines and comments that
+    follow it; those stay with what comes next.
+    """
+    lines = text[:index].splitlines(keepends=True)
+    while lines and (not lines[-1].strip() or lines[-1].lstrip().startswith("#")):
+        lines.pop()
+    at = sum(len(line) for line in lines)
+    if at and text[at - 1] != "\n":  # the value ends mid-line: its comment stays with it
+        newline = text.find("\n", at)
+        at = len(text) if newline == -1 else newline + 1
+    return at
 
 
 def _insert(text: str, mapping: yaml.MappingNode, entry: dict[str, Any]) -> str:
@@ -72,8 +80,7 @@ def _insert(text: str, mapping: yaml.MappingNode, entry: dict[str, Any]) -> str:
         separator = ", " if mapping.value else ""
         return text[:close] + separator + pairs + text[close:]
     indent = mapping.value[0][0].start_mark.column
-    last = mapping.value[-1][1]
-    at = _line_end(text, last.end_mark.index, last.end_mark.column)
+    at = _after_content(text, mapping.value[-1][1].end_mark.index)
     prefix = "" if at == 0 or text[at - 1] == "\n" else "\n"
     return text[:at] + prefix + _block(entry, indent) + text[at:]
 

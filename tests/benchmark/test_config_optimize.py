@@ -28,8 +28,9 @@ def test_defaults_optimise_the_deciding_metrics_with_gepa(tmp_path):
 
 
 def test_the_chosen_algorithms_options_and_metrics(tmp_path):
+    budget = {"workflowCalls": 50, "costUsd": 1.5}
     optimize = {"algorithm": "copro", "copro": {"depth": 2, "breadth": 3},
-                "metrics": ["relevant"], "budget": {"workflowCalls": 50, "costUsd": 1.5}}  # fmt: skip
+                "metrics": ["relevant"], "budget": budget}  # fmt: skip
     benchmark = load_benchmark(write(tmp_path, with_changes(target=TARGET, metrics=METRICS,
                                                             optimize=optimize)))  # fmt: skip
     assert benchmark.optimize.options.model_dump() == {
@@ -68,7 +69,8 @@ def test_mistakes_are_named_by_field(tmp_path):
 def test_the_published_schema_describes_the_section():
     schema = benchmark_json_schema()
     section = schema["$defs"]["OptimizeConfig"]["properties"]
-    assert set(section) == {"node", "parameter", "algorithm", "gepa", "miprov2", "copro", "simba",
-                            "metrics", "split", "budget", "model", "concurrency", "adoptWhen"}  # fmt: skip
+    assert set(section) == {
+        "node", "parameter", "algorithm", "gepa", "miprov2", "copro", "simba",
+        "metrics", "split", "budget", "model", "concurrency", "adoptWhen"}  # fmt: skip
     assert section["algorithm"]["enum"] == ["gepa", "miprov2", "copro", "simba"]
     assert schema["$defs"]["GepaOptions"]["properties"]["minibatchSize"]["default"] == 8

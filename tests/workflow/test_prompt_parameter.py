@@ -47,8 +47,11 @@ def test_the_node_must_be_named_when_there_are_several_and_mistakes_say_which_ch
     assert unknown.value.field == "node"
     with pytest.raises(PromptParameterError) as not_text:
         prompt_parameter(workflow(AGENT), "AI Agent", "options.maxIterations")
-    assert (not_text.value.field, str(not_text.value)) == ("parameter", "node 'AI Agent': "
-        "parameter 'options.maxIterations' is unset: the optimiser needs a prompt to start from")  # fmt: skip
+    assert not_text.value.field == "parameter"
+    assert str(not_text.value) == (
+        "node 'AI Agent': parameter 'options.maxIterations' is unset: the optimiser needs a "
+        "prompt to start from"
+    )
     with pytest.raises(PromptParameterError, match="the list has no item 5"):
         prompt_parameter(workflow(CHAIN), "Summarise", "messages.messageValues.5.message")
 
@@ -61,6 +64,7 @@ def test_a_variant_path_indexes_a_list_and_keeps_its_other_items():
                       {"message": "Two lines."}]  # fmt: skip
     assert workflow(CHAIN)["nodes"][0]["parameters"]["messages"]["messageValues"][1] == {
         "message": "You summarise in one line."}  # fmt: skip
-    assert variant_problems(workflow(CHAIN), {"v": {"Summarise": {"messages.messageValues.x": 1}}}) == [
+    wrong = {"v": {"Summarise": {"messages.messageValues.x": 1}}}
+    assert variant_problems(workflow(CHAIN), wrong) == [
         "node 'Summarise' parameter 'messages.messageValues.x': the list has no item x (it has "
         "2) (variants: v)"]  # fmt: skip
