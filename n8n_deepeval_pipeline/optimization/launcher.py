@@ -7,7 +7,8 @@ caller's ``Answerer``, each ``score`` by its ``ObjectiveScorer``, several at onc
 twice the search's concurrency: DeepEval answers and measures goldens concurrently). A
 budget spent on this side is said in the reply (the search then ends with what it found);
 any other failure of a call is said too, and ends the search the same way. Each round is
-handed to ``on_round`` as it is reported. The process's output goes to a log file beside
+handed to ``on_round`` as it is reported. When the search ends, the calls under way are
+waited for (each within the target's timeout), so that nothing answered is lost. The process's output goes to a log file beside
 its folder, kept (and named in the error) when it fails; the process is killed if the
 caller stops waiting, and exits by itself when the caller dies.
 """
@@ -185,8 +186,10 @@ def optimize(
             elif "done" in message:
                 return OptimizationOutcome.model_validate(message["done"])
     finally:
-        calls.shutdown(wait=False, cancel_futures=True)
         process.stop()
+        # Calls under way finish (and are journaled) before their harness copies go; the
+        # ones not started are dropped.
+        calls.shutdown(wait=True, cancel_futures=True)
 
 
 def _serve(process: _Process, call_id: int, secrets: list[str], work: Callable[[], Any]) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -195,13 +196,22 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             replayed = {"bodies": list(judge.bodies), "calls": sum(fake.calls.values()) - calls,
                         "created": len(fake.created) - created}  # fmt: skip
             left = dict(fake.workflows)
+            # A search cut short (here by a budget, as a kill would cut it) and started again
+            # replays what it had and pays for the rest only.
+            config = plan.benchmark.optimize
+            capped = config.model_copy(update={"budget": config.budget.model_copy(
+                update={"workflow_calls": 10})})  # fmt: skip
+            cut_plan = replace(plan, benchmark=plan.benchmark.model_copy(
+                update={"optimize": capped}))  # fmt: skip
+            cut = pipeline(cut_plan, fake, pool, tmp / "cut", [])
+            resumed = pipeline(plan, fake, pool, tmp / "cut", [])
     finally:
         pool.close()
         judge.stop()
     return {"theirs": theirs, "ours": ours, "rounds": rounds, "bodies": bodies,
             "reference_bodies": reference_bodies, "calls": calls, "again": again,
             "replayed": replayed, "created": created, "left": left, "plan": plan,
-            "copies": copies}  # fmt: skip
+            "copies": copies, "cut": cut, "resumed": resumed}  # fmt: skip
 
 
 def test_the_candidates_are_deepevals_own(searched: dict[str, Any]) -> None:
@@ -250,3 +260,13 @@ def test_a_search_run_again_replays_its_journal_for_nothing(searched: dict[str, 
     assert replayed == {"bodies": [], "calls": 0, "created": 0}
     assert again.spend.answer_calls == again.spend.judge_calls == 0
     assert again.spend.replayed_answers == ours.spend.answer_calls
+
+
+def test_a_search_cut_short_resumes_without_paying_again(searched: dict[str, Any]) -> None:
+    cut, resumed, ours = searched["cut"], searched["resumed"], searched["ours"]
+    assert (cut.stop, cut.stop_detail) == ("budget", "workflow calls: 10 of 10")
+    assert cut.spend.answer_calls == 10
+    assert resumed.spend.replayed_answers == 10  # the cut search's answers, not asked again
+    assert resumed.spend.answer_calls == ours.spend.answer_calls - 10
+    assert resumed.spend.replayed_scores > 0
+    assert (resumed.tried, resumed.best_text) == (ours.tried, ours.best_text)
