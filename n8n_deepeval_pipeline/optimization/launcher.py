@@ -8,9 +8,10 @@ twice the search's concurrency: DeepEval answers and measures goldens concurrent
 budget spent on this side is said in the reply (the search then ends with what it found);
 any other failure of a call is said too, and ends the search the same way. Each round is
 handed to ``on_round`` as it is reported. When the search ends, the calls under way are
-waited for (each within the target's timeout), so that nothing answered is lost. The process's output goes to a log file beside
-its folder, kept (and named in the error) when it fails; the process is killed if the
-caller stops waiting, and exits by itself when the caller dies.
+waited for (each within the target's timeout), so that nothing answered is lost. The
+process's output goes to a log file beside its folder, kept (and named in the error) when
+it fails; the process is killed if the caller stops waiting, and exits by itself when the
+caller dies.
 """
 
 from __future__ import annotations
