@@ -37,7 +37,7 @@ def round_line(report: Any) -> str:
     best = f"{report.best_score:.3f}" if report.best_score is not None else "-"
     cost = f"${spend.cost_usd:.4f}" + (" + unpriced" if spend.unpriced_models else "")
     return (
-        f"round {report.number}/{report.total} · best {best} · {report.candidates} candidates · "
+        f"round {report.number}/{report.total} · best {best} · candidates {report.candidates} · "
         f"workflow calls {spend.answer_calls} (+{spend.replayed_answers} replayed) · judge calls "
         f"{spend.judge_calls} (+{spend.cached_judge_calls} cached) · {cost}"
     )
