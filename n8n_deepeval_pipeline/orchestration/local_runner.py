@@ -111,13 +111,13 @@ def prepare_dagster_home() -> Path:
 
 
 @contextmanager
-def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
-    """A throwaway instance whose results go to the benchmark's trial folder.
+def trial_instance(benchmark: str, folder: Path | None = None) -> Iterator[dg.DagsterInstance]:
+    """A throwaway instance whose results go to the benchmark's trial folder (or ``folder``).
 
     The folder (report and DuckDB file) is replaced by each trial and kept afterwards to
     be read; the judge's cache and limits stay the shared ones.
     """
-    folder = settings.trial_dir(benchmark)
+    folder = folder or settings.trial_dir(benchmark)
     shutil.rmtree(folder, ignore_errors=True)
     moved = {
         settings.JUDGE_STATE_ENV: str(settings.judge_state_dir()),
