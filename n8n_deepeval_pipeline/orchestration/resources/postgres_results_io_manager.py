@@ -42,6 +42,7 @@ from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     report_written,
     upsert_key,
 )
+from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
 
 # pandas dtype kind → PostgreSQL type, as information_schema.columns names it.
 _SQL_TYPES = {
@@ -305,24 +306,6 @@ def _dimension_clause(dimension: TablePartitionDimension) -> str:
         column = dimension.partition_expr
         return f"{column} >= '{start.isoformat()}' and {column} < '{end.isoformat()}'"
     return static_where_clause(dimension)
-
-
-def psycopg2_connection(url: str, application_name: str) -> Any:
-    """A psycopg2 connection to ``url`` (SQLAlchemy's form or libpq's), named for the server."""
-    try:
-        import psycopg2
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "the distributed profile keeps results and journals in PostgreSQL through "
-            "psycopg2: pip install 'n8n-deepeval-pipeline[distributed]'"
-        ) from error
-    return psycopg2.connect(libpq_url(url), application_name=application_name)
-
-
-def libpq_url(url: str) -> str:
-    """The URL without SQLAlchemy's driver part (``postgresql+psycopg2://`` → ``postgresql://``)."""
-    scheme, separator, rest = url.partition("://")
-    return f"{scheme.split('+', 1)[0]}{separator}{rest}"
 
 
 def check_storage_url(url: str) -> None:
