@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -26,23 +28,30 @@ _ENVIRONMENT = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENVIRONMENT.filters.update(
-    percent=formatting.percent,
-    figure=formatting.figure,
-    signed_figure=formatting.signed_figure,
-    points=formatting.points,
-    p_value=formatting.p_value,
-    interval=formatting.interval,
-    fraction=formatting.fraction,
-    money=formatting.money,
-    thousands=formatting.thousands,
-    short_hash=formatting.short_hash,
-    cost_per_run=cost_per_run,
-    seconds=seconds,
-    breakable=formatting.breakable,
-    rate_strip=rate_strip,
+# How the report writes its figures: the results workspace's pages write them the same way.
+FILTERS: Mapping[str, Callable[..., object]] = MappingProxyType(
+    dict(
+        percent=formatting.percent,
+        figure=formatting.figure,
+        signed_figure=formatting.signed_figure,
+        points=formatting.points,
+        p_value=formatting.p_value,
+        interval=formatting.interval,
+        fraction=formatting.fraction,
+        money=formatting.money,
+        thousands=formatting.thousands,
+        short_hash=formatting.short_hash,
+        cost_per_run=cost_per_run,
+        seconds=seconds,
+        breakable=formatting.breakable,
+        rate_strip=rate_strip,
+    )
 )
-_ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+TESTS: Mapping[str, Callable[..., bool]] = MappingProxyType(
+    dict(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+)
+_ENVIRONMENT.filters.update(FILTERS)
+_ENVIRONMENT.tests.update(TESTS)
 _ENVIRONMENT.globals.update(
     gate_status=gate_status,
     guidance=GUIDANCE,

@@ -114,35 +114,46 @@ def _cell(row: BreachRate) -> BreachCell:
     return BreachCell(breaches=row.breaches, judged=row.judged, rate=row.rate)
 
 
-def _tool(call: dict[str, Any]) -> ToolCallShown:
+def tool_call_shown(call: dict[str, Any], limit: int = _ARGUMENTS_LIMIT) -> ToolCallShown:
+    """A stored tool call (``ToolCall``'s fields and ``mocked``), its texts cut at ``limit``."""
     arguments = json.dumps(call.get("input_parameters") or {}, ensure_ascii=False, sort_keys=True)
     output = call.get("output")
     shown = output if isinstance(output, str) or output is None else json.dumps(output)
     return ToolCallShown(
         name=str(call.get("name", "")),
-        arguments=Excerpt.of(arguments, _ARGUMENTS_LIMIT),
-        output=Excerpt.of(shown, _ARGUMENTS_LIMIT) if shown is not None else None,
+        arguments=Excerpt.of(arguments, limit),
+        output=Excerpt.of(shown, limit) if shown is not None else None,
         mocked=bool(call.get("mocked")),
     )
 
 
-def _conversation(result: RedTeamResult) -> tuple[TurnShown, ...]:
-    """The attack's messages; a single-turn attack is its input and the answer."""
+def attack_turns(
+    result: RedTeamResult, limit: int = _TEXT_LIMIT, arguments_limit: int = _ARGUMENTS_LIMIT
+) -> tuple[TurnShown, ...]:
+    """The attack's messages; a single-turn attack is its input and the answer.
+
+    Messages are cut at ``limit`` characters, tool calls' arguments and answers at
+    ``arguments_limit``.
+    """
+
+    def calls(found: list[dict[str, Any]]) -> tuple[ToolCallShown, ...]:
+        return tuple(tool_call_shown(call, arguments_limit) for call in found)
+
     if result.turns is not None:
         return tuple(
             TurnShown(
                 role=str(turn.get("role", "")),
-                content=Excerpt.of(str(turn.get("content") or ""), _TEXT_LIMIT),
-                tool_calls=tuple(_tool(call) for call in turn.get("tools_called") or []),
+                content=Excerpt.of(str(turn.get("content") or ""), limit),
+                tool_calls=calls(turn.get("tools_called") or []),
             )
             for turn in result.turns
         )
     return (
-        TurnShown(role="user", content=Excerpt.of(result.input or "", _TEXT_LIMIT), tool_calls=()),
+        TurnShown(role="user", content=Excerpt.of(result.input or "", limit), tool_calls=()),
         TurnShown(
             role="assistant",
-            content=Excerpt.of(result.actual_output or "", _TEXT_LIMIT),
-            tool_calls=tuple(_tool(call) for call in result.tools_called),
+            content=Excerpt.of(result.actual_output or "", limit),
+            tool_calls=calls(result.tools_called),
         ),
     )
 
@@ -156,7 +167,7 @@ def _breach(result: RedTeamResult, baseline: Sequence[RedTeamResult] | None) -> 
         attack_method=method_of(result),
         score=result.score,
         reason=Excerpt.of(result.reason, _TEXT_LIMIT) if result.reason else None,
-        conversation=_conversation(result),
+        conversation=attack_turns(result),
         tool_calls=len(result.tools_called),
         mocked_tool_calls=sum(bool(call.get("mocked")) for call in result.tools_called),
         breached_in_baseline=any(b.breached for b in before) if before else None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
@@ -78,15 +79,33 @@ def version_report(
         fail_on=benchmark.compare.fail_on,
         baseline=against,
         dataset=own.dataset,
-        variants=_family_matrix(benchmark, candidate, stored, own),
+        variants=family_matrix(
+            benchmark.name,
+            benchmark.metric_labels,
+            benchmark.head_to_head,
+            candidate,
+            stored,
+            own.outputs,
+            own.snapshots,
+        ),
     )
 
 
-def _family_matrix(
-    benchmark: Benchmark, candidate: str, stored: StoredVersions, own: ReportOnlyTables
+def family_matrix(
+    name: str,
+    metrics: Sequence[str],
+    head_to_head: Mapping[str, str],
+    candidate: str,
+    stored: StoredVersions,
+    outputs: Sequence[AgentOutput],
+    snapshots: Sequence[WorkflowSnapshot],
 ) -> VariantMatrix | None:
-    """The matrix of the candidate's family: its scored versions, the workflow first."""
-    by_hash = {snapshot.workflow_hash: snapshot for snapshot in own.snapshots}
+    """The matrix of the candidate's family: its scored versions, the workflow first.
+
+    ``stored``, ``outputs`` and ``snapshots`` hold the family's rows (others are ignored);
+    None when the candidate has no variant scored (or is not a variant of a scored one).
+    """
+    by_hash = {snapshot.workflow_hash: snapshot for snapshot in snapshots}
     mine = by_hash.get(candidate)
     if mine is None:
         return None
@@ -102,14 +121,7 @@ def _family_matrix(
     named = [(s.variant or BASE, s.workflow_hash) for s in members]
     if len(named) < 2 or named[0][1] != base:
         return None
-    return variant_matrix(
-        benchmark.name,
-        named,
-        stored,
-        own.outputs,
-        benchmark.metric_labels,
-        benchmark.head_to_head,
-    )
+    return variant_matrix(name, named, stored, outputs, metrics, head_to_head)
 
 
 def _rows(stored: StoredVersions, own: ReportOnlyTables, version: str) -> VersionRows:
