@@ -12,18 +12,25 @@ from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import CaseComparison
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.rows import ExpandedRun, MetricScore, RunAggregate
-from n8n_deepeval_pipeline.workspace.store import Reader, model_rows
+from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion
+
+# What a comparison does not read of a score: its texts and a panel's judges.
+_SCORE_TEXTS = ("reason", "error", "judge", "judge_scores")
 
 
 def stored_versions(reader: Reader, schema: str, versions: list[StoredVersion]) -> StoredVersions:
-    """The runs, aggregates and scores of these versions, as the CLI's runner loads them."""
+    """The runs, aggregates and scores of these versions, as the CLI's runner loads them.
+
+    The scores' texts are left out: comparisons and matrices count and average, they quote
+    no reason.
+    """
     hashes = [version.workflow_hash for version in versions]
-    where = "workflow_hash in (" + ", ".join("?" for _ in hashes) + ")"
+    where = f"workflow_hash in ({placeholders(hashes)})"
     return StoredVersions(
         runs=model_rows(reader, ExpandedRun, schema, where, hashes),
         aggregates=model_rows(reader, RunAggregate, schema, where, hashes),
-        scores=model_rows(reader, MetricScore, schema, where, hashes),
+        scores=model_rows(reader, MetricScore, schema, where, hashes, leave_out=_SCORE_TEXTS),
     )
 
 

@@ -14,17 +14,15 @@ SQL is written once for both databases: ``?`` marks a parameter (it becomes psyc
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import pandas as pd
-
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.storage_faults import error_messages, storage_fault
-from n8n_deepeval_pipeline.tables.frames import from_frame
+from n8n_deepeval_pipeline.tables.frames import from_records
 from n8n_deepeval_pipeline.tables.rows import Row
 
 # DuckDB's words when another process holds the file read-write (a run's step).
@@ -219,16 +217,23 @@ def select_list(reader: Reader, schema: str, name: str, wanted: Sequence[str]) -
 
 
 def model_rows(
-    reader: Reader, model: type[Row], schema: str, where: str, parameters: Sequence[Any]
+    reader: Reader,
+    model: type[Row],
+    schema: str,
+    where: str,
+    parameters: Sequence[Any],
+    leave_out: Collection[str] = (),
 ) -> list[Row]:
     """The table's rows that ``where`` selects, as its row model (JSON columns decoded).
 
-    A table not written yet has none.
+    ``leave_out``: nullable columns a page does not show (long texts), read as None. A
+    table not written yet has no rows.
     """
-    columns = stored_columns(reader, schema, model.table)
+    columns = [c for c in stored_columns(reader, schema, model.table) if c not in leave_out]
     if not columns:
         return []
+    selected = ", ".join(quoted(column) for column in columns)
     records = reader.records(
-        f"select * from {table(schema, model.table)} where {where}", parameters
+        f"select {selected} from {table(schema, model.table)} where {where}", parameters
     )
-    return from_frame(model, pd.DataFrame.from_records(records, columns=columns))
+    return from_records(model, records, columns)

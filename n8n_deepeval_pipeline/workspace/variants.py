@@ -12,6 +12,9 @@ from n8n_deepeval_pipeline.workspace.side_by_side import stored_versions
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion
 
+# The matrix reads the workflow's own usage and latency of each output, none of its texts.
+_OUTPUT_TEXTS = ("actual_output", "intermediate_steps", "turns", "simulation", "error")
+
 
 def families(versions: Sequence[StoredVersion]) -> list[StoredVersion]:
     """The workflow versions that have a variant scored, oldest run first."""
@@ -43,6 +46,6 @@ def variants_matrix(
         benchmark.head_to_head,
         base.workflow_hash,
         stored,
-        model_rows(reader, AgentOutput, schema, where, hashes),
+        model_rows(reader, AgentOutput, schema, where, hashes, leave_out=_OUTPUT_TEXTS),
         model_rows(reader, WorkflowSnapshot, schema, where, hashes),
     )

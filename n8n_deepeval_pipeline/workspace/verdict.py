@@ -27,6 +27,9 @@ from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders, table
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion
 
+# A run as the verdict reads it: its pass flag (frozen models, shared by every run).
+_PASSED, _FAILED = RunOutcome(passed=True), RunOutcome(passed=False)
+
 
 class VersionVerdict(BaseModel):
     """A version's gate against its baseline, and each case's verdict in that comparison."""
@@ -88,7 +91,7 @@ def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, Ve
         f"where a.workflow_hash in ({placeholders(hashes)}) order by a.run_id",
         hashes,
     ):
-        outcome = RunOutcome(passed=bool(record["overall_success"]))
+        outcome = _PASSED if record["overall_success"] else _FAILED
         found[str(record["workflow_hash"])][str(record["row_id"])].append(outcome)
     return {digest: dict(rows) for digest, rows in found.items()}
 

@@ -19,7 +19,6 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     OverallPassRate,
     wilson_interval,
 )
-from n8n_deepeval_pipeline.summary.workflow_usage import percentile
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, baseline_version
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
@@ -173,7 +172,7 @@ def version_costs(
             runs=int(record.get("runs") or 0),
             judge_cost_usd=float(record["cost"]) if record.get("priced") else None,
             workflow_cost_per_run_usd=own.get(version.workflow_hash),
-            latency_p50_s=percentile(latencies.get(version.workflow_hash, []), 50),
+            latency_p50_s=latencies.get(version.workflow_hash),
             n8n_version_ids=tuple(ids.get(version.workflow_hash, [])),
         )
     return costs
@@ -202,15 +201,18 @@ def _workflow_costs(reader: Reader, schema: str, hashes: list[str]) -> dict[str,
     }
 
 
-def _latencies(reader: Reader, schema: str, hashes: list[str]) -> dict[str, list[float]]:
-    found: dict[str, list[float]] = {}
-    for record in reader.records(
-        f"select workflow_hash, latency_s from {table(schema, 'agent_outputs')} "
-        f"where workflow_hash in ({placeholders(hashes)}) and latency_s is not null",
-        hashes,
-    ):
-        found.setdefault(str(record["workflow_hash"]), []).append(float(record["latency_s"]))
-    return found
+def _latencies(reader: Reader, schema: str, hashes: list[str]) -> dict[str, float]:
+    """Each version's median latency, interpolated as ``summary.workflow_usage.percentile``."""
+    return {
+        str(record["workflow_hash"]): float(record["p50"])
+        for record in reader.records(
+            "select workflow_hash, percentile_cont(0.5) within group (order by latency_s) as p50 "
+            f"from {table(schema, 'agent_outputs')} "
+            f"where workflow_hash in ({placeholders(hashes)}) and latency_s is not null "
+            "group by workflow_hash",
+            hashes,
+        )
+    }
 
 
 def n8n_version_ids(reader: Reader, schema: str) -> dict[str, list[str]]:
