@@ -70,6 +70,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     MetricScore,
     RunAggregate,
     TableRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
@@ -417,7 +418,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "agent_outputs",
                 "workflow_snapshot",
             ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
             **red_team,
         },
         **{**common, "metadata": {}},
@@ -431,6 +432,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         workflow_snapshot: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        workflow_checks: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -439,6 +441,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            checks=from_frame(WorkflowCheck, workflow_checks),
         )
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
         baseline = _baseline(context, benchmark, snapshots)
@@ -512,6 +515,8 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)
+    if report.workspace_url is not None:  # every case and run of the version, in the workspace
+        metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

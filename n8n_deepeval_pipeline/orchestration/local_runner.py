@@ -456,6 +456,7 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
+            checks=self._table("workflow_checks", WorkflowCheck, partition),
         )
         report = version_report(
             self.benchmark, partition, baseline, self.stored_versions(versions), own

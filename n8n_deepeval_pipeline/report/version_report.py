@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
@@ -16,9 +18,11 @@ from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
     DatasetRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workflow.variants import BASE
 
 
@@ -34,6 +38,8 @@ class ReportOnlyTables:
     dataset: list[DatasetRow]
     snapshots: list[WorkflowSnapshot] = field(default_factory=list)
     """The versions' snapshots: which are variants, and of which workflow."""
+    checks: list[WorkflowCheck] = field(default_factory=list)
+    """The candidate's workflow checks."""
 
 
 def version_report(
@@ -73,7 +79,7 @@ def version_report(
         )
     snapshot = next((s for s in own.snapshots if s.workflow_hash == candidate), None)
     summary = summary.model_copy(update={"variant": snapshot.variant if snapshot else None})
-    return build_report(
+    report = build_report(
         summary,
         rows,
         fail_on=benchmark.compare.fail_on,
@@ -88,6 +94,16 @@ def version_report(
             own.outputs,
             own.snapshots,
         ),
+    )
+    return report.model_copy(
+        update={
+            "ran_at": snapshot.fetched_at if snapshot else None,
+            "written_at": datetime.now(UTC),
+            "workflow_checks": tuple(of_version(own.checks, candidate)),
+            "workspace_url": settings.workspace_url(
+                "benchmarks", benchmark.name, "versions", version_key(candidate)
+            ),
+        }
     )
 
 
