@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from http import HTTPStatus
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -176,8 +177,10 @@ class Workspace:
 
     def not_found(self, request: Request, error: Exception) -> Response:
         """An address that is no page."""
-        said = getattr(error, "detail", None) or "no such page"
         status = getattr(error, "status_code", 404)
+        said = getattr(error, "detail", None)
+        if said is None or said == HTTPStatus(status).phrase:  # the router's own words
+            said = f"no such page: {request.url.path}"
         return self.render(request, "problem.html.j2", {"said": said}, status=status)
 
     def failed(self, request: Request, error: Exception) -> Response:
