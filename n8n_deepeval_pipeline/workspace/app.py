@@ -68,7 +68,8 @@ class _Layout:
 
     def href(self, name: str, query: Mapping[str, object] | None = None, **params: str) -> str:
         """The path of a named page (its parameters percent-encoded), with a query."""
-        quoted = {key: quote(str(value), safe="") for key, value in params.items()}
+        # A path segment may hold ':' and '@' (RFC 3986): attack and run ids read as they are.
+        quoted = {key: quote(str(value), safe=":@") for key, value in params.items()}
         path = str(self.request.app.url_path_for(name, **quoted))
         kept = {key: value for key, value in (query or {}).items() if value not in (None, "")}
         return path + ("?" + urlencode(kept) if kept else "")

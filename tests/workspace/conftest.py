@@ -79,6 +79,8 @@ def cli(home: Path, *arguments: str, cwd: Path | None = None) -> subprocess.Comp
         "DAGSTER_HOME": str(home / "dagster"),
         "DEEPEVAL_POOL_SIZE": "2",
     }
+    for link in ("N8N_DEEPEVAL_REPORTS_PORT", "N8N_DEEPEVAL_WORKSPACE_URL"):
+        env.pop(link, None)  # the links a report writes: their defaults
     command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *arguments]
     return subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=600, cwd=cwd, check=False
