@@ -172,6 +172,12 @@ def _results_only(host: str, loaded: list[Path]) -> None:
         raise click.ClickException(_not_served(host, error)) from None
     click.echo("benchmarks: " + (", ".join(str(path) for path in loaded) or "none found"), err=True)
     click.echo(f"results workspace at {server.url}", err=True)
+    # uvicorn handles SIGINT and SIGTERM while it serves, then raises the signal again under
+    # the handler it found: this one, which stops the server (a signal before uvicorn took
+    # over too) and lets a stop exit 0, as `ui` does; a background job's ignored SIGINT
+    # stops it as well.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda _signum, _frame: server.stop())
     server.serve()
 
 

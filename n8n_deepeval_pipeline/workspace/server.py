@@ -39,11 +39,15 @@ class WorkspaceServer:
         """Serve until stopped (in the main thread, uvicorn handles SIGINT and SIGTERM)."""
         self._server.run(sockets=[self._socket])
 
+    def stop(self) -> None:
+        """Have the server stop serving (it finishes the requests under way)."""
+        self._server.should_exit = True
+
     def __enter__(self) -> WorkspaceServer:
         self._thread.start()
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
-        self._server.should_exit = True
+        self.stop()
         self._thread.join(timeout=5)
         self._socket.close()
