@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, UNSAFE_TO_RETRY, WebhookTarget
+from n8n_deepeval_pipeline.n8n_api.own_traffic import mark_request
 from n8n_deepeval_pipeline.n8n_api.retries import a_send, send
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
@@ -41,6 +42,7 @@ from n8n_deepeval_pipeline.n8n_data.templates import (
 )
 from n8n_deepeval_pipeline.redaction import redact, url_secrets
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+from n8n_deepeval_pipeline.tables.run_items import eval_context
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
 
 Progress = Callable[[int, int], None]
@@ -72,14 +74,7 @@ def template_context(
         "scenario": row.scenario,
         "userDescription": row.user_description,
     }
-    eval_context = {
-        "caseId": run.case_id,
-        "runId": run.run_id,
-        "runIndex": run.run_index,
-        "workflowHash": run.workflow_hash,
-        "rowId": run.row_id,
-    }
-    return {**fields, "row": row.raw, "evalContext": eval_context, "sessionId": session_id,
+    return {**fields, "row": row.raw, "evalContext": eval_context(run), "sessionId": session_id,
             "env": env}  # fmt: skip
 
 
@@ -316,7 +311,11 @@ class SessionCaller:
 def prepared_request(
     target: WebhookTarget, url_template: str, context: dict[str, Any]
 ) -> tuple[str, dict[str, str], Any]:
-    """The URL, headers and body of one call, rendered for ``context`` with its session."""
+    """The URL, headers and body of one call, rendered for ``context`` with its session.
+
+    Every call carries the pipeline's mark (``own_traffic``), so that no reader of the
+    workflow's executions takes it for a user's.
+    """
     try:
         url = render_url(url_template, context)
         headers = {name: str(render(value, context)) for name, value in target.headers.items()}
@@ -328,6 +327,8 @@ def prepared_request(
         body.setdefault(target.session_field, context["sessionId"])
     if target.session_header:
         headers[target.session_header] = context["sessionId"]
+    # A GET's body becomes its query string: the header alone marks it.
+    mark_request(headers, body if target.method != "GET" else None, context["evalContext"])
     return url, headers, body
 
 

@@ -93,8 +93,9 @@ class OnlineScore(TableRow):
 def score_id(item: ScoreItem) -> str:
     """The id of an item's rows: ``execution:<id>``, or ``session:<id>:<first execution>``.
 
-    A chat that resumes after it was scored is another conversation: its first execution
-    tells the two apart, so neither replaces the other's rows.
+    A chat that goes on after it was scored (within ``sessionResumeDays``) is scored again
+    whole, from the same first execution: its new rows replace the earlier ones. One that
+    goes on later starts from another execution, a conversation of its own.
     """
     if item.kind == "session":
         return f"session:{item.key}:{item.execution_ids[0]}"

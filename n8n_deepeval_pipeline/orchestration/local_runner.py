@@ -371,6 +371,11 @@ class BenchmarkRunner:
             self._table("metric_scores", MetricScore, versions),
         )
 
+    def scenarios(self, version: str) -> dict[str, str]:
+        """Row id → scenario of the version's simulated conversations' rows (none without)."""
+        rows = self._table("dataset_rows", DatasetRow, version)
+        return {row.row_id: row.scenario for row in rows if row.scenario}
+
     def variant_matrix(self, version: str) -> VariantMatrix:
         """The matrix of a scored version's family: the workflow and its variants."""
         bases = variant_bases(self.snapshots([version]))

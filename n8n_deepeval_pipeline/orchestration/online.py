@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.benchmark.online import OnlineConfig
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import write_rows
+from n8n_deepeval_pipeline.n8n_api.own_traffic import from_pipeline
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import exchange_of
 from n8n_deepeval_pipeline.online.cursor import (
     OnlineCursor,
@@ -336,7 +337,7 @@ def build_online_assets(benchmark: Benchmark) -> list[dg.AssetsDefinition]:
 
 
 def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecution:
-    """What the cursor needs of an execution listed by n8n."""
+    """What the cursor needs of an execution listed by n8n (with its data)."""
     started = execution.get("startedAt") or execution.get("createdAt")
     return SeenExecution(
         id=int(execution["id"]),
@@ -345,6 +346,7 @@ def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecut
         status=execution.get("status"),
         session=session,
         version_id=execution_version_id(execution),
+        from_pipeline=from_pipeline(execution),
     )
 
 
@@ -436,7 +438,11 @@ def versions_to_register(
 
 
 def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
-    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice."""
+    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice.
+
+    A session's executions are in its key: a chat scored again whole, once it went on, is
+    a run of its own, never taken for the run that scored its first part.
+    """
     by_day: dict[str, list[ScoreItem]] = defaultdict(list)
     for item in tick.items:
         by_day[item.day].append(item)
@@ -444,7 +450,9 @@ def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     requests = []
     for day, items in sorted(by_day.items()):
         listed = [item.model_dump(mode="json") for item in items]
-        ids = ",".join(f"{item.kind}:{item.key}" for item in items)
+        ids = ",".join(
+            f"{item.kind}:{item.key}:{'+'.join(map(str, item.execution_ids))}" for item in items
+        )
         requests.append(dg.RunRequest(
             run_key=f"online:{day}:{hashlib.sha256(ids.encode()).hexdigest()[:16]}",
             partition_key=day,
@@ -470,6 +478,7 @@ def _left_out(tick: Tick) -> str:
     return (
         f"not sampled {tick.not_sampled} · over maxPerHour {tick.capped} · "
         f"not a success {tick.not_scored_status} · not production {tick.not_production} · "
+        f"the pipeline's own {tick.from_pipeline} · "
         f"open sessions {len(tick.cursor.open_sessions)}"
     )
 

@@ -10,7 +10,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from n8n_deepeval_pipeline.report import formatting
+from n8n_deepeval_pipeline.report.cases import FIELD_LIMIT
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
+from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.gate_status import (
     gate_status,
     incomplete_run,
@@ -45,6 +47,7 @@ FILTERS: Mapping[str, Callable[..., object]] = MappingProxyType(
         seconds=seconds,
         breakable=formatting.breakable,
         rate_strip=rate_strip,
+        cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
     )
 )
 TESTS: Mapping[str, Callable[..., bool]] = MappingProxyType(
@@ -53,6 +56,7 @@ TESTS: Mapping[str, Callable[..., bool]] = MappingProxyType(
 _ENVIRONMENT.filters.update(FILTERS)
 _ENVIRONMENT.tests.update(TESTS)
 _ENVIRONMENT.globals.update(
+    turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
     gate_status=gate_status,
     guidance=GUIDANCE,
     incomplete_run=incomplete_run,

@@ -8,7 +8,6 @@ each marked when the harness copy's mock answered it (the tool never ran).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,11 +15,11 @@ from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.red_team.breach_rates import method_of
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
+from n8n_deepeval_pipeline.report.conversation import ARGUMENTS_LIMIT, ToolCallShown, tool_shown
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 
 _TEXT_LIMIT = 1200
-_ARGUMENTS_LIMIT = 400
 
 
 class _Frozen(BaseModel):
@@ -52,15 +51,6 @@ class VulnerabilityLine(_Frozen):
     p_value: float | None
     verdict: str | None
     new_breach: bool  # the verdict fails compare.failOn (the no_new_breach check)
-
-
-class ToolCallShown(_Frozen):
-    """A tool call an attack provoked: its arguments, its answer, and whether that was a mock."""
-
-    name: str
-    arguments: Excerpt
-    output: Excerpt | None
-    mocked: bool
 
 
 class TurnShown(_Frozen):
@@ -114,21 +104,8 @@ def _cell(row: BreachRate) -> BreachCell:
     return BreachCell(breaches=row.breaches, judged=row.judged, rate=row.rate)
 
 
-def tool_call_shown(call: dict[str, Any], limit: int = _ARGUMENTS_LIMIT) -> ToolCallShown:
-    """A stored tool call (``ToolCall``'s fields and ``mocked``), its texts cut at ``limit``."""
-    arguments = json.dumps(call.get("input_parameters") or {}, ensure_ascii=False, sort_keys=True)
-    output = call.get("output")
-    shown = output if isinstance(output, str) or output is None else json.dumps(output)
-    return ToolCallShown(
-        name=str(call.get("name", "")),
-        arguments=Excerpt.of(arguments, limit),
-        output=Excerpt.of(shown, limit) if shown is not None else None,
-        mocked=bool(call.get("mocked")),
-    )
-
-
 def attack_turns(
-    result: RedTeamResult, limit: int = _TEXT_LIMIT, arguments_limit: int = _ARGUMENTS_LIMIT
+    result: RedTeamResult, limit: int = _TEXT_LIMIT, arguments_limit: int = ARGUMENTS_LIMIT
 ) -> tuple[TurnShown, ...]:
     """The attack's messages; a single-turn attack is its input and the answer.
 
@@ -137,7 +114,7 @@ def attack_turns(
     """
 
     def calls(found: list[dict[str, Any]]) -> tuple[ToolCallShown, ...]:
-        return tuple(tool_call_shown(call, arguments_limit) for call in found)
+        return tuple(tool_shown(call, arguments_limit) for call in found)
 
     if result.turns is not None:
         return tuple(

@@ -67,6 +67,8 @@ class GeneratedVersion:
     """Red team: each vulnerability's attacks, breached or held (none: not red-teamed)."""
     output_of: Mapping[str, str] = field(default_factory=dict)
     """A dataset row's answer, when it should say something of its own."""
+    turns_of: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """A dataset row's conversation (its runs' stored turns), for a multi-turn row."""
 
 
 def _score(metric: GeneratedMetric, good: bool, rng: random.Random) -> float:
@@ -99,6 +101,7 @@ def _run_rows(
     tables[AgentOutput].append(
         AgentOutput(workflow_hash=digest, run_id=run_id, actual_output=answer,
                     intermediate_steps=[step], latency_s=round(rng.uniform(0.8, 4.0), 2),
+                    turns=version.turns_of.get(row_id),
                     llm_prompt_tokens=900, llm_completion_tokens=120, llm_cost_usd=0.00021)
     )  # fmt: skip
     deciding = [metric for metric in metrics if metric.counted]

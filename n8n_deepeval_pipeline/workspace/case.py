@@ -19,9 +19,12 @@ from n8n_deepeval_pipeline.n8n_data.agent_steps import (
     parse_intermediate_steps,
     tool_calls,
 )
-from n8n_deepeval_pipeline.n8n_data.conversation import ConversationShapeError, parse_conversation
-from n8n_deepeval_pipeline.report.excerpt import Excerpt
-from n8n_deepeval_pipeline.report.red_team import ToolCallShown, TurnShown, tool_call_shown
+from n8n_deepeval_pipeline.report.conversation import (
+    Conversation,
+    ToolCallShown,
+    conversation_of,
+    tool_shown,
+)
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     FailureCategory,
     run_failure_categories,
@@ -51,7 +54,7 @@ class RunShown(_Frozen):
     aggregate: RunAggregate | None  # None: not aggregated (the run was not scored)
     output: AgentOutput | None
     tool_calls: tuple[ToolCallShown, ...]
-    conversation: tuple[TurnShown, ...]  # empty: a single exchange
+    conversation: Conversation | None  # its turns, for a simulated or multi-turn run
     unreadable: str | None  # why the stored steps or turns could not be read
     scores: tuple[MetricScore, ...]  # in the benchmark file's order
     counted: frozenset[str]  # the metrics that decide the run under the pass rule
@@ -94,24 +97,8 @@ def tool_calls_shown(steps: Any) -> tuple[ToolCallShown, ...]:
     """The agent's stored ``intermediateSteps`` as tool calls, whole, mocked ones marked."""
     parsed = parse_intermediate_steps(steps) or []
     return tuple(
-        tool_call_shown(
-            {**call.model_dump(), "mocked": (step.model_extra or {}).get("mocked")}, WHOLE
-        )
+        tool_shown({**call.model_dump(), "mocked": (step.model_extra or {}).get("mocked")}, WHOLE)
         for call, step in zip(tool_calls(parsed), parsed, strict=True)
-    )
-
-
-def conversation_shown(turns: Any) -> tuple[TurnShown, ...]:
-    """Stored chat turns (any form an n8n memory keeps) turn by turn, with their tool calls."""
-    return tuple(
-        TurnShown(
-            role=turn.role,
-            content=Excerpt.of(turn.content, WHOLE),
-            tool_calls=tuple(
-                tool_call_shown(call.model_dump(), WHOLE) for call in turn.tools_called or ()
-            ),
-        )
-        for turn in parse_conversation(turns) or []
     )
 
 
@@ -125,12 +112,10 @@ def _run_shown(
     rank = {metric: index for index, metric in enumerate(metric_order)}
     ordered = sorted(scores, key=lambda score: (rank.get(score.metric, len(rank)), score.metric))
     calls: tuple[ToolCallShown, ...] = ()
-    conversation: tuple[TurnShown, ...] = ()
     unreadable = None
     try:
         calls = tool_calls_shown(output.intermediate_steps) if output else ()
-        conversation = conversation_shown(output.turns) if output and output.turns else ()
-    except (StepsShapeError, ConversationShapeError) as error:
+    except StepsShapeError as error:
         unreadable = str(error)
     counted = frozenset(str(m["metric"]) for m in aggregate.metrics) if aggregate else frozenset()
     categories = run_failure_categories(run_outcome(aggregate, ordered)) if aggregate else set()
@@ -139,7 +124,7 @@ def _run_shown(
         aggregate=aggregate,
         output=output,
         tool_calls=calls,
-        conversation=conversation,
+        conversation=conversation_of(output, WHOLE) if output else None,
         unreadable=unreadable,
         scores=tuple(ordered),
         counted=counted,

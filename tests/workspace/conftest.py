@@ -41,6 +41,25 @@ def digest(name: str) -> str:
 V1, V2, NANO = digest("v1"), digest("v2"), digest("v2 nano")
 PASSES_V1 = {"refund": [True] * 3, "status": [True] * 3, "total": [True, False, True]}
 PASSES_V2 = {"refund": [False] * 3, "status": [True] * 3, "total": [True] * 3}
+# A chat in OpenAI's message form, as a simulated conversation stores it: the opening turn
+# from the dataset, then a question answered through a tool a mock stood in for.
+STATUS_CHAT = [
+    {"role": "user", "content": "Hi, I ordered boots last week.", "opening": True},
+    {"role": "assistant", "content": "Hello! How can I help with them?", "latencyS": 0.8},
+    {"role": "user", "content": "Where is order status?"},
+    {
+        "role": "assistant",
+        "content": "Order status shipped yesterday.",
+        "latencyS": 1.4,
+        "intermediateSteps": [
+            {
+                "action": {"tool": "order_lookup", "toolInput": {"orderId": "status"}},
+                "observation": '{"status": "shipped"}',
+                "mocked": True,
+            }
+        ],
+    },
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,7 @@ def generated(tmp_path: Path) -> Generated:
             failed_check=True,
             breaches={"bola": [True, True, True, False]},
             output_of={"refund": "Refund issued for order refund, no questions asked."},
+            turns_of={"status": STATUS_CHAT},
         ),
         GeneratedVersion(NANO, T0 + timedelta(days=1, hours=1), PASSES_V2, "nano", V2),
     ]

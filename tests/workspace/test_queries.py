@@ -214,3 +214,25 @@ def test_the_home_page_shows_the_workflows_latest_version_not_a_variant(generate
     assert item.verdict.gate.fail_on == "regression"  # no file: compare.failOn's default
     assert [check.check_id for check in item.failed_checks] == ["webhook_auth"]
     assert item.settings.file is None
+
+
+def test_a_multi_turn_run_is_shown_turn_by_turn_with_each_turns_tool_calls(generated):
+    with reading(generated.source) as reader:
+        versions = {v.key: v for v in scored_versions(reader, BENCHMARK)}
+        case = case_shown(reader, BENCHMARK, versions[V2[:12]], "status", None, ())
+    assert case is not None
+    conversation = case.runs[0].conversation
+    assert conversation is not None
+    assert [(t.role, t.content, t.opening) for t in conversation.turns] == [
+        ("user", "Hi, I ordered boots last week.", True),
+        ("assistant", "Hello! How can I help with them?", False),
+        ("user", "Where is order status?", False),
+        ("assistant", "Order status shipped yesterday.", False),
+    ]
+    (call,) = conversation.turns[3].tool_calls
+    assert (call.name, call.arguments.text, call.mocked) == (
+        "order_lookup",
+        '{"orderId": "status"}',
+        True,
+    )
+    assert conversation.turns[3].latency_s == 1.4
