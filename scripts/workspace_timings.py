@@ -8,9 +8,10 @@ stored as the DuckDB IO manager stores them, with each version's comparison). Th
 serves the workspace on it with uvicorn and times each page over HTTP: the median of a few
 loads after one warm-up request.
 
-    python scripts/workspace_timings.py [--store DIR] [--repeat 5]
+    python scripts/workspace_timings.py [--store DIR] [--repeat 5] [--postgres URL]
 
-A store built earlier in DIR is reused (delete DIR to build it again).
+A store built earlier in DIR is reused (delete DIR to build it again). ``--postgres``
+copies it into a PostgreSQL database (its schema replaced) and times the pages there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import duckdb
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,6 +109,52 @@ def build_store(database: Path) -> None:
     print(f"store built in {time.perf_counter() - began:.1f} s: {database}", flush=True)
 
 
+# DuckDB's column types → PostgreSQL's, as the PostgreSQL results IO manager creates them.
+_POSTGRES_TYPES = {
+    "VARCHAR": "text",
+    "DOUBLE": "double precision",
+    "BIGINT": "bigint",
+    "BOOLEAN": "boolean",
+    "TIMESTAMP WITH TIME ZONE": "timestamp with time zone",
+}
+
+
+def copy_to_postgres(database: Path, url: str) -> None:
+    """The DuckDB store's tables copied into PostgreSQL (the distributed profile's store)."""
+    from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
+        version_index,
+    )
+    from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
+
+    began = time.perf_counter()
+    connection = psycopg2_connection(url, "n8n-deepeval-timings")
+    with duckdb.connect(str(database), read_only=True) as source, connection.cursor() as cursor:
+        cursor.execute(f"drop schema if exists {BENCHMARK} cascade; create schema {BENCHMARK}")
+        tables = source.execute(
+            "select table_name from information_schema.tables where table_schema = ?",
+            [BENCHMARK],
+        ).fetchall()
+        for (name,) in tables:
+            described = source.execute(f"describe {BENCHMARK}.{name}").fetchall()
+            columns = ", ".join(f'"{c[0]}" {_POSTGRES_TYPES[c[1]]}' for c in described)
+            cursor.execute(f"create table {BENCHMARK}.{name} ({columns})")
+            csv = database.parent / f"{name}.csv"
+            source.execute(f"copy {BENCHMARK}.{name} to '{csv}' (header)")
+            with csv.open() as rows:
+                cursor.copy_expert(
+                    f"copy {BENCHMARK}.{name} from stdin with (format csv, header)", rows
+                )
+            csv.unlink()
+            index = version_index(BENCHMARK, name, [column[0] for column in described])
+            if index is not None:  # as the IO manager makes a table
+                cursor.execute(index)
+        connection.commit()
+        connection.autocommit = True  # VACUUM runs outside a transaction
+        cursor.execute("vacuum analyze")  # what autovacuum does after a run's writes
+    connection.close()
+    print(f"copied into PostgreSQL in {time.perf_counter() - began:.1f} s", flush=True)
+
+
 def _pages(base_key: str, latest: str, older: str) -> list[tuple[str, str]]:
     version = f"/benchmarks/{BENCHMARK}/versions/{latest}"
     return [
@@ -144,17 +193,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", type=Path, default=Path("/tmp/n8n-deepeval-workspace-timings"))
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="copy the store into this PostgreSQL database and time the pages on it",
+    )
     arguments = parser.parse_args()
     database = arguments.store / "results.duckdb"
     if not database.exists():
         build_store(database)
+    source = StoreSource("duckdb", str(database))
+    if arguments.postgres:
+        copy_to_postgres(database, arguments.postgres)
+        source = StoreSource("postgresql", arguments.postgres)
     plain = [v.workflow_hash for v in generated_versions() if v.variant is None]
     latest, older, base = plain[-1][:12], plain[-120][:12], plain[-1][:12]
-    app = create_app(StoreSource("duckdb", str(database)), BenchmarkFiles([]))
+    app = create_app(source, BenchmarkFiles([]))
     runs = VERSIONS * ROWS * RUNS_PER_ROW
     print(
-        f"{VERSIONS} versions · {runs:,} scored runs · {len(METRICS)} metrics per run; "
-        f"median of {arguments.repeat} loads after a warm-up"
+        f"{VERSIONS} versions · {runs:,} scored runs · {len(METRICS)} metrics per run in "
+        f"{source.kind}; median of {arguments.repeat} loads after a warm-up"
     )
     slowest = 0.0
     with WorkspaceServer(app, "127.0.0.1", 0) as server:

@@ -46,6 +46,9 @@ class Reader(Protocol):
     def records(self, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
         """The statement's rows as column → value (``?`` marks each parameter)."""
 
+    def columns(self, schema: str, name: str) -> list[str]:
+        """A table's columns in order (none when it does not exist), read once a request."""
+
 
 @dataclass(frozen=True)
 class StoreSource:
@@ -78,8 +81,32 @@ class StoreSource:
         return f"PostgreSQL {parts.hostname}:{parts.port or 5432}{parts.path}"
 
 
-class _DuckDbReader:
+class _ColumnsKept:
+    """A table's columns asked once a request: pages ask for the same tables many times."""
+
+    def __init__(self) -> None:
+        self._columns: dict[tuple[str, str], list[str]] = {}
+
+    def records(self, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def columns(self, schema: str, name: str) -> list[str]:
+        key = (schema, name)
+        if key not in self._columns:
+            self._columns[key] = [
+                str(record["column_name"])
+                for record in self.records(
+                    "select column_name from information_schema.columns "
+                    "where table_schema = ? and table_name = ? order by ordinal_position",
+                    [schema, name],
+                )
+            ]
+        return self._columns[key]
+
+
+class _DuckDbReader(_ColumnsKept):
     def __init__(self, connection: Any) -> None:
+        super().__init__()
         self._connection = connection
 
     def records(self, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -88,8 +115,9 @@ class _DuckDbReader:
         return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-class _PostgresReader:
+class _PostgresReader(_ColumnsKept):
     def __init__(self, connection: Any) -> None:
+        super().__init__()
         self._connection = connection
 
     def records(self, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -99,7 +127,7 @@ class _PostgresReader:
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-class _EmptyReader:
+class _EmptyReader(_ColumnsKept):
     """A DuckDB file no run has written yet: no schema, no table."""
 
     def records(self, sql: str, parameters: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -198,14 +226,7 @@ def stored_tables(reader: Reader) -> dict[str, set[str]]:
 
 def stored_columns(reader: Reader, schema: str, name: str) -> list[str]:
     """A table's columns in order (none when it does not exist)."""
-    return [
-        str(record["column_name"])
-        for record in reader.records(
-            "select column_name from information_schema.columns "
-            "where table_schema = ? and table_name = ? order by ordinal_position",
-            [schema, name],
-        )
-    ]
+    return reader.columns(schema, name)
 
 
 def select_list(reader: Reader, schema: str, name: str, wanted: Sequence[str]) -> str:

@@ -88,8 +88,10 @@ def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, Ve
         f"from {table(schema, 'run_aggregates')} as a "
         f"join {table(schema, 'expanded_runs')} as e "
         "on e.workflow_hash = a.workflow_hash and e.run_id = a.run_id "
-        f"where a.workflow_hash in ({placeholders(hashes)}) order by a.run_id",
-        hashes,
+        # Both sides named: PostgreSQL carries an equality across a join, not a list.
+        f"where a.workflow_hash in ({placeholders(hashes)}) "
+        f"and e.workflow_hash in ({placeholders(hashes)}) order by a.run_id",
+        [*hashes, *hashes],
     ):
         outcome = _PASSED if record["overall_success"] else _FAILED
         found[str(record["workflow_hash"])][str(record["row_id"])].append(outcome)

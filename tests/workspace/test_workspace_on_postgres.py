@@ -85,3 +85,16 @@ def test_home_to_a_case_and_its_baseline_on_postgresql(postgres, postgres_runs):
         page.goto(f"{server.url}benchmarks/support_agent/compare")
         said = page.locator(".banner.bad").inner_text()
     assert said.startswith("2 cases likely regression or worse")
+
+
+def test_the_results_io_manager_indexes_every_table_by_version(postgres, postgres_runs):
+    """What the workspace reads a version by: its rows (and runs) from the index."""
+    indexes = dict(
+        postgres.sql(
+            "select tablename, indexdef from pg_indexes where schemaname = 'support_agent'"
+        )
+    )
+    assert indexes["metric_scores"].endswith("USING btree (workflow_hash, run_id)")
+    assert indexes["run_aggregates"].endswith("USING btree (workflow_hash, run_id)")
+    assert indexes["workflow_snapshot"].endswith("USING btree (workflow_hash)")
+    assert "metric_scores_by_version" in indexes["metric_scores"]

@@ -20,7 +20,7 @@ and is imported when a step first connects.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -106,8 +106,26 @@ def _database_name(connection: Any) -> str:
         return f"PostgreSQL database {str(cursor.fetchone()[0])!r}"
 
 
+def version_index(schema: str, table: str, columns: Collection[str]) -> str | None:
+    """The index of a table's rows by version (and run), made with the table and on older ones.
+
+    A version's rows are read by their ``workflow_hash`` (the results workspace reads a few
+    versions of tables holding every version's rows): without it, each read scans them all.
+    With the ``run_id`` beside it, a version's runs are counted and joined from the index
+    alone. None: the table has no ``workflow_hash``.
+    """
+    if "workflow_hash" not in columns:
+        return None
+    keys = "workflow_hash, run_id" if "run_id" in columns else "workflow_hash"
+    name = _quote(f"{table}_by_version")
+    return f"create index if not exists {name} on {_quote(schema)}.{_quote(table)} ({keys})"
+
+
 def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> list[str]:
-    """Create the table, or add the frame's new columns to it; the names of added columns."""
+    """Create the table, or add the frame's new columns to it; the names of added columns.
+
+    Either way the table gets its index by version, if it has a ``workflow_hash``.
+    """
     wanted = frame_columns(frame)
     stored = stored_columns(connection, schema, table)
     qualified = f"{_quote(schema)}.{_quote(table)}"
@@ -115,6 +133,7 @@ def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> li
         if not stored:
             columns = ", ".join(f"{_quote(name)} {kind}" for name, kind in wanted.items())
             cursor.execute(f"create table {qualified} ({columns})")
+            _index_by_version(cursor, schema, table, wanted)
             return []
         advice = (
             "Rename the table to keep its rows (alter table ... rename), or drop it, and run again."
@@ -124,7 +143,14 @@ def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> li
         )
         for name in added:
             cursor.execute(f"alter table {qualified} add column {_quote(name)} {wanted[name]}")
+        _index_by_version(cursor, schema, table, [*stored, *added])
     return added
+
+
+def _index_by_version(cursor: Any, schema: str, table: str, columns: Collection[str]) -> None:
+    statement = version_index(schema, table, columns)
+    if statement is not None:
+        cursor.execute(statement)
 
 
 def _python_value(value: Any) -> Any:
