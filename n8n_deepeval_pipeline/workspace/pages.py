@@ -67,11 +67,12 @@ class PageRequest:
     def benchmark(self) -> BenchmarkSettings:
         """The benchmark the path names; PageNotFound when the store has no results of it."""
         name = str(self.request.path_params["benchmark"])
-        if name not in benchmark_names(self.reader):
-            raise PageNotFound(
-                f"no results of a benchmark named {name!r} in {self.source.described}"
-            )
-        return self.files.settings_of(name)
+        found = self.files.settings_of(name)
+        if name in benchmark_names(self.reader):
+            return found
+        if found.file is not None:
+            raise PageNotFound(f"{name} has not been run yet: n8n-deepeval run {found.file}")
+        raise PageNotFound(f"no results of a benchmark named {name!r} in {self.source.described}")
 
     @cached_property
     def versions(self) -> list[StoredVersion]:

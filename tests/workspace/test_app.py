@@ -11,7 +11,9 @@ from starlette.testclient import TestClient
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.workspace import create_app
+from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles
 from n8n_deepeval_pipeline.workspace.pages import PAGES
+from tests.conftest import EXAMPLE
 from tests.workspace.conftest import BENCHMARK, V1, V2
 
 
@@ -125,3 +127,13 @@ def test_a_filtered_grid_has_an_address_of_its_own(client):
     assert re.findall(r'<tr data-case="([^"]+)"', answer.text) == ["refund"]
     assert '<option value="flagged" selected>' in answer.text
     assert 'value="refund"' in answer.text
+
+
+def test_a_benchmark_file_not_run_yet_is_listed_and_says_how_to_run_it(generated):
+    example = EXAMPLE / "benchmark.yaml"
+    client = TestClient(create_app(generated.source, BenchmarkFiles([example])))
+    home = client.get("/").text
+    assert 'data-benchmark="support_agent"' in home and "not run yet" in home
+    answer = client.get("/benchmarks/support_agent")
+    assert answer.status_code == 404
+    assert f"support_agent has not been run yet: n8n-deepeval run {example}" in answer.text
