@@ -18,7 +18,7 @@ from n8n_deepeval_pipeline.workspace.store import reading
 from n8n_deepeval_pipeline.workspace.variants import families, variants_matrix
 from n8n_deepeval_pipeline.workspace.verdict import version_verdicts
 from n8n_deepeval_pipeline.workspace.versions import baselines, scored_versions, version_costs
-from tests.workspace.conftest import BENCHMARK, NANO, V1, V2
+from tests.workspace.conftest import BENCHMARK, NANO, T0, V1, V2
 
 GATED = BenchmarkSettings(name=BENCHMARK, file=None, fail_on="likely_regression")
 
@@ -236,3 +236,29 @@ def test_a_multi_turn_run_is_shown_turn_by_turn_with_each_turns_tool_calls(gener
         True,
     )
     assert conversation.turns[3].latency_s == 1.4
+
+
+def test_n8n_s_version_id_is_the_one_production_executions_named(generated):
+    from n8n_deepeval_pipeline.online.scoring import OnlineScore
+    from n8n_deepeval_pipeline.testing.generated_store import write_store
+
+    def scored(version_id: str, match: str) -> OnlineScore:
+        return OnlineScore(
+            workflow_hash=V2, n8n_version_id=version_id, version_match=match,
+            score_id=f"exec-{version_id}", kind="execution", item_key=f"exec-{version_id}",
+            execution_ids=["1"], started_at=T0, scored_at=T0, metric="helpfulness",
+            metric_slug="g_eval", score=0.9, threshold=0.6, success=True, reason=None,
+            error_kind=None, judge=None, dry_run=False, tokens=0, cost_usd=None,
+        )  # fmt: skip
+
+    # a stored copy's version id names no version the benchmark hashed: it is left out
+    write_store(
+        generated.database,
+        BENCHMARK,
+        {OnlineScore: [scored("7f3c", "version_id"), scored("99aa", "stored_copy")]},
+    )
+    with reading(generated.source) as reader:
+        versions = scored_versions(reader, BENCHMARK)
+        costs = version_costs(reader, BENCHMARK, versions)
+    assert costs[V2[:12]].n8n_version_ids == ("7f3c",)
+    assert costs[V1[:12]].n8n_version_ids == ()
