@@ -29,8 +29,12 @@ _COMMANDS = {
     "report": "version_commands:report",
     "init": "init_command:init",
     "dataset": "dataset_commands:dataset",
+    "review": "calibration_commands:review",
+    "labels": "calibration_commands:labels",
+    "calibration": "calibration_commands:calibration",
     "cache": "cache_commands:cache",
     "ui": "ui_command:ui",
+    "ci": "ci_commands:ci",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_snake
 
+from n8n_deepeval_pipeline.benchmark.calibration import CalibrationConfig
 from n8n_deepeval_pipeline.benchmark.n8n_target import (
     DataTableSink,
     N8nWorkflowRef,
@@ -387,6 +388,12 @@ class Benchmark(ConfigModel):
         default=CompareConfig(), description="How a version is compared with its baseline."
     )
     checks: ChecksConfig = Field(default=ChecksConfig(), description="Limits of the asset checks.")
+    calibration: CalibrationConfig | None = Field(
+        default=None,
+        description="How much a judge-backed metric must agree with people's labels (Cohen's "
+        "kappa) to be calibrated, and whether only calibrated metrics decide runs (off: unset; "
+        "agreement is still reported once runs are labelled).",
+    )
     online: OnlineConfig | None = Field(
         default=None,
         description="Score the workflow's production executions as they happen (off: unset).",

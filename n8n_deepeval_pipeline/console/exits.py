@@ -137,6 +137,35 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="the synthesis process itself failed (its last line is quoted)",
     ),
     ExitCode(
+        code=EXIT_ERROR,
+        commands=("labels export", "review"),
+        when="no judged score is left to label (every one is labelled by the reviewer, or the "
+        "scores are dry-run placeholders): nothing is written",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("labels import",),
+        when="a row names an unknown run or metric, or a label that does not read: nothing is "
+        "imported (each problem with its line, or Data Table row, and field)",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("calibration",),
+        when="`--adopt` cannot write a threshold (none fitted, strictMode pins it, fewer than "
+        "10 labels of either verdict, or it agrees no better than the configured one): the "
+        "file is unchanged",
+    ),
+    ExitCode(
+        code=EXIT_COMPARE_FAILED,
+        commands=("labels export", "review"),
+        when="the version is unknown or not run",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("labels export", "labels import", "review", "calibration"),
+        when="storage failed: a full disk or a corrupt database, said in one line",
+    ),
+    ExitCode(
         code=EXIT_N8N_UNREACHABLE,
         commands=(
             "run",
@@ -145,6 +174,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
             "init",
             "dataset from-executions",
             "dataset synthesize",
+            "labels export",
+            "labels import",
+            "review",
         ),
         when="n8n did not answer: one line names its scheme, host and port (the file is "
         "not at fault)",

@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 
@@ -198,6 +199,7 @@ class WebhookCaller:
 
     def _run(self, run: ExpandedRun, row: DatasetRow) -> AgentOutput:
         session_id = run.run_id  # one session per run: repeated runs never share memory
+        started_at = datetime.now(UTC)
         started = time.perf_counter()
         turns: list[dict[str, Any]] = []
         steps: list[Any] | None = None  # None: no answer carried steps (n8n may have them)
@@ -213,7 +215,8 @@ class WebhookCaller:
                     {"role": "assistant", "content": answer.output or ""},
                 ]
         except TargetError as error:
-            return _failed(run, str(error), time.perf_counter() - started, session_id)
+            failed = _failed(run, str(error), time.perf_counter() - started, session_id)
+            return failed.model_copy(update={"started_at": started_at})
         return AgentOutput(
             workflow_hash=run.workflow_hash,
             run_id=run.run_id,
@@ -222,6 +225,7 @@ class WebhookCaller:
             turns=turns if self.target.messages_column else None,
             session_id=session_id,
             latency_s=round(time.perf_counter() - started, 4),
+            started_at=started_at,
         )
 
     def answer(

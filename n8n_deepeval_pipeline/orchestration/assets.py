@@ -20,12 +20,18 @@ import pandas as pd
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
+from n8n_deepeval_pipeline.calibration.measurement import measure
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
     write_rows,
+)
+from n8n_deepeval_pipeline.orchestration.calibration_gate import (
+    calibration_metadata,
+    not_deciding,
+    step_calibration,
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
@@ -35,8 +41,14 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
     build_red_team_assets,
     red_teamed_versions,
 )
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.run_traces import (
+    TRACE_INPUTS,
+    build_run_trace_asset,
+    traces_wanted,
+)
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import (
@@ -204,16 +216,23 @@ def build_benchmark_assets(
         **common,
     )
     def run_aggregates(
-        context: dg.AssetExecutionContext, expanded_runs: pd.DataFrame, metric_scores: pd.DataFrame
+        context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
+        expanded_runs: pd.DataFrame,
+        metric_scores: pd.DataFrame,
     ) -> pd.DataFrame:
+        calibration = step_calibration(benchmark, human_labels)
         rows = steps.run_aggregates(
             benchmark,
             from_frame(ExpandedRun, expanded_runs),
             from_frame(MetricScore, metric_scores),
+            not_deciding(calibration),
         )
         passed = [row.overall_success for row in rows]
         rate = fmean(passed) if passed else 0.0
         context.add_output_metadata(shown({"runs": len(rows), "run_pass_rate": rate}))
+        if calibration is not None:
+            context.add_output_metadata(calibration_metadata(calibration.standings))
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -263,6 +282,8 @@ def build_benchmark_assets(
     ]
     if benchmark.sink is not None:
         assets.append(_data_table_sink(benchmark, common))
+    if traces_wanted():
+        assets.append(build_run_trace_asset(benchmark, common, _ins(benchmark, *TRACE_INPUTS)))
     return assets, partitions
 
 
@@ -363,13 +384,17 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
     )
     def version_comparison(
         context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
-        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        calibration = step_calibration(benchmark, human_labels)
+        stored = _stored_versions(
+            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
+        )
         baseline = _baseline(context, benchmark, from_frame(WorkflowSnapshot, workflow_snapshot))
         if baseline is None:
             context.log.info("no earlier version to compare with")
@@ -425,6 +450,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
     )
     def benchmark_report(
         context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
@@ -443,9 +469,15 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             snapshots=snapshots,
             checks=from_frame(WorkflowCheck, workflow_checks),
         )
-        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        labels = human_labels.store(benchmark).judged()
+        calibration = measure(benchmark, labels) if labels or benchmark.calibration else None
+        stored = _stored_versions(
+            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
+        )
         baseline = _baseline(context, benchmark, snapshots)
-        report = version_report(benchmark, context.partition_key, baseline, stored, own)
+        report = version_report(
+            benchmark, context.partition_key, baseline, stored, own, calibration
+        )
         if red_team_tables:
             report = _with_red_team(context, benchmark, report, red_team_tables)
         folder = settings.reports_dir() / benchmark.name / context.partition_key
@@ -499,12 +531,16 @@ def _baseline(
 
 
 def _stored_versions(
-    expanded_runs: pd.DataFrame, run_aggregates: pd.DataFrame, metric_scores: pd.DataFrame
+    expanded_runs: pd.DataFrame,
+    run_aggregates: pd.DataFrame,
+    metric_scores: pd.DataFrame,
+    uncalibrated: frozenset[str],
 ) -> StoredVersions:
     return StoredVersions(
         from_frame(ExpandedRun, expanded_runs),
         from_frame(RunAggregate, run_aggregates),
         from_frame(MetricScore, metric_scores),
+        uncalibrated,
     )
 
 

@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.orchestration.online import (
     build_online_sensor,
 )
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
@@ -94,7 +95,7 @@ def _env_secret(name: str) -> dg.EnvVar | None:
 
 
 def build_resources(judge_cache: bool = True) -> dict[str, object]:
-    """The worker pool, the judge, n8n and the results IO manager, from the environment."""
+    """The worker pool, the judge, n8n, the results IO manager and the labels' store."""
     return {
         "worker_pool": WorkerPoolResource(
             size=_env_int("DEEPEVAL_POOL_SIZE"),
@@ -128,6 +129,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
         "score_journal": score_journal(),
         "n8n": n8n_resource(),
         "io_manager": results_io_manager(),
+        "human_labels": human_labels(),
         STEP_IO_MANAGER: step_io_manager(),
     }
 
@@ -147,6 +149,13 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
     database = settings.database_path()
     settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
+
+
+def human_labels() -> HumanLabelsResource:
+    """People's labels, beside the results: the DuckDB file, or the results' PostgreSQL."""
+    if settings.profile() != "local":
+        return HumanLabelsResource(url=_required_env(settings.POSTGRES_URL_ENV))
+    return HumanLabelsResource(database=str(settings.database_path()))
 
 
 def score_journal() -> ScoreJournalResource:

@@ -20,6 +20,10 @@ from pydantic import TypeAdapter
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.label_store import LabelStore
+from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
+from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
+from n8n_deepeval_pipeline.online.scoring import OnlineScore
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
@@ -29,6 +33,7 @@ from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
 from n8n_deepeval_pipeline.orchestration.red_team import RED_TEAM_ASSETS, red_teamed_versions
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
@@ -188,6 +193,27 @@ class BenchmarkRunner:
         resolved: N8nResource = resource.process_config_and_initialize()
         return resolved
 
+    def label_store(self) -> LabelStore:
+        """People's labels of this benchmark, where the profile keeps its results."""
+        resource = (self.defs.resources or {})["human_labels"]
+        assert isinstance(resource, HumanLabelsResource)
+        resolved: HumanLabelsResource = resource.process_config_and_initialize()
+        return resolved.store(self.benchmark)
+
+    def calibration(self, with_thresholds: bool = True) -> Calibration | None:
+        """The judges' agreement with people's labels now (None: no label, no section)."""
+        labels = self.label_store().judged()
+        if not labels and self.benchmark.calibration is None:
+            return None
+        return measure(self.benchmark, labels, with_thresholds)
+
+    def _not_deciding(self) -> frozenset[str]:
+        """What calibration.gate keeps from deciding runs and regressions now."""
+        if self.benchmark.calibration is None or not self.benchmark.calibration.gate:
+            return frozenset()
+        calibration = self.calibration(with_thresholds=False)
+        return frozenset(calibration.gated) if calibration is not None else frozenset()
+
     def register_current_version(self, workflow_hash: str | None = None) -> str:
         """Add the workflow's current version (its file, or n8n's) as a partition; its key.
 
@@ -288,7 +314,7 @@ class BenchmarkRunner:
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink")
+        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink", "run_trace")
         return [name for name in names if self._key(name) in keys]
 
     def _key(self, asset: str) -> dg.AssetKey:
@@ -364,12 +390,33 @@ class BenchmarkRunner:
         return len(lines)
 
     def stored_versions(self, versions: list[str]) -> StoredVersions:
-        """The stored runs, aggregates and scores of these versions (a read per table)."""
+        """The stored runs, aggregates and scores of these versions (a read per table).
+
+        Compared without the metrics ``calibration.gate`` keeps from deciding now.
+        """
         return StoredVersions(
             self._table("expanded_runs", ExpandedRun, versions),
             self._table("run_aggregates", RunAggregate, versions),
             self._table("metric_scores", MetricScore, versions),
+            self._not_deciding(),
         )
+
+    def runs_to_review(self, version: str) -> RunsToReview:
+        """A version's runs, outputs, dataset rows and scores, for a reviewer to label."""
+        return RunsToReview(
+            runs=self._table("expanded_runs", ExpandedRun, version),
+            outputs=self._table("agent_outputs", AgentOutput, version),
+            dataset=self._table("dataset_rows", DatasetRow, version),
+            scores=self._table("metric_scores", MetricScore, version),
+        )
+
+    def online_scores(self) -> list[OnlineScore]:
+        """Every production item scored online, every day stored (none without online)."""
+        if self.benchmark.online is None:
+            return []
+        key = self._key("online_scores")
+        days = sorted(self.instance.get_materialized_partitions(key))
+        return self._table("online_scores", OnlineScore, days)
 
     def scenarios(self, version: str) -> dict[str, str]:
         """Row id → scenario of the version's simulated conversations' rows (none without)."""
@@ -464,7 +511,12 @@ class BenchmarkRunner:
             checks=self._table("workflow_checks", WorkflowCheck, partition),
         )
         report = version_report(
-            self.benchmark, partition, baseline, self.stored_versions(versions), own
+            self.benchmark,
+            partition,
+            baseline,
+            self.stored_versions(versions),
+            own,
+            self.calibration(),
         )
         if self.benchmark.red_team is None:
             return report
@@ -498,6 +550,9 @@ class BenchmarkRunner:
         """Headline figures of one version, read back from storage."""
         scores = self._table("metric_scores", MetricScore, partition)
         outputs = self._table("agent_outputs", AgentOutput, partition)
+        calibration = (
+            self.calibration(with_thresholds=False) if self.benchmark.calibration else None
+        )
         summary = summarise(
             self.benchmark.name,
             full_hash(scores, partition),
@@ -506,6 +561,7 @@ class BenchmarkRunner:
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
             outputs,
+            calibration.standings if calibration is not None else (),
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
         snapshots = self.snapshots([partition])

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
+from n8n_deepeval_pipeline.calibration.status import MetricCalibration
 from n8n_deepeval_pipeline.report.conversation import Conversation
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
@@ -80,6 +82,7 @@ class MetricRow(_Frozen):
     score_bins: tuple[int, ...]  # how many scores fall in each tenth of [0, 1]
     unscored: int  # results without a score
     decides: bool = True  # its results decide runs (a dry-run placeholder may not)
+    calibration: MetricCalibration | None = None  # its standing with people (calibration)
 
 
 class ComparisonReport(_Frozen):
@@ -360,6 +363,7 @@ class Report(_Frozen):
     red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
     variant: str | None = None  # the variant of the workflow this version is (None: itself)
     variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
+    calibration: Calibration | None = None  # the judges against people's labels, if any
     ran_at: datetime | None = None  # when the version's run read the workflow
     written_at: datetime | None = None  # when the report was made
     workflow_checks: tuple[WorkflowCheck, ...] = ()  # the version's workflow checks

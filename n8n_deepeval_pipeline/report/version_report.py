@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report
@@ -48,8 +49,12 @@ def version_report(
     baseline: str | None,
     stored: StoredVersions,
     own: ReportOnlyTables,
+    calibration: Calibration | None = None,
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
+
+    ``calibration``: the judges' agreement with people's labels, for its section (and,
+    with a calibration section, each metric's standing).
 
     Versions may be named by key or hash; the report shows their full hashes. It calls
     the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
@@ -66,6 +71,7 @@ def version_report(
         own.consistency,
         benchmark.metric_labels,
         rows.outputs,
+        calibration.standings if calibration is not None and calibration.configured else (),
     )
     why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
     summary = summary.model_copy(update={"incomplete": why})
@@ -94,6 +100,7 @@ def version_report(
             own.outputs,
             own.snapshots,
         ),
+        calibration=calibration,
     )
     return report.model_copy(
         update={

@@ -6,6 +6,8 @@ through it. psycopg2 comes with the ``distributed`` extra and is imported on fir
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -19,6 +21,20 @@ def psycopg2_connection(url: str, application_name: str) -> Any:
             "psycopg2: pip install 'n8n-deepeval-pipeline[distributed]'"
         ) from error
     return psycopg2.connect(libpq_url(url), application_name=application_name)
+
+
+@contextmanager
+def transaction(url: str, application_name: str) -> Iterator[Any]:
+    """A connection whose work commits at the end, or rolls back on error; then closed."""
+    connection = psycopg2_connection(url, application_name)
+    try:
+        yield connection
+        connection.commit()
+    except BaseException:
+        connection.rollback()
+        raise
+    finally:
+        connection.close()
 
 
 def libpq_url(url: str) -> str:

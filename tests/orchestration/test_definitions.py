@@ -36,6 +36,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "score_journal",
         "n8n",
         "io_manager",
+        "human_labels",  # people's labels, beside the results (no asset writes them)
         "step_io_manager",  # the scoring chunks' rows between steps
     }
     # local profile: steps in the run's process, or forked from a preloaded server

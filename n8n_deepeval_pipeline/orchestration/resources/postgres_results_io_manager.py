@@ -42,7 +42,7 @@ from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     report_written,
     upsert_key,
 )
-from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
+from n8n_deepeval_pipeline.tables.postgres_connection import transaction
 
 # pandas dtype kind → PostgreSQL type, as information_schema.columns names it.
 _SQL_TYPES = {
@@ -259,15 +259,8 @@ class PostgresClient(DbClient[Any]):
         self, context: dg.OutputContext | dg.InputContext, table_slice: TableSlice
     ) -> Iterator[Any]:
         """A connection whose work commits at the end, or rolls back on error; then closed."""
-        connection = psycopg2_connection(self.url, "n8n-deepeval")
-        try:
+        with transaction(self.url, "n8n-deepeval") as connection:
             yield connection
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-        finally:
-            connection.close()
 
     @staticmethod
     def ensure_schema_exists(
