@@ -50,6 +50,7 @@ MappedField = Literal[
     "expectedOutcome",
     "scenario",
     "userDescription",
+    "inputImages",
 ]
 # What a recorded target can read from dataset columns.
 RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]

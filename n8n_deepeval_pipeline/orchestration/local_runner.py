@@ -72,6 +72,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     Row,
     RunAggregate,
     WorkflowCheck,
@@ -309,7 +310,9 @@ class BenchmarkRunner:
         if asset not in self.asset_names():
             names = ", ".join(self.asset_names())
             raise ValueError(f"unknown asset {asset!r}; assets: {names}")
-        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        # A step that writes two tables (agent_outputs, output_images) runs whole.
+        downstream = dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        return downstream.required_multi_asset_neighbors()
 
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
@@ -383,6 +386,7 @@ class BenchmarkRunner:
         lines = recording_lines(
             self._table("expanded_runs", ExpandedRun, partition),
             self._table("agent_outputs", AgentOutput, partition),
+            self._table("output_images", OutputImage, partition),
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as recorded:
@@ -509,6 +513,7 @@ class BenchmarkRunner:
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
             checks=self._table("workflow_checks", WorkflowCheck, partition),
+            images=self._table("output_images", OutputImage, versions),
         )
         report = version_report(
             self.benchmark,

@@ -11,14 +11,16 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
-from n8n_deepeval_pipeline.report.model import Report
+from n8n_deepeval_pipeline.report.model import Report, ReportImage
 from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
+from n8n_deepeval_pipeline.tables.output_images import image_data
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
     DatasetRow,
+    OutputImage,
     WorkflowCheck,
     WorkflowSnapshot,
     of_version,
@@ -41,6 +43,8 @@ class ReportOnlyTables:
     """The versions' snapshots: which are variants, and of which workflow."""
     checks: list[WorkflowCheck] = field(default_factory=list)
     """The candidate's workflow checks."""
+    images: list[OutputImage] = field(default_factory=list)
+    """The versions' images (``output_images``): those the runs shown show."""
 
 
 def version_report(
@@ -102,8 +106,10 @@ def version_report(
         ),
         calibration=calibration,
     )
+    shown = {r.run_id for case in report.cases for r in (*case.runs, *case.baseline_runs)}
     return report.model_copy(
         update={
+            "images": _shown_images(own, shown),
             "ran_at": snapshot.fetched_at if snapshot else None,
             "written_at": datetime.now(UTC),
             "workflow_checks": tuple(of_version(own.checks, candidate)),
@@ -112,6 +118,25 @@ def version_report(
             ),
         }
     )
+
+
+def _shown_images(own: ReportOnlyTables, runs: set[str]) -> dict[str, ReportImage]:
+    """The images of the runs the report shows, each once: a file beside the page or a link."""
+    named = {
+        image["sha256"]
+        for output in own.outputs
+        if output.run_id in runs
+        for image in output.images or []
+    }
+    return {
+        image.sha256: ReportImage(
+            src=image.url or f"images/{image.sha256}{image_data(image).extension}",
+            remote=image.url is not None,
+            data_base64=image.data_base64,
+        )
+        for image in own.images
+        if image.sha256 in named
+    }
 
 
 def family_matrix(

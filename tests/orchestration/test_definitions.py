@@ -80,8 +80,10 @@ def test_module_loads_the_bundled_example_by_default(monkeypatch, tmp_path):
 
     defs = load_definitions()
     assert sorted(s.name for s in defs.sensors) == [
+        "image_workflow__workflow_changed",
         "kitchen_sink_conversational__workflow_changed",
         "kitchen_sink_non_conversational__workflow_changed",
+        "mcp_agent__workflow_changed",
         "support_agent__workflow_changed",
     ]
 
