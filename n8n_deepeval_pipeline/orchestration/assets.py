@@ -84,6 +84,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     OutputImage,
     RunAggregate,
     TableRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
@@ -481,7 +482,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "workflow_snapshot",
                 "output_images",
             ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
             **red_team,
         },
         **{**common, "metadata": {}},
@@ -497,6 +498,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         output_images: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        workflow_checks: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -505,6 +507,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            checks=from_frame(WorkflowCheck, workflow_checks),
             images=from_frame(OutputImage, output_images),
         )
         labels = human_labels.store(benchmark).judged()
@@ -589,6 +592,8 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)
+    if report.workspace_url is not None:  # every case and run of the version, in the workspace
+        metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

@@ -557,9 +557,14 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     html = report.metadata["report"].value
     assert html.endswith(f"reports/support_agent/{second[:12]}/report.html")
     assert report.metadata["run_pass_rate"].value == 0.5185  # 14/27, as the UI shows it
-    # a link the UI opens: the address `n8n-deepeval ui` serves the reports folder at
+    # links the UI opens: the report, and the version's page, where `n8n-deepeval ui` serves
+    # the results workspace
+    workspace = f"http://127.0.0.1:{settings.reports_port()}"
     assert report.metadata["report_url"].value == (
-        f"http://127.0.0.1:{settings.reports_port()}/support_agent/{second}/report.html"
+        f"{workspace}/reports/support_agent/{second}/report.html"
+    )
+    assert report.metadata["workspace_url"].value == (
+        f"{workspace}/benchmarks/support_agent/versions/{second}"
     )
     # every float the UI shows is rounded one way: 4 significant digits, costs to $0.000001
     shown = [
