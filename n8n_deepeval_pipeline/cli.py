@@ -27,6 +27,7 @@ _COMMANDS = {
     "backfill": "run_commands:backfill",
     "compare": "version_commands:compare",
     "report": "version_commands:report",
+    "optimize": "optimize_command:optimize",
     "init": "init_command:init",
     "dataset": "dataset_commands:dataset",
     "review": "calibration_commands:review",

@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
+from n8n_deepeval_pipeline.benchmark.optimize import OptimizeConfig
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.benchmark.simulation import SimulationConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
@@ -51,6 +52,7 @@ MappedField = Literal[
     "expectedOutcome",
     "scenario",
     "userDescription",
+    "inputImages",
 ]
 # What a recorded target can read from dataset columns.
 RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
@@ -407,6 +409,11 @@ class Benchmark(ConfigModel):
         description="Play each run of a conversational golden (scenario, expectedOutcome, "
         "userDescription) as a conversation with a simulated user (off: unset).",
     )
+    optimize: OptimizeConfig | None = Field(
+        default=None,
+        description="How `n8n-deepeval optimize` rewrites a prompt of the workflow with "
+        "DeepEval's PromptOptimizer (needs an n8n_workflow target; unset: its defaults).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -613,6 +620,39 @@ class Benchmark(ConfigModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _optimize_what_can_be_varied(self) -> Benchmark:
+        if self.optimize is None:
+            return self
+        if not isinstance(self.target, WorkflowTarget):
+            raise ValueError(
+                "optimize: candidates are set on the workflow's harness copy: use target "
+                "type n8n_workflow"
+            )
+        if self.simulation is not None:
+            raise ValueError(
+                "optimize: a candidate is scored on one answer per row, not on a simulated "
+                "conversation: remove the simulation section to optimise"
+            )
+        known = self.counted_labels + [
+            label for label in self.metric_labels if label not in self.head_to_head
+        ]
+        for label in self.optimize.metrics or []:
+            if label in self.head_to_head:
+                raise ValueError(
+                    f"optimize.metrics: {label!r} judges variants head to head, not a candidate"
+                )
+            if label not in known:
+                raise ValueError(f"optimize.metrics names unknown metric {label!r}; known: "
+                                 f"{list(dict.fromkeys(known))}")  # fmt: skip
+        return self
+
+    @property
+    def optimized_labels(self) -> list[str]:
+        """The metrics a candidate prompt is scored on: optimize.metrics, else the deciding ones."""
+        chosen = self.optimize.metrics if self.optimize is not None else None
+        return list(chosen) if chosen else self.counted_labels
+
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 
@@ -735,7 +775,7 @@ def benchmark_json_schema() -> dict[str, Any]:
     return schema
 
 
-def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+def resolve_paths(raw: dict[str, Any], base: Path) -> None:
     """Make relative paths relative to the benchmark file, not the working directory."""
 
     def resolve(container: Any, key: str) -> None:
@@ -752,7 +792,7 @@ def parse_benchmark(raw: Any, source: Path) -> Benchmark:
     if not isinstance(raw, Mapping):
         raise BenchmarkConfigError(source, ["(top level): must be a mapping of benchmark fields"])
     document = dict(raw)
-    _resolve_paths(document, source.parent)
+    resolve_paths(document, source.parent)
     try:
         benchmark = Benchmark.model_validate(document)
     except ValidationError as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrup
 EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
 EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
 EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
+EXIT_NOT_ADOPTED = 1  # optimize: the best candidate did not prove better on the held-out rows
 # click's own: a ClickException said in one line, and a usage error.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -97,6 +99,12 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         commands=("compare", "report"),
         when="the comparison cannot run (a version unknown or not run; with `--variants`, "
         "no variant of it scored)",
+    ),
+    ExitCode(
+        code=EXIT_NOT_ADOPTED,
+        commands=("optimize",),
+        when="no candidate was adopted: none beat the workflow's prompt on the training rows, "
+        "or the best one did not prove better on the held-out rows (`optimize.adoptWhen`)",
     ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(
@@ -201,7 +209,9 @@ def exit_codes_stated(command: str) -> Callable[[click.Command], click.Command]:
             key=lambda row: row.code,
         )
         said = "; ".join(f"{row.code} {row.when.replace('`', '')}" for row in rows)
-        click_command.help = f"{click_command.help or ''}\n\nExit codes: {said}."
+        # Dedented first: a docstring's later paragraphs keep their indent in click's help.
+        described = inspect.cleandoc(click_command.help or "")
+        click_command.help = f"{described}\n\nExit codes: {said}."
         return click_command
 
     return stated

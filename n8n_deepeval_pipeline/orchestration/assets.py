@@ -72,6 +72,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     verdict_rows,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.output_images import with_images
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -80,8 +81,10 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     RunAggregate,
     TableRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
@@ -94,6 +97,7 @@ ASSET_NAMES = (
     "dataset_rows",
     "expanded_runs",
     "agent_outputs",
+    "output_images",
     "metric_scores",
     "run_aggregates",
     "consistency_stats",
@@ -183,13 +187,26 @@ def build_benchmark_assets(
         context.add_output_metadata({"runs": len(runs)})
         return to_frame(ExpandedRun, runs)
 
-    @dg.asset(
-        name="agent_outputs",
-        description="What the workflow produced for each run.",
+    def _out(description: str) -> dg.AssetOut:
+        return dg.AssetOut(
+            key_prefix=[benchmark.name],
+            group_name=benchmark.name,
+            description=description,
+            metadata=_PARTITION_METADATA,
+        )
+
+    @dg.multi_asset(
+        name=f"{benchmark.name}__agent_outputs",
+        outs={
+            "agent_outputs": _out("What the workflow produced for each run."),
+            "output_images": _out(
+                "The images of the runs' outputs and inputs, once each, by content hash."
+            ),
+        },
         ins=_ins(benchmark, "expanded_runs", "dataset_rows"),
         # After the snapshot: outputs belong to the version it checked, nothing is read from it.
         deps=[_key(benchmark, "workflow_snapshot")],
-        **common,
+        partitions_def=partitions,
     )
     def agent_outputs(
         context: dg.AssetExecutionContext,
@@ -197,16 +214,25 @@ def build_benchmark_assets(
         judge: JudgeResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
-    ) -> pd.DataFrame:
+    ) -> Any:
         runs = from_frame(ExpandedRun, expanded_runs)
         rows = from_frame(DatasetRow, dataset_rows)
-        if isinstance(benchmark.target, RecordedTarget):
-            with pointed_to_by(source):
+        with pointed_to_by(source):
+            if isinstance(benchmark.target, RecordedTarget):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
-        else:
-            outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
-        context.add_output_metadata(shown(outputs_metadata(outputs)))
-        return to_frame(AgentOutput, outputs)
+            else:
+                outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
+            outputs, images = with_images(outputs, runs, rows, _dataset_folder(benchmark))
+        yield dg.Output(
+            to_frame(AgentOutput, outputs),
+            output_name="agent_outputs",
+            metadata=shown(outputs_metadata(outputs)),
+        )
+        yield dg.Output(
+            to_frame(OutputImage, images),
+            output_name="output_images",
+            metadata={"images": len(images)},
+        )
 
     @dg.asset(
         name="run_aggregates",
@@ -290,6 +316,12 @@ def build_benchmark_assets(
 _SinkTable = tuple[DataTableOutput | None, str, type[TableRow], pd.DataFrame, tuple[str, ...]]
 
 
+def _dataset_folder(benchmark: Benchmark) -> Path | None:
+    """Where a dataset file's rows name their input image files from."""
+    path = benchmark.dataset.path
+    return None if path is None else Path(path).parent
+
+
 def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """Results written back to n8n Data Tables; a failure here loses nothing in DuckDB."""
     sink = benchmark.sink
@@ -336,7 +368,7 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
 
 
 def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
-    """What metric_scores reads: this version's runs, outputs and snapshot.
+    """What metric_scores reads: this version's runs, outputs, images and snapshot.
 
     Every version's outputs and snapshots when a head-to-head metric sets this version's
     runs beside another's.
@@ -344,9 +376,16 @@ def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
     if any(entry_for(config).head_to_head for config in benchmark.metrics):
         return {
             **_ins(benchmark, "expanded_runs", "dataset_rows"),
-            **_every_version(benchmark, "agent_outputs", "workflow_snapshot"),
+            **_every_version(benchmark, "agent_outputs", "workflow_snapshot", "output_images"),
         }
-    return _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot")
+    return _ins(
+        benchmark,
+        "expanded_runs",
+        "dataset_rows",
+        "agent_outputs",
+        "workflow_snapshot",
+        "output_images",
+    )
 
 
 def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
@@ -441,8 +480,9 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "metric_scores",
                 "agent_outputs",
                 "workflow_snapshot",
+                "output_images",
             ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
             **red_team,
         },
         **{**common, "metadata": {}},
@@ -455,8 +495,10 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         metric_scores: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        workflow_checks: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -465,6 +507,8 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            checks=from_frame(WorkflowCheck, workflow_checks),
+            images=from_frame(OutputImage, output_images),
         )
         labels = human_labels.store(benchmark).judged()
         calibration = measure(benchmark, labels) if labels or benchmark.calibration else None
@@ -548,6 +592,8 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)
+    if report.workspace_url is not None:  # every case and run of the version, in the workspace
+        metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

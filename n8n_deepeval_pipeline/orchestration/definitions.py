@@ -29,6 +29,11 @@ from n8n_deepeval_pipeline.orchestration.online import (
     build_online_job,
     build_online_sensor,
 )
+from n8n_deepeval_pipeline.orchestration.optimize_job import (
+    build_optimize_job,
+    optimizable,
+    search_asset,
+)
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
 from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
@@ -224,8 +229,9 @@ def build_definitions(
 
     Loading reads files only; it never calls n8n or a judge.
     """
-    assets: list[dg.AssetsDefinition] = []
-    jobs, schedules, sensors = [], [], []
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = []
+    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = []
+    schedules, sensors = [], []
     for path, benchmark in loaded_benchmarks(benchmark_files):
         if selection is not None:
             benchmark = benchmark.for_trial()
@@ -235,6 +241,9 @@ def build_definitions(
         jobs += [job, build_rescore_job(benchmark, partitions)]
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
+        if optimizable(benchmark) and selection is None:
+            assets.append(search_asset(benchmark))
+            jobs.append(build_optimize_job(benchmark, path))
         if benchmark.online is not None and selection is None:
             online_job = build_online_job(benchmark)
             assets += build_online_assets(benchmark)

@@ -46,8 +46,7 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
-from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
+from n8n_deepeval_pipeline.summary.gate import Gate, stored_version_gate
 from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
     error_summary,
@@ -73,6 +72,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     Row,
     RunAggregate,
     WorkflowCheck,
@@ -110,13 +110,13 @@ def prepare_dagster_home() -> Path:
 
 
 @contextmanager
-def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
-    """A throwaway instance whose results go to the benchmark's trial folder.
+def trial_instance(benchmark: str, folder: Path | None = None) -> Iterator[dg.DagsterInstance]:
+    """A throwaway instance whose results go to the benchmark's trial folder (or ``folder``).
 
     The folder (report and DuckDB file) is replaced by each trial and kept afterwards to
     be read; the judge's cache and limits stay the shared ones.
     """
-    folder = settings.trial_dir(benchmark)
+    folder = folder or settings.trial_dir(benchmark)
     shutil.rmtree(folder, ignore_errors=True)
     moved = {
         settings.JUDGE_STATE_ENV: str(settings.judge_state_dir()),
@@ -310,7 +310,9 @@ class BenchmarkRunner:
         if asset not in self.asset_names():
             names = ", ".join(self.asset_names())
             raise ValueError(f"unknown asset {asset!r}; assets: {names}")
-        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        # A step that writes two tables (agent_outputs, output_images) runs whole.
+        downstream = dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        return downstream.required_multi_asset_neighbors()
 
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
@@ -384,6 +386,7 @@ class BenchmarkRunner:
         lines = recording_lines(
             self._table("expanded_runs", ExpandedRun, partition),
             self._table("agent_outputs", AgentOutput, partition),
+            self._table("output_images", OutputImage, partition),
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as recorded:
@@ -485,11 +488,9 @@ class BenchmarkRunner:
 
         ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
         """
-        fail_on = self.benchmark.compare.fail_on
-        if baseline is None:
-            return version_gate(fail_on, None, [], incomplete)
-        flagged = cases_failing_gate(stored.compare(baseline, candidate), fail_on)
-        return version_gate(fail_on, baseline, flagged, incomplete)
+        return stored_version_gate(
+            self.benchmark.compare.fail_on, candidate, baseline, stored, incomplete
+        )
 
     def version_gate(self, partition: str, incomplete: str | None) -> Gate:
         """The gate of a version just run, against its baseline (``run``'s last word)."""
@@ -511,6 +512,8 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
+            checks=self._table("workflow_checks", WorkflowCheck, partition),
+            images=self._table("output_images", OutputImage, versions),
         )
         report = version_report(
             self.benchmark,

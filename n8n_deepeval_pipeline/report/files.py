@@ -1,11 +1,13 @@
-"""The report's files: the HTML page, ``eval-results.json`` and ``eval-pr-comment.md``.
+"""The report's files: the HTML page, ``eval-results.json``, ``eval-pr-comment.md``.
 
-They hold every answer and reason: they are written readable by their owner only, and
-without any configured secret, wherever they are written (the home, ``report --out``).
+And the images the page shows, beside it (``images/<sha256>.<ext>``). They hold every
+answer and reason: they are written readable by their owner only, and the texts without
+any configured secret, wherever they are written (the home, ``report --out``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -28,7 +30,7 @@ def results_json(report: Report) -> dict[str, Any]:
 
 
 def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
-    """Write the three files into ``out_dir`` (created if needed); their paths by file name."""
+    """Write the three files and the images into ``out_dir`` (made if needed); the files' paths."""
     private_dir(out_dir)
     contents = {
         HTML_FILE: render_html(report),
@@ -39,8 +41,18 @@ def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
     paths = {}
     for name, text in contents.items():
         paths[name] = out_dir / name
-        descriptor = os.open(paths[name], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
-        os.fchmod(descriptor, PRIVATE_FILE_MODE)  # a file written before keeps no wider mode
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(redact_values(text, secrets))
+        _write_private(paths[name], redact_values(text, secrets).encode("utf-8"))
+    for image in report.images.values():
+        if image.data_base64 is not None:
+            file = out_dir / image.src
+            private_dir(file.parent)
+            _write_private(file, base64.b64decode(image.data_base64))
     return paths
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    """``data`` into ``path``, readable by its owner only (a file written before too)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE_MODE)
+    os.fchmod(descriptor, PRIVATE_FILE_MODE)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data)

@@ -180,13 +180,14 @@ class OpenAICompatibleProvider:
     """A server with OpenAI's API and no DeepEval class (vLLM, llama.cpp, LM Studio, …).
 
     By default each request is the one DeepEval's ``GPTModel`` sends a model it knows takes
-    structured outputs and log-probabilities (gpt-4.1): the prompt as content parts,
-    temperature 0 unless set, the strict schema through ``parse`` (JSON mode through it
-    too), log-probabilities through a plain call. ``structuredOutputs: none`` with
-    ``logprobs: false`` is DeepEval's ``LocalModel``: the prompt as a string, no schema, the
-    JSON read from the text. ``schema`` (the plain JSON schema) is neither class's. A
-    server that rejects a JSON schema (HTTP 400) is asked in JSON mode from then on, and
-    the cache keys follow.
+    structured outputs and log-probabilities (gpt-4.1): the prompt as content parts (its
+    images among them, a remote one by its URL), temperature 0 unless set, the strict
+    schema through ``parse`` (JSON mode through it too), log-probabilities through a plain
+    call. ``structuredOutputs: none`` with ``logprobs: false`` is DeepEval's
+    ``LocalModel``: the prompt as a string (with its images, a list of parts, a remote one
+    fetched and sent inline), no schema, the JSON read from the text. ``schema`` (the plain
+    JSON schema) is neither class's. A server that rejects a JSON schema (HTTP 400) is asked
+    in JSON mode from then on, and the cache keys follow.
     """
 
     def __init__(self, spec: JudgeSpec) -> None:
@@ -210,14 +211,19 @@ class OpenAICompatibleProvider:
         self._where = f"openai-compatible judge at {safe_url(spec.base_url or '')}"
         self.answers_logprobs = spec.logprobs is not False
 
+    reads_images = True  # DeepEval's local model class sends them to any such server
+
     @property
     def wire(self) -> str:
         return self._mode
 
     def _request(self, prompt: str) -> dict[str, Any]:
-        # GPTModel sends content parts, LocalModel (the form of `none`) a string.
+        from deepeval.models.llms.multimodal import to_openai_content
+
+        # GPTModel's content parts, or LocalModel's (the form of `none`): a string unless
+        # the prompt holds images, a remote image fetched and sent inline.
         local = self.spec.structured_outputs == "none"
-        content: Any = prompt if local else [{"type": "text", "text": prompt}]
+        content = to_openai_content(prompt, text_only_as_string=local, inline_remote_images=local)
         request: dict[str, Any] = {
             "model": self.spec.model,
             "messages": [{"role": "user", "content": content}],
