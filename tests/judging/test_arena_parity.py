@@ -11,16 +11,14 @@ them itself on odd runs. Both orders are compared.
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import ROOT, evaluate_all, make_task
+from tests.conftest import evaluate_all, make_task
 from tests.judging.deepeval_reference import OPPONENT_OUTPUT
+from tests.reference_run import run_reference
 from tests.worker.test_metric_runs import ITEM, config_for
 
 pytestmark = pytest.mark.slow
@@ -38,15 +36,7 @@ CRITERIA = [
 
 def deepeval_reference(folder, spec):
     """Each metric's score (or error) by DeepEval's own ArenaGEval and OpenAI class."""
-    (folder / "spec.json").write_text(json.dumps(spec), "utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-        cwd=folder,
-        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=600,
-    )
-    return json.loads((folder / "out.json").read_text(encoding="utf-8"))
+    return run_reference("tests.judging.deepeval_reference", folder, spec)
 
 
 def _canonical(bodies):
