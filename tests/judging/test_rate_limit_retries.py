@@ -70,9 +70,7 @@ def _paced(server: LoopbackJudge, tmp_path, **retry: float) -> JudgeSpec:
 
 
 @pytest.mark.parametrize("outside", ["policy", "call_limit"])
-def test_a_call_outside_an_evaluation_waits_for_its_turn_no_longer_than_its_time(
-    tmp_path, outside
-):
+def test_a_call_outside_an_evaluation_waits_for_its_turn_no_longer_than_its_time(tmp_path, outside):
     # A judge answering 429 without headers forever: a retry waited for its turn with no
     # deadline, so one simulated user's call took 498 s where 270 s were documented.
     server = LoopbackJudge(latency_s=0.0, faults=["429"] * 10_000).start()

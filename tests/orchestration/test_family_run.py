@@ -7,12 +7,12 @@ import pytest
 
 from n8n_deepeval_pipeline.console.exits import Refused
 from n8n_deepeval_pipeline.console.family_run import chosen
+from n8n_deepeval_pipeline.orchestration import family_run
 from n8n_deepeval_pipeline.orchestration.call_barrier import (
     CALLS_START_TOGETHER,
     arrive,
     start_together,
 )
-from n8n_deepeval_pipeline.orchestration import family_run
 from n8n_deepeval_pipeline.workflow.variants import Member
 
 
@@ -70,7 +70,8 @@ def test_a_version_whose_process_dies_is_failed_with_its_exit_code_and_last_line
     assert not died.completed and died.run_id is None
     assert "ended before its result (exit code 7)" in died.errors[0]
     logs = sorted((tmp_path / "home" / "logs").iterdir())
-    assert len(logs) == 2 and all(str(log) in " ".join(aborted.errors + died.errors) for log in logs)
+    said = " ".join(aborted.errors + died.errors)
+    assert len(logs) == 2 and all(str(log) in said for log in logs)
     printed = capfd.readouterr().err  # each version's progress, passed on as it came
     assert all(f"[{name}] called 4/4" in printed for name in ("clean", "aborts", "dies"))
 

@@ -174,7 +174,9 @@ def test_a_judge_refusing_for_ever_ends_each_conversation_as_rate_limited_in_tim
     for conversation in conversations:
         assert (conversation.stop_reason, conversation.turns) == ("judge_error", [])
         assert conversation.error_kind == "judge_rate_limited"  # as a score's row says it
-        assert "rate limit" in conversation.error or "no turn for a judge call" in conversation.error
+        assert (
+            "rate limit" in conversation.error or "no turn for a judge call" in conversation.error
+        )
         output = conversation.agent_output(HASH, "openai:gpt-4.1", 3, None)
         assert output.error_kind == "judge_rate_limited"
     assert chatbot.memory == {}

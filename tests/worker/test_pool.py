@@ -361,9 +361,7 @@ def test_a_pool_leaves_nothing_in_the_temp_folder_nor_a_log(temp_folder):
     assert not (temp_folder / "home").exists()  # no log kept, nothing made in the home
 
 
-def test_the_log_of_a_crashed_worker_is_kept_in_the_home_where_its_error_says(
-    temp_folder, caplog
-):
+def test_the_log_of_a_crashed_worker_is_kept_in_the_home_where_its_error_says(temp_folder, caplog):
     pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
     try:
         (crashed,) = evaluate(pool, labelled("crash"))
