@@ -37,6 +37,7 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
 )
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import (
@@ -183,6 +184,7 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext,
         n8n: N8nResource,
         judge: JudgeResource,
+        score_journal: ScoreJournalResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> pd.DataFrame:
@@ -192,7 +194,7 @@ def build_benchmark_assets(
             with pointed_to_by(source):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
         else:
-            outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
+            outputs = live_outputs(context, benchmark, n8n, judge, score_journal, runs, rows)
         context.add_output_metadata(shown(outputs_metadata(outputs)))
         return to_frame(AgentOutput, outputs)
 

@@ -142,6 +142,7 @@ class Child:
         self.log_path = logs_dir() / self._writing.name
         """Where its log is kept if it fails (it is moved there when the child stops)."""
         self._keep_log = False
+        self._stopped = False
         ours, theirs = Pipe(duplex=True)
         environment = worker_environment(self.secrets) if spec.sanitised else dict(os.environ)
         environment.update(spec.environment)
@@ -254,6 +255,9 @@ class Child:
 
     def stop(self, grace_s: float = _EXIT_GRACE_S) -> None:
         """Hang up; kill it past ``grace_s``; remove its scratch folder, and its log unless kept."""
+        if self._stopped:
+            return
+        self._stopped = True
         with contextlib.suppress(OSError):
             self.channel.close()
         try:
@@ -261,8 +265,8 @@ class Child:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        if self._reader is not None:
-            self._reader.join()
+        if self._reader is not None:  # a process it left running may hold its output open
+            self._reader.join(timeout=_EXIT_GRACE_S)
         if self._keep_log:
             settings.private_dir(self.log_path.parent)
             shutil.move(self._writing, self.log_path)
