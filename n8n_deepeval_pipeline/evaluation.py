@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
-from n8n_deepeval_pipeline.judging.failures import REFUSED_KINDS
+from n8n_deepeval_pipeline.judging.failures import REFUSED_KINDS, JudgeFailureKind
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
@@ -18,12 +18,7 @@ from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 ErrorKind = Literal[
     "missing_input",
     "invalid_config",
-    "judge_auth",
-    "judge_error",
-    "judge_forbidden",
-    "judge_invalid_output",
-    "judge_rate_limited",
-    "judge_unavailable",
+    JudgeFailureKind,  # the judge's failures, named as everywhere else
     "metric_error",
     "target_error",
     "worker_crash",

@@ -61,8 +61,9 @@ def write_benchmark(tmp_path: Path, chatbot: LoopbackChatbot, **changes: Any) ->
     return path
 
 
-def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
+def cli_env(judge: LoopbackJudge, home: Path) -> dict[str, str]:
+    """The environment of a `run` against the loopback judge, in a home of its own."""
+    return {
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(home),
         "DAGSTER_HOME": str(home / "dagster"),
@@ -72,8 +73,13 @@ def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedPro
         "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
         "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
     }
+
+
+def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path), "--json"]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        command, env=cli_env(judge, home), capture_output=True, text=True, timeout=900
+    )
 
 
 def stored(home: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -173,19 +179,6 @@ def test_a_recorded_target_cannot_be_simulated(tmp_path: Path) -> None:
     assert "simulation: a recorded target replays outputs captured earlier" in done.stderr + (
         done.stdout
     )
-
-
-def cli_env(judge: LoopbackJudge, home: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-        "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
-    }
 
 
 def test_a_killed_simulation_is_charged_to_its_run_when_the_version_is_stored(
