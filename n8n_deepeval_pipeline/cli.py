@@ -27,10 +27,15 @@ _COMMANDS = {
     "backfill": "run_commands:backfill",
     "compare": "version_commands:compare",
     "report": "version_commands:report",
+    "optimize": "optimize_command:optimize",
     "init": "init_command:init",
     "dataset": "dataset_commands:dataset",
+    "review": "calibration_commands:review",
+    "labels": "calibration_commands:labels",
+    "calibration": "calibration_commands:calibration",
     "cache": "cache_commands:cache",
     "ui": "ui_command:ui",
+    "ci": "ci_commands:ci",
 }
 
 

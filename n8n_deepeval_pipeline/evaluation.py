@@ -10,9 +10,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
+from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.failures import REFUSED_KINDS, JudgeFailureKind
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
+from n8n_deepeval_pipeline.n8n_data.images import ImageData
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 
 ErrorKind = Literal[
@@ -71,6 +74,10 @@ class EvaluationItem(BaseModel):
     expected_outcome: str | None = None
     scenario: str | None = None
     head_to_head: HeadToHead | None = None  # a head-to-head metric's other side
+    # The MCP servers the agent's MCP Client Tool nodes reached (None: it had none).
+    mcp_servers: list[McpServer] | None = None
+    # The images the texts above mark ([DEEPEVAL:IMAGE:<sha256>]), from the results store.
+    images: list[ImageData] | None = None
 
 
 class EvaluationTask(BaseModel):
@@ -89,6 +96,10 @@ class EvaluationTask(BaseModel):
     )
     ledger: LedgerTag | None = Field(
         default=None, description="Where each answered judge call is written as it arrives."
+    )
+    keep_judge_calls: bool = Field(
+        default=False,
+        description="Keep each judge call's model, tokens and timing (a trace is exported).",
     )
 
     @property
@@ -131,6 +142,8 @@ class Judgement(BaseModel):
     # How DeepEval scored a metric that asks for log-probabilities (G-Eval):
     # logprob_weighted, or schema_fallback when the judge has none; None for other metrics.
     score_path: str | None = None
+    # Each judge call, when the task asked to keep them (``keep_judge_calls``); else None.
+    judge_call_log: list[JudgeCall] | None = None
 
 
 class JudgeVote(Judgement):
@@ -148,6 +161,7 @@ class EvaluationResult(Judgement):
 
     task_id: int
     latency_s: float = 0.0
+    started_at: float | None = None  # seconds since the epoch; kept with judge_call_log
     worker_pid: int | None = None
     votes: list[JudgeVote] | None = None
 
@@ -174,10 +188,14 @@ class EvaluationResult(Judgement):
             )
         }
         path = ",".join(sorted({vote.score_path for vote in votes if vote.score_path})) or None
+        logs = [vote.judge_call_log for vote in votes if vote.judge_call_log is not None]
+        calls = [call for log in logs for call in log] if logs else None
         failed = [vote for vote in votes if vote.score is None]
         answered = len(votes) - len(failed)
         if answered >= quorum(len(votes)):
-            return cls(task_id=task_id, votes=votes, score_path=path, **totals)
+            return cls(
+                task_id=task_id, votes=votes, score_path=path, judge_call_log=calls, **totals
+            )
         why = "; ".join(f"{vote.judge}: {vote.error_kind}: {vote.error}" for vote in failed)
         return cls(
             task_id=task_id,
@@ -186,5 +204,6 @@ class EvaluationResult(Judgement):
             f"{quorum(len(votes))}. {why}",
             error_kind=failed[0].error_kind or "metric_error",
             score_path=path,
+            judge_call_log=calls,
             **totals,
         )

@@ -57,12 +57,13 @@ def compare(
             stored = runner.stored_versions([before, after])
             comparison = stored.compare(before, after)
             gate = runner.gate(after, before, stored, runner.incompleteness(after, stored))
+            scenarios = runner.scenarios(after)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     if as_json:
         click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
     else:
-        click.echo(render_comparison(comparison, before, after))
+        click.echo(render_comparison(comparison, before, after, scenarios))
     if gate.flagged_cases:
         flagged = gate.flagged_cases
         click.echo(

@@ -6,7 +6,8 @@ sub-node's under ``data.ai_tool`` with the input the agent gave it under
 ``inputOverride.ai_tool``. The run is found by the session id the pipeline sent (the
 webhook's ``body.sessionId``, or a ``sessionId`` a Chat Trigger passes on). Its steps are
 the ``intermediateSteps`` of an AI Agent node; with *Return Intermediate Steps* off they
-exist only as the tool sub-nodes' runs, which are read back as steps in execution order.
+exist only as the tool sub-nodes' runs, which are read back as steps in execution order
+(an MCP Client Tool's run names the tool of its server the agent called in its input).
 A language-model sub-node's runs hold the tokens of each call under
 ``data.ai_languageModel``: ``tokenUsage`` as the provider reported them, else n8n's own
 ``tokenUsageEstimate`` (read as n8n's evaluations read them).
@@ -47,7 +48,7 @@ def _run_items(runs: Any) -> Iterator[dict[str, Any]]:
         yield from _items(((run or {}).get("data") or {}).get("main"))
 
 
-def _node_items(execution: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def node_items(execution: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every item's ``json`` of every node of the execution, in run order."""
     for runs in _run_data(execution).values():
         yield from _run_items(runs)
@@ -70,7 +71,7 @@ def execution_steps(execution: dict[str, Any]) -> list[Any] | None:
     None when no agent ran.
     """
     found = next(
-        (item["intermediateSteps"] for item in _node_items(execution)
+        (item["intermediateSteps"] for item in node_items(execution)
          if isinstance(item.get("intermediateSteps"), list)),
         None,
     )  # fmt: skip
@@ -105,9 +106,19 @@ def tool_runs_as_steps(execution: dict[str, Any]) -> list[dict[str, Any]] | None
         output = list(_items(run["data"]["ai_tool"]))
         # The agent sees a tool's items as JSON text: the observation is kept that way.
         observation = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
-        steps.append({"action": {"tool": tool_name(name), "toolInput": tool_input},
+        steps.append({"action": {"tool": _called_as(name, tool_input), "toolInput": tool_input},
                       "observation": observation})  # fmt: skip
     return steps
+
+
+def _called_as(node: str, tool_input: dict[str, Any]) -> str:
+    """The tool the agent called, as the agent named it.
+
+    A toolkit node's run (an MCP Client Tool's) names it in its input as ``tool``
+    (``<node>_<tool>``); any other tool node is named after the node.
+    """
+    called = tool_input.get("tool")
+    return called if isinstance(called, str) and called else tool_name(node)
 
 
 def _first(run: tuple[int, str, dict[str, Any]]) -> int:
@@ -135,7 +146,7 @@ def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[
     """
     found: dict[str, list[list[Any]]] = {}
     for execution in sorted(executions, key=_run_order):
-        session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
+        session = next((s for s in map(_session_of, node_items(execution)) if s is not None), None)
         steps = execution_steps(execution)
         if session is not None and steps is not None:
             found.setdefault(session, []).append(steps)
@@ -145,7 +156,7 @@ def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[
 def executions_of(executions: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
     """The executions of one session (one per message sent in it), in the order they ran."""
     return sorted(
-        (e for e in executions if session in map(_session_of, _node_items(e))), key=_run_order
+        (e for e in executions if session in map(_session_of, node_items(e))), key=_run_order
     )
 
 
@@ -199,7 +210,7 @@ def model_calls_by_session(executions: list[dict[str, Any]]) -> dict[str, list[M
     """Session id → the language-model calls of its executions (a run's are all of theirs)."""
     found: dict[str, list[ModelCall]] = {}
     for execution in executions:
-        session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
+        session = next((s for s in map(_session_of, node_items(execution)) if s is not None), None)
         if session is not None:
             found.setdefault(session, []).extend(model_calls(execution))
     return found

@@ -46,6 +46,7 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
 )
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
 from n8n_deepeval_pipeline.orchestration.run_owner import unfinished_runs
+from n8n_deepeval_pipeline.orchestration.run_traces import traces_wanted
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
@@ -62,6 +63,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     WorkflowSnapshot,
     of_version,
 )
@@ -135,11 +137,11 @@ def build_metric_scores_asset(
     def build_plan(
         judge: JudgeResource,
         partition: str,
-        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
-        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
+        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images = frames
         # With a head-to-head metric, the outputs and snapshots are every version's.
         outputs = from_frame(AgentOutput, agent_outputs)
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -155,6 +157,7 @@ def build_metric_scores_asset(
             only=only,
             tools=snapshot_tools(of_version(snapshots, partition)),
             family=family,
+            images=from_frame(OutputImage, output_images),
         )
 
     @dg.op(
@@ -173,8 +176,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         # counts only: no task is kept
         planned = build_plan(judge, context.partition_key, frames, 1.0, range(0))
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
@@ -211,8 +215,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[ChunkScores]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         timeout_s = config.timeout_s or worker_pool.timeout_s
         only = range(chunk.start, chunk.stop)
         planned = build_plan(judge, context.partition_key, frames, timeout_s, only)
@@ -279,9 +284,10 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Any:
         # Short node names: steps are <benchmark>__metric_scores.plan, .score[c01_of_02], …
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         known, chunks = plan.alias("plan")(*frames)
         scored = chunks.map(lambda chunk: score.alias("score")(chunk, *frames))
         outputs = collect.alias("collect")(known, scored.collect())
@@ -306,7 +312,9 @@ def _score_chunk(
     # machine, re-delivered to this one in the same run.
     earlier = sum(entry[0] == context.run_id for entry in journal.attempts())
     ledger = journal.ledger_tag(context.run_id)
-    to_run = [task.model_copy(update={"ledger": ledger}) for task in to_run]
+    # A trace is exported: each judge call's timing is kept for it (else nothing is).
+    kept = {"ledger": ledger, "keep_judge_calls": traces_wanted()}
+    to_run = [task.model_copy(update=kept) for task in to_run]
     resumed = len(scores)
     if scores:
         say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")

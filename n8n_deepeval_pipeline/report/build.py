@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
@@ -100,6 +101,7 @@ def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricR
         score_bins=score_bins(present),
         unscored=len(scores) - len(present),
         decides=metric.decides,
+        calibration=metric.calibration,
     )
 
 
@@ -118,13 +120,15 @@ def build_report(
     baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
     variants: VariantMatrix | None = None,
+    calibration: Calibration | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
     ``fail_on``: the benchmark's compare.failOn; ``baseline``: the version it is compared
     with (this one is the candidate); ``dataset`` adds each case's input and expected
     output to the drill-down; ``variants``: the matrix of the workflow and its variants,
-    this version among them. Whether the version is incomplete is the summary's word.
+    this version among them; ``calibration``: the judges' agreement with people. Whether
+    the version is incomplete is the summary's word.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
@@ -153,4 +157,5 @@ def build_report(
         ),
         variant=summary.variant,
         variants=variants,
+        calibration=calibration,
     )

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
+from n8n_deepeval_pipeline.calibration.status import MetricCalibration
+from n8n_deepeval_pipeline.report.conversation import Conversation
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import attention_order, is_flagged
@@ -77,6 +80,7 @@ class MetricRow(_Frozen):
     score_bins: tuple[int, ...]  # how many scores fall in each tenth of [0, 1]
     unscored: int  # results without a score
     decides: bool = True  # its results decide runs (a dry-run placeholder may not)
+    calibration: MetricCalibration | None = None  # its standing with people (calibration)
 
 
 class ComparisonReport(_Frozen):
@@ -153,7 +157,11 @@ class MetricResult(_Frozen):
 
 
 class RunDetail(_Frozen):
-    """One run of a case: its output, why it failed and every metric's result."""
+    """One run of a case: its output, why it failed and every metric's result.
+
+    A run that holds turns is a conversation: ``output`` is its last answer, and
+    ``conversation`` every turn in full, why it stopped and its session.
+    """
 
     run_id: str
     run_index: int
@@ -164,6 +172,8 @@ class RunDetail(_Frozen):
     latency_s: float | None
     failure_categories: tuple[FailureCategory, ...]
     metrics: tuple[MetricResult, ...]
+    conversation: Conversation | None = None
+    input_images: tuple[str, ...] = ()  # the hashes of the images the run was given
 
 
 class RunGroup(_Frozen):
@@ -190,6 +200,15 @@ class RunGroup(_Frozen):
         )
 
     @property
+    def sessions(self) -> tuple[str, ...]:
+        """The sessions its conversations were sent in, in run order (none: no conversation)."""
+        return tuple(
+            run.conversation.session_id
+            for run in self.runs
+            if run.conversation is not None and run.conversation.session_id is not None
+        )
+
+    @property
     def latency(self) -> str | None:
         """The runs' latency, or its range when they took different times."""
         found = sorted(run.latency_s for run in self.runs if run.latency_s is not None)
@@ -201,7 +220,7 @@ class RunGroup(_Frozen):
 
 
 def _reads_as(run: RunDetail) -> tuple[object, ...]:
-    """Everything the page shows of a run but which run it is and how long it took."""
+    """Everything the page shows of a run but which run it is (its session) and its time."""
     return (
         run.passed,
         run.overall_score,
@@ -209,6 +228,7 @@ def _reads_as(run: RunDetail) -> tuple[object, ...]:
         run.output_error,
         run.failure_categories,
         run.metrics,
+        run.conversation.reads_as if run.conversation else None,
     )
 
 
@@ -294,6 +314,8 @@ class CaseDetail(_Frozen):
     """One dataset row's runs in this version and, against a baseline, the baseline's runs.
 
     ``causes``: what made the case drop, the largest rise first (empty unless it dropped).
+    A simulated conversation's row has no input: its scenario, the outcome the simulated
+    user is after and who that user is say what the conversations were about.
     """
 
     row_id: str
@@ -305,6 +327,9 @@ class CaseDetail(_Frozen):
     baseline_passed: int
     baseline_runs: tuple[RunDetail, ...]
     causes: tuple[DropCause, ...]
+    scenario: Excerpt | None = None
+    expected_outcome: Excerpt | None = None
+    user_description: Excerpt | None = None
 
     @property
     def run_groups(self) -> tuple[RunGroup, ...]:
@@ -324,6 +349,17 @@ class CaseDetail(_Frozen):
         return pair_runs(self.baseline_run_groups, self.run_groups)
 
 
+class ReportImage(_Frozen):
+    """An image a run shows: its file beside the page, or a remote image's URL (a link).
+
+    Its bytes go into the file, never into ``eval-results.json``.
+    """
+
+    src: str
+    remote: bool
+    data_base64: str | None = Field(default=None, exclude=True)
+
+
 class Report(_Frozen):
     """Everything the report of one workflow version shows."""
 
@@ -337,6 +373,8 @@ class Report(_Frozen):
     red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
     variant: str | None = None  # the variant of the workflow this version is (None: itself)
     variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
+    calibration: Calibration | None = None  # the judges against people's labels, if any
+    images: dict[str, ReportImage] = Field(default_factory=dict)  # by SHA-256: what runs show
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:

@@ -5,16 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
-from n8n_deepeval_pipeline.report.model import Report
+from n8n_deepeval_pipeline.report.model import Report, ReportImage
 from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
+from n8n_deepeval_pipeline.tables.output_images import image_data
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
     ConsistencyStats,
     DatasetRow,
+    OutputImage,
     WorkflowSnapshot,
     of_version,
 )
@@ -33,6 +36,8 @@ class ReportOnlyTables:
     dataset: list[DatasetRow]
     snapshots: list[WorkflowSnapshot] = field(default_factory=list)
     """The versions' snapshots: which are variants, and of which workflow."""
+    images: list[OutputImage] = field(default_factory=list)
+    """The versions' images (``output_images``): those the runs shown show."""
 
 
 def version_report(
@@ -41,8 +46,12 @@ def version_report(
     baseline: str | None,
     stored: StoredVersions,
     own: ReportOnlyTables,
+    calibration: Calibration | None = None,
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
+
+    ``calibration``: the judges' agreement with people's labels, for its section (and,
+    with a calibration section, each metric's standing).
 
     Versions may be named by key or hash; the report shows their full hashes. It calls
     the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
@@ -59,6 +68,7 @@ def version_report(
         own.consistency,
         benchmark.metric_labels,
         rows.outputs,
+        calibration.standings if calibration is not None and calibration.configured else (),
     )
     why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
     summary = summary.model_copy(update={"incomplete": why})
@@ -72,14 +82,36 @@ def version_report(
         )
     snapshot = next((s for s in own.snapshots if s.workflow_hash == candidate), None)
     summary = summary.model_copy(update={"variant": snapshot.variant if snapshot else None})
-    return build_report(
+    report = build_report(
         summary,
         rows,
         fail_on=benchmark.compare.fail_on,
         baseline=against,
         dataset=own.dataset,
         variants=_family_matrix(benchmark, candidate, stored, own),
+        calibration=calibration,
     )
+    shown = {r.run_id for case in report.cases for r in (*case.runs, *case.baseline_runs)}
+    return report.model_copy(update={"images": _shown_images(own, shown)})
+
+
+def _shown_images(own: ReportOnlyTables, runs: set[str]) -> dict[str, ReportImage]:
+    """The images of the runs the report shows, each once: a file beside the page or a link."""
+    named = {
+        image["sha256"]
+        for output in own.outputs
+        if output.run_id in runs
+        for image in output.images or []
+    }
+    return {
+        image.sha256: ReportImage(
+            src=image.url or f"images/{image.sha256}{image_data(image).extension}",
+            remote=image.url is not None,
+            data_base64=image.data_base64,
+        )
+        for image in own.images
+        if image.sha256 in named
+    }
 
 
 def _family_matrix(

@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline.evaluation import (
     JudgeVote,
 )
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
+from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
@@ -33,6 +34,7 @@ from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
+from n8n_deepeval_pipeline.worker.image_fields import reads_images, text_only
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
@@ -101,10 +103,13 @@ class Evaluator:
         self, task: EvaluationTask, judge: JudgeSpec, deadline: float
     ) -> EvaluationResult:
         """Score one task with one judge, in a context of its own."""
-        usage = UsageCounter(CallLedger(task.ledger) if task.ledger else None)
+        usage = UsageCounter(
+            CallLedger(task.ledger) if task.ledger else None, keep_calls=task.keep_judge_calls
+        )
         # Each run index has its own cache namespace: repeated runs stay real re-samples.
         namespace = task.run_id.rsplit(":", 1)[-1] if judge.cache_scope == "run" else "shared"
         started = time.perf_counter()
+        started_at = time.time() if task.keep_judge_calls else None
 
         async def scoped() -> EvaluationResult:
             JUDGE_SCOPE.set(JudgeScope(usage, namespace, deadline))
@@ -122,6 +127,8 @@ class Evaluator:
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
                 "score_path": usage.score_path,
+                "started_at": started_at,
+                "judge_call_log": _redacted(usage.call_log, task.secrets),
             }
         )
 
@@ -176,8 +183,11 @@ async def _run(
 ) -> tuple[float | None, str | None]:
     """Score with the entry's own runner, or with its DeepEval metric.
 
-    A runner calls the judge synchronously: it runs in a thread (with this context).
+    A runner calls the judge synchronously: it runs in a thread (with this context). Only a
+    metric that is shown images gets them as images (``image_fields``).
     """
+    if not reads_images(entry):
+        task = task.model_copy(update={"item": text_only(task.item)})
     if entry.runner is None:
         return await _measure(entry, config, task, judge, eval_mode)
     check_inputs(entry, config, task.item)
@@ -223,6 +233,16 @@ async def _head_to_head(
     keep_arena_order()
     winner = await metric.a_measure(test_case, _show_indicator=False)
     return (1.0 if winner == sides.name else 0.0), metric.reason
+
+
+def _redacted(calls: list[JudgeCall] | None, secrets: list[str]) -> list[JudgeCall] | None:
+    """The calls, their errors redacted as the evaluation's is (they are exported)."""
+    if calls is None:
+        return None
+    return [
+        call.model_copy(update={"error": redact(call.error, secrets)}) if call.error else call
+        for call in calls
+    ]
 
 
 def _first_line(error: BaseException) -> str:

@@ -232,15 +232,8 @@ class PostgresClient(DbClient[Any]):
         self, context: dg.OutputContext | dg.InputContext, table_slice: TableSlice
     ) -> Iterator[Any]:
         """A connection whose work commits at the end, or rolls back on error; then closed."""
-        connection = psycopg2_connection(self.url, "n8n-deepeval")
-        try:
+        with transaction(self.url, "n8n-deepeval") as connection:
             yield connection
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-        finally:
-            connection.close()
 
     @staticmethod
     def ensure_schema_exists(
@@ -317,6 +310,20 @@ def psycopg2_connection(url: str, application_name: str) -> Any:
             "psycopg2: pip install 'n8n-deepeval-pipeline[distributed]'"
         ) from error
     return psycopg2.connect(libpq_url(url), application_name=application_name)
+
+
+@contextmanager
+def transaction(url: str, application_name: str) -> Iterator[Any]:
+    """A connection whose work commits at the end, or rolls back on error; then closed."""
+    connection = psycopg2_connection(url, application_name)
+    try:
+        yield connection
+        connection.commit()
+    except BaseException:
+        connection.rollback()
+        raise
+    finally:
+        connection.close()
 
 
 def libpq_url(url: str) -> str:
