@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 import time
 from typing import Any
 
@@ -28,12 +27,7 @@ from n8n_deepeval_pipeline.optimization.request import (
 )
 from n8n_deepeval_pipeline.optimization.spend import Spend
 from n8n_deepeval_pipeline.redaction import redact
-from n8n_deepeval_pipeline.worker.child_channel import (
-    PARENT_GONE_EXIT,
-    Channel,
-    ChannelClosed,
-    connect,
-)
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
 from n8n_deepeval_pipeline.worker.zygote import without_anthropic_sdk
 
 
@@ -41,19 +35,11 @@ class _Caller:
     """The calling process, as the search sees it: calls out, their replies back in."""
 
     def __init__(self, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
+        self._calls = CallsToParent(channel, loop)
         self._channel = channel
-        self._loop = loop
-        self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._next_call = 0
-        threading.Thread(target=self._read, name="replies", daemon=True).start()
 
     async def _call(self, call: AnswerCall | ScoreCall) -> Any:
-        self._next_call += 1  # only the event loop's thread counts
-        numbered = call.model_copy(update={"call_id": self._next_call})
-        answered: asyncio.Future[Any] = self._loop.create_future()
-        self._waiting[numbered.call_id] = answered
-        self._channel.send("call", numbered)
-        return await answered
+        return await self._calls.ask(lambda n: call.model_copy(update={"call_id": n}))
 
     async def answer(self, candidate: str, golden_id: str, spend: Spend) -> AnswerReply:
         call = AnswerCall(call_id=0, candidate=candidate, golden_id=golden_id, spend=spend)
@@ -65,20 +51,6 @@ class _Caller:
 
     def round(self, report: Round) -> None:
         self._channel.send("update", report)
-
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self._channel.receive()
-            except ChannelClosed:
-                os._exit(PARENT_GONE_EXIT)  # the calling process is gone: nothing waits for this
-            if message is not None and message.kind == "reply":
-                self._loop.call_soon_threadsafe(self._answer, message.body)
-
-    def _answer(self, reply: dict[str, Any]) -> None:
-        waiting = self._waiting.pop(int(reply["call_id"]), None)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(reply)
 
 
 async def _serve(request: OptimizationRequest, channel: Channel) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
 
 from n8n_deepeval_pipeline.red_team.protocol import (
     DEEPTEAM_ENV,
@@ -26,47 +25,7 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     TargetReply,
 )
 from n8n_deepeval_pipeline.redaction import redact
-from n8n_deepeval_pipeline.worker.child_channel import (
-    PARENT_GONE_EXIT,
-    Channel,
-    ChannelClosed,
-    connect,
-)
-
-
-class _Calls:
-    """The workflow's answers, asked through the step process: each call awaits its reply."""
-
-    def __init__(self, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
-        self._channel = channel
-        self._loop = loop
-        self._waiting: dict[int, asyncio.Future[TargetReply]] = {}
-        self._next_call = 0
-        threading.Thread(target=self._read, name="replies", daemon=True).start()
-
-    async def call(self, session_id: str, message: str) -> TargetReply:
-        """Send one message to the workflow (through the step process) and await its answer."""
-        self._next_call += 1  # only the event loop's thread counts
-        call = TargetCall(call_id=self._next_call, session_id=session_id, message=message)
-        answered: asyncio.Future[TargetReply] = self._loop.create_future()
-        self._waiting[call.call_id] = answered
-        self._channel.send("call", call)
-        return await answered
-
-    def _read(self) -> None:
-        while True:
-            try:
-                message = self._channel.receive()
-            except ChannelClosed:
-                os._exit(PARENT_GONE_EXIT)  # the step process is gone: nothing waits for this one
-            if message is not None and message.kind == "reply":
-                reply = message.of(TargetReply)
-                self._loop.call_soon_threadsafe(self._answer, reply)
-
-    def _answer(self, reply: TargetReply) -> None:
-        waiting = self._waiting.pop(reply.call_id, None)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(reply)
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
 
 
 async def _serve(job: GenerateRequest | AttackRequest, channel: Channel) -> None:
@@ -80,8 +39,17 @@ async def _serve(job: GenerateRequest | AttackRequest, channel: Channel) -> None
     def sent(outcome: AttackOutcome) -> None:
         channel.send("update", outcome)
 
-    calls = _Calls(channel, asyncio.get_running_loop())
-    await run.play(job.seeds, job.runs, calls.call, sent)
+    step = CallsToParent(channel, asyncio.get_running_loop())
+
+    async def call(session_id: str, message: str) -> TargetReply:
+        """One message to the workflow, through the step process, and its answer."""
+
+        def numbered(call_id: int) -> TargetCall:
+            return TargetCall(call_id=call_id, session_id=session_id, message=message)
+
+        return TargetReply.model_validate(await step.ask(numbered))
+
+    await run.play(job.seeds, job.runs, call, sent)
     channel.send("done")
 
 

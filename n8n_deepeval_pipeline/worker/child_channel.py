@@ -12,15 +12,19 @@ receiver validates with its own model:
 
 Bodies travel pickled, as ``model_dump(mode="python")`` gives them: a judge key inside a
 request stays a ``SecretStr`` on the way, which JSON would print. The child side watches
-its parent: a child whose parent died exits at once, since nothing waits for it.
+its parent: a child whose parent died exits at once, since nothing waits for it. A child
+that asks its parent questions while it works (the red team's worker, the optimiser)
+awaits each reply through ``CallsToParent``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, Literal, TypeVar
 
@@ -84,6 +88,46 @@ class Channel:
 
     def close(self) -> None:
         self.connection.close()
+
+
+class CallsToParent:
+    """A child's questions to its parent, asked from an event loop.
+
+    Each question goes as a ``call`` whose body carries the ``call_id`` given here, and is
+    awaited until the parent's ``reply`` with that ``call_id`` comes back (a reader thread
+    takes the replies off the connection). A parent that hung up ends the process: no
+    question of it will be answered.
+    """
+
+    def __init__(self, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
+        self._channel = channel
+        self._loop = loop
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._next_call = 0
+        threading.Thread(target=self._read, name="replies", daemon=True).start()
+
+    async def ask(self, call: Callable[[int], BaseModel]) -> Any:
+        """The parent's reply (its body) to the call ``call(call_id)`` builds."""
+        self._next_call += 1  # only the event loop's thread counts
+        call_id = self._next_call
+        answered: asyncio.Future[Any] = self._loop.create_future()
+        self._waiting[call_id] = answered
+        self._channel.send("call", call(call_id))
+        return await answered
+
+    def _read(self) -> None:
+        while True:
+            try:
+                message = self._channel.receive()
+            except ChannelClosed:
+                os._exit(PARENT_GONE_EXIT)
+            if message is not None and message.kind == "reply":
+                self._loop.call_soon_threadsafe(self._answer, message.body)
+
+    def _answer(self, reply: Any) -> None:
+        waiting = self._waiting.pop(int(reply["call_id"]), None)
+        if waiting is not None and not waiting.done():
+            waiting.set_result(reply)
 
 
 def connect(watch_parent: bool = True) -> Channel:

@@ -22,7 +22,7 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     TargetCall,
     TargetReply,
 )
-from n8n_deepeval_pipeline.worker.child_channel import Channel, connect
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
 
 
 def main() -> None:
@@ -42,22 +42,13 @@ def main() -> None:
 
 
 async def play(job: AttackRequest, channel: Channel) -> None:
-    loop = asyncio.get_running_loop()
-    waiting: dict[int, asyncio.Future[TargetReply]] = {}
-
-    def read() -> None:
-        while True:
-            reply = channel.receive().of(TargetReply)
-            loop.call_soon_threadsafe(waiting.pop(reply.call_id).set_result, reply)
-
-    loop.run_in_executor(None, read)
-    calls = iter(range(1, 1000))
+    step = CallsToParent(channel, asyncio.get_running_loop())
 
     async def call(session: str, message: str) -> TargetReply:
-        number = next(calls)
-        answered = waiting[number] = loop.create_future()
-        channel.send("call", TargetCall(call_id=number, session_id=session, message=message))
-        return await answered
+        def numbered(call_id: int) -> TargetCall:
+            return TargetCall(call_id=call_id, session_id=session, message=message)
+
+        return TargetReply.model_validate(await step.ask(numbered))
 
     async def one(seed: AttackSeed, run: int) -> None:
         if seed.input == "die":
