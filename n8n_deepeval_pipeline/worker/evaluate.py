@@ -19,7 +19,7 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
-from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, failure_kind
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, JudgeOutputError, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
     JudgeScope,
