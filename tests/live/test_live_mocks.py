@@ -383,7 +383,7 @@ def wait_for_copy(n8n: N8nServer, benchmark: str, timeout_s: float = 120.0) -> N
 
 
 def test_a_kept_harness_copy_keeps_its_runs_executions_and_by_default_none_are_left(
-    n8n: N8nServer, orders: dict[str, Any], environment: Path, tmp_path: Path
+    n8n: N8nServer, orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     """A harness run's executions vanished with its copy: nothing was left to inspect."""
 
