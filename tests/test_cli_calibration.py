@@ -132,7 +132,7 @@ def test_review_prepares_a_queue_the_page_opens(judged_home, example_copy):
     from n8n_deepeval_pipeline.orchestration.resources.human_labels import DuckDbLabelStore
 
     assert invoke("run", example_copy).exit_code == 0
-    prepared = invoke("review", example_copy, "--sample", "6", "--reviewer", "ann")
+    prepared = invoke("review", example_copy, "--sample", "6", "--reviewer", "ann", "--no-serve")
     assert prepared.exit_code == 0, prepared.output
     path = queue_path(judged_home, "support_agent", "ann")
     assert str(path) in prepared.output
@@ -144,6 +144,6 @@ def test_review_prepares_a_queue_the_page_opens(judged_home, example_copy):
     assert first.judge == () and first.input and first.output
     labels = {m.metric: MetricLabel(passed=True) for m in first.metrics}
     assert len(queue.label(first.run_id, labels).judge) == len(first.metrics)
-    again = invoke("review", example_copy, "--sample", "100", "--reviewer", "ann")
+    again = invoke("review", example_copy, "--sample", "100", "--reviewer", "ann", "--no-serve")
     pairs = 54 - len(first.metrics)  # 27 runs × 2 judged metrics, less those labelled
     assert f"{pairs} labels to give" in again.output
