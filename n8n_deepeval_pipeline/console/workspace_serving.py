@@ -52,14 +52,19 @@ def workspace_app(files: list[Path] | None = None) -> Starlette:
     return create_app(benchmark_files=BenchmarkFiles(files), label_stores=label_store_of)
 
 
-def serve_in_foreground(server: WorkspaceServer) -> None:
-    """Serve until SIGINT or SIGTERM, then return (the command exits 0)."""
+def stop_on_signals(server: WorkspaceServer) -> None:
+    """Have SIGINT and SIGTERM stop the server, from now on (before it serves too)."""
     # uvicorn handles SIGINT and SIGTERM while it serves, then raises the signal again under
     # the handler it found: this one, which stops the server (a signal before uvicorn took
     # over too) and lets a stop exit 0, as `ui` does; a background job's ignored SIGINT
     # stops it as well.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda _signum, _frame: server.stop())
+
+
+def serve_in_foreground(server: WorkspaceServer) -> None:
+    """Serve until SIGINT or SIGTERM, then return (the command exits 0)."""
+    stop_on_signals(server)
     server.serve()
 
 
@@ -101,9 +106,10 @@ def open_review_page(file: Path, benchmark: str, reviewer: str, browser: bool) -
             ) from None
         _show(root + review_path(benchmark, reviewer), browser, "the workspace already running")
         return
+    stop_on_signals(server)  # stopped as soon as the address is out, it exits 0
     click.echo(f"results workspace at {server.url} (Ctrl-C stops it)", err=True)
     _show(server.url + review_path(benchmark, reviewer), browser, "this command")
-    serve_in_foreground(server)
+    server.serve()
 
 
 def _show(page: str, browser: bool, served_by: str) -> None:
