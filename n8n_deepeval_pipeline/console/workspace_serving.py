@@ -11,6 +11,7 @@ may reach the Dagster wing that keeps it.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import urllib.error
 import urllib.request
@@ -100,7 +101,7 @@ def open_review_page(file: Path, benchmark: str, reviewer: str, browser: bool) -
         root = f"http://{settings.REPORTS_HOST}:{port}/"
         if not _serves_this_store(root):
             raise click.ClickException(
-                f"{settings.REPORTS_HOST}:{port}: {error.strerror or error}, and what answers "
+                f"{settings.REPORTS_HOST}:{port}: {_said(error)}, and what answers "
                 f"there is not the results workspace of this store: stop it, or move the "
                 f"workspace with {settings.REPORTS_PORT_ENV}"
             ) from None
@@ -110,6 +111,11 @@ def open_review_page(file: Path, benchmark: str, reviewer: str, browser: bool) -
     click.echo(f"results workspace at {server.url} (Ctrl-C stops it)", err=True)
     _show(server.url + review_path(benchmark, reviewer), browser, "this command")
     server.serve()
+
+
+def _said(error: OSError) -> str:
+    """The error's own words (socket errors add the address, said already)."""
+    return os.strerror(error.errno) if error.errno else str(error)
 
 
 def _show(page: str, browser: bool, served_by: str) -> None:
