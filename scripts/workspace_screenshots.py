@@ -13,6 +13,13 @@ then `n8n-deepeval ui --results-only` on a free port, and the system Chromium
 - ``workspace_benchmark.png``: the benchmark's versions with the pass-rate trend;
 - ``workspace_case.png``: a case that dropped, beside the same case in the baseline;
 - ``workspace_compare.png``: the two versions compared, the cases that moved.
+
+Then, in a second home, the first version run again with its judge-backed metrics scored
+by the loopback judge (a deterministic test double: real scores, not placeholders),
+`n8n-deepeval review --no-browser` serving its review queue, and:
+
+- ``workspace_review.png``: a run to label, the judge's verdict not shown yet;
+- ``workspace_review_revealed.png``: the same run labelled, the judge's verdict beside.
 """
 
 from __future__ import annotations
@@ -63,24 +70,69 @@ def _run(env: dict[str, str], benchmark: Path, expected: int) -> str:
     return str(json.loads(done.stdout)["workflow_hash"])[:12]
 
 
+def _served(
+    command: list[str], env: dict[str, str], log: Path, said: str
+) -> tuple[subprocess.Popen, str]:
+    """A command started in its own session; the address its output names after ``said``."""
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        found = re.search(said + r" (http://\S+)", log.read_text())
+        if found:
+            return process, found.group(1)
+        time.sleep(0.2)
+    process.kill()
+    sys.exit(f"{command[1]} did not start:\n{log.read_text()[-2000:]}")
+
+
 def _workspace(env: dict[str, str], benchmark: Path, log: Path) -> tuple[subprocess.Popen, str]:
     """`ui --results-only` started in its own session; the address it serves at."""
-    with log.open("w") as output:
-        ui = subprocess.Popen(
-            [str(CLI), "ui", str(benchmark), "--results-only"],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and ui.poll() is None:
-        found = re.search(r"results workspace at (http://\S+)", log.read_text())
-        if found:
-            return ui, found.group(1).rstrip("/")
-        time.sleep(0.2)
-    ui.kill()
-    sys.exit(f"the workspace did not start:\n{log.read_text()[-2000:]}")
+    ui, root = _served(
+        [str(CLI), "ui", str(benchmark), "--results-only"], env, log, "results workspace at"
+    )
+    return ui, root.rstrip("/")
+
+
+def _review_pictures(folder: Path, out: Path, browser) -> None:
+    """The review page on the first version scored by the loopback judge: before, after."""
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    shutil.copytree(EXAMPLE, folder / "judged")
+    benchmark = folder / "judged" / "benchmark.yaml"
+    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / "judged_home"),
+           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    for name in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
+        env.pop(name, None)
+    judge = LoopbackJudge(latency_s=0.0).start()
+    try:
+        judged = {**env, "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
+                  "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
+                  "N8N_DEEPEVAL_JUDGE_BASE_URL": f"{judge.base_url}/v1"}  # fmt: skip
+        _run(judged, benchmark, 0)
+    finally:
+        judge.stop()
+    command = [str(CLI), "review", str(benchmark), "--sample", "12", "--reviewer", "Ann Lee",
+               "--no-browser"]  # fmt: skip
+    review, page_url = _served(command, env, folder / "review.log", "review page:")
+    try:
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+        page.goto(page_url)
+        page.locator("#reviewer-name").press("Enter")
+        page.locator("form.label-form").wait_for()
+        page.screenshot(path=str(out / "workspace_review.png"))
+        print(out / "workspace_review.png")
+        for key in ("4", "p", "f", "Enter"):
+            page.keyboard.press(key)
+        page.locator("table.verdicts").wait_for()
+        page.screenshot(path=str(out / "workspace_review_revealed.png"))
+        print(out / "workspace_review_revealed.png")
+        page.close()
+    finally:
+        os.killpg(review.pid, signal.SIGTERM)
+        review.wait(timeout=30)
 
 
 def main() -> int:
@@ -114,6 +166,7 @@ def main() -> int:
                 page.screenshot(path=str(arguments.out / name))
                 print(arguments.out / name)
                 page.close()
+            _review_pictures(folder, arguments.out, browser)
             browser.close()
     finally:
         os.killpg(ui.pid, signal.SIGTERM)

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.calibration.review_queue import MetricLabel
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
@@ -110,6 +111,8 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     assert report.exit_code == 0, report.output
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="calibration"' in html and "uncalibrated: decides no run" in html
+    review_page = settings.workspace_url("benchmarks", "support_agent", "review")
+    assert f'on <a href="{review_page}">the review page</a>' in html  # helpfulness needs labels
     results = json.loads((tmp_path / "report" / "eval-results.json").read_text())
     # bias has no label at all, and aggregate.metrics leaves it out: no gate is needed
     assert [(s["metric"], s["state"], s["gated"]) for s in results["calibration"]["standings"]] == [

@@ -56,6 +56,7 @@ def test_a_run_of_the_benchmark_leaves_the_labels_alone(environment, example_cop
     # the dry-run judge's placeholders agree with nobody: both judged metrics uncalibrated
     assert aggregates["uncalibrated_metrics"].value == "helpfulness, bias"
     assert aggregates["calibration/bias"].value.startswith("too_few_labels: 0 of 30 labels")
+    assert aggregates["review_url"].value.endswith("/benchmarks/support_agent/review")
     (kept,) = store.judged()
     assert (kept.run_id, kept.metric, kept.passed) == (scored, "exact_answer", True)
     assert kept.score == value
