@@ -130,7 +130,10 @@ VARIABLES: tuple[Variable, ...] = (
         group="judge",
         default="dry-run",
         meaning="The default judge's provider: `openai`, `azure-openai`, `anthropic`, "
-        "`openai-compatible`, `local` or `dry-run` (placeholder answers, no model).",
+        "`gemini`, `ollama`, `openrouter`, `deepseek`, `bedrock` (asked as DeepEval's class "
+        "for each asks; `gemini`, `ollama` and `bedrock` need their extra), "
+        "`openai-compatible` (any server with OpenAI's API), `local` (an in-process model) "
+        "or `dry-run` (placeholder answers, no model).",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_MODEL",
@@ -271,7 +274,8 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_EVAL_TIMEOUT_S",
         group="worker pool",
         default="300",
-        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it).",
+        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it); "
+        "each judge call of a simulated user or of the synthesizer has 90% of it.",
     ),
     Variable(
         name="N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS",

@@ -172,7 +172,8 @@ class BenchmarkSummary(BaseModel):
     """The Dagster run that stored these scores."""
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
-    or that scored the same version beside it (the rows carry only the calls behind them)."""
+    or that scored the same version beside it (the rows carry only the calls behind them);
+    its simulated users' calls included."""
     incomplete: str | None = None
     """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
     gate: Gate | None = None
