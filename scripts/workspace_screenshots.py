@@ -60,6 +60,16 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _copy(folder: Path, name: str) -> tuple[Path, dict[str, str]]:
+    """A copy of the example in ``folder/name``, and the environment of a home of its own."""
+    shutil.copytree(EXAMPLE, folder / name)
+    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / f"{name}_home"),
+           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    for variable in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
+        env.pop(variable, None)
+    return folder / name / "benchmark.yaml", env
+
+
 def _run(env: dict[str, str], benchmark: Path, expected: int) -> str:
     """A `run` of the benchmark; the version key it ran."""
     done = subprocess.run(
@@ -100,12 +110,7 @@ def _review_pictures(folder: Path, out: Path, browser) -> None:
     """The review page on the first version scored by the loopback judge: before, after."""
     from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 
-    shutil.copytree(EXAMPLE, folder / "judged")
-    benchmark = folder / "judged" / "benchmark.yaml"
-    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / "judged_home"),
-           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
-    for name in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
-        env.pop(name, None)
+    benchmark, env = _copy(folder, "judged")
     judge = LoopbackJudge(latency_s=0.0).start()
     try:
         judged = {**env, "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
@@ -148,12 +153,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workspace-"))
-    shutil.copytree(EXAMPLE, folder / "support_agent")
-    benchmark = folder / "support_agent" / "benchmark.yaml"
-    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / "home"),
-           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
-    for name in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
-        env.pop(name, None)
+    benchmark, env = _copy(folder, "support_agent")
     first = _run(env, benchmark, 0)
     workflow = folder / "support_agent" / "workflow.json"
     workflow.write_text((folder / "support_agent" / "workflow.v2.json").read_text())

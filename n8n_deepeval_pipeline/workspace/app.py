@@ -36,17 +36,16 @@ from starlette.staticfiles import StaticFiles
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.report.html import FILTERS, TESTS
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles
-from n8n_deepeval_pipeline.workspace.page_request import LabelStores
-from n8n_deepeval_pipeline.workspace.pages import (
-    ACTIONS,
-    PAGES,
+from n8n_deepeval_pipeline.workspace.page_request import (
     Action,
     ActionRefused,
     ActionRequest,
+    LabelStores,
     Page,
     PageNotFound,
     PageRequest,
 )
+from n8n_deepeval_pipeline.workspace.pages import ACTIONS, PAGES
 from n8n_deepeval_pipeline.workspace.store import (
     StoreBusy,
     StoreSource,

@@ -24,14 +24,7 @@ from n8n_deepeval_pipeline.workspace import review
 from n8n_deepeval_pipeline.workspace.case import WHOLE, case_shown
 from n8n_deepeval_pipeline.workspace.grid import GridQuery, version_grid
 from n8n_deepeval_pipeline.workspace.overview import latest_version, overview
-from n8n_deepeval_pipeline.workspace.page_request import (
-    Action,
-    ActionRefused,
-    ActionRequest,
-    Page,
-    PageNotFound,
-    PageRequest,
-)
+from n8n_deepeval_pipeline.workspace.page_request import Action, Page, PageNotFound, PageRequest
 from n8n_deepeval_pipeline.workspace.red_team import attack, attacks, breach_history
 from n8n_deepeval_pipeline.workspace.side_by_side import moved, side_by_side
 from n8n_deepeval_pipeline.workspace.store import model_rows
@@ -269,14 +262,3 @@ ACTIONS: tuple[Action, ...] = (
     Action(_REVIEW + "/skip", "review_skip", review.skip),
     Action(_REVIEW + "/undo", "review_undo", review.undo),
 )
-
-__all__ = [
-    "ACTIONS",
-    "PAGES",
-    "Action",
-    "ActionRefused",
-    "ActionRequest",
-    "Page",
-    "PageNotFound",
-    "PageRequest",
-]
