@@ -20,7 +20,7 @@ from n8n_deepeval_pipeline.report.red_team import attack_turns, red_team_report
 from n8n_deepeval_pipeline.report.variant_charts import frontier_chart
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
-from n8n_deepeval_pipeline.workspace import review
+from n8n_deepeval_pipeline.workspace import review, review_actions
 from n8n_deepeval_pipeline.workspace.case import WHOLE, case_shown
 from n8n_deepeval_pipeline.workspace.grid import GridQuery, version_grid
 from n8n_deepeval_pipeline.workspace.overview import latest_version, overview
@@ -256,9 +256,9 @@ PAGES: tuple[Page, ...] = (
 
 # The forms the pages post: they write people's labels and review queues, never results.
 ACTIONS: tuple[Action, ...] = (
-    Action("/review/reviewer", "review_reviewer", review.set_reviewer),
-    Action(_REVIEW + "/prepare", "review_prepare", review.prepare),
-    Action(_REVIEW + "/label", "review_label", review.label),
-    Action(_REVIEW + "/skip", "review_skip", review.skip),
-    Action(_REVIEW + "/undo", "review_undo", review.undo),
+    Action("/review/reviewer", "review_reviewer", review_actions.set_reviewer),
+    Action(_REVIEW + "/prepare", "review_prepare", review_actions.prepare),
+    Action(_REVIEW + "/label", "review_label", review_actions.label),
+    Action(_REVIEW + "/skip", "review_skip", review_actions.skip),
+    Action(_REVIEW + "/undo", "review_undo", review_actions.undo),
 )
