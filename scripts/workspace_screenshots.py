@@ -13,6 +13,13 @@ then `n8n-deepeval ui --results-only` on a free port, and the system Chromium
 - ``workspace_benchmark.png``: the benchmark's versions with the pass-rate trend;
 - ``workspace_case.png``: a case that dropped, beside the same case in the baseline;
 - ``workspace_compare.png``: the two versions compared, the cases that moved.
+
+Then, in a second home, the first version run again with its judge-backed metrics scored
+by the loopback judge (a deterministic test double: real scores, not placeholders),
+`n8n-deepeval review --no-browser` serving its review queue, and:
+
+- ``workspace_review.png``: a run to label, the judge's verdict not shown yet;
+- ``workspace_review_revealed.png``: the same run labelled, the judge's verdict beside.
 """
 
 from __future__ import annotations
@@ -53,6 +60,16 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _copy(folder: Path, name: str) -> tuple[Path, dict[str, str]]:
+    """A copy of the example in ``folder/name``, and the environment of a home of its own."""
+    shutil.copytree(EXAMPLE, folder / name)
+    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / f"{name}_home"),
+           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
+    for variable in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
+        env.pop(variable, None)
+    return folder / name / "benchmark.yaml", env
+
+
 def _run(env: dict[str, str], benchmark: Path, expected: int) -> str:
     """A `run` of the benchmark; the version key it ran."""
     done = subprocess.run(
@@ -63,24 +80,67 @@ def _run(env: dict[str, str], benchmark: Path, expected: int) -> str:
     return str(json.loads(done.stdout)["workflow_hash"])[:12]
 
 
+def _served(
+    command: list[str], env: dict[str, str], log: Path, said: str
+) -> tuple[subprocess.Popen, str]:
+    """A command started in its own session; the address its output names after ``said``."""
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        found = re.search(said + r" (http://\S+)", log.read_text())
+        if found:
+            return process, found.group(1)
+        time.sleep(0.2)
+    process.kill()
+    sys.exit(f"{command[1]} did not start:\n{log.read_text()[-2000:]}")
+
+
 def _workspace(env: dict[str, str], benchmark: Path, log: Path) -> tuple[subprocess.Popen, str]:
     """`ui --results-only` started in its own session; the address it serves at."""
-    with log.open("w") as output:
-        ui = subprocess.Popen(
-            [str(CLI), "ui", str(benchmark), "--results-only"],
-            env=env,
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and ui.poll() is None:
-        found = re.search(r"results workspace at (http://\S+)", log.read_text())
-        if found:
-            return ui, found.group(1).rstrip("/")
-        time.sleep(0.2)
-    ui.kill()
-    sys.exit(f"the workspace did not start:\n{log.read_text()[-2000:]}")
+    ui, root = _served(
+        [str(CLI), "ui", str(benchmark), "--results-only"], env, log, "results workspace at"
+    )
+    return ui, root.rstrip("/")
+
+
+def _review_pictures(folder: Path, out: Path, browser) -> None:
+    """The review page on the first version scored by the loopback judge: before, after."""
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    benchmark, env = _copy(folder, "judged")
+    judge = LoopbackJudge(latency_s=0.0).start()
+    try:
+        judged = {**env, "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
+                  "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
+                  "N8N_DEEPEVAL_JUDGE_BASE_URL": f"{judge.base_url}/v1"}  # fmt: skip
+        _run(judged, benchmark, 0)
+    finally:
+        judge.stop()
+    command = [str(CLI), "review", str(benchmark), "--sample", "12", "--reviewer", "Ann Lee",
+               "--no-browser"]  # fmt: skip
+    review, page_url = _served(command, env, folder / "review.log", "review page:")
+    try:
+        page = browser.new_page(viewport={"width": WIDTH, "height": 1000})
+        page.goto(page_url)
+        page.locator("#reviewer-name").press("Enter")
+        page.locator("form.label-form").wait_for()
+        page.screenshot(path=str(out / "workspace_review.png"))
+        print(out / "workspace_review.png")
+        for key in ("2", "f", "Enter"):  # rate the first metric 2 and fail it
+            page.keyboard.press(key)
+        if page.locator("p.missing").is_visible():  # a second metric: pass it
+            page.keyboard.press("p")
+            page.keyboard.press("Enter")
+        page.locator("table.verdicts").wait_for()
+        page.screenshot(path=str(out / "workspace_review_revealed.png"))
+        print(out / "workspace_review_revealed.png")
+        page.close()
+    finally:
+        os.killpg(review.pid, signal.SIGTERM)
+        review.wait(timeout=30)
 
 
 def main() -> int:
@@ -93,12 +153,7 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workspace-"))
-    shutil.copytree(EXAMPLE, folder / "support_agent")
-    benchmark = folder / "support_agent" / "benchmark.yaml"
-    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(folder / "home"),
-           "N8N_DEEPEVAL_REPORTS_PORT": str(_free_port()), "PYTHONUNBUFFERED": "1"}  # fmt: skip
-    for name in ("DAGSTER_HOME", "N8N_DEEPEVAL_BENCHMARKS", "N8N_DEEPEVAL_WORKSPACE_URL"):
-        env.pop(name, None)
+    benchmark, env = _copy(folder, "support_agent")
     first = _run(env, benchmark, 0)
     workflow = folder / "support_agent" / "workflow.json"
     workflow.write_text((folder / "support_agent" / "workflow.v2.json").read_text())
@@ -114,6 +169,7 @@ def main() -> int:
                 page.screenshot(path=str(arguments.out / name))
                 print(arguments.out / name)
                 page.close()
+            _review_pictures(folder, arguments.out, browser)
             browser.close()
     finally:
         os.killpg(ui.pid, signal.SIGTERM)

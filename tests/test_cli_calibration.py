@@ -14,6 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.calibration.review_queue import MetricLabel
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
@@ -112,6 +113,8 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     assert report.exit_code == 0, report.output
     html = (tmp_path / "report" / "report.html").read_text()
     assert 'id="calibration"' in html and "uncalibrated: decides no run" in html
+    review_page = settings.workspace_url("benchmarks", "support_agent", "review")
+    assert f'on <a href="{review_page}">the review page</a>' in html  # helpfulness needs labels
     results = json.loads((tmp_path / "report" / "eval-results.json").read_text())
     # bias has no label at all, and aggregate.metrics leaves it out: no gate is needed
     assert [(s["metric"], s["state"], s["gated"]) for s in results["calibration"]["standings"]] == [
@@ -134,7 +137,7 @@ def test_review_prepares_a_queue_the_page_opens(judged_home, example_copy):
     from n8n_deepeval_pipeline.orchestration.resources.human_labels import DuckDbLabelStore
 
     assert invoke("run", example_copy).exit_code == 0
-    prepared = invoke("review", example_copy, "--sample", "6", "--reviewer", "ann")
+    prepared = invoke("review", example_copy, "--sample", "6", "--reviewer", "ann", "--no-serve")
     assert prepared.exit_code == 0, prepared.output
     path = queue_path(judged_home, "support_agent", "ann")
     assert str(path) in prepared.output
@@ -146,6 +149,6 @@ def test_review_prepares_a_queue_the_page_opens(judged_home, example_copy):
     assert first.judge == () and first.input and first.output
     labels = {m.metric: MetricLabel(passed=True) for m in first.metrics}
     assert len(queue.label(first.run_id, labels).judge) == len(first.metrics)
-    again = invoke("review", example_copy, "--sample", "100", "--reviewer", "ann")
+    again = invoke("review", example_copy, "--sample", "100", "--reviewer", "ann", "--no-serve")
     pairs = 54 - len(first.metrics)  # 27 runs × 2 judged metrics, less those labelled
     assert f"{pairs} labels to give" in again.output

@@ -21,8 +21,8 @@ def label_key(label: HumanLabel) -> LabelKey:
     return label.run_id, label.metric, label.reviewer
 
 
-class LabelStore(Protocol):
-    """People's labels of one benchmark, and the judge's results beside them."""
+class QueueLabels(Protocol):
+    """The labels a review queue reads and writes: people's labels of one benchmark."""
 
     def upsert(self, labels: Sequence[HumanLabel]) -> None:
         """Write labels, replacing those of the same run, metric and reviewer; committed."""
@@ -32,6 +32,10 @@ class LabelStore(Protocol):
 
     def labels(self) -> list[HumanLabel]:
         """Every label of the benchmark."""
+
+
+class LabelStore(QueueLabels, Protocol):
+    """People's labels of one benchmark, and the judge's results beside them."""
 
     def judged(self) -> list[JudgedLabel]:
         """Every label whose run and metric have a stored score, with that score."""

@@ -22,7 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from n8n_deepeval_pipeline.calibration.label_store import LabelKey, LabelStore, label_key
+from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.calibration.label_store import LabelKey, QueueLabels, label_key
 from n8n_deepeval_pipeline.calibration.label_values import rating_verdict
 from n8n_deepeval_pipeline.calibration.review_items import JudgeVerdict, ReviewItem
 from n8n_deepeval_pipeline.tables.rows import HumanLabel
@@ -61,6 +62,7 @@ class QueueFile(BaseModel):
     version: str
     created_at: datetime
     items: list[ReviewItem]
+    file: Path | None = None  # the benchmark file it was prepared from (the page loads it)
     skipped: list[str] = []
     undo: list[UndoStep] = []
 
@@ -105,10 +107,36 @@ def write_queue_file(path: Path, queue: QueueFile) -> None:
     os.replace(partial, path)
 
 
+def prepare_queue(
+    home: Path,
+    benchmark: str,
+    reviewer: str,
+    version: str,
+    items: list[ReviewItem],
+    file: Path | None = None,
+) -> Path:
+    """Write a reviewer's new queue (replacing theirs: its skips and undo history); its path.
+
+    ``version``: the version key sampled, or what else was (production traffic).
+    """
+    path = queue_path(home, benchmark, reviewer)
+    settings.private_dir(path.parent)  # what people were shown of the runs, and by whom
+    queue = QueueFile(
+        benchmark=benchmark,
+        reviewer=reviewer,
+        version=version,
+        created_at=datetime.now(UTC),
+        items=items,
+        file=None if file is None else file.resolve(),
+    )
+    write_queue_file(path, queue)
+    return path
+
+
 class ReviewQueue:
     """One reviewer's queue of one benchmark version: next run, label, skip, undo."""
 
-    def __init__(self, path: Path, store: LabelStore) -> None:
+    def __init__(self, path: Path, store: QueueLabels) -> None:
         self.path = path
         self.store = store
         self.state = QueueFile.model_validate_json(path.read_text(encoding="utf-8"))
@@ -123,6 +151,24 @@ class ReviewQueue:
         if found is None:
             raise QueueError(f"run {run_id} is not in {self.reviewer}'s queue")
         return found
+
+    def item(self, run_id: str) -> ReviewItem:
+        """One run of the queue, without the judge's verdicts; QueueError when not in it."""
+        return self._item(run_id).withheld()
+
+    def given(self, run_id: str) -> dict[str, HumanLabel]:
+        """The reviewer's labels of a run of the queue, by metric."""
+        item = self._item(run_id)
+        mine = self._mine()
+        keys = {metric.metric: (run_id, metric.metric, self.reviewer) for metric in item.metrics}
+        return {metric: mine[key] for metric, key in keys.items() if key in mine}
+
+    def revealed(self, run_id: str) -> Labelled | None:
+        """The judge's verdicts of a run the reviewer has labelled (None: not yet, withheld)."""
+        item = self._item(run_id)
+        if not self._labelled(item, self._mine()):
+            return None
+        return Labelled(run_id=run_id, judge=item.judge, progress=self.progress())
 
     def _mine(self) -> dict[LabelKey, HumanLabel]:
         return {

@@ -338,6 +338,15 @@ def labels_import(
     "near the threshold and to judge panels that disagreed.",
 )
 @click.option("--reviewer", help="Who labels (default: the user's login name).")
+@click.option(
+    "--no-browser", is_flag=True, help="Print the review page's address, open no browser."
+)
+@click.option(
+    "--no-serve",
+    is_flag=True,
+    help="Prepare the queue and print the page's address, without serving the workspace "
+    "(n8n-deepeval ui serves it).",
+)
 @_sampling
 @n8n_unreachable_refused
 @storage_faults_refused
@@ -346,25 +355,24 @@ def review(
     version: str | None,
     sample: int,
     reviewer: str | None,
+    no_browser: bool,
+    no_serve: bool,
     metrics: tuple[str, ...],
     online: bool,
     red_team: bool,
     seed: int,
 ) -> None:
-    """Prepare a review queue of benchmark FILE's runs for a reviewer to label.
+    """Label a sample of benchmark FILE's runs in the browser: the review page.
 
-    The runs this reviewer has labelled are left out. The queue is kept under the project's
-    home; the review page reads it and writes each label into human_labels as it is given.
-    Preparing it again replaces the reviewer's queue (its skips and undo history); the labels
-    given stay.
+    Prepares the reviewer's queue (the runs they have labelled are left out), then opens
+    the review page of the results workspace, which shows one run at a time, the judge's
+    verdicts hidden until it is labelled, and writes each label into human_labels as it is
+    given. The workspace is served from here until Ctrl-C, unless one serving this store
+    already answers on $N8N_DEEPEVAL_REPORTS_PORT. Preparing a queue again replaces the
+    reviewer's queue (its skips and undo history); the labels given stay.
     """
-    from datetime import UTC, datetime
-
-    from n8n_deepeval_pipeline.calibration.review_queue import (
-        QueueFile,
-        queue_path,
-        write_queue_file,
-    )
+    from n8n_deepeval_pipeline.calibration.review_queue import prepare_queue
+    from n8n_deepeval_pipeline.console.workspace_serving import open_review_page, review_path
 
     name = _reviewer(reviewer)
     asked = _to_label(file, version, metrics, sample, name, seed, online, red_team)
@@ -377,24 +385,16 @@ def review(
             EXIT_ERROR,
         )
     benchmark = asked.benchmark
-    path = queue_path(settings.home(), benchmark, name)
-    settings.private_dir(path.parent)
-    queue = QueueFile(
-        benchmark=benchmark,
-        reviewer=name,
-        version=version_key,
-        created_at=datetime.now(UTC),
-        items=items,
-    )
-    write_queue_file(path, queue)
+    path = prepare_queue(settings.home(), benchmark, name, version_key, items, file)
     pairs = sum(len(item.metrics) for item in items)
     click.echo(
         f"review queue of {benchmark} {version_key} for {name}: {len(items)} runs, {pairs} "
-        f"labels to give ({', '.join(chosen)})\n{path}\n"
-        "The review page (the results workspace) serves this queue and writes each label into "
-        f"human_labels as it is given. Meanwhile: n8n-deepeval labels export {file} --out "
-        "labels.csv --blind, then labels import."
+        f"labels to give ({', '.join(chosen)})\n{path}"
     )
+    if no_serve:
+        click.echo(f"review page: {settings.workspace_url()}{review_path(benchmark, name)}")
+        return
+    open_review_page(file, benchmark, name, browser=not no_browser)
 
 
 @exit_codes_stated("calibration")

@@ -78,9 +78,10 @@ def _named_benchmarks(files: tuple[Path, ...]) -> list[Path]:
 
 def _workspace(host: str) -> WorkspaceServer:
     """The results workspace on ``host`` at the port its links name; OSError when taken."""
-    from n8n_deepeval_pipeline.workspace import WorkspaceServer, create_app
+    from n8n_deepeval_pipeline.console.workspace_serving import workspace_app
+    from n8n_deepeval_pipeline.workspace import WorkspaceServer
 
-    return WorkspaceServer(create_app(), host, settings.reports_port())
+    return WorkspaceServer(workspace_app(), host, settings.reports_port())
 
 
 def _not_served(host: str, error: OSError) -> str:
@@ -174,13 +175,9 @@ def _results_only(host: str, loaded: list[Path]) -> None:
         raise click.ClickException(_not_served(host, error)) from None
     click.echo("benchmarks: " + (", ".join(str(path) for path in loaded) or "none found"), err=True)
     click.echo(f"results workspace at {server.url}", err=True)
-    # uvicorn handles SIGINT and SIGTERM while it serves, then raises the signal again under
-    # the handler it found: this one, which stops the server (a signal before uvicorn took
-    # over too) and lets a stop exit 0, as `ui` does; a background job's ignored SIGINT
-    # stops it as well.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda _signum, _frame: server.stop())
-    server.serve()
+    from n8n_deepeval_pipeline.console.workspace_serving import serve_in_foreground
+
+    serve_in_foreground(server)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

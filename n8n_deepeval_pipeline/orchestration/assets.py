@@ -259,7 +259,7 @@ def build_benchmark_assets(
         rate = fmean(passed) if passed else 0.0
         context.add_output_metadata(shown({"runs": len(rows), "run_pass_rate": rate}))
         if calibration is not None:
-            context.add_output_metadata(calibration_metadata(calibration.standings))
+            context.add_output_metadata(calibration_metadata(calibration.standings, benchmark.name))
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -596,6 +596,8 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
         metadata["report_url"] = dg.MetadataValue.url(served)
     if report.workspace_url is not None:  # every case and run of the version, in the workspace
         metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
+    if report.review_url is not None and report.labels_wanted:  # where people label its runs
+        metadata["review_url"] = dg.MetadataValue.url(report.review_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

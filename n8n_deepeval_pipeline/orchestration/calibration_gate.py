@@ -13,6 +13,7 @@ from typing import Any
 
 import dagster as dg
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
 from n8n_deepeval_pipeline.calibration.status import MetricCalibration
@@ -32,8 +33,12 @@ def not_deciding(calibration: Calibration | None) -> frozenset[str]:
     return frozenset(calibration.gated) if calibration is not None else frozenset()
 
 
-def calibration_metadata(standings: Sequence[MetricCalibration]) -> dict[str, Any]:
-    """Each judge-backed metric's standing and kappa, and the metrics that decide no run."""
+def calibration_metadata(standings: Sequence[MetricCalibration], benchmark: str) -> dict[str, Any]:
+    """Each judge-backed metric's standing and kappa, and the metrics that decide no run.
+
+    While a metric is not calibrated, ``review_url`` links to the benchmark's review page,
+    where people label its runs.
+    """
     metadata: dict[str, Any] = {
         "uncalibrated_metrics": ", ".join(s.metric for s in standings if not s.calibrated)
         or "none",
@@ -45,4 +50,7 @@ def calibration_metadata(standings: Sequence[MetricCalibration]) -> dict[str, An
             metadata[f"calibration/{standing.metric}/kappa"] = dg.MetadataValue.float(
                 standing.kappa
             )
+    if any(not standing.calibrated for standing in standings):
+        page = settings.workspace_url("benchmarks", benchmark, "review")
+        metadata["review_url"] = dg.MetadataValue.url(page)
     return shown(metadata)

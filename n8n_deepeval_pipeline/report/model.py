@@ -381,6 +381,13 @@ class Report(_Frozen):
     written_at: datetime | None = None  # when the report was made
     workflow_checks: tuple[WorkflowCheck, ...] = ()  # the version's workflow checks
     workspace_url: str | None = None  # the version's page in the results workspace
+    review_url: str | None = None  # the benchmark's review page there (people label runs)
+
+    @property
+    def labels_wanted(self) -> bool:
+        """Whether a judge-backed metric is not calibrated yet: people's labels would help."""
+        standings = self.calibration.standings if self.calibration is not None else ()
+        return any(not standing.calibrated for standing in standings)
 
     @property
     def failed_checks(self) -> tuple[WorkflowCheck, ...]:

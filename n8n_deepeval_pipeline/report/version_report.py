@@ -116,6 +116,7 @@ def version_report(
             "workspace_url": settings.workspace_url(
                 "benchmarks", benchmark.name, "versions", version_key(candidate)
             ),
+            "review_url": settings.workspace_url("benchmarks", benchmark.name, "review"),
         }
     )
 

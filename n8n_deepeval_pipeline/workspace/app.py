@@ -3,7 +3,9 @@
 Every page opens the store read-only for its request and renders its template in the
 common layout. What the store cannot give is a page too, never a traceback: a run writing
 the DuckDB file (503, the page reloads itself), a store that cannot be read (503, in one
-line), a benchmark, version or case the store does not hold (404).
+line), a benchmark, version or case the store does not hold (404). The review page's
+forms write people's labels through the label stores the serving command gives the app
+(none given: the review page writes nothing); a form refused is a page that says why.
 """
 
 from __future__ import annotations
@@ -18,16 +20,32 @@ from urllib.parse import quote, urlencode
 
 from jinja2 import ChoiceLoader, Environment, PackageLoader, PrefixLoader, StrictUndefined
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.report.html import FILTERS, TESTS
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles
-from n8n_deepeval_pipeline.workspace.pages import PAGES, Page, PageNotFound, PageRequest
+from n8n_deepeval_pipeline.workspace.page_request import (
+    Action,
+    ActionRefused,
+    ActionRequest,
+    LabelStores,
+    Page,
+    PageNotFound,
+    PageRequest,
+)
+from n8n_deepeval_pipeline.workspace.pages import ACTIONS, PAGES
 from n8n_deepeval_pipeline.workspace.store import (
     StoreBusy,
     StoreSource,
@@ -108,13 +126,17 @@ class _Layout:
 
 
 class Workspace:
-    """The app's state: the store it reads, the benchmark files, the templates."""
+    """The app's state: the store it reads, the benchmark files, the label stores, the templates."""
 
     def __init__(
-        self, source: StoreSource | None = None, benchmark_files: BenchmarkFiles | None = None
+        self,
+        source: StoreSource | None = None,
+        benchmark_files: BenchmarkFiles | None = None,
+        label_stores: LabelStores | None = None,
     ) -> None:
         self._source = source
         self.files = benchmark_files or BenchmarkFiles()
+        self.label_stores = label_stores
         self.templates = template_environment()
 
     @property
@@ -144,20 +166,46 @@ class Workspace:
             try:
                 source = self.source
                 with reading(source) as reader:
-                    context = page.view(PageRequest(request, reader, self.files, source))
-            except StoreBusy:
-                return self.render(
-                    request,
-                    "busy.html.j2",
-                    {"retry_s": BUSY_RETRY_S},
-                    status=503,
-                    headers={"Retry-After": str(BUSY_RETRY_S)},
-                )
-            except StoreUnreadable as error:
-                return self.render(request, "problem.html.j2", {"said": str(error)}, status=503)
-            except PageNotFound as error:
-                return self.render(request, "problem.html.j2", {"said": str(error)}, status=404)
+                    context = page.view(
+                        PageRequest(request, reader, self.files, source, self.label_stores)
+                    )
+            except (StoreBusy, StoreUnreadable, PageNotFound) as error:
+                return self._unshown(request, error)
             return self.render(request, page.template, context, page)
+
+        return respond
+
+    def _unshown(self, request: Request, error: Exception, back: str | None = None) -> Response:
+        """What the store could not give, or a form refused, as a page."""
+        if isinstance(error, StoreBusy):
+            return self.render(
+                request,
+                "busy.html.j2",
+                {"retry_s": BUSY_RETRY_S},
+                status=503,
+                headers={"Retry-After": str(BUSY_RETRY_S)},
+            )
+        status = {StoreUnreadable: 503, PageNotFound: 404}.get(type(error), 500)
+        if isinstance(error, ActionRefused):
+            status, back = error.status, error.back
+        return self.render(
+            request, "problem.html.j2", {"said": str(error), "back": back}, status=status
+        )
+
+    def action_endpoint(self, action: Action) -> Any:
+        """The route of a form: the form read, handled off the event loop, answered."""
+
+        def handle(request: Request, form: Any) -> Response:
+            try:
+                return action.handle(
+                    ActionRequest(request, form, self.files, self.source, self.label_stores)
+                )
+            except (StoreBusy, StoreUnreadable, PageNotFound, ActionRefused) as error:
+                return self._unshown(request, error)
+
+        async def respond(request: Request) -> Response:
+            async with request.form() as form:
+                return await run_in_threadpool(handle, request, form)
 
         return respond
 
@@ -175,6 +223,14 @@ class Workspace:
         if not (settings.reports_dir() / path).is_file():
             raise HTTPException(404, "no such page")
         return RedirectResponse("/reports/" + quote(path), status_code=308)
+
+    def about(self, request: Request) -> Response:
+        """What this workspace reads: a command finds whether the one on a port is its own."""
+        try:
+            store = self.source.described
+        except StoreUnreadable as error:
+            store = str(error)
+        return JSONResponse({"workspace": "n8n-deepeval", "store": store})
 
     def not_found(self, request: Request, error: Exception) -> Response:
         """An address that is no page."""
@@ -198,12 +254,21 @@ def _report_css(request: Request) -> Response:
 
 
 def create_app(
-    source: StoreSource | None = None, benchmark_files: BenchmarkFiles | None = None
+    source: StoreSource | None = None,
+    benchmark_files: BenchmarkFiles | None = None,
+    label_stores: LabelStores | None = None,
 ) -> Starlette:
-    """The workspace on ``source`` (default: the profile's store) and the benchmark files."""
-    workspace = Workspace(source, benchmark_files)
+    """The workspace on ``source`` (default: the profile's store) and the benchmark files.
+
+    ``label_stores``: where the review page writes people's labels (None: it writes none).
+    """
+    workspace = Workspace(source, benchmark_files, label_stores)
     routes: list[BaseRoute] = [
         Route(page.path, workspace.endpoint(page), name=page.name) for page in PAGES
+    ]
+    routes += [
+        Route(action.path, workspace.action_endpoint(action), name=action.name, methods=["POST"])
+        for action in ACTIONS
     ]
     routes += [
         Route("/static/report.css", _report_css, name="report_css"),
@@ -212,6 +277,7 @@ def create_app(
             StaticFiles(packages=[("n8n_deepeval_pipeline.workspace", "static")]),
             name="static",
         ),
+        Route("/workspace.json", workspace.about, name="about"),
         Route("/reports/{path:path}", workspace.report_file, name="report_file"),
         Route("/{benchmark}/{version}/{file}", workspace.moved_report),
     ]

@@ -58,11 +58,11 @@ class BenchmarkFiles:
 
     def __init__(self, paths: list[Path] | None = None) -> None:
         self._paths = paths
-        self._loaded: dict[Path, tuple[float, BenchmarkSettings | str]] = {}
+        self._loaded: dict[Path, tuple[float, Benchmark | str]] = {}
         self._lock = Lock()
 
-    def _load(self, path: Path) -> BenchmarkSettings | str:
-        """The file's settings, or why it does not load (its first problem)."""
+    def load(self, path: Path) -> Benchmark | str:
+        """The file's benchmark, or why it does not load (its first problem)."""
         try:
             modified = path.stat().st_mtime
         except OSError as error:
@@ -72,26 +72,41 @@ class BenchmarkFiles:
         if kept is not None and kept[0] == modified:
             return kept[1]
         try:
-            loaded: BenchmarkSettings | str = BenchmarkSettings.of(load_benchmark(path), path)
+            loaded: Benchmark | str = load_benchmark(path)
         except BenchmarkConfigError as error:
             loaded = str(error).splitlines()[0]
         with self._lock:
             self._loaded[path] = (modified, loaded)
         return loaded
 
-    def found(self) -> tuple[dict[str, BenchmarkSettings], list[str]]:
-        """Every benchmark file by its benchmark's name, and the files that do not load."""
+    def _benchmarks(self) -> tuple[dict[str, tuple[Path, Benchmark]], list[str]]:
         paths = self._paths if self._paths is not None else settings.benchmark_paths()
-        by_name: dict[str, BenchmarkSettings] = {}
+        by_name: dict[str, tuple[Path, Benchmark]] = {}
         problems = []
         for path in settings.discover_benchmark_files(paths):
-            loaded = self._load(path)
+            loaded = self.load(path)
             if isinstance(loaded, str):
                 problems.append(loaded)
             else:
-                by_name.setdefault(loaded.name, loaded)
+                by_name.setdefault(loaded.name, (path, loaded))
         return by_name, problems
+
+    def found(self) -> tuple[dict[str, BenchmarkSettings], list[str]]:
+        """Every benchmark file by its benchmark's name, and the files that do not load."""
+        by_name, problems = self._benchmarks()
+        found = {
+            name: BenchmarkSettings.of(loaded, path) for name, (path, loaded) in by_name.items()
+        }
+        return found, problems
 
     def settings_of(self, name: str) -> BenchmarkSettings:
         """The named benchmark's settings; its file's defaults when no file is found."""
         return self.found()[0].get(name) or BenchmarkSettings(name=name, file=None)
+
+    def benchmark(self, name: str, also: Path | None = None) -> Benchmark | None:
+        """The named benchmark loaded from its file, among the files or ``also`` (None: none)."""
+        found = self._benchmarks()[0].get(name)
+        if found is not None:
+            return found[1]
+        loaded = self.load(also) if also is not None else None
+        return loaded if isinstance(loaded, Benchmark) and loaded.name == name else None

@@ -3,18 +3,15 @@
 A view gets the request with an open, read-only store (``PageRequest``) and returns what
 its template shows; the app renders it inside the common layout, whose navigation lists
 the pages that name a ``nav`` label (the top bar) or a ``tab`` label (a benchmark's tabs).
-A new page is one entry here and one template.
+A new page is one entry here and one template. The forms pages post are in ``ACTIONS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from starlette.requests import Request
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.red_team.rows import BreachRate
@@ -22,102 +19,19 @@ from n8n_deepeval_pipeline.report.charts import interval_chart
 from n8n_deepeval_pipeline.report.red_team import attack_turns, red_team_report
 from n8n_deepeval_pipeline.report.variant_charts import frontier_chart
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
-from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
-from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles, BenchmarkSettings
+from n8n_deepeval_pipeline.workspace import review, review_actions
 from n8n_deepeval_pipeline.workspace.case import WHOLE, case_shown
 from n8n_deepeval_pipeline.workspace.grid import GridQuery, version_grid
-from n8n_deepeval_pipeline.workspace.overview import benchmark_names, latest_version, overview
+from n8n_deepeval_pipeline.workspace.overview import latest_version, overview
+from n8n_deepeval_pipeline.workspace.page_request import Action, Page, PageNotFound, PageRequest
 from n8n_deepeval_pipeline.workspace.red_team import attack, attacks, breach_history
 from n8n_deepeval_pipeline.workspace.side_by_side import moved, side_by_side
-from n8n_deepeval_pipeline.workspace.store import Reader, StoreSource, model_rows
+from n8n_deepeval_pipeline.workspace.store import model_rows
 from n8n_deepeval_pipeline.workspace.variants import families, variants_matrix
-from n8n_deepeval_pipeline.workspace.verdict import VersionVerdict, version_verdicts
-from n8n_deepeval_pipeline.workspace.versions import (
-    StoredVersion,
-    baselines,
-    find_version,
-    scored_versions,
-    version_costs,
-)
+from n8n_deepeval_pipeline.workspace.versions import find_version, version_costs
 
 VERSIONS_PER_PAGE = 50
-
-
-class PageNotFound(Exception):
-    """What a URL names is not in the store: the page says what is missing."""
-
-
-@dataclass
-class PageRequest:
-    """A request with the store open for it, and what its path names, read once."""
-
-    request: Request
-    reader: Reader
-    files: BenchmarkFiles
-    source: StoreSource
-    _verdicts: dict[str, VersionVerdict] = field(default_factory=dict)
-
-    def query(self, name: str) -> str | None:
-        """A query parameter, None when absent or blank."""
-        value = self.request.query_params.get(name, "").strip()
-        return value or None
-
-    @cached_property
-    def benchmark(self) -> BenchmarkSettings:
-        """The benchmark the path names; PageNotFound when the store has no results of it."""
-        name = str(self.request.path_params["benchmark"])
-        found = self.files.settings_of(name)
-        if name in benchmark_names(self.reader):
-            return found
-        if found.file is not None:
-            raise PageNotFound(f"{name} has not been run yet: n8n-deepeval run {found.file}")
-        raise PageNotFound(f"no results of a benchmark named {name!r} in {self.source.described}")
-
-    @cached_property
-    def versions(self) -> list[StoredVersion]:
-        """The benchmark's scored versions, in the order they ran."""
-        return scored_versions(self.reader, self.benchmark.name)
-
-    @cached_property
-    def baselines(self) -> dict[str, str | None]:
-        """Each version's baseline (version keys)."""
-        return baselines(self.reader, self.benchmark.name, self.versions, self.benchmark)
-
-    def version(self, key: str | None = None) -> StoredVersion:
-        """The version named (by key or prefix; default the path's); PageNotFound if unknown."""
-        named = key or str(self.request.path_params["version"])
-        try:
-            full = resolve_version([v.key for v in self.versions], named)
-        except UnknownVersionError as error:
-            raise PageNotFound(f"{self.benchmark.name}: {error}") from None
-        found = find_version(self.versions, full)
-        assert found is not None  # resolved among these versions
-        return found
-
-    def verdicts(self, keys: list[str]) -> dict[str, VersionVerdict]:
-        """The verdicts of these versions against their baselines (computed once a request)."""
-        missing = {key: self.baselines[key] for key in keys if key not in self._verdicts}
-        if missing:
-            self._verdicts |= version_verdicts(
-                self.reader, self.benchmark.name, self.benchmark, self.versions, missing
-            )
-        return {key: self._verdicts[key] for key in keys}
-
-
-View = Callable[[PageRequest], Mapping[str, Any]]
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page: its path (Starlette's syntax), route name, template and view."""
-
-    path: str
-    name: str
-    template: str
-    view: View
-    nav: str | None = None  # its label in the top navigation
-    tab: str | None = None  # its label among a benchmark's tabs (a path under a benchmark)
 
 
 def home(page: PageRequest) -> Mapping[str, Any]:
@@ -322,6 +236,7 @@ def attack_page(page: PageRequest) -> Mapping[str, Any]:
 
 _BENCHMARK = "/benchmarks/{benchmark}"
 _VERSION = _BENCHMARK + "/versions/{version}"
+_REVIEW = _BENCHMARK + "/review"
 
 PAGES: tuple[Page, ...] = (
     Page("/", "home", "home.html.j2", home, nav="Benchmarks"),
@@ -332,6 +247,18 @@ PAGES: tuple[Page, ...] = (
     Page(_VERSION, "version", "version.html.j2", version),
     Page(_VERSION + "/cases/{row_id:path}", "case", "case.html.j2", case),
     Page(_VERSION + "/attacks/{result_id:path}", "attack", "attack.html.j2", attack_page),
-    # The review queue (labels a person gives runs) takes its place here: one entry, with
-    # nav="Review", and its template.
+    # The review queue: the runs a person labels, one at a time, the judge's verdicts
+    # withheld until they have (workspace.review).
+    Page("/review", "review_home", "review_home.html.j2", review.home, nav="Review"),
+    Page(_REVIEW, "review", "review.html.j2", review.queue, tab="Review"),
+    Page(_REVIEW + "/runs/{run_id:path}", "review_run", "review.html.j2", review.run),
+)
+
+# The forms the pages post: they write people's labels and review queues, never results.
+ACTIONS: tuple[Action, ...] = (
+    Action("/review/reviewer", "review_reviewer", review_actions.set_reviewer),
+    Action(_REVIEW + "/prepare", "review_prepare", review_actions.prepare),
+    Action(_REVIEW + "/label", "review_label", review_actions.label),
+    Action(_REVIEW + "/skip", "review_skip", review_actions.skip),
+    Action(_REVIEW + "/undo", "review_undo", review_actions.undo),
 )

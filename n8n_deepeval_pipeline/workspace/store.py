@@ -7,12 +7,18 @@ holds it; after that the page says the results are being written (``StoreBusy``)
 a traceback. Nothing here writes: DuckDB is opened read-only, PostgreSQL's session is
 read-only.
 
+The review page writes people's labels (never results) through the calibration back end's
+label store, which opens the DuckDB file read-write. DuckDB lets one process hold a file
+under one configuration at a time, so in this process the pages' reads and the label
+store's writes take turns (``TURNS``): reads together, a write alone.
+
 SQL is written once for both databases: ``?`` marks a parameter (it becomes psycopg2's
 ``%s``), so no statement holds a literal ``?`` or ``%``; identifiers are quoted.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -134,6 +140,57 @@ class _EmptyReader(_ColumnsKept):
         return []
 
 
+class Turns:
+    """Reads together, a write alone; a write waiting keeps new reads from starting."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._reading = 0
+        self._writing = False
+        self._writers_waiting = 0
+
+    @contextmanager
+    def read(self) -> Iterator[None]:
+        """Hold a read turn for the block."""
+        with self._changed:
+            self._changed.wait_for(lambda: not self._writing and not self._writers_waiting)
+            self._reading += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._reading -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def write(self) -> Iterator[None]:
+        """Hold the write turn for the block (never inside a read turn: it would wait forever)."""
+        with self._changed:
+            self._writers_waiting += 1
+            self._changed.wait_for(lambda: not self._writing and not self._reading)
+            self._writers_waiting -= 1
+            self._writing = True
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._writing = False
+                self._changed.notify_all()
+
+
+TURNS = Turns()  # this process's DuckDB connections: the pages' reads, the labels' writes
+
+
+@contextmanager
+def writing_labels(source: StoreSource) -> Iterator[None]:
+    """The block may open the store read-write (the label store): no page reads meanwhile."""
+    if source.kind != "duckdb":  # PostgreSQL's sessions do not exclude each other
+        yield
+        return
+    with TURNS.write():
+        yield
+
+
 @contextmanager
 def reading(source: StoreSource) -> Iterator[Reader]:
     """A read-only connection to the store for the block; closed after it."""
@@ -142,17 +199,18 @@ def reading(source: StoreSource) -> Iterator[Reader]:
             yield reader
         return
     path = Path(source.location)
-    if not path.exists():
-        yield _EmptyReader()
-        return
-    connection = _duckdb_read_only(path)
-    try:
-        yield _DuckDbReader(connection)
-    except Exception as error:
-        _raise_unreadable(error, path)
-        raise
-    finally:
-        connection.close()
+    with TURNS.read():
+        if not path.exists():
+            yield _EmptyReader()
+            return
+        connection = _duckdb_read_only(path)
+        try:
+            yield _DuckDbReader(connection)
+        except Exception as error:
+            _raise_unreadable(error, path)
+            raise
+        finally:
+            connection.close()
 
 
 def _duckdb_read_only(path: Path) -> Any:

@@ -53,9 +53,15 @@ def test_a_run_of_the_benchmark_leaves_the_labels_alone(environment, example_cop
         aggregates = instance.get_latest_materialization_event(
             dg.AssetKey(["support_agent", "run_aggregates"])
         ).asset_materialization.metadata
+        report = instance.get_latest_materialization_event(
+            dg.AssetKey(["support_agent", "benchmark_report"])
+        ).asset_materialization.metadata
     # the dry-run judge's placeholders agree with nobody: both judged metrics uncalibrated
     assert aggregates["uncalibrated_metrics"].value == "helpfulness, bias"
     assert aggregates["calibration/bias"].value.startswith("too_few_labels: 0 of 30 labels")
+    # where people label the runs, linked from both assets while metrics are uncalibrated
+    assert aggregates["review_url"].value.endswith("/benchmarks/support_agent/review")
+    assert report["review_url"].value == aggregates["review_url"].value
     (kept,) = store.judged()
     assert (kept.run_id, kept.metric, kept.passed) == (scored, "exact_answer", True)
     assert kept.score == value

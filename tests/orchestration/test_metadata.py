@@ -113,9 +113,14 @@ def test_each_judged_metrics_standing_is_in_the_aggregates_metadata():
         [
             standing("helpfulness", "calibrated", 0.81234, False),
             standing("bias", "uncalibrated", 0.1, True),
-        ]
+        ],
+        "support_agent",
     )
     assert metadata["uncalibrated_metrics"] == "bias"
     assert metadata["metrics_deciding_no_run"] == "bias"
     assert metadata["calibration/bias"] == "uncalibrated: bias why"
     assert metadata["calibration/helpfulness/kappa"].value == 0.8123  # rounded as every figure
+    # bias needs labels: the review page is where they are given
+    assert metadata["review_url"].value.endswith("/benchmarks/support_agent/review")
+    calibrated = [standing("helpfulness", "calibrated", 0.9, False)]
+    assert "review_url" not in calibration_metadata(calibrated, "support_agent")

@@ -33,14 +33,16 @@ def require_chromium() -> None:
 
 
 @contextmanager
-def chromium_page() -> Iterator[object]:
-    """A page of a headless system Chromium, closed afterwards."""
+def chromium_page(javascript: bool = True) -> Iterator[object]:
+    """A page of a headless system Chromium (JavaScript off if asked), closed afterwards."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGUMENTS)
         try:
-            yield browser.new_page(viewport={"width": 1440, "height": 1000})
+            yield browser.new_page(
+                viewport={"width": 1440, "height": 1000}, java_script_enabled=javascript
+            )
         finally:
             browser.close()
 

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import dagster as dg
 import pytest
 
+from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import PostgresLabelStore
 from n8n_deepeval_pipeline.workspace import WorkspaceServer, create_app
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles
 from n8n_deepeval_pipeline.workspace.store import StoreSource, reading
@@ -98,3 +100,53 @@ def test_the_results_io_manager_indexes_every_table_by_version(postgres, postgre
     assert indexes["run_aggregates"].endswith("USING btree (workflow_hash, run_id)")
     assert indexes["workflow_snapshot"].endswith("USING btree (workflow_hash)")
     assert "metric_scores_by_version" in indexes["metric_scores"]
+
+
+def test_the_review_page_labels_runs_into_postgresql(
+    postgres, postgres_runs, tmp_path, monkeypatch
+):
+    """The review page on the distributed profile's store: a queue prepared on the page, runs
+    labelled with the keyboard, the labels in PostgreSQL's human_labels."""
+    from playwright.sync_api import expect
+
+    require_chromium()
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))  # where queues are kept
+    benchmark, (_, second) = postgres_runs
+    app = create_app(
+        StoreSource("postgresql", postgres.url),
+        BenchmarkFiles([benchmark]),
+        lambda loaded: PostgresLabelStore(loaded, postgres.url),
+    )
+    with WorkspaceServer(app, "127.0.0.1", 0) as server, chromium_page() as page:
+        page.goto(f"{server.url}review")
+        page.locator("#reviewer-name").fill("Ann Lee")
+        page.locator("#reviewer-name").press("Enter")
+        page.locator('tr[data-benchmark="support_agent"] a.name').click()
+        # the judge-backed metrics hold the dry-run judge's placeholders: nothing to review
+        page.locator("form.prepare button").click()
+        expect(page.locator('[role="alert"]')).to_contain_text(
+            f"nothing to review in {second} for Ann Lee: every judged score of helpfulness, bias"
+        )
+        page.locator("a.back").click()
+        choices = page.locator("form.prepare")
+        for metric in ("helpfulness", "bias"):
+            choices.locator(f'input[name="metric"][value="{metric}"]').uncheck()
+        choices.locator('input[name="metric"][value="tool_correctness"]').check()
+        choices.locator('input[name="sample"]').fill("2")
+        choices.locator("button").click()
+        expect(page.locator(".queue-progress .count")).to_have_text("run 1 of 2")
+        labelled = []
+        for key in ("f", "p"):
+            expect(page.locator("form.label-form")).to_be_visible()  # the next run is in
+            labelled.append(page.locator(".review-run").get_attribute("data-run"))
+            assert page.locator(".judge-verdict").count() == 0
+            page.keyboard.press(key)
+            page.keyboard.press("Enter")
+            expect(page.locator(".judge-verdict .score")).to_have_count(1)
+            page.keyboard.press("Enter")
+        expect(page.locator(".banner.done")).to_contain_text("you labelled 2 of the queue's 2")
+    kept = PostgresLabelStore(load_benchmark(benchmark), postgres.url).labels()
+    assert [(label.run_id, label.metric, label.reviewer, label.passed) for label in kept] == [
+        (labelled[0], "tool_correctness", "Ann Lee", False),
+        (labelled[1], "tool_correctness", "Ann Lee", True),
+    ]
