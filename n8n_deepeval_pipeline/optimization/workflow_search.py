@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from n8n_deepeval_pipeline.optimization.workflow_answers import (
     CandidateCopies,
     WorkflowAnswerer,
 )
+from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError, held_out_ids
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.agent_tools import agent_tools
@@ -59,11 +59,6 @@ from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameter
 
 # How long a search's harness copies may live before another host may remove them.
 COPY_TIME_LIMIT_S = 12 * 3600.0
-MIN_TRAINING_ROWS = 2  # DeepEval's optimisers need two goldens at least
-
-
-class SplitError(ValueError):
-    """The dataset is too small to hold rows out and still search."""
 
 
 @dataclass(frozen=True)
@@ -79,14 +74,10 @@ def split_rows(rows: list[DatasetRow], held_out: float, seed: int) -> Split:
 
     The draw depends on the row ids alone (sorted), not on the dataset's order.
     """
-    if len(rows) < MIN_TRAINING_ROWS + 1:
-        raise SplitError(
-            f"the dataset has {len(rows)} rows: optimising needs at least "
-            f"{MIN_TRAINING_ROWS + 1} (two to search on, one held out to prove the gain)"
-        )
-    count = min(max(1, round(len(rows) * held_out)), len(rows) - MIN_TRAINING_ROWS)
-    ids = sorted(row.row_id for row in rows)
-    chosen = set(random.Random(f"held-out:{seed}").sample(ids, count))
+    try:
+        chosen = held_out_ids((row.row_id for row in rows), held_out, seed)
+    except SplitError as error:
+        raise SplitError(f"the dataset has {error}") from None
     return Split(
         training=[row for row in rows if row.row_id not in chosen],
         held_out=[row for row in rows if row.row_id in chosen],
