@@ -131,8 +131,8 @@ def optimize(
 
     from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
     from n8n_deepeval_pipeline.optimization.launcher import OptimizationFailed
-    from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError
     from n8n_deepeval_pipeline.orchestration import prompt_optimization as flow
+    from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError
     from n8n_deepeval_pipeline.summary.held_out import render_held_out
     from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameterError
 
