@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, parse_benchmark
-from n8n_deepeval_pipeline.calibration.judge_text import with_text
+from n8n_deepeval_pipeline.calibration.judge_text import CandidateTextError, with_text
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.config.yaml_edit import YamlEditError, with_entry, with_item, with_value
 from n8n_deepeval_pipeline.config.yaml_loader import load_yaml
@@ -98,8 +98,10 @@ def adopt_aligned(path: Path, benchmark: Benchmark, config: MetricConfig, aligne
             path.read_text(encoding="utf-8"), benchmark, config, aligned_text
         )
         adopted = parse_benchmark(load_yaml(edited), path)
-    except (YamlEditError, BenchmarkConfigError) as error:
+    except (YamlEditError, CandidateTextError) as error:
         raise AlignedMetricError(f"{path}: {error}") from None
+    except BenchmarkConfigError as error:  # it names the file
+        raise AlignedMetricError(str(error)) from None
     expected = with_text(config, aligned_text).model_copy(update={"label": label})
     index = benchmark.metric_labels.index(config.result_label())
     if (
