@@ -87,6 +87,22 @@ def with_aligned_metric(
     return edited, label
 
 
+def already_there(benchmark: Benchmark, config: MetricConfig, aligned_text: str) -> str | None:
+    """The label of a metric of the benchmark that is the aligned one already (None: none)."""
+    try:
+        aligned = with_text(config, aligned_text).model_copy(update={"label": None})
+    except CandidateTextError:
+        return None
+    return next(
+        (
+            metric.result_label()
+            for metric in benchmark.metrics
+            if metric.model_copy(update={"label": None}) == aligned
+        ),
+        None,
+    )
+
+
 def adopt_aligned(path: Path, benchmark: Benchmark, config: MetricConfig, aligned_text: str) -> str:
     """Write the aligned metric into benchmark file ``path``; its label.
 

@@ -489,7 +489,11 @@ def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
     """Align one metric's text with the labels; write it only when held-out kappa improves."""
     import shutil
 
-    from n8n_deepeval_pipeline.calibration.aligned_metric import AlignedMetricError, adopt_aligned
+    from n8n_deepeval_pipeline.calibration.aligned_metric import (
+        AlignedMetricError,
+        adopt_aligned,
+        already_there,
+    )
     from n8n_deepeval_pipeline.console.align_report import (
         align_round_line,
         alignment_json,
@@ -524,9 +528,13 @@ def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
     finally:
         resources.pool.pool.close()
     written = None
-    if alignment.decision == "improved":
+    best = alignment.outcome.best_text
+    existing = already_there(plan.benchmark, plan.config, best)
+    if alignment.decision == "improved" and existing is not None:
+        written = f"{file} has it already, as {existing}: nothing written"
+    elif alignment.decision == "improved":
         try:
-            label = adopt_aligned(file, plan.benchmark, plan.config, alignment.outcome.best_text)
+            label = adopt_aligned(file, plan.benchmark, plan.config, best)
         except AlignedMetricError as error:
             raise Refused(f"--align {metric}: {error}; nothing written", EXIT_ERROR) from None
         written = (

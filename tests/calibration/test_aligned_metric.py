@@ -10,6 +10,7 @@ from n8n_deepeval_pipeline.calibration.aligned_metric import (
     AlignedMetricError,
     adopt_aligned,
     aligned_label,
+    already_there,
 )
 from n8n_deepeval_pipeline.calibration.judge_text import judge_text
 from tests.calibration.test_judge_text import DAG
@@ -53,7 +54,9 @@ def test_the_aligned_g_eval_follows_the_old_one_which_stays_and_still_decides(ex
     assert (aligned.name, aligned.criteria, aligned.evaluation_params) == (
         "helpfulness", ALIGNED, helpfulness.evaluation_params)  # fmt: skip
     assert adopted.counted_labels == benchmark.counted_labels  # aggregate.metrics lists it not
-    # Aligned again: the next free label.
+    # The same text aligned again is there already; another one gets the next free label.
+    assert already_there(adopted, helpfulness, ALIGNED) == "helpfulness_aligned"
+    assert already_there(adopted, helpfulness, ALIGNED + " Be strict.") is None
     assert aligned_label(adopted, "helpfulness") == "helpfulness_aligned_2"
 
 
