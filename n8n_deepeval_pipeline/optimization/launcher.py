@@ -8,10 +8,10 @@ twice the search's concurrency: DeepEval answers and measures goldens concurrent
 budget spent on this side is said in the reply (the search then ends with what it found);
 any other failure of a call is said too, and ends the search the same way. Each round is
 handed to ``on_round`` as it is reported. When the search ends, the calls under way are
-waited for (each within the target's timeout), so that nothing answered is lost. The
-process's output goes to a log file beside its folder, kept (and named in the error) when
-it fails; the process is killed if the caller stops waiting, and exits by itself when the
-caller dies.
+waited for (each within the target's timeout), so that nothing answered is lost, and what
+they cost is counted in the outcome's spend. The process's output goes to a log file beside
+its folder, kept (and named in the error) when it fails; the process is killed if the
+caller stops waiting, and exits by itself when the caller dies.
 """
 
 from __future__ import annotations
@@ -168,11 +168,11 @@ def optimize(
     """
     process = _Process(request.secrets)
     calls = ThreadPoolExecutor(max_workers=2 * request.concurrency, thread_name_prefix="answers")
-
+    outcome = None
     try:
         process.send(request.model_dump(mode="python"))
         deadline = time.monotonic() + timeout_s
-        while True:
+        while outcome is None:
             message = process.next(deadline)
             if "answer" in message:
                 answer_call = AnswerCall.model_validate(message["answer"])
@@ -185,12 +185,14 @@ def optimize(
             elif "round" in message and on_round is not None:
                 on_round(Round.model_validate(message["round"]))
             elif "done" in message:
-                return OptimizationOutcome.model_validate(message["done"])
+                outcome = OptimizationOutcome.model_validate(message["done"])
     finally:
         process.stop()
         # Calls under way finish (and are journaled) before their harness copies go; the
         # ones not started are dropped.
         calls.shutdown(wait=True, cancel_futures=True)
+    # What the calls under way when the search ended cost is counted too.
+    return outcome.model_copy(update={"spend": outcome.model_spend + ledger.own})
 
 
 def _serve(process: _Process, call_id: int, secrets: list[str], work: Callable[[], Any]) -> None:

@@ -163,6 +163,7 @@ class OptimizationOutcome(_Frozen):
     stop: StopReason
     stop_detail: str | None = None
     spend: Spend
+    model_spend: Spend = Spend()  # the optimiser model's own part of ``spend``
     seconds: float = 0.0
 
     def diff(self) -> str:
