@@ -28,7 +28,7 @@ from n8n_deepeval_pipeline.testing.fact_checking_judge import (
     FactCheckingJudge,
     states_every_fact,
 )
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, loopback_judge_environment
 
 CRITERIA = "Does the answer resolve the customer's question accurately and concisely?"
 GEPA = {"iterations": 3, "minibatchSize": 6, "paretoSize": 4}
@@ -41,15 +41,7 @@ def invoke(*args):
 @pytest.fixture
 def judge(tmp_path, monkeypatch):
     judge = FactCheckingJudge(latency_s=0.0).start()
-    home = tmp_path / "home"
-    for name, value in {
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-    }.items():
+    for name, value in loopback_judge_environment(tmp_path / "home", judge.base_url).items():
         monkeypatch.setenv(name, value)
     yield judge
     judge.stop()

@@ -40,11 +40,6 @@ def render_alignment(alignment: Any, written: str | None) -> str:
     """The alignment as the terminal shows it; ``written``: what was written, in words."""
     outcome, plan = alignment.outcome, alignment.plan
     spend, held = outcome.spend, alignment.held_out_spend
-    ended = (
-        "finished"
-        if outcome.stop == "finished"
-        else f"stopped: {outcome.stop} ({outcome.stop_detail})"
-    )
     base = f"{outcome.base_score:.3f}" if outcome.base_score is not None else "-"
     best = f"{outcome.best_score:.3f}" if outcome.best_score is not None else "-"
     verdict = {
@@ -56,8 +51,8 @@ def render_alignment(alignment: Any, written: str | None) -> str:
     return "\n".join(
         [
             _split_line(alignment),
-            f"search: {len(outcome.rounds)} rounds · {len(outcome.tried)} candidates · {ended} "
-            f"· {outcome.seconds:.1f} s",
+            f"search: {len(outcome.rounds)} rounds · {len(outcome.tried)} candidates · "
+            f"{outcome.ended} · {outcome.seconds:.1f} s",
             f"  judge calls {spend.judge_calls} (+{spend.cached_judge_calls} cached, "
             f"{spend.replayed_scores} verdicts replayed) · tokens "
             f"{spend.prompt_tokens + spend.completion_tokens} · cost {_cost(spend)}",

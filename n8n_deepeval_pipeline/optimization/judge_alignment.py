@@ -18,7 +18,6 @@ budget, and counted apart.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import defaultdict
@@ -39,17 +38,15 @@ from n8n_deepeval_pipeline.calibration.alignment_goldens import (
 from n8n_deepeval_pipeline.calibration.alignment_split import AlignmentSplit, LabelledRun
 from n8n_deepeval_pipeline.calibration.judge_text import CandidateTextError, JudgeText, with_text
 from n8n_deepeval_pipeline.evaluation import EvaluationItem, is_unjudged
-from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.spec import JudgeResolver, JudgeSpec
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.optimization.launcher import CallFailed, optimize
 from n8n_deepeval_pipeline.optimization.pool_scoring import (
-    Evaluator,
-    Journal,
     PoolBatches,
     PoolEvaluations,
+    ScoringServices,
 )
 from n8n_deepeval_pipeline.optimization.request import (
     Golden,
@@ -149,19 +146,7 @@ class AlignmentPlan:
             "model": request.model.label,
             "judge": self.benchmark.judge.model_dump(mode="json") if self.benchmark.judge else None,
         }
-        text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class AlignmentServices:
-    """What the search calls on: the metrics' judges and prices, the worker pool, a journal."""
-
-    judge: JudgeSpec | JudgeResolver
-    prices: PriceTable
-    pool: Evaluator
-    score_journal: Callable[[Path], Journal]
-    evaluation_timeout_s: float
+        return digest(json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str))
 
 
 def verdict_of(row: MetricScore) -> Verdict:
@@ -177,7 +162,7 @@ class MetricVerdicts:
     """The judge's verdicts on labelled runs with a text of the metric, from the pool."""
 
     def __init__(
-        self, plan: AlignmentPlan, services: AlignmentServices, evaluations: PoolEvaluations
+        self, plan: AlignmentPlan, services: ScoringServices, evaluations: PoolEvaluations
     ) -> None:
         self.plan = plan
         self.services = services
@@ -252,7 +237,7 @@ class AgreementScorer:
 
 def search(
     plan: AlignmentPlan,
-    services: AlignmentServices,
+    services: ScoringServices,
     folder: Path,
     on_round: Callable[[Round], None] | None = None,
 ) -> OptimizationOutcome:
@@ -267,7 +252,7 @@ def search(
 
 
 def held_out_verdicts(
-    plan: AlignmentPlan, services: AlignmentServices, folder: Path, texts: Sequence[str]
+    plan: AlignmentPlan, services: ScoringServices, folder: Path, texts: Sequence[str]
 ) -> tuple[list[dict[str, Verdict]], Spend]:
     """Each text's verdicts on the held-out runs (journaled, unbudgeted), and their spend."""
     ledger = SpendLedger(Budget())

@@ -21,8 +21,10 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
@@ -51,6 +53,17 @@ class Journal(Protocol):
     def completed(self) -> dict[str, EvaluationResult]: ...
 
     def record(self, task: EvaluationTask, result: EvaluationResult, run_id: str = "") -> None: ...
+
+
+@dataclass(frozen=True)
+class ScoringServices:
+    """What scores a search's answers: the metrics' judges and prices, the pool, a journal."""
+
+    judge: JudgeSpec | JudgeResolver
+    prices: PriceTable
+    pool: Evaluator
+    score_journal: Callable[[Path], Journal]
+    evaluation_timeout_s: float
 
 
 class PoolBatches:

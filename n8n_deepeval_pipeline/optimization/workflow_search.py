@@ -16,7 +16,6 @@ again finds its answers and scores there and pays again only for what it had not
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,17 +24,14 @@ from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
-from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.spec import JudgeResolver
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.optimization.launcher import optimize
 from n8n_deepeval_pipeline.optimization.pool_scoring import (
-    Evaluator,
-    Journal,
     PoolBatches,
     PoolScorer,
+    ScoringServices,
 )
 from n8n_deepeval_pipeline.optimization.request import (
     Golden,
@@ -49,6 +45,7 @@ from n8n_deepeval_pipeline.optimization.workflow_answers import (
     AnswerJournal,
     CandidateCopies,
     WorkflowAnswerer,
+    digest,
 )
 from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError, held_out_ids
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold
@@ -168,21 +165,16 @@ class SearchPlan:
             ],
             "judge": self.benchmark.judge.model_dump(mode="json") if self.benchmark.judge else None,
         }
-        text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return digest(json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str))
 
 
 @dataclass(frozen=True)
 class SearchServices:
-    """What the search calls on: n8n, the metrics' judges and prices, the worker pool."""
+    """What the search calls on: n8n, and what scores its answers."""
 
     client: Callable[[], N8nClient]
     base_url: str
-    judge: JudgeResolver
-    prices: PriceTable
-    pool: Evaluator
-    score_journal: Callable[[Path], Journal]
-    evaluation_timeout_s: float
+    scoring: ScoringServices
 
 
 def search(
@@ -198,6 +190,7 @@ def search(
     assert isinstance(target, WorkflowTarget)  # checked when the benchmark was validated
     request = plan.request()
     ledger = SpendLedger(request.budget)
+    scoring = services.scoring
     copies = CandidateCopies(
         services.client,
         services.base_url,
@@ -220,12 +213,12 @@ def search(
     scorer = PoolScorer(
         benchmark,
         answerer.answered,
-        services.judge,
-        services.prices,
-        PoolBatches(services.pool),
-        services.score_journal(folder / "scores.jsonl"),
+        scoring.judge,
+        scoring.prices,
+        PoolBatches(scoring.pool),
+        scoring.score_journal(folder / "scores.jsonl"),
         ledger,
-        services.evaluation_timeout_s,
+        scoring.evaluation_timeout_s,
         agent_tools(plan.workflow),
     )
     try:

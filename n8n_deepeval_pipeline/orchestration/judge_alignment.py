@@ -38,7 +38,6 @@ from n8n_deepeval_pipeline.calibration.judge_text import NotAlignable, judge_tex
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.optimization.judge_alignment import (
     AlignmentPlan,
-    AlignmentServices,
     StoredVersion,
     held_out_verdicts,
     search,
@@ -46,8 +45,7 @@ from n8n_deepeval_pipeline.optimization.judge_alignment import (
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.spend import Spend
 from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
-from n8n_deepeval_pipeline.orchestration.prompt_optimization import Resources
-from n8n_deepeval_pipeline.orchestration.resources.score_journal import FileScoreJournal
+from n8n_deepeval_pipeline.orchestration.prompt_optimization import Resources, scoring_services
 from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError
 from n8n_deepeval_pipeline.tables.steps import snapshot_tools
 from n8n_deepeval_pipeline.workflow.hashing import version_key
@@ -153,13 +151,7 @@ def run_alignment(
     on_round: Callable[[Round], None] | None = None,
 ) -> Alignment:
     """DeepEval's search of the metric's text, then kappa on the held-out runs before and after."""
-    services = AlignmentServices(
-        judge=resources.judge.spec_for,
-        prices=resources.judge.prices(),
-        pool=resources.pool.pool,
-        score_journal=FileScoreJournal,
-        evaluation_timeout_s=resources.pool.timeout_s,
-    )
+    services = scoring_services(resources)
     outcome = search(plan, services, folder, on_round)
     (before, after), spent = held_out_verdicts(
         plan, services, folder, [plan.text.text, outcome.best_text]

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +34,18 @@ from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.optimization.judge_alignment import (
     AlignmentPlan,
-    AlignmentServices,
     StoredVersion,
     search,
 )
+from n8n_deepeval_pipeline.optimization.pool_scoring import ScoringServices
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import FileScoreJournal
 from n8n_deepeval_pipeline.tables.ids import case_id, run_id
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, ExpandedRun
 from n8n_deepeval_pipeline.tables.steps import dataset_rows
 from n8n_deepeval_pipeline.testing.fact_checking_judge import INSTRUCTION, FactCheckingJudge
-from n8n_deepeval_pipeline.worker.environment import worker_environment
 from n8n_deepeval_pipeline.worker.pool import WorkerPool
-from tests.conftest import EXAMPLE, ROOT
+from tests.conftest import EXAMPLE
+from tests.optimization.reference_process import canonical, run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -139,20 +137,7 @@ def reference(tmp: Path, plan: AlignmentPlan, judge: FactCheckingJudge) -> Any:
         "seed": SEED,
         "concurrency": request.concurrency,
     }
-    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "tests.optimization.deepeval_reference", "spec.json", "out.json"],
-        cwd=tmp,
-        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=900,
-    )
-    return json.loads((tmp / "out.json").read_text(encoding="utf-8"))
-
-
-def canonical(bodies: list[dict[str, Any]]) -> set[str]:
-    # A set: the pipeline judges a text on a run once, DeepEval each time it asks.
-    return {json.dumps(body, sort_keys=True) for body in bodies}
+    return run_reference(tmp, spec)
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +152,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         theirs = reference(tmp, plan, judge)
         reference_bodies = list(judge.bodies)
         judge.bodies.clear()
-        services = AlignmentServices(
+        services = ScoringServices(
             judge=spec,
             prices=PriceTable(),
             pool=pool,

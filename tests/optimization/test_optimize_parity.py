@@ -18,8 +18,6 @@ search replays its journal: no workflow call, no judge call, the same outcome.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.optimization.pool_scoring import ScoringServices
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.workflow_search import (
     SearchPlan,
@@ -41,12 +40,11 @@ from n8n_deepeval_pipeline.optimization.workflow_search import (
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import FileScoreJournal
 from n8n_deepeval_pipeline.tables.steps import dataset_rows
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from n8n_deepeval_pipeline.worker.environment import worker_environment
 from n8n_deepeval_pipeline.worker.pool import WorkerPool
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 from n8n_deepeval_pipeline.workflow.prompt_parameter import prompt_parameter
-from tests.conftest import ROOT
 from tests.optimization.fake_harness_n8n import FakeHarnessN8n, system_message
+from tests.optimization.reference_process import canonical, run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -131,15 +129,14 @@ def plan_of(path: Path, judge: JudgeSpec) -> SearchPlan:
 
 def pipeline(plan: SearchPlan, fake: FakeHarnessN8n, pool: WorkerPool, folder: Path,
              rounds: list[Round]) -> OptimizationOutcome:  # fmt: skip
-    services = SearchServices(
-        client=lambda: N8nClient(fake.base_url, "n8n-key"),
-        base_url=fake.base_url,
+    scoring = ScoringServices(
         judge=lambda choice: plan.model,
         prices=PriceTable(),
         pool=pool,
         score_journal=FileScoreJournal,
         evaluation_timeout_s=120,
     )
+    services = SearchServices(lambda: N8nClient(fake.base_url, "n8n-key"), fake.base_url, scoring)
     return search(plan, services, folder, rounds.append)
 
 
@@ -159,20 +156,7 @@ def reference(tmp: Path, plan: SearchPlan, judge: LoopbackJudge, fake: FakeHarne
         "seed": SEED,
         "concurrency": 3,
     }
-    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "tests.optimization.deepeval_reference", "spec.json", "out.json"],
-        cwd=tmp,
-        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=900,
-    )
-    return json.loads((tmp / "out.json").read_text(encoding="utf-8"))
-
-
-def canonical(bodies: list[dict[str, Any]]) -> set[str]:
-    # A set: the pipeline's cache answers a prompt asked twice only once.
-    return {json.dumps(body, sort_keys=True) for body in bodies}
+    return run_reference(tmp, spec)
 
 
 @pytest.fixture(scope="module")
