@@ -25,7 +25,8 @@ class YamlEditError(ValueError):
 
 
 class _BlockText(yaml.SafeDumper):
-    """Multi-line text as a literal block (``|``), as a person writes a prompt."""
+    """Multi-line text as a literal block (``|``), as a person writes a prompt; a list or
+    mapping of one-line values on one line (``[INPUT, ACTUAL_OUTPUT]``), as people write them."""
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -37,7 +38,24 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+def _one_line(value: Any) -> bool:
+    return isinstance(value, bool | int | float) or (isinstance(value, str) and "\n" not in value)
+
+
+def _list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    flow = bool(value) and all(_one_line(item) for item in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+
+def _mapping(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
+    flow = bool(value) and all(_one_line(item) for item in value.values())
+    node = dumper.represent_mapping("tag:yaml.org,2002:map", value.items(), flow_style=flow)
+    return node
+
+
 _BlockText.add_representer(str, _text)
+_BlockText.add_representer(list, _list)
+_BlockText.add_representer(dict, _mapping)
 
 
 def _child(node: yaml.MappingNode, key: str) -> yaml.Node | None:

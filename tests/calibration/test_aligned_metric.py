@@ -42,10 +42,7 @@ def test_the_aligned_g_eval_follows_the_old_one_which_stays_and_still_decides(ex
         "    criteria: |-",
         "      Does the answer resolve the customer's question accurately and concisely?",
         "      An answer that leaves out a fact of the expected output fails.",
-        "    evaluationParams:",
-        "    - INPUT",
-        "    - ACTUAL_OUTPUT",
-        "    - EXPECTED_OUTPUT",
+        "    evaluationParams: [INPUT, ACTUAL_OUTPUT, EXPECTED_OUTPUT]",
     ]
     assert after.index("helpfulness_aligned") < after.index("  - metric: bias")
     adopted = load_benchmark(example_copy)
@@ -71,7 +68,7 @@ def test_with_every_metric_deciding_the_ones_deciding_now_are_pinned(example_cop
     adopted = load_benchmark(example_copy)
     assert adopted.aggregate.metrics == benchmark.counted_labels
     assert "helpfulness_aligned" not in adopted.counted_labels
-    assert "aggregate:\n  metrics:\n  - tool_correctness\n" in example_copy.read_text()
+    assert "aggregate:\n  metrics: [tool_correctness, tool_permission, " in example_copy.read_text()
     # allConnected (every metric) is replaced by the list, where it stands.
     example_copy.write_text(text.replace("consistency:", "aggregate: {metrics: allConnected}\n"
                                          "consistency:"))  # fmt: skip
