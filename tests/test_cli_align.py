@@ -19,6 +19,7 @@ import shutil
 from collections import Counter
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
@@ -62,9 +63,26 @@ def run_and_label(path, *sheets):
         assert imported.exit_code == 0, imported.output
 
 
-def aligned(path, *options):
-    result = invoke("calibration", path, "--align", "helpfulness", "--json", *options)
+def aligned(path, *options, metric="helpfulness"):
+    result = invoke("calibration", path, "--align", metric, "--json", *options)
     return result, json.loads(result.stdout) if result.stdout.startswith("{") else None
+
+
+def label_by_the_rule(path, sheet, metric, contrary=False):
+    """Label every run of ``metric`` as people who fail answers missing a fact would, or
+    (``contrary``) the opposite on the rows the split holds out."""
+    exported = invoke("labels", "export", path, "--out", sheet, "--blind", "--metric", metric)
+    assert exported.exit_code == 0, exported.output
+    rows = list(csv.DictReader(sheet.open()))
+    held = held_out_ids({row["row_id"] for row in rows}, 0.3, seed=0) if contrary else set()
+    for row in rows:
+        fact = states_every_fact(row["output"], row["expected_output"])
+        row.update(label="pass" if fact != (row["row_id"] in held) else "fail", reviewer="ann")
+    with sheet.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    assert invoke("labels", "import", path, sheet).exit_code == 0
 
 
 def test_the_rule_the_double_follows_is_the_strict_reading_of_the_example():
@@ -168,20 +186,9 @@ def test_a_rewrite_that_fits_the_training_rows_only_is_reported_not_written(
     with_align(example_copy)
     ran = invoke("run", example_copy)
     assert ran.exit_code == 0, ran.output
-    sheet = tmp_path / "labels.csv"
-    invoke("labels", "export", example_copy, "--out", sheet, "--blind", "--metric", "helpfulness")
-    rows = list(csv.DictReader(sheet.open()))
-    held = held_out_ids({row["row_id"] for row in rows}, 0.3, seed=0)
     # People who fail answers missing a fact on the training rows, and the very opposite on
     # the held-out rows: what the search learns from the first does not hold on the second.
-    for row in rows:
-        fact = states_every_fact(row["output"], row["expected_output"])
-        row.update(label="pass" if fact != (row["row_id"] in held) else "fail", reviewer="ann")
-    with sheet.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    assert invoke("labels", "import", example_copy, sheet).exit_code == 0
+    label_by_the_rule(example_copy, tmp_path / "labels.csv", "helpfulness", contrary=True)
     before = example_copy.read_text()
 
     result, found = aligned(example_copy)
@@ -195,6 +202,41 @@ def test_a_rewrite_that_fits_the_training_rows_only_is_reported_not_written(
     text = invoke("calibration", example_copy, "--align", "helpfulness")
     assert text.exit_code == 1
     assert "held-out kappa did not improve: nothing written" in text.output
+
+
+DAG = """  - metric: dag
+    name: facts
+    dag:
+      nodes:
+        check: {type: binaryJudgement, evaluationParams: [ACTUAL_OUTPUT, EXPECTED_OUTPUT],
+                criteria: "Does the actual output give the facts of the expected output?",
+                children: [right, wrong]}
+        right: {type: verdict, verdict: true, score: 10}
+        wrong: {type: verdict, verdict: false, score: 0}
+"""
+
+
+@pytest.mark.slow
+def test_a_dags_judgement_criteria_are_aligned_and_its_graph_kept(judge, example_copy, tmp_path):
+    with_align(example_copy)
+    text = example_copy.read_text().replace("  - metric: bias\n", "  - metric: bias\n" + DAG)
+    example_copy.write_text(text)
+    ran = invoke("run", example_copy)
+    assert ran.exit_code == 0, ran.output
+    label_by_the_rule(example_copy, tmp_path / "labels.csv", "facts")
+
+    result, found = aligned(example_copy, metric="facts")
+    assert result.exit_code == 0, result.output
+    assert found["text_kind"] == "dag_nodes"
+    question = "Does the actual output give the facts of the expected output?"
+    assert found["outcome"]["best_text"] == f"[check] criteria\n{question}\n{INSTRUCTION}"
+    assert found["after"]["kappa"]["kappa"] == 1.0 > found["before"]["kappa"]["kappa"]
+    assert found["written"].startswith("facts_aligned written into")
+    written = example_copy.read_text()
+    assert written.startswith(text[: text.index("aggregate:")])  # facts, and all before it
+    nodes = yaml.safe_load(written)["metrics"][-1]["dag"]["nodes"]
+    assert nodes["check"]["criteria"] == f"{question}\n{INSTRUCTION}"
+    assert nodes["right"] == {"type": "verdict", "verdict": True, "score": 10}
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """FactCheckingJudge: a loopback judge (a test double) that follows G-Eval criteria when told to.
 
 It answers every request as ``PromptEngineer`` does (so, as ``LoopbackJudge``: from a hash of
-the request, reading nothing), except a G-Eval whose criteria or steps say ``INSTRUCTION``:
+the request, reading nothing), except a G-Eval whose criteria or steps, or a DAG's binary
+judgement whose criteria, say ``INSTRUCTION``:
 
 - asked for evaluation steps from criteria that say it, it gives the criteria's own lines
   as the steps, so the instruction reaches the scoring prompt, as a real model's steps
@@ -9,7 +10,8 @@ the request, reading nothing), except a G-Eval whose criteria or steps say ``INS
 - asked for a score with steps that say it, it fails an answer that leaves out a fact of
   the expected output (a token with a digit, or half its other words of four letters or
   more, missing from the answer) with 0, and passes any other with 10, in whichever form
-  G-Eval asks (its log-probabilities call, or a schema);
+  G-Eval asks (its log-probabilities call, or a schema); asked for a binary judgement
+  whose criteria say it, it answers false for such an answer and true for any other;
 
 and, as ``PromptEngineer``, its diagnosis of failing agreement names ``LACKING``, and its
 rewrite adds ``INSTRUCTION`` to the criteria. A judge metric aligned with people who fail
@@ -40,15 +42,17 @@ from n8n_deepeval_pipeline.testing.prompt_engineer import PromptEngineer
 INSTRUCTION = "An answer that leaves out a fact of the expected output fails."
 LACKING = "the judge passes answers that leave out a fact of the expected output"
 _CRITERIA = re.compile(r"Evaluation Criteria:\n(.*?)\n\n\*\*", re.S)
-# G-Eval's test case: each field's title, a colon, its value, then " \n\n".
-_FIELD = r"{}:\n(.*?) \n\n"
+# A test case in a judge's prompt: each field's title, a colon and its value, then " \n\n"
+# (G-Eval), or a newline before the next field's title or a blank line (a DAG's node).
+_TITLES = "Input|Actual Output|Expected Output|Context|Retrieval Context|Tools Called"
+_FIELD = r"(?:^|\n){}:\n(.*?)(?: ?\n\n|\n(?=(?:" + _TITLES + r"):\n)|$)"
 _WORD = re.compile(r"[a-z0-9][a-z0-9.]*[a-z0-9]|[a-z0-9]")
 _LONG_WORD = 4
 
 
 def _field(prompt: str, title: str) -> str:
     found = re.search(_FIELD.format(re.escape(title)), prompt, re.S)
-    return found[1] if found else ""
+    return found[1].strip() if found else ""
 
 
 def states_every_fact(answer: str, expected: str) -> bool:
@@ -96,6 +100,9 @@ class FactCheckingJudge(PromptEngineer):
         if INSTRUCTION in prompt and "score" in properties and "Test Case:" in prompt:
             score, reason = self._verdict(prompt)
             return json.dumps({"reason": reason, "score": score})
+        if INSTRUCTION in prompt and properties.get("verdict", {}).get("type") == "boolean":
+            score, reason = self._verdict(prompt)  # a DAG's binary judgement
+            return json.dumps({"reason": reason, "verdict": score > 0})
         return super()._structured(request, schema, prompt)
 
 
