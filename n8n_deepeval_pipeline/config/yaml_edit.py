@@ -25,8 +25,11 @@ class YamlEditError(ValueError):
 
 
 class _BlockText(yaml.SafeDumper):
-    """Multi-line text as a literal block (``|``), as a person writes a prompt; a list or
-    mapping of one-line values on one line (``[INPUT, ACTUAL_OUTPUT]``), as people write them."""
+    """Text and collections as people write them.
+
+    Multi-line text as a literal block (``|``), as a prompt is written; a list or mapping of
+    one-line values on one line (``[INPUT, ACTUAL_OUTPUT]``).
+    """
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
