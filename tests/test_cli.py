@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import stat
 
 import duckdb
@@ -408,3 +409,21 @@ def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
     assert result.exit_code == 2
     assert f"{bad}: invalid benchmark\n  - name: Input should be a valid string" in result.output
     assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
+
+
+def test_ui_refuses_two_benchmarks_of_one_name_before_starting_anything(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    copies = []
+    for folder in ("first", "second"):  # the same benchmark name in two files
+        shutil.copytree(EXAMPLE, tmp_path / folder)
+        copies.append(tmp_path / folder / "benchmark.yaml")
+    result = CliRunner().invoke(main, ["ui", *map(str, copies)])
+    assert result.exit_code == 2  # before: "Dagster UI at …" over a broken code location
+    assert result.stderr == (
+        f"Error: {copies[1]}: benchmark name 'support_agent' is already used by {copies[0]}\n"
+    )
+    assert not (tmp_path / "home").exists()
+    # and so for the files it finds itself
+    monkeypatch.setenv("N8N_DEEPEVAL_BENCHMARKS", str(tmp_path))
+    found = CliRunner().invoke(main, ["ui"])
+    assert (found.exit_code, found.stderr) == (2, result.stderr)

@@ -499,10 +499,10 @@ def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
         alignment_json,
         render_alignment,
     )
-    from n8n_deepeval_pipeline.optimization.launcher import OptimizationFailed
     from n8n_deepeval_pipeline.orchestration import judge_alignment as flow
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
     from n8n_deepeval_pipeline.orchestration.prompt_optimization import cli_resources
+    from n8n_deepeval_pipeline.worker.launcher import ChildFailed
 
     resources = cli_resources()
     try:
@@ -523,8 +523,8 @@ def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
         alignment = flow.run_alignment(
             plan, resources, folder, lambda report: click.echo(align_round_line(report), err=True)
         )
-    except OptimizationFailed as error:
-        raise Refused(str(error), EXIT_ERROR) from None
+    except ChildFailed as failed:  # the optimiser's process: its exit code and last lines
+        raise Refused(failed.message, EXIT_ERROR) from None
     finally:
         resources.pool.pool.close()
     written = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -109,7 +110,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_INVALID_CONFIG,
         commands=("ui",),
-        when="a benchmark file it is named is invalid: nothing is started",
+        when="a benchmark file it loads is invalid, or two share a name: nothing is started",
     ),
     ExitCode(
         code=EXIT_ERROR,
@@ -209,7 +210,9 @@ def exit_codes_stated(command: str) -> Callable[[click.Command], click.Command]:
             key=lambda row: row.code,
         )
         said = "; ".join(f"{row.code} {row.when.replace('`', '')}" for row in rows)
-        click_command.help = f"{click_command.help or ''}\n\nExit codes: {said}."
+        # Dedented first: a docstring's later paragraphs keep their indent in click's help.
+        described = inspect.cleandoc(click_command.help or "")
+        click_command.help = f"{described}\n\nExit codes: {said}."
         return click_command
 
     return stated

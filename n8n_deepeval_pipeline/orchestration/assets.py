@@ -44,6 +44,7 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
 from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.run_traces import (
     TRACE_INPUTS,
     build_run_trace_asset,
@@ -84,6 +85,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     OutputImage,
     RunAggregate,
     TableRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
@@ -211,6 +213,7 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext,
         n8n: N8nResource,
         judge: JudgeResource,
+        score_journal: ScoreJournalResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> Any:
@@ -220,7 +223,7 @@ def build_benchmark_assets(
             if isinstance(benchmark.target, RecordedTarget):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
             else:
-                outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
+                outputs = live_outputs(context, benchmark, n8n, judge, score_journal, runs, rows)
             outputs, images = with_images(outputs, runs, rows, _dataset_folder(benchmark))
         yield dg.Output(
             to_frame(AgentOutput, outputs),
@@ -481,7 +484,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "workflow_snapshot",
                 "output_images",
             ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
             **red_team,
         },
         **{**common, "metadata": {}},
@@ -497,6 +500,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         output_images: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        workflow_checks: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -505,6 +509,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            checks=from_frame(WorkflowCheck, workflow_checks),
             images=from_frame(OutputImage, output_images),
         )
         labels = human_labels.store(benchmark).judged()
@@ -589,6 +594,8 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)
+    if report.workspace_url is not None:  # every case and run of the version, in the workspace
+        metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

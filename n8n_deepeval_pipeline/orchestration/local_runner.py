@@ -46,8 +46,7 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
-from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
+from n8n_deepeval_pipeline.summary.gate import Gate, stored_version_gate
 from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
     error_summary,
@@ -493,11 +492,9 @@ class BenchmarkRunner:
 
         ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
         """
-        fail_on = self.benchmark.compare.fail_on
-        if baseline is None:
-            return version_gate(fail_on, None, [], incomplete)
-        flagged = cases_failing_gate(stored.compare(baseline, candidate), fail_on)
-        return version_gate(fail_on, baseline, flagged, incomplete)
+        return stored_version_gate(
+            self.benchmark.compare.fail_on, candidate, baseline, stored, incomplete
+        )
 
     def version_gate(self, partition: str, incomplete: str | None) -> Gate:
         """The gate of a version just run, against its baseline (``run``'s last word)."""
@@ -519,6 +516,7 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
+            checks=self._table("workflow_checks", WorkflowCheck, partition),
             images=self._table("output_images", OutputImage, versions),
         )
         report = version_report(

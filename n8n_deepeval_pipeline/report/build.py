@@ -13,10 +13,9 @@ from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
-    cases_failing_gate,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.gate import comparison_gate
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
@@ -132,13 +131,12 @@ def build_report(
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
-    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
         headline=_headline(summary, candidate),
-        gate=version_gate(
-            fail_on, baseline.workflow_hash if baseline else None, flagged, summary.incomplete
+        gate=comparison_gate(
+            fail_on, baseline.workflow_hash if baseline else None, comparison, summary.incomplete
         ),
         metrics=_metric_rows(summary, candidate.scores),
         comparison=ComparisonReport(

@@ -6,7 +6,9 @@ fetched by the page.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -33,22 +35,25 @@ _ENVIRONMENT = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENVIRONMENT.filters.update(
-    percent=formatting.percent,
-    figure=formatting.figure,
-    signed_figure=formatting.signed_figure,
-    points=formatting.points,
-    p_value=formatting.p_value,
-    interval=formatting.interval,
-    fraction=formatting.fraction,
-    money=formatting.money,
-    thousands=formatting.thousands,
-    short_hash=formatting.short_hash,
-    cost_per_run=cost_per_run,
-    seconds=seconds,
-    breakable=formatting.breakable,
-    rate_strip=rate_strip,
-    cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
+# How the report writes its figures: the results workspace's pages write them the same way.
+FILTERS: Mapping[str, Callable[..., object]] = MappingProxyType(
+    dict(
+        percent=formatting.percent,
+        figure=formatting.figure,
+        signed_figure=formatting.signed_figure,
+        points=formatting.points,
+        p_value=formatting.p_value,
+        interval=formatting.interval,
+        fraction=formatting.fraction,
+        money=formatting.money,
+        thousands=formatting.thousands,
+        short_hash=formatting.short_hash,
+        cost_per_run=cost_per_run,
+        seconds=seconds,
+        breakable=formatting.breakable,
+        rate_strip=rate_strip,
+        cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
+    )
 )
 
 
@@ -71,8 +76,11 @@ def with_images(text: str, images: dict[str, ReportImage]) -> Markup:
     return Markup("").join(parts)
 
 
-_ENVIRONMENT.filters.update(with_images=with_images)
-_ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+TESTS: Mapping[str, Callable[..., bool]] = MappingProxyType(
+    dict(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+)
+_ENVIRONMENT.filters.update(FILTERS, with_images=with_images)
+_ENVIRONMENT.tests.update(TESTS)
 _ENVIRONMENT.globals.update(
     turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
     gate_status=gate_status,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +27,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
 from n8n_deepeval_pipeline.summary.gate import Gate
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
+from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
 
 
 class _Frozen(BaseModel):
@@ -375,6 +377,15 @@ class Report(_Frozen):
     variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
     calibration: Calibration | None = None  # the judges against people's labels, if any
     images: dict[str, ReportImage] = Field(default_factory=dict)  # by SHA-256: what runs show
+    ran_at: datetime | None = None  # when the version's run read the workflow
+    written_at: datetime | None = None  # when the report was made
+    workflow_checks: tuple[WorkflowCheck, ...] = ()  # the version's workflow checks
+    workspace_url: str | None = None  # the version's page in the results workspace
+
+    @property
+    def failed_checks(self) -> tuple[WorkflowCheck, ...]:
+        """The workflow checks that failed."""
+        return tuple(check for check in self.workflow_checks if check.status == "fail")
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
+from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
@@ -18,9 +21,11 @@ from n8n_deepeval_pipeline.tables.rows import (
     ConsistencyStats,
     DatasetRow,
     OutputImage,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
+from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workflow.variants import BASE
 
 
@@ -36,6 +41,8 @@ class ReportOnlyTables:
     dataset: list[DatasetRow]
     snapshots: list[WorkflowSnapshot] = field(default_factory=list)
     """The versions' snapshots: which are variants, and of which workflow."""
+    checks: list[WorkflowCheck] = field(default_factory=list)
+    """The candidate's workflow checks."""
     images: list[OutputImage] = field(default_factory=list)
     """The versions' images (``output_images``): those the runs shown show."""
 
@@ -88,11 +95,29 @@ def version_report(
         fail_on=benchmark.compare.fail_on,
         baseline=against,
         dataset=own.dataset,
-        variants=_family_matrix(benchmark, candidate, stored, own),
+        variants=family_matrix(
+            benchmark.name,
+            benchmark.metric_labels,
+            benchmark.head_to_head,
+            candidate,
+            stored,
+            own.outputs,
+            own.snapshots,
+        ),
         calibration=calibration,
     )
     shown = {r.run_id for case in report.cases for r in (*case.runs, *case.baseline_runs)}
-    return report.model_copy(update={"images": _shown_images(own, shown)})
+    return report.model_copy(
+        update={
+            "images": _shown_images(own, shown),
+            "ran_at": snapshot.fetched_at if snapshot else None,
+            "written_at": datetime.now(UTC),
+            "workflow_checks": tuple(of_version(own.checks, candidate)),
+            "workspace_url": settings.workspace_url(
+                "benchmarks", benchmark.name, "versions", version_key(candidate)
+            ),
+        }
+    )
 
 
 def _shown_images(own: ReportOnlyTables, runs: set[str]) -> dict[str, ReportImage]:
@@ -114,11 +139,21 @@ def _shown_images(own: ReportOnlyTables, runs: set[str]) -> dict[str, ReportImag
     }
 
 
-def _family_matrix(
-    benchmark: Benchmark, candidate: str, stored: StoredVersions, own: ReportOnlyTables
+def family_matrix(
+    name: str,
+    metrics: Sequence[str],
+    head_to_head: Mapping[str, str],
+    candidate: str,
+    stored: StoredVersions,
+    outputs: Sequence[AgentOutput],
+    snapshots: Sequence[WorkflowSnapshot],
 ) -> VariantMatrix | None:
-    """The matrix of the candidate's family: its scored versions, the workflow first."""
-    by_hash = {snapshot.workflow_hash: snapshot for snapshot in own.snapshots}
+    """The matrix of the candidate's family: its scored versions, the workflow first.
+
+    ``stored``, ``outputs`` and ``snapshots`` hold the family's rows (others are ignored);
+    None when the candidate has no variant scored (or is not a variant of a scored one).
+    """
+    by_hash = {snapshot.workflow_hash: snapshot for snapshot in snapshots}
     mine = by_hash.get(candidate)
     if mine is None:
         return None
@@ -134,14 +169,7 @@ def _family_matrix(
     named = [(s.variant or BASE, s.workflow_hash) for s in members]
     if len(named) < 2 or named[0][1] != base:
         return None
-    return variant_matrix(
-        benchmark.name,
-        named,
-        stored,
-        own.outputs,
-        benchmark.metric_labels,
-        benchmark.head_to_head,
-    )
+    return variant_matrix(name, named, stored, outputs, metrics, head_to_head)
 
 
 def _rows(stored: StoredVersions, own: ReportOnlyTables, version: str) -> VersionRows:

@@ -172,7 +172,8 @@ class BenchmarkSummary(BaseModel):
     """The Dagster run that stored these scores."""
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
-    or that scored the same version beside it (the rows carry only the calls behind them)."""
+    or that scored the same version beside it (the rows carry only the calls behind them);
+    its simulated users' calls included."""
     incomplete: str | None = None
     """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
     gate: Gate | None = None
@@ -199,14 +200,21 @@ def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
 def error_summary(scores: list[MetricScore]) -> ErrorSummary:
     """The scores' errors by kind, how many left a score without a judgement, failed calls."""
     failed = [score for score in scores if score.error_kind]
+    return errors_among(failed, len(scores), len({score.run_id for score in scores}))
+
+
+def errors_among(failed: list[MetricScore], scores: int, runs: int) -> ErrorSummary:
+    """``error_summary`` of ``scores`` score rows over ``runs`` runs, given the ones that failed.
+
+    A reader that counts the rows in the database loads only the failed ones.
+    """
     unjudged = [score for score in failed if is_unjudged(score.error_kind)]
     first: dict[str, str] = {}
     for score in failed:
         first.setdefault(str(score.error_kind), (score.error or "").splitlines()[0][:300])
-    runs = len({score.run_id for score in scores})
     failed_calls = len({s.run_id for s in failed if s.error_kind in TARGET_ERROR_KINDS})
     return ErrorSummary(
-        scores=len(scores),
+        scores=scores,
         by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
         first_message=first,
         unjudged=len(unjudged),

@@ -16,8 +16,8 @@ from n8n_deepeval_pipeline.orchestration.resources.human_labels import (
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
     insert_rows,
     migrate,
-    psycopg2_connection,
 )
+from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
 from tests.conftest import EXAMPLE
 from tests.orchestration.label_store_scenarios import labels_kept_and_joined
 

@@ -45,7 +45,7 @@ from n8n_deepeval_pipeline.tables.steps import dataset_rows
 from n8n_deepeval_pipeline.testing.fact_checking_judge import INSTRUCTION, FactCheckingJudge
 from n8n_deepeval_pipeline.worker.pool import WorkerPool
 from tests.conftest import EXAMPLE
-from tests.optimization.reference_process import canonical, run_reference
+from tests.reference_run import run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +137,12 @@ def reference(tmp: Path, plan: AlignmentPlan, judge: FactCheckingJudge) -> Any:
         "seed": SEED,
         "concurrency": request.concurrency,
     }
-    return run_reference(tmp, spec)
+    return run_reference("tests.optimization.deepeval_reference", tmp, spec, timeout_s=900)
+
+
+def canonical(bodies: list[dict[str, Any]]) -> set[str]:
+    # A set: the pipeline judges a text on a run once, DeepEval each time it asks.
+    return {json.dumps(body, sort_keys=True) for body in bodies}
 
 
 @pytest.fixture(scope="module")

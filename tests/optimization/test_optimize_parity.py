@@ -44,7 +44,7 @@ from n8n_deepeval_pipeline.worker.pool import WorkerPool
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 from n8n_deepeval_pipeline.workflow.prompt_parameter import prompt_parameter
 from tests.optimization.fake_harness_n8n import FakeHarnessN8n, system_message
-from tests.optimization.reference_process import canonical, run_reference
+from tests.reference_run import run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -156,7 +156,12 @@ def reference(tmp: Path, plan: SearchPlan, judge: LoopbackJudge, fake: FakeHarne
         "seed": SEED,
         "concurrency": 3,
     }
-    return run_reference(tmp, spec)
+    return run_reference("tests.optimization.deepeval_reference", tmp, spec, timeout_s=900)
+
+
+def canonical(bodies: list[dict[str, Any]]) -> set[str]:
+    # A set: the pipeline's cache answers a prompt asked twice only once.
+    return {json.dumps(body, sort_keys=True) for body in bodies}
 
 
 @pytest.fixture(scope="module")

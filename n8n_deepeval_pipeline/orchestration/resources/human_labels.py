@@ -27,14 +27,12 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
 from n8n_deepeval_pipeline.calibration.label_store import LabelKey, LabelStore
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
-    transaction,
-)
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     connect_waiting_for_locks,
 )
 from n8n_deepeval_pipeline.settings import PRIVATE_FILE_MODE
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
+from n8n_deepeval_pipeline.tables.postgres_connection import transaction
 from n8n_deepeval_pipeline.tables.rows import HumanLabel
 
 TABLE = HumanLabel.table
