@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.calibration.review_queue import MetricLabel
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.conftest import loopback_judge_environment
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +27,7 @@ pytestmark = pytest.mark.slow
 def judged_home(tmp_path, monkeypatch):
     judge = LoopbackJudge(latency_s=0.0).start()
     home = tmp_path / "home"
-    for name, value in {
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": f"{judge.base_url}/v1",
-    }.items():
+    for name, value in loopback_judge_environment(home, f"{judge.base_url}/v1").items():
         monkeypatch.setenv(name, value)
     yield home
     judge.stop()

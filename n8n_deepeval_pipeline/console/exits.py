@@ -159,8 +159,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=EXIT_ERROR,
         commands=("calibration",),
         when="`--adopt` cannot write a threshold (none fitted, strictMode pins it, fewer than "
-        "10 labels of either verdict, or it agrees no better than the configured one): the "
-        "file is unchanged",
+        "10 labels of either verdict, or it agrees no better than the configured one), or "
+        "`--align` writes no metric (the metric has no text to rewrite, its labels cannot "
+        "show a gain, or kappa on the held-out rows did not rise): the file is unchanged",
     ),
     ExitCode(
         code=EXIT_COMPARE_FAILED,

@@ -37,13 +37,13 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 )
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
-from n8n_deepeval_pipeline.optimization.workflow_search import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.red_team.target import attack_problems
 from n8n_deepeval_pipeline.redaction import (
     MIN_SECRET_LENGTH,
     is_secret_variable,
     too_short_to_redact,
 )
+from n8n_deepeval_pipeline.statistics.held_out_draw import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.synthesis.judges import default_judge
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows

@@ -414,6 +414,10 @@ class BenchmarkRunner:
             scores=self._table("metric_scores", MetricScore, version),
         )
 
+    def output_images(self, version: str) -> list[OutputImage]:
+        """A version's stored images, by hash (what its runs' texts mark)."""
+        return self._table("output_images", OutputImage, version)
+
     def online_scores(self) -> list[OnlineScore]:
         """Every production item scored online, every day stored (none without online)."""
         if self.benchmark.online is None:
