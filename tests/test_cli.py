@@ -318,20 +318,26 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     assert "2 case(s) flagged likely_regression or worse: ord-missing, returns-policy" in (
         compared.stderr
     )
+    # the dry-run judge's placeholders are marked as such among the metrics' deltas
+    marked = {line.split()[0] for line in lines if line.endswith("   dry-run")}
+    assert marked == {"helpfulness", "bias"}
+    assert any(
+        line.startswith("dry-run: scored by the dry-run judge, placeholders") for line in lines
+    )
     unknown = runner.invoke(main, ["compare", str(example_copy), "--baseline", "abcdef0"])
     assert unknown.exit_code == 2 and "no known version starts with 'abcdef0'" in unknown.output
     as_json = runner.invoke(main, ["compare", str(example_copy), "--json"])
     assert as_json.exit_code == 1  # the same gate, the same exit code
     printed = json.loads(as_json.stdout)
     assert (printed["baseline"], printed["candidate"]) == ("f7ee35b359b4", "f7b1504dcb09")
-    assert printed["gate"] == {
+    assert printed["outcome"]["gate"] == {
         "fail_on": "likely_regression",
         "baseline": "f7ee35b359b4",
         "flagged_cases": ["ord-missing", "returns-policy"],
         "has_regression": True,  # as compare exits 1
-        "incomplete": None,
-        "exit_codes": {"run": 5, "compare": 1},
     }
+    assert printed["outcome"]["exit_codes"] == {"run": 5, "compare": 1}
+    assert printed["dry_run_metrics"] == ["bias", "helpfulness"]
     cases = {case["row_id"]: case for case in printed["result"]["cases"]}
     assert cases["ord-missing"]["verdict"] == "likely_regression"
     assert cases["ord-missing"]["p_value"] == pytest.approx(0.05)
@@ -352,7 +358,7 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     written = runner.invoke(main, ["report", str(example_copy), "--out", str(out)])
     assert written.exit_code == 0, written.output
     results = json.loads((out / "eval-results.json").read_text())
-    assert results["gate"] == printed["gate"]  # one gate object in both
+    assert results["outcome"] == printed["outcome"]  # one outcome object in both
     assert results["workflow_hash"].startswith("f7b1504dcb09")
     assert results["comparison"]["baseline_hash"].startswith("f7ee35b359b4")
     verdicts = {c["row_id"]: c["verdict"] for c in results["comparison"]["result"]["cases"]}

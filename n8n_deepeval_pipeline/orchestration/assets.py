@@ -10,6 +10,7 @@ graph of steps, a step per chunk of evaluations (``chunked_scoring``).
 """
 
 # No postponed annotations: Dagster inspects the annotations of asset functions.
+from collections.abc import Iterator
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -46,12 +47,13 @@ from n8n_deepeval_pipeline.report import (
     version_report,
     write_report,
 )
-from n8n_deepeval_pipeline.report.red_team import red_team_report
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     cases_failing_gate,
 )
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -393,20 +395,44 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
     return comparison_asset
 
 
+class OutcomeLimitsConfig(dg.Config):
+    """What the version is held to, besides the benchmark's checks (``run``'s options)."""
+
+    max_error_rate: float | None = None
+    """The share of failed workflow calls, unjudged scores or errored attacks above which the
+    version is incomplete (default: checks.maxErrorRate, and any judge outage)."""
+    fail_under: float | None = None
+    """The pass rate below which the version fails (``run --fail-under``)."""
+
+
+VERSION_PASSES = "version_passes"
+# Run tags the runs list shows: the version's verdict and what `run` exits with for it.
+VERDICT_TAG = "n8n-deepeval/verdict"
+EXIT_CODE_TAG = "n8n-deepeval/exit_code"
+
+
 def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
-    """The version's HTML report, eval-results.json and PR comment, with its comparison."""
+    """The version's HTML report, eval-results.json and PR comment, and its outcome.
+
+    The outcome is the version's verdict, as ``run`` exits on it: the ``version_passes``
+    check fails when ``run`` would exit other than 0, and is blocking, so that such a run
+    is a failure in the runs list rather than a green success (its step fails after the
+    report is written); the run's tags name the verdict and the exit code beside it.
+    """
     # A red team's tables of every version: its section, and each breach in the baseline.
     red_team = (
         _every_version(benchmark, "red_team_results", "red_team_summary")
         if benchmark.red_team
         else {}
     )
+    key = _key(benchmark, "benchmark_report")
 
     @dg.asset(
         name="benchmark_report",
         description="This version's report (report.html, eval-results.json, "
         "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case"
-        + (", the red team." if benchmark.red_team else "."),
+        + (", the red team" if benchmark.red_team else "")
+        + "; and its outcome, the verdict `run` exits on.",
         ins={
             # Every version's outputs too: a flagged case sets the baseline's beside its own.
             **_every_version(
@@ -420,10 +446,23 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             **_ins(benchmark, "consistency_stats", "dataset_rows"),
             **red_team,
         },
+        check_specs=[
+            version_check(
+                VERSION_PASSES,
+                benchmark,
+                key,
+                blocking=True,
+                description="The version passes: not incomplete, no case failing "
+                "compare.failOn, no red-team breach over redTeam.failOn or more than before "
+                "(a variant's verdicts against the workflow fail nothing); failed, the run "
+                "is a failure and its tags say why.",
+            )
+        ],
         **{**common, "metadata": {}},
     )
     def benchmark_report(
         context: dg.AssetExecutionContext,
+        config: OutcomeLimitsConfig,
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
@@ -432,7 +471,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
-    ) -> dg.MaterializeResult:
+    ) -> Iterator[Any]:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
         own = ReportOnlyTables(
             outputs=from_frame(AgentOutput, agent_outputs),
@@ -442,38 +481,58 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         )
         stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
         baseline = _baseline(context, benchmark, snapshots)
-        report = version_report(benchmark, context.partition_key, baseline, stored, own)
-        if red_team_tables:
-            report = _with_red_team(context, benchmark, report, red_team_tables)
+        limits = Limits.of(
+            benchmark.checks.max_error_rate, config.max_error_rate, config.fail_under
+        )
+        played = _red_team_rows(context, benchmark, red_team_tables) if red_team_tables else None
+        report = version_report(
+            benchmark, context.partition_key, baseline, stored, own, played, limits
+        )
         folder = settings.reports_dir() / benchmark.name / context.partition_key
         written = write_report(report, folder)
         context.log.info(f"report written to {written['report.html']}")
-        return dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
+        outcome = report.outcome
+        context.instance.add_run_tags(
+            context.run_id,
+            {VERDICT_TAG: outcome.verdict, EXIT_CODE_TAG: str(outcome.exit_codes.run)},
+        )
+        yield dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
+        yield dg.AssetCheckResult(
+            check_name=VERSION_PASSES,
+            asset_key=key,
+            passed=outcome.exit_codes.run == 0,
+            metadata=_outcome_metadata(outcome),
+        )
 
     report_asset: dg.AssetsDefinition = benchmark_report
     return report_asset
 
 
-def _with_red_team(
-    context: dg.AssetExecutionContext,
-    benchmark: Benchmark,
-    report: Report,
-    tables: dict[str, pd.DataFrame],
-) -> Report:
-    """The report with its red-team section, when this version's attacks were played."""
+def _outcome_metadata(outcome: VersionOutcome) -> dict[str, Any]:
+    """The check's metadata: the verdict, the exit codes and what the outcome says."""
+    said = "\n".join(f"- {finding.text}" for finding in outcome.findings) or "nothing"
+    return {
+        "verdict": outcome.verdict,
+        "run_exit_code": outcome.exit_codes.run,
+        "compare_exit_code": outcome.exit_codes.compare,
+        "findings": dg.MetadataValue.md(said),
+    }
+
+
+def _red_team_rows(
+    context: dg.AssetExecutionContext, benchmark: Benchmark, tables: dict[str, pd.DataFrame]
+) -> RedTeamRows | None:
+    """The version's red-team rows and the baseline's attacks (None: none were played)."""
     results = from_frame(RedTeamResult, tables["red_team_results"])
     version = context.partition_key
     own = of_version(results, version)
     if not own:
-        return report
+        return None
     rates = of_version(from_frame(BreachRate, tables["red_team_summary"]), version)
     before = baseline_version(
         red_teamed_versions(context.instance, benchmark), version, benchmark.compare.baseline
     )
-    section = red_team_report(
-        rates, own, of_version(results, before) if before else None, benchmark.compare.fail_on
-    )
-    return report.model_copy(update={"red_team": section})
+    return RedTeamRows(rates, own, of_version(results, before) if before else None)
 
 
 def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:

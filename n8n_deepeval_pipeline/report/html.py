@@ -8,12 +8,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from n8n_deepeval_pipeline.report import formatting
+from n8n_deepeval_pipeline.report.banners import outcome_banners, unjudged_within_limit
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
-from n8n_deepeval_pipeline.report.gate_status import (
-    gate_status,
-    incomplete_run,
-    unjudged_within_limit,
-)
 from n8n_deepeval_pipeline.report.model import MetricRow, Report
 from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
@@ -44,9 +40,8 @@ _ENVIRONMENT.filters.update(
 )
 _ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
 _ENVIRONMENT.globals.update(
-    gate_status=gate_status,
+    outcome_banners=outcome_banners,
     guidance=GUIDANCE,
-    incomplete_run=incomplete_run,
     unjudged_within_limit=unjudged_within_limit,
 )
 
