@@ -397,3 +397,19 @@ def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
     assert result.exit_code == 2
     assert f"{bad}: invalid benchmark\n  - name: Input should be a valid string" in result.output
     assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
+
+
+@pytest.mark.parametrize("key", [None, "n8n_api_key"], ids=["url only", "url and key"])
+def test_init_on_a_mistyped_path_says_the_file_is_not_there(monkeypatch, tmp_path, key):
+    """With N8N_API_URL set, a path that is no file was read as an id: "set N8N_API_URL"."""
+    monkeypatch.setenv("N8N_API_URL", "http://127.0.0.1:9")
+    if key is None:
+        monkeypatch.delenv("N8N_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("N8N_API_KEY", key)
+    mistyped = str(EXAMPLE / "workflow.jsn")
+    done = CliRunner().invoke(main, ["init", mistyped, "--out", str(tmp_path / "b.yaml")])
+    assert (done.exit_code, done.stderr) == (1, f"Error: {mistyped}: no such workflow file\n")
+    monkeypatch.delenv("N8N_API_KEY", raising=False)
+    by_id = CliRunner().invoke(main, ["init", "Vw1t9kXq2Lr3"])  # an id: n8n is needed
+    assert (by_id.exit_code, by_id.stderr) == (1, "Error: set N8N_API_KEY to read from n8n\n")

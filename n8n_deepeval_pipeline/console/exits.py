@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -235,9 +236,19 @@ def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def n8n_unreachable(messages: Sequence[str]) -> str | None:
-    """The one line of an n8n that did not answer, among a failed run's errors, if any."""
-    prefix = "N8nUnreachable: "
-    return next((m.removeprefix(prefix) for m in messages if m.startswith(prefix)), None)
+    """The one line of an n8n that did not answer, among a failed run's errors, if any.
+
+    Dagster names the error's class with its module when it is the cause of a step's
+    failure (``n8n_deepeval_pipeline.n8n_api.client.N8nUnreachable: …``), bare otherwise.
+    """
+    for message in messages:
+        said = _UNREACHABLE.match(message)
+        if said is not None:
+            return said["line"]
+    return None
+
+
+_UNREACHABLE = re.compile(r"^(?:[\w.]+\.)?N8nUnreachable: (?P<line>.*)$", re.S)
 
 
 def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:
