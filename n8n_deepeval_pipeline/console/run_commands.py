@@ -282,7 +282,10 @@ def _print_summary(
         return
     incomplete = outcome.incomplete
     kinds = [reason.kind for reason in incomplete.reasons] if incomplete else []
-    click.echo(render_summary(summary, kinds))
+    if outcome.runs or red_team is None:
+        click.echo(render_summary(summary, kinds))
+    else:  # a red team alone: no runs to sum up
+        click.echo(f"benchmark {summary.benchmark} · workflow {outcome.key} · a red team alone")
     if red_team is not None:
         click.echo(f"\n{red_team_table(*red_team)}")
 

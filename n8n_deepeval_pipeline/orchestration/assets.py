@@ -70,6 +70,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    Row,
     RunAggregate,
     TableRow,
     WorkflowSnapshot,
@@ -142,10 +143,11 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext, n8n: N8nResource, workflow_snapshot: pd.DataFrame
     ) -> pd.DataFrame:
         (snapshot,) = from_frame(WorkflowSnapshot, workflow_snapshot)
-        records = n8n.dataset_records(benchmark.dataset)
+        dataset = benchmark.runs_dataset
+        records = n8n.dataset_records(dataset)
         with pointed_to_by(source):
             rows = steps.dataset_rows(
-                benchmark.dataset,
+                dataset,
                 snapshot.workflow_hash,
                 records,
                 conversational=benchmark.simulation is not None,
@@ -153,7 +155,7 @@ def build_benchmark_assets(
         if selection is not None:
             rows = selection.apply(rows)
             context.log.info(f"trial of {len(rows)} rows: {selection.describe()}")
-        context.add_output_metadata({"rows": len(rows), "source": benchmark.dataset.source})
+        context.add_output_metadata({"rows": len(rows), "source": dataset.source})
         return to_frame(DatasetRow, rows)
 
     @dg.asset(
@@ -249,10 +251,16 @@ def build_benchmark_assets(
         context.add_output_metadata(_consistency_metadata(rows))
         return to_frame(ConsistencyStats, rows)
 
+    red_team = build_red_team_assets(benchmark, common) if benchmark.red_team else []
+    checks = build_workflow_checks_asset(benchmark, common)
+    if benchmark.red_team_only:  # the red team sends its own messages: no rows, no scores
+        return [*red_team, workflow_snapshot, checks, _benchmark_report(benchmark, common)], (
+            partitions
+        )
     assets = [
-        *(build_red_team_assets(benchmark, common) if benchmark.red_team else []),
+        *red_team,
         workflow_snapshot,
-        build_workflow_checks_asset(benchmark, common),
+        checks,
         dataset_rows,
         expanded_runs,
         agent_outputs,
@@ -419,12 +427,6 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
     is a failure in the runs list rather than a green success (its step fails after the
     report is written); the run's tags name the verdict and the exit code beside it.
     """
-    # A red team's tables of every version: its section, and each breach in the baseline.
-    red_team = (
-        _every_version(benchmark, "red_team_results", "red_team_summary")
-        if benchmark.red_team
-        else {}
-    )
     key = _key(benchmark, "benchmark_report")
 
     @dg.asset(
@@ -433,19 +435,7 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case"
         + (", the red team" if benchmark.red_team else "")
         + "; and its outcome, the verdict `run` exits on.",
-        ins={
-            # Every version's outputs too: a flagged case sets the baseline's beside its own.
-            **_every_version(
-                benchmark,
-                "expanded_runs",
-                "run_aggregates",
-                "metric_scores",
-                "agent_outputs",
-                "workflow_snapshot",
-            ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
-            **red_team,
-        },
+        ins=_report_ins(benchmark),
         check_specs=[
             version_check(
                 VERSION_PASSES,
@@ -461,30 +451,25 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
         **{**common, "metadata": {}},
     )
     def benchmark_report(
-        context: dg.AssetExecutionContext,
-        config: OutcomeLimitsConfig,
-        expanded_runs: pd.DataFrame,
-        run_aggregates: pd.DataFrame,
-        metric_scores: pd.DataFrame,
-        agent_outputs: pd.DataFrame,
-        workflow_snapshot: pd.DataFrame,
-        consistency_stats: pd.DataFrame,
-        dataset_rows: pd.DataFrame,
-        **red_team_tables: pd.DataFrame,
+        context: dg.AssetExecutionContext, config: OutcomeLimitsConfig, **tables: pd.DataFrame
     ) -> Iterator[Any]:
-        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
+        snapshots = from_frame(WorkflowSnapshot, tables["workflow_snapshot"])
         own = ReportOnlyTables(
-            outputs=from_frame(AgentOutput, agent_outputs),
-            consistency=from_frame(ConsistencyStats, consistency_stats),
-            dataset=from_frame(DatasetRow, dataset_rows),
+            outputs=_rows_of(tables, "agent_outputs", AgentOutput),
+            consistency=_rows_of(tables, "consistency_stats", ConsistencyStats),
+            dataset=_rows_of(tables, "dataset_rows", DatasetRow),
             snapshots=snapshots,
         )
-        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        stored = StoredVersions(
+            _rows_of(tables, "expanded_runs", ExpandedRun),
+            _rows_of(tables, "run_aggregates", RunAggregate),
+            _rows_of(tables, "metric_scores", MetricScore),
+        )
         baseline = _baseline(context, benchmark, snapshots)
         limits = Limits.of(
             benchmark.checks.max_error_rate, config.max_error_rate, config.fail_under
         )
-        played = _red_team_rows(context, benchmark, red_team_tables) if red_team_tables else None
+        played = _red_team_rows(context, benchmark, tables) if benchmark.red_team else None
         report = version_report(
             benchmark, context.partition_key, baseline, stored, own, played, limits
         )
@@ -506,6 +491,40 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
 
     report_asset: dg.AssetsDefinition = benchmark_report
     return report_asset
+
+
+def _report_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
+    """What the report reads, by input name.
+
+    Every version's runs, scores, outputs and snapshots (a flagged case sets the
+    baseline's beside its own), this version's consistency and rows, and a red team's
+    tables of every version (its section, each breach in the baseline). A red team alone
+    has only its snapshots and the red team's tables.
+    """
+    red_team = (
+        _every_version(benchmark, "red_team_results", "red_team_summary")
+        if benchmark.red_team
+        else {}
+    )
+    if benchmark.red_team_only:
+        return {**_every_version(benchmark, "workflow_snapshot"), **red_team}
+    return {
+        **_every_version(
+            benchmark,
+            "expanded_runs",
+            "run_aggregates",
+            "metric_scores",
+            "agent_outputs",
+            "workflow_snapshot",
+        ),
+        **_ins(benchmark, "consistency_stats", "dataset_rows"),
+        **red_team,
+    }
+
+
+def _rows_of(tables: dict[str, pd.DataFrame], name: str, model: type[Row]) -> list[Row]:
+    """A table's rows, or none when the benchmark has no such table (a red team alone)."""
+    return from_frame(model, tables[name]) if name in tables else []
 
 
 def _outcome_metadata(outcome: VersionOutcome) -> dict[str, Any]:
@@ -536,9 +555,13 @@ def _red_team_rows(
 
 
 def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:
-    """The registered versions (oldest first) whose runs have been scored and aggregated."""
+    """The registered versions (oldest first) whose runs have been scored and aggregated.
+
+    A red team alone has no runs: its versions are those whose attacks were played.
+    """
     known = instance.get_dynamic_partitions(partitions_for(benchmark).name or "")
-    materialised = instance.get_materialized_partitions(_key(benchmark, "run_aggregates"))
+    judged = "red_team_results" if benchmark.red_team_only else "run_aggregates"
+    materialised = instance.get_materialized_partitions(_key(benchmark, judged))
     # Versions run before keys were shortened have their materialisations under full hashes.
     scored = {version_key(partition) for partition in materialised}
     return [version for version in known if version in scored]

@@ -343,7 +343,8 @@ class BenchmarkRunner:
         return f"{self.benchmark.name}__{asset}"
 
     def _table(self, name: str, model: type[Row], partition: str | list[str]) -> list[Row]:
-        if partition == []:
+        """A table's rows of these versions (none of a table the benchmark has not)."""
+        if partition == [] or name not in self.asset_names():
             return []
         frame = load_stored(self.defs, self.instance, self._key(name), partition)
         return from_frame(model, frame)
