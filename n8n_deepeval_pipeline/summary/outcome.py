@@ -179,68 +179,66 @@ class VersionOutcome(_Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def findings(self) -> tuple[Finding, ...]:
-        """What the outcome says, in the order of ``run``'s exit ladder."""
-        mine = self.variant is None  # a variant's verdicts against its workflow fail nothing
-        found = []
+        """What the outcome says, in the order of ``run``'s exit ladder.
+
+        An incomplete version is one whichever it is; a variant's verdicts against its
+        workflow (a regression, breaches, a low pass rate) decide nothing.
+        """
+        said: list[tuple[FindingKind, int, str]] = []
         if self.incomplete is not None:
-            found.append(
-                Finding(
-                    kind="incomplete",
-                    exit_code=EXIT_INCOMPLETE,
-                    decides=True,
-                    text=f"incomplete: {self.incomplete.text}",
-                )
-            )
+            said.append(("incomplete", EXIT_INCOMPLETE, f"incomplete: {self.incomplete.text}"))
         gate = self.gate
         if gate.has_regression:
             flagged = gate.flagged_cases
             cases = f"{len(flagged)} case{'s' if len(flagged) != 1 else ''}"
-            found.append(
-                Finding(
-                    kind="regression",
-                    exit_code=EXIT_RUN_REGRESSION,
-                    decides=mine,
-                    text=f"{gate.fail_on} against baseline {gate.baseline}: "
-                    f"{', '.join(flagged)} ({cases})",
+            said.append(
+                (
+                    "regression",
+                    EXIT_RUN_REGRESSION,
+                    f"{gate.fail_on} against baseline {gate.baseline}: {', '.join(flagged)} "
+                    f"({cases})",
                 )
             )
-        found += self._red_team_findings(mine)
+        said += self._red_team_said()
         limit, rate = self.limits.fail_under, self.pass_rate
         if limit is not None and rate is not None and rate < limit:
-            found.append(
-                Finding(
-                    kind="below_fail_under",
-                    exit_code=EXIT_BELOW_FAIL_UNDER,
-                    decides=mine,
-                    text=f"pass rate {rate:.1%} is below {limit:.1%}",
+            said.append(
+                (
+                    "below_fail_under",
+                    EXIT_BELOW_FAIL_UNDER,
+                    f"pass rate {rate:.1%} is below {limit:.1%}",
                 )
             )
+        mine = self.variant is None
         return tuple(
-            finding
-            if finding.decides
-            else finding.model_copy(
-                update={"text": f"{finding.text}; a variant is an alternative: it fails nothing"}
+            Finding(
+                kind=kind,
+                exit_code=code,
+                decides=mine or kind == "incomplete",
+                text=text
+                if mine or kind == "incomplete"
+                else f"{text}; a variant is an alternative: it fails nothing",
             )
-            for finding in found
+            for kind, code, text in said
         )
 
-    def _red_team_findings(self, decides: bool) -> list[Finding]:
+    def _red_team_said(self) -> list[tuple[FindingKind, int, str]]:
+        """The red team's breaches over failOn, and beyond the baseline's."""
         red_team = self.red_team
         if red_team is None:
             return []
-        found = []
+        said: list[tuple[FindingKind, int, str]] = []
         if red_team.over_fail_on:
             over = "; ".join(
                 f"{line.vulnerability} {line.breaches}/{line.judged} ({line.rate:.1%}) above "
                 f"failOn {line.fail_on or 0:.1%}"
                 for line in red_team.over_fail_on
             )
-            found.append(
-                Finding(
-                    kind="breach_over_fail_on",
-                    exit_code=EXIT_BREACH_OVER_FAIL_ON,
-                    decides=decides,
-                    text=f"red team: breach rate over redTeam.failOn: {over}",
+            said.append(
+                (
+                    "breach_over_fail_on",
+                    EXIT_BREACH_OVER_FAIL_ON,
+                    f"red team: breach rate over redTeam.failOn: {over}",
                 )
             )
         if red_team.new_breaches:
@@ -250,15 +248,14 @@ class VersionOutcome(_Frozen):
                 f"{line.p_value or 0:.3f})"
                 for line in red_team.new_breaches
             )
-            found.append(
-                Finding(
-                    kind="new_breach",
-                    exit_code=EXIT_NEW_BREACH,
-                    decides=decides,
-                    text=f"red team: more breaches than the previous version: {new}",
+            said.append(
+                (
+                    "new_breach",
+                    EXIT_NEW_BREACH,
+                    f"red team: more breaches than the previous version: {new}",
                 )
             )
-        return found
+        return said
 
     @computed_field  # type: ignore[prop-decorator]
     @property
