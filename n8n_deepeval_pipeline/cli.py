@@ -31,6 +31,7 @@ _COMMANDS = {
     "dataset": "dataset_commands:dataset",
     "cache": "cache_commands:cache",
     "ui": "ui_command:ui",
+    "ci": "ci_commands:ci",
 }
 
 

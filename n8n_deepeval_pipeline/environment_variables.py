@@ -14,13 +14,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-Group = Literal["where things live", "n8n", "judge", "worker pool", "scaling out", "test suite"]
+Group = Literal[
+    "where things live", "n8n", "judge", "worker pool", "scaling out", "traces", "CI", "test suite"
+]
 GROUPS: tuple[Group, ...] = (
     "where things live",
     "n8n",
     "judge",
     "worker pool",
     "scaling out",
+    "traces",
+    "CI",
     "test suite",
 )
 
@@ -311,6 +315,138 @@ VARIABLES: tuple[Variable, ...] = (
         meaning="`distributed`: the Celery broker and result backend, `redis://host:port/0`.",
     ),
     Variable(
+        name="N8N_DEEPEVAL_OTLP_ENDPOINT",
+        group="traces",
+        meaning="Send every benchmark run (and every online evaluation) as an OpenTelemetry "
+        "trace to this OTLP/HTTP endpoint, e.g. `http://127.0.0.1:6006` (`/v1/traces` is "
+        "added); needs the `otel` extra. Unset, and no `OTEL_EXPORTER_OTLP_*ENDPOINT` "
+        "either: no export, and nothing is kept for one.",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        group="traces",
+        meaning="OpenTelemetry's own: the full URL traces are sent to (used when "
+        "`N8N_DEEPEVAL_OTLP_ENDPOINT` is unset).",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_ENDPOINT",
+        group="traces",
+        meaning="OpenTelemetry's own: the base URL of every signal (`/v1/traces` is added).",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_HEADERS",
+        group="traces",
+        meaning="OpenTelemetry's own: headers sent with every export, `key=value,…` (an "
+        "observability platform's API key); read by the OTLP exporter, never logged.",
+    ),
+    Variable(
+        name="OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        group="traces",
+        meaning="OpenTelemetry's own: headers of trace exports only.",
+    ),
+    Variable(
+        name="OTEL_SERVICE_NAME",
+        group="traces",
+        default="n8n-deepeval",
+        meaning="The `service.name` of the exported traces.",
+    ),
+    Variable(
+        name="OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+        group="traces",
+        meaning="`true`: the spans carry what was said (the run's input and output, tool "
+        "arguments and results), credentials redacted, as the GenAI conventions' opt-in "
+        "content; unset: names, ids, timings, tokens, costs and scores only.",
+    ),
+    Variable(
+        name="GITHUB_TOKEN",
+        group="CI",
+        meaning="`ci comment github`: the token that writes the pull request's comment (the "
+        "Action passes its `github-token` input); never printed.",
+    ),
+    Variable(
+        name="GITHUB_API_URL",
+        group="CI",
+        default="https://api.github.com",
+        meaning="Set by GitHub Actions: the REST API `ci comment github` calls.",
+    ),
+    Variable(
+        name="GITHUB_REPOSITORY",
+        group="CI",
+        meaning="Set by GitHub Actions: `owner/name` of the pull request's repository.",
+    ),
+    Variable(
+        name="GITHUB_EVENT_PATH",
+        group="CI",
+        meaning="Set by GitHub Actions: the event's JSON, whose pull request is commented on.",
+    ),
+    Variable(
+        name="GITHUB_EVENT_NAME",
+        group="CI",
+        meaning="Set by GitHub Actions: named when the event is not a pull request's.",
+    ),
+    Variable(
+        name="GITLAB_TOKEN",
+        group="CI",
+        meaning="`ci comment gitlab`: a token with the `api` scope that writes the merge "
+        "request's note (a masked CI/CD variable); never printed.",
+    ),
+    Variable(
+        name="CI_API_V4_URL",
+        group="CI",
+        meaning="Set by GitLab CI: the REST API `ci comment gitlab` calls.",
+    ),
+    Variable(
+        name="CI_PROJECT_ID",
+        group="CI",
+        meaning="Set by GitLab CI: the merge request's project.",
+    ),
+    Variable(
+        name="CI_MERGE_REQUEST_IID",
+        group="CI",
+        meaning="Set by GitLab CI in a merge request pipeline: the merge request commented on.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_PACKAGE",
+        group="CI",
+        meaning="The GitLab template: the pip requirement of the pinned package, e.g. "
+        "`n8n-deepeval-pipeline[otel] @ git+<repository URL>@<ref>` (required).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_CONSTRAINTS",
+        group="CI",
+        meaning="The GitLab template: a constraints file or URL pinning the package's "
+        "dependencies (the repository's `constraints.txt` at the same ref).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_BENCHMARKS",
+        group="CI",
+        meaning="The GitLab template: the benchmark files to run, separated by spaces (required).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_RUN_ARGS",
+        group="CI",
+        meaning="The GitLab template: more options for `n8n-deepeval run`.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_COMMENT",
+        group="CI",
+        default="true",
+        meaning="The GitLab template: `false` writes no merge-request note.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_ALLOW_SIDE_EFFECTS",
+        group="CI",
+        default="false",
+        meaning="The GitLab template: `true` runs benchmarks whose workflow calls could act "
+        "on real services.",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_CI_REPORTS",
+        group="CI",
+        default="n8n-deepeval-reports",
+        meaning="The GitLab template: where the reports are written (the job's artifacts).",
+    ),
+    Variable(
         name="N8N_DEEPEVAL_VENV",
         group="test suite",
         default_described="`./.venv`",
@@ -381,6 +517,13 @@ VARIABLES: tuple[Variable, ...] = (
         group="test suite",
         default_described="`~/.cache/n8n-deepeval`",
         meaning="Where `scripts/install_n8n.sh` installs n8n and Node 24 (3.2 GB).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_PHOENIX_CACHE",
+        group="test suite",
+        default_described="`~/.cache/n8n-deepeval`",
+        meaning="Where `scripts/install_phoenix.sh` installs Arize Phoenix, the trace receiver "
+        "of the live trace test, in a virtual environment of its own (~860 MB).",
     ),
     Variable(
         name="N8N_DEEPEVAL_DISTRIBUTED",

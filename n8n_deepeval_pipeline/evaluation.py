@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
+from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
@@ -98,6 +99,10 @@ class EvaluationTask(BaseModel):
     ledger: LedgerTag | None = Field(
         default=None, description="Where each answered judge call is written as it arrives."
     )
+    keep_judge_calls: bool = Field(
+        default=False,
+        description="Keep each judge call's model, tokens and timing (a trace is exported).",
+    )
 
     @property
     def judges(self) -> list[JudgeSpec]:
@@ -139,6 +144,8 @@ class Judgement(BaseModel):
     # How DeepEval scored a metric that asks for log-probabilities (G-Eval):
     # logprob_weighted, or schema_fallback when the judge has none; None for other metrics.
     score_path: str | None = None
+    # Each judge call, when the task asked to keep them (``keep_judge_calls``); else None.
+    judge_call_log: list[JudgeCall] | None = None
 
 
 class JudgeVote(Judgement):
@@ -156,6 +163,7 @@ class EvaluationResult(Judgement):
 
     task_id: int
     latency_s: float = 0.0
+    started_at: float | None = None  # seconds since the epoch; kept with judge_call_log
     worker_pid: int | None = None
     votes: list[JudgeVote] | None = None
 
@@ -182,10 +190,14 @@ class EvaluationResult(Judgement):
             )
         }
         path = ",".join(sorted({vote.score_path for vote in votes if vote.score_path})) or None
+        logs = [vote.judge_call_log for vote in votes if vote.judge_call_log is not None]
+        calls = [call for log in logs for call in log] if logs else None
         failed = [vote for vote in votes if vote.score is None]
         answered = len(votes) - len(failed)
         if answered >= quorum(len(votes)):
-            return cls(task_id=task_id, votes=votes, score_path=path, **totals)
+            return cls(
+                task_id=task_id, votes=votes, score_path=path, judge_call_log=calls, **totals
+            )
         why = "; ".join(f"{vote.judge}: {vote.error_kind}: {vote.error}" for vote in failed)
         return cls(
             task_id=task_id,
@@ -194,5 +206,6 @@ class EvaluationResult(Judgement):
             f"{quorum(len(votes))}. {why}",
             error_kind=failed[0].error_kind or "metric_error",
             score_path=path,
+            judge_call_log=calls,
             **totals,
         )

@@ -17,20 +17,23 @@ _NAME = re.compile(r"\b(N8N_DEEPEVAL_[A-Z0-9_]*[A-Z0-9]|N8N_API_[A-Z]+|DEEPEVAL_
 
 
 def sources() -> dict[Path, str]:
-    """Every file of the package, the scripts, the tests and CI, but the registry and this."""
+    """Every file of the package, the scripts, the tests, CI and the CI templates, but the
+    registry and this."""
     found = [
         *(ROOT / "n8n_deepeval_pipeline").rglob("*.py"),
         *(ROOT / "scripts").iterdir(),
         *(ROOT / "tests").rglob("*.py"),
         ROOT / ".ci" / "run",
         *(ROOT / "deploy").rglob("*.yaml"),
+        ROOT / "action.yml",  # the GitHub Action and the GitLab template set and read some
+        *(ROOT / "templates").rglob("*.yml"),
     ]
     return {
         path: path.read_text(encoding="utf-8")
         for path in found
         if path.is_file()
         and path not in (REGISTRY_FILE, Path(__file__))
-        and path.suffix in ("", ".py", ".sh", ".yaml")
+        and path.suffix in ("", ".py", ".sh", ".yaml", ".yml")
     }
 
 

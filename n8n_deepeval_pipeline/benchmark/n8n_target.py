@@ -241,7 +241,8 @@ class WorkflowTarget(ConfigModel):
     """Run the workflow from a start node to an end node (n8n's config evals), as it is.
 
     The pipeline creates a harness copy on the same n8n whose trigger is replaced by a
-    webhook, runs every run through it, and removes it afterwards.
+    webhook, runs every run through it, and removes it afterwards (n8n deletes its
+    executions with it) unless ``keepHarnessCopy``.
     """
 
     type: Literal["n8n_workflow"] = Field(
@@ -274,6 +275,12 @@ class WorkflowTarget(ConfigModel):
         default=True,
         description="Read intermediateSteps from the execution when the end node's output "
         "has none (an AI Agent with Return Intermediate Steps off, or a node after it).",
+    )
+    keep_harness_copy: bool = Field(
+        default=False,
+        description="Keep each run's harness copy in n8n, unpublished, with its executions, "
+        "to inspect them there (delete it when done). Default: the copy is deleted when the "
+        "run ends, and n8n deletes its executions with it.",
     )
     # One type behind the shorthand, so a mistake is named by its field, not by union branch.
     mocks: Annotated[Mocks, BeforeValidator(_services_shorthand)] = Field(

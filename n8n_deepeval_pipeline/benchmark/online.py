@@ -67,6 +67,14 @@ class OnlineConfig(ConfigModel):
         gt=0,
         description="A chat session is scored as one conversation once idle this long.",
     )
+    session_resume_days: float = Field(
+        default=7,
+        gt=0,
+        le=90,
+        description="A chat session that goes on within this many days of its last message is "
+        "scored again whole, its new score replacing the earlier one; later, it is a "
+        "conversation of its own.",
+    )
     max_cost_usd_per_day: float | None = Field(
         default=None,
         ge=0,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -38,16 +38,40 @@ def _case_line(case: CaseComparison, width: int) -> str:
     )
 
 
+# A scenario named under the cases table is cut to one line of this many characters.
+SCENARIO_WIDTH = 100
+
+
+def _one_line(text: str, width: int = SCENARIO_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1].rstrip() + "…"
+
+
+def _scenario_lines(cases: Sequence[CaseComparison], scenarios: Mapping[str, str]) -> list[str]:
+    """Each simulated case's scenario: its runs are conversations, not one answer each."""
+    named = [case.row_id for case in cases if case.row_id in scenarios]
+    if not named:
+        return []
+    width = max(len(row_id) for row_id in named)
+    return [
+        "",
+        "scenarios (each run of these cases is a simulated conversation):",
+        *(f"  {row_id:<{width}}  {_one_line(scenarios[row_id])}" for row_id in named),
+    ]
+
+
 def render_comparison(
     comparison: VersionComparison,
     baseline: str,
     candidate: str,
+    scenarios: Mapping[str, str] | None = None,
     placeholders: Collection[str] = (),
 ) -> str:
     """Headline, the verdict of every case, metric deltas and notable failure drift.
 
-    ``placeholders``: the metrics the dry-run judge scored (in either version), marked so:
-    their deltas are placeholders', not judgements'.
+    ``scenarios``: row id → the scenario of a simulated conversation's row, named under
+    the cases table; ``placeholders``: the metrics the dry-run judge scored (in either
+    version), marked so: their deltas are placeholders', not judgements'.
     """
     width = max([len("case")] + [len(case.row_id) for case in comparison.cases])
     counts = " · ".join(f"{v} {n}" for v, n in comparison.verdict_counts.items() if n)
@@ -59,6 +83,7 @@ def render_comparison(
         "",
         f"{'case':<{width}}  {'baseline':>8}  {'candidate':>9}  {'delta':>6}  {'p':>5}  verdict",
         *(_case_line(case, width) for case in comparison.cases),
+        *_scenario_lines(comparison.cases, scenarios or {}),
     ]
     if comparison.metric_deltas:
         lines += ["", "metric                 mean Δ   pass rate Δ (points)"]

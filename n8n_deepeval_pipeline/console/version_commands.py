@@ -56,6 +56,7 @@ def compare(
             stored = runner.stored_versions([before, after])
             comparison = stored.compare(before, after)
             outcome = runner.outcome(after, baseline=before)
+            scenarios = runner.scenarios(after)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     placeholders = {score.metric for score in stored.scores if score.dry_run}
@@ -63,7 +64,7 @@ def compare(
         printed = comparison_json(comparison, before, after, outcome, placeholders)
         click.echo(json.dumps(printed, indent=2))
     else:
-        click.echo(render_comparison(comparison, before, after, placeholders))
+        click.echo(render_comparison(comparison, before, after, scenarios, placeholders))
     gate = outcome.gate
     if gate.flagged_cases:
         flagged = gate.flagged_cases

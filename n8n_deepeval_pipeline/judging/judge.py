@@ -38,6 +38,7 @@ from deepeval.models import DeepEvalBaseLLM
 from pydantic import BaseModel, ValidationError
 
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
+from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
@@ -106,10 +107,13 @@ class UsageCounter:
     """Judge calls, retries, cache hits and tokens of the evaluation in progress.
 
     ``ledger``: where each answered call is also written as it arrives (see call_ledger).
+    ``keep_calls``: keep each call's model, tokens and timing in ``call_log`` (for a trace);
+    otherwise ``call_log`` is None and nothing is timed.
     """
 
-    def __init__(self, ledger: CallLedger | None = None) -> None:
+    def __init__(self, ledger: CallLedger | None = None, keep_calls: bool = False) -> None:
         self.ledger = ledger
+        self.keep_calls = keep_calls
         self.reset()
 
     def reset(self) -> None:
@@ -121,6 +125,7 @@ class UsageCounter:
         self.completion_tokens = 0
         self.weighted = 0  # raw answers with log-probabilities (G-Eval's weighted score)
         self.unweighted = 0  # asked for them and fell back to DeepEval's schema path
+        self.call_log: list[JudgeCall] | None = [] if self.keep_calls else None
 
     @property
     def score_path(self) -> str | None:
@@ -259,6 +264,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         cached = await self._cached_or_claimed(self._state, key)
         if cached is not None:
             usage.cached += 1
+            self._log(usage, time.time(), time.monotonic(), cached=True)
             return cached
         try:
             return self._state.store(key, await ask())
@@ -337,6 +343,7 @@ class PipelineJudge(DeepEvalBaseLLM):
         self._fail_fast_if_open()
         policy, usage = self.spec.retry, scope.usage
         started = time.monotonic()
+        wall = time.time() if usage.call_log is not None else 0.0
         deadline = started + policy.max_total_s if scope.deadline is None else scope.deadline
         attempt = failures = 0
         while True:
@@ -357,6 +364,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                     give_up = not error.retryable or failures >= policy.max_attempts or out_of_time
                 if give_up:
                     self._record_failure(str(error))
+                    self._log(usage, wall, started, retries=attempt - 1, error=str(error))
                     if limited:
                         raise JudgeRateLimited(
                             f"{error} (still rate limited after {attempt} attempt(s) in "
@@ -372,6 +380,7 @@ class PipelineJudge(DeepEvalBaseLLM):
                 continue
             if self._state is not None:
                 self._state.record_success(self.identity)
+            self._log(usage, wall, started, completion, retries=attempt - 1)
             return completion
 
     async def _call_once(
@@ -405,6 +414,34 @@ class PipelineJudge(DeepEvalBaseLLM):
                 completion.completion_tokens,
             )
         return completion
+
+    def _log(
+        self,
+        usage: UsageCounter,
+        wall: float,
+        started: float,
+        completion: Completion | None = None,
+        retries: int = 0,
+        cached: bool = False,
+        error: str | None = None,
+    ) -> None:
+        """Keep one call in the evaluation's log, if it keeps one (a trace is exported)."""
+        if usage.call_log is None:
+            return
+        usage.call_log.append(
+            JudgeCall(
+                judge=self.spec.label,
+                provider=self.spec.provider,
+                model=self.spec.model,
+                started_at=wall,
+                duration_s=round(time.monotonic() - started, 6),
+                prompt_tokens=completion.prompt_tokens if completion else 0,
+                completion_tokens=completion.completion_tokens if completion else 0,
+                retries=retries,
+                cached=cached,
+                error=error,
+            )
+        )
 
     def _estimate(self, prompt: str) -> int:
         return estimate_tokens(prompt, self.spec.max_tokens)

@@ -195,6 +195,10 @@ class N8nClient:
         """Publish (activate) the workflow, so its webhooks answer."""
         self._request("POST", f"/workflows/{workflow_id}/publish")
 
+    def unpublish_workflow(self, workflow_id: str) -> None:
+        """Unpublish (deactivate) the workflow: its webhooks stop answering, it stays."""
+        self._request("POST", f"/workflows/{workflow_id}/unpublish")
+
     def remove_workflow(self, workflow_id: str, timeout_s: float = 30.0) -> None:
         """Unpublish, archive and delete a workflow; one already gone is not an error."""
         deadline = time.monotonic() + timeout_s

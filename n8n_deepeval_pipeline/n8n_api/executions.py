@@ -47,7 +47,7 @@ def _run_items(runs: Any) -> Iterator[dict[str, Any]]:
         yield from _items(((run or {}).get("data") or {}).get("main"))
 
 
-def _node_items(execution: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def node_items(execution: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Every item's ``json`` of every node of the execution, in run order."""
     for runs in _run_data(execution).values():
         yield from _run_items(runs)
@@ -70,7 +70,7 @@ def execution_steps(execution: dict[str, Any]) -> list[Any] | None:
     None when no agent ran.
     """
     found = next(
-        (item["intermediateSteps"] for item in _node_items(execution)
+        (item["intermediateSteps"] for item in node_items(execution)
          if isinstance(item.get("intermediateSteps"), list)),
         None,
     )  # fmt: skip
@@ -135,7 +135,7 @@ def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[
     """
     found: dict[str, list[list[Any]]] = {}
     for execution in sorted(executions, key=_run_order):
-        session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
+        session = next((s for s in map(_session_of, node_items(execution)) if s is not None), None)
         steps = execution_steps(execution)
         if session is not None and steps is not None:
             found.setdefault(session, []).append(steps)
@@ -145,7 +145,7 @@ def steps_by_execution(executions: list[dict[str, Any]]) -> dict[str, list[list[
 def executions_of(executions: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
     """The executions of one session (one per message sent in it), in the order they ran."""
     return sorted(
-        (e for e in executions if session in map(_session_of, _node_items(e))), key=_run_order
+        (e for e in executions if session in map(_session_of, node_items(e))), key=_run_order
     )
 
 
@@ -199,7 +199,7 @@ def model_calls_by_session(executions: list[dict[str, Any]]) -> dict[str, list[M
     """Session id → the language-model calls of its executions (a run's are all of theirs)."""
     found: dict[str, list[ModelCall]] = {}
     for execution in executions:
-        session = next((s for s in map(_session_of, _node_items(execution)) if s is not None), None)
+        session = next((s for s in map(_session_of, node_items(execution)) if s is not None), None)
         if session is not None:
             found.setdefault(session, []).extend(model_calls(execution))
     return found

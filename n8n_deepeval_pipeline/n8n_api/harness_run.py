@@ -5,7 +5,9 @@ being the host and process that made the copy and the time its run must be over 
 copy belongs to its run: another run of the benchmark (a ``--filter`` trial, a sensor or
 schedule run overlapping a CLI run) removes it only when it is stale, that is when the
 process that made it is gone (on this host) or its deadline has passed (made on another
-host), never for its prefix alone.
+host), never for its prefix alone. n8n deletes a workflow's executions with it; a copy
+made to be kept (``target.keepHarnessCopy``) is named ``[n8n-deepeval harness, kept] …``,
+which no run removes, and is only unpublished when its run ends.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from n8n_deepeval_pipeline.workflow.mocks import (
 from n8n_deepeval_pipeline.workflow.variants import same_workflow_problems, variant_problems
 
 HARNESS_PREFIX = "[n8n-deepeval harness]"
+KEPT_PREFIX = "[n8n-deepeval harness, kept]"  # never a stale copy: the user removes it
 # A run past its own time limit by this much is gone, even on a host this one cannot see.
 STALE_MARGIN_S = 900.0
 _OWNER = re.compile(r" host=(?P<host>\S+) pid=(?P<pid>\d+) until=(?P<until>\d+)$")
@@ -224,13 +227,18 @@ def harness_webhook(
     time_limit_s: float,
     replacements: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """A published harness copy for the duration of the block: (its id, its webhook URL)."""
+    """A published harness copy for the duration of the block: (its id, its webhook URL).
+
+    Then it is removed with its executions; with ``target.keepHarnessCopy`` it is only
+    unpublished, and kept under a name no run removes.
+    """
     run_id = uuid.uuid4().hex
     path = f"n8n-deepeval-{run_id}"
     start, end = target.start_node_name, target.end_node_name
     copy = harness_copy(workflow, start, end, path, str(uuid.uuid4()), replacements)
     owner = Owner.this_process(time_limit_s)
-    copy["name"] = f"{HARNESS_PREFIX} {label} {run_id[:8]} {owner.tag()}"
+    prefix = KEPT_PREFIX if target.keep_harness_copy else HARNESS_PREFIX
+    copy["name"] = f"{prefix} {label} {run_id[:8]} {owner.tag()}"
     copy_id = client.create_workflow(copy)
     try:
         client.publish_workflow(copy_id)
@@ -238,7 +246,18 @@ def harness_webhook(
         wait_until_served(url)
         yield copy_id, url
     finally:
-        client.remove_workflow(copy_id)
+        if target.keep_harness_copy:
+            client.unpublish_workflow(copy_id)
+        else:
+            client.remove_workflow(copy_id)
+
+
+def kept_copy_note(base_url: str, copy_id: str) -> str:
+    """Where a kept copy and its executions are found once the run is over."""
+    return (
+        f"harness copy {copy_id} is kept in n8n, unpublished, with its executions "
+        f"({base_url.rstrip('/')}/workflow/{copy_id}/executions): delete it there when done"
+    )
 
 
 def wait_until_served(url: str, timeout_s: float = 30.0) -> None:

@@ -36,6 +36,7 @@ from n8n_deepeval_pipeline.n8n_api.client import (
     N8nClient,
 )
 from n8n_deepeval_pipeline.n8n_api.executions import execution_steps, last_node, node_item
+from n8n_deepeval_pipeline.n8n_api.own_traffic import from_pipeline
 from n8n_deepeval_pipeline.n8n_data.agent_steps import StepsShapeError, called_tool_names
 from n8n_deepeval_pipeline.n8n_data.expressions import as_text, resolve_path
 from n8n_deepeval_pipeline.n8n_data.responses import normalise_response
@@ -74,10 +75,15 @@ class ExecutionQuery(BaseModel):
     def wanted(self, execution: dict[str, Any]) -> bool:
         """Whether it is production traffic (manual runs only when asked).
 
-        Never n8n's own evaluation runs: their inputs came from a dataset already.
+        Never n8n's own evaluation runs, nor the pipeline's own calls (benchmark runs,
+        simulated users, attacks): their inputs came from a dataset already.
         """
         mode = execution.get("mode")
-        return mode != "evaluation" and (self.include_manual or mode != "manual")
+        return (
+            mode != "evaluation"
+            and (self.include_manual or mode != "manual")
+            and not from_pipeline(execution)
+        )
 
 
 class DatasetDraft(BaseModel):

@@ -4,10 +4,12 @@ The cursor is the highest execution id seen, the executions below it still runni
 waiting (``pending``: they are looked at again each tick until they end), the chat
 sessions still open, and the workflow versions seen (n8n's version id → the pipeline's
 hash, ``online.versions``). An execution is decided once: handed to a run, or left out by
-sampling, the cap or its status; the cursor is stored with the tick, so a restart (the
-cursor read back) neither scores an execution twice nor skips one. Sampling hashes the
-execution's id (a session's id for a conversation) against ``sampleRate``: a restart
-samples the same ones.
+sampling, the cap, its status or mode, or as a call the pipeline made itself (a benchmark
+run, a simulated user's turn, an attack: ``n8n_api.own_traffic``); the cursor is stored
+with the tick, so a restart (the cursor read back) neither scores an execution twice nor
+skips one. Sampling hashes the execution's id (a session's id for a conversation)
+against ``sampleRate``: a restart samples the same ones. A chat session handed to a run
+is remembered for ``sessionResumeDays``: a chat that goes on is handed on again whole.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ class SeenExecution(BaseModel):
     status: str | None = None
     session: str | None = None
     version_id: str | None = None  # n8n's id of the workflow version that ran it
+    from_pipeline: bool = False  # a call the pipeline made (it carries its mark)
 
 
 class OpenSession(BaseModel):
-    """A chat session whose messages are still coming in."""
+    """A chat session whose messages are still coming in (or, scored, may come in again)."""
 
     execution_ids: list[int]
     first_started: datetime
@@ -60,6 +63,9 @@ class OnlineCursor(BaseModel):
     hour: str | None = None  # the clock hour scored_in_hour counts in
     scored_in_hour: int = 0
     open_sessions: dict[str, OpenSession] = Field(default_factory=dict)
+    # Sessions handed to a run, kept sessionResumeDays after their last message: a chat
+    # that goes on is scored again whole, replacing its earlier score (same score id).
+    scored_sessions: dict[str, OpenSession] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)  # n8n version id → workflow hash
 
     @classmethod
@@ -95,6 +101,7 @@ class Tick(BaseModel):
     capped: int = 0
     not_scored_status: int = 0  # ended without success (error, canceled, crashed)
     not_production: int = 0  # manual runs, n8n's evaluation runs
+    from_pipeline: int = 0  # the pipeline's own calls: benchmark runs, simulations, attacks
 
 
 def sampled(key: str, rate: float) -> bool:
@@ -127,6 +134,7 @@ class _Planner:
         same_hour = cursor.hour == _hour(now)
         self.scored_in_hour = cursor.scored_in_hour if same_hour else 0
         self.sessions = {key: s.model_copy(deep=True) for key, s in cursor.open_sessions.items()}
+        self.scored = {key: s.model_copy(deep=True) for key, s in cursor.scored_sessions.items()}
         self.tick = Tick(items=[], cursor=cursor)
 
     def offer(self, item: ScoreItem) -> None:
@@ -138,7 +146,9 @@ class _Planner:
         self.tick.items.append(item)
 
     def see(self, execution: SeenExecution, single_turn: bool, conversational: bool) -> None:
-        if not is_production(execution, self.config.include_manual):
+        if execution.from_pipeline:
+            self.tick.from_pipeline += 1
+        elif not is_production(execution, self.config.include_manual):
             self.tick.not_production += 1
         elif execution.status != _SCORED_STATUS:
             self.tick.not_scored_status += 1
@@ -162,7 +172,7 @@ class _Planner:
     def _join(self, session: str, execution: SeenExecution) -> None:
         if not sampled(f"session:{session}", self.config.sample_rate):
             return
-        found = self.sessions.get(session)
+        found = self.sessions.get(session) or self._resumed(session, execution)
         if found is None:
             self.sessions[session] = OpenSession(
                 execution_ids=[execution.id],
@@ -171,13 +181,26 @@ class _Planner:
                 version_id=execution.version_id,
             )
             return
+        self.sessions[session] = found  # a scored chat that goes on is open again, whole
         found.execution_ids.append(execution.id)
         if execution.started_at >= found.last_started:
             found.version_id = execution.version_id
         found.last_started = max(found.last_started, execution.started_at)
 
+    def _resumed(self, session: str, execution: SeenExecution) -> OpenSession | None:
+        """A scored session this message goes on with, if within ``sessionResumeDays``."""
+        scored = self.scored.pop(session, None)
+        kept = timedelta(days=self.config.session_resume_days)
+        if scored is None or execution.started_at - scored.last_started >= kept:
+            return None
+        return scored
+
     def close_idle(self) -> None:
-        """Hand on the sessions idle for ``sessionIdleMinutes``, oldest first."""
+        """Hand on the sessions idle for ``sessionIdleMinutes``, oldest first.
+
+        Each is kept among the scored ones (capped or not): a chat that goes on within
+        ``sessionResumeDays`` is scored again with every message, first to last.
+        """
         idle = timedelta(minutes=self.config.session_idle_minutes)
         done = [key for key, s in self.sessions.items() if self.now - s.last_started >= idle]
         for key in sorted(done, key=lambda k: self.sessions[k].first_started):
@@ -185,6 +208,12 @@ class _Planner:
             self.offer(ScoreItem(kind="session", key=key, execution_ids=session.execution_ids,
                                  started_at=session.first_started,
                                  n8n_version_id=session.version_id))  # fmt: skip
+            self.scored[key] = session
+
+    def kept_scored(self) -> dict[str, OpenSession]:
+        """The scored sessions whose last message is within ``sessionResumeDays``."""
+        kept = timedelta(days=self.config.session_resume_days)
+        return {key: s for key, s in self.scored.items() if self.now - s.last_started < kept}
 
 
 def plan_tick(
@@ -218,6 +247,7 @@ def plan_tick(
         hour=_hour(now),
         scored_in_hour=planner.scored_in_hour,
         open_sessions=planner.sessions,
+        scored_sessions=planner.kept_scored(),
         versions=cursor.versions,
     )
     return planner.tick

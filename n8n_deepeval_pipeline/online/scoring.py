@@ -10,7 +10,7 @@ of the workflow copy n8n stored with the execution, marked ``stored_copy``.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -93,8 +93,9 @@ class OnlineScore(TableRow):
 def score_id(item: ScoreItem) -> str:
     """The id of an item's rows: ``execution:<id>``, or ``session:<id>:<first execution>``.
 
-    A chat that resumes after it was scored is another conversation: its first execution
-    tells the two apart, so neither replaces the other's rows.
+    A chat that goes on after it was scored (within ``sessionResumeDays``) is scored again
+    whole, from the same first execution: its new rows replace the earlier ones. One that
+    goes on later starts from another execution, a conversation of its own.
     """
     if item.kind == "session":
         return f"session:{item.key}:{item.execution_ids[0]}"
@@ -133,6 +134,28 @@ def _turns(exchanges: list[Exchange]) -> list[dict[str, str]]:
         turns.append({"role": "user", "content": str(exchange.values["input"])})
         turns.append({"role": "assistant", "content": exchange.answer or ""})
     return turns
+
+
+def _timing(found: list[dict[str, Any]]) -> tuple[datetime | None, float | None]:
+    """When the item's executions started, and how long until the last one stopped."""
+    started = [_moment(execution.get("startedAt")) for execution in found]
+    stopped = [_moment(execution.get("stoppedAt")) for execution in found]
+    first = min((moment for moment in started if moment), default=None)
+    last = max((moment for moment in stopped if moment), default=None)
+    if first is None:
+        return None, None
+    return first, round((last - first).total_seconds(), 4) if last and last >= first else None
+
+
+def _moment(value: Any) -> datetime | None:
+    """An execution's ISO time (n8n writes ``…Z``), or None when absent or unreadable."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class OnlineRuns:
@@ -188,6 +211,7 @@ class OnlineRuns:
                 f"({len(exchanges)} of {len(item.execution_ids)} found)",
             )  # fmt: skip
         steps = [step for execution in found for step in execution_steps(execution) or []]
+        started_at, latency_s = _timing(found)
         return AgentOutput(
             workflow_hash=version,
             run_id=identifier,
@@ -195,6 +219,8 @@ class OnlineRuns:
             intermediate_steps=steps,
             turns=_turns(exchanges) if item.kind == "session" else None,
             session_id=exchanges[-1].session,
+            started_at=started_at,
+            latency_s=latency_s,
         )
 
     def plans(

@@ -38,6 +38,11 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
 )
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.run_traces import (
+    TRACE_INPUTS,
+    build_run_trace_asset,
+    traces_wanted,
+)
 from n8n_deepeval_pipeline.orchestration.workflow_checks import build_workflow_checks_asset
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import (
@@ -272,6 +277,8 @@ def build_benchmark_assets(
     ]
     if benchmark.sink is not None:
         assets.append(_data_table_sink(benchmark, common))
+    if traces_wanted():
+        assets.append(build_run_trace_asset(benchmark, common, _ins(benchmark, *TRACE_INPUTS)))
     return assets, partitions
 
 

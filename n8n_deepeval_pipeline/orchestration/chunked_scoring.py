@@ -39,6 +39,7 @@ from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
     ScoreJournalResource,
 )
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.orchestration.run_traces import traces_wanted
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
@@ -292,7 +293,9 @@ def _score_chunk(
     # machine, re-delivered to this one in the same run.
     earlier = sum(entry[0] == context.run_id for entry in journal.attempts())
     ledger = journal.ledger_tag(context.run_id)
-    to_run = [task.model_copy(update={"ledger": ledger}) for task in to_run]
+    # A trace is exported: each judge call's timing is kept for it (else nothing is).
+    kept = {"ledger": ledger, "keep_judge_calls": traces_wanted()}
+    to_run = [task.model_copy(update=kept) for task in to_run]
     resumed = len(scores)
     if scores:
         say_progress(context, f"resuming: {resumed} rows kept from an interrupted attempt")

@@ -28,6 +28,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
     harness_problems,
     harness_webhook,
+    kept_copy_note,
     mock_answers,
     remove_stale_copies,
     unmocked_services,
@@ -233,6 +234,8 @@ def _through_harness(
             time_limit_s,
             mocked_nodes(workflow, answers),
         ) as (copy_id, url):
+            if target.keep_harness_copy:
+                context.log.info(kept_copy_note(n8n.base_url or "", copy_id))
             webhook = target.as_webhook(url, harness_body(target, workflow))
             reading = ExecutionReading(copy_id, workflow, prices, target.steps_from_execution)
             outputs = _call(context, n8n, webhook, runs, rows, users, reading)

@@ -306,7 +306,7 @@ class BenchmarkRunner:
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
         keys = self.defs.resolve_asset_graph().get_all_asset_keys()
-        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink")
+        names = (*ASSET_NAMES, *RED_TEAM_ASSETS, "data_table_sink", "run_trace")
         return [name for name in names if self._key(name) in keys]
 
     def _key(self, asset: str) -> dg.AssetKey:
@@ -389,6 +389,11 @@ class BenchmarkRunner:
             self._table("run_aggregates", RunAggregate, versions),
             self._table("metric_scores", MetricScore, versions),
         )
+
+    def scenarios(self, version: str) -> dict[str, str]:
+        """Row id → scenario of the version's simulated conversations' rows (none without)."""
+        rows = self._table("dataset_rows", DatasetRow, version)
+        return {row.row_id: row.scenario for row in rows if row.scenario}
 
     def variant_matrix(self, version: str) -> VariantMatrix:
         """The matrix of a scored version's family: the workflow and its variants."""

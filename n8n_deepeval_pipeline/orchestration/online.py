@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.benchmark.online import OnlineConfig
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import write_rows
+from n8n_deepeval_pipeline.n8n_api.own_traffic import from_pipeline
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import exchange_of
 from n8n_deepeval_pipeline.online.cursor import (
     OnlineCursor,
@@ -55,7 +56,9 @@ from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nNotConfiguredError, N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import UPSERT_KEY
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.orchestration.run_traces import send_trace, traces_wanted
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.rows import MetricScore
 from n8n_deepeval_pipeline.workflow.anatomy import Anatomy, anatomy
 from n8n_deepeval_pipeline.workflow.hashing import version_key, workflow_hash
 
@@ -114,17 +117,52 @@ def _score(
     runs: OnlineRuns,
     judge: JudgeResource,
     worker_pool: WorkerPoolResource,
-) -> list[OnlineScore]:
-    now = datetime.now(UTC)
+) -> list[MetricScore]:
+    """Every metric's score of every item (each judge call's timing kept for a trace)."""
     plans = runs.plans(
         benchmark, _online(benchmark).metrics, judge.spec_for, worker_pool.timeout_s,
         judge.prices(),
     )  # fmt: skip
+    kept = {"keep_judge_calls": traces_wanted()}
     scores = []
     for plan in plans:
         scores += plan.rows_without_output()
-        scores += [plan.row_for(result) for result in worker_pool.evaluate(plan.tasks)]
-    return [runs.score_row(score, now) for score in scores]
+        tasks = [task.model_copy(update=kept) for task in plan.tasks]
+        scores += [plan.row_for(result) for result in worker_pool.evaluate(tasks)]
+    return scores
+
+
+def _traced(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    workflow: dict[str, Any],
+    runs: OnlineRuns,
+    scores: list[MetricScore],
+) -> dict[str, Any]:
+    """The scored executions sent as one trace, when an endpoint is named; its metadata."""
+    if not traces_wanted() or not runs.runs:
+        return {}
+    from n8n_deepeval_pipeline.tracing.exporter import content_on
+    from n8n_deepeval_pipeline.tracing.version_trace import VersionRun
+
+    outputs = {output.run_id: output for output in runs.outputs}
+    started = [output.started_at for output in runs.outputs if output.started_at]
+    now = datetime.now(UTC)
+    run = VersionRun(
+        root_name=f"online {benchmark.name}",
+        benchmark=benchmark.name,
+        workflow_name=str(workflow.get("name") or benchmark.name),
+        workflow_hash=runs.current_hash,
+        started=min(started, default=now),
+        ended=now,
+        runs=runs.runs,
+        outputs=outputs,
+        scores=scores,
+        inputs={row.row_id: row.input for row in runs.rows},
+        dagster_run_id=context.run_id,
+        content=content_on(),
+    )
+    return send_trace(context, run)
 
 
 def _scores_metadata(rows: list[OnlineScore], items: int) -> dict[str, Any]:
@@ -164,7 +202,9 @@ def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition
         with n8n.client() as client:
             executions = _fetch(client, items)
             runs = OnlineRuns(items, executions, workflow, workflow_hash(workflow))
-            rows = _score(benchmark, runs, judge, worker_pool)
+            scores = _score(benchmark, runs, judge, worker_pool)
+            now = datetime.now(UTC)
+            rows = [runs.score_row(score, now) for score in scores]
             sink = benchmark.sink.online_scores if benchmark.sink else None
             if sink is not None and rows:
                 done = write_rows(client, sink, rows, ("scoreId", "metric"), OnlineScore)
@@ -172,7 +212,8 @@ def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition
                     f"{sink.data_table}: {done.written} rows written, "
                     f"{done.already_there} already there"
                 )
-        context.add_output_metadata(_scores_metadata(rows, len(items)))
+        traced = _traced(context, benchmark, workflow, runs, scores)
+        context.add_output_metadata({**_scores_metadata(rows, len(items)), **traced})
         return to_frame(OnlineScore, rows)
 
     return online_scores
@@ -336,7 +377,7 @@ def build_online_assets(benchmark: Benchmark) -> list[dg.AssetsDefinition]:
 
 
 def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecution:
-    """What the cursor needs of an execution listed by n8n."""
+    """What the cursor needs of an execution listed by n8n (with its data)."""
     started = execution.get("startedAt") or execution.get("createdAt")
     return SeenExecution(
         id=int(execution["id"]),
@@ -345,6 +386,7 @@ def seen_execution(execution: dict[str, Any], session: str | None) -> SeenExecut
         status=execution.get("status"),
         session=session,
         version_id=execution_version_id(execution),
+        from_pipeline=from_pipeline(execution),
     )
 
 
@@ -436,7 +478,11 @@ def versions_to_register(
 
 
 def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
-    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice."""
+    """A run per day of the tick's items; its run key names them, so a re-tick runs none twice.
+
+    A session's executions are in its key: a chat scored again whole, once it went on, is
+    a run of its own, never taken for the run that scored its first part.
+    """
     by_day: dict[str, list[ScoreItem]] = defaultdict(list)
     for item in tick.items:
         by_day[item.day].append(item)
@@ -444,7 +490,9 @@ def run_requests(benchmark: Benchmark, tick: Tick) -> list[dg.RunRequest]:
     requests = []
     for day, items in sorted(by_day.items()):
         listed = [item.model_dump(mode="json") for item in items]
-        ids = ",".join(f"{item.kind}:{item.key}" for item in items)
+        ids = ",".join(
+            f"{item.kind}:{item.key}:{'+'.join(map(str, item.execution_ids))}" for item in items
+        )
         requests.append(dg.RunRequest(
             run_key=f"online:{day}:{hashlib.sha256(ids.encode()).hexdigest()[:16]}",
             partition_key=day,
@@ -470,6 +518,7 @@ def _left_out(tick: Tick) -> str:
     return (
         f"not sampled {tick.not_sampled} · over maxPerHour {tick.capped} · "
         f"not a success {tick.not_scored_status} · not production {tick.not_production} · "
+        f"the pipeline's own {tick.from_pipeline} · "
         f"open sessions {len(tick.cursor.open_sessions)}"
     )
 

@@ -33,6 +33,7 @@ from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
     harness_webhook,
+    kept_copy_note,
     mock_answers,
     remove_stale_copies,
 )
@@ -343,6 +344,8 @@ def _harness(
             mocked_nodes(workflow, answers),
         )
     )
+    if attacked.keep_harness_copy:
+        context.log.info(kept_copy_note(n8n.base_url or "", copy_id))
     caller = n8n.webhook_caller(attacked.as_webhook(url, harness_body(attacked, workflow)))
     recent = 2 * attacked.max_concurrency + 5
     steps_of = (

@@ -1,7 +1,9 @@
 """The per-case drill-down: every run's output, why it failed and each metric's result.
 
 Against a baseline, each case carries the baseline's runs too, for the page to set them
-beside the candidate's, and what made the case drop.
+beside the candidate's, and what made the case drop. A run that holds turns carries its
+conversation whole (``report.conversation``); a simulated conversation's case, the
+scenario its row gives in place of an input.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.report.causes import drop_causes
+from n8n_deepeval_pipeline.report.conversation import conversation_of
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.model import CaseDetail, MetricResult, RunDetail
 from n8n_deepeval_pipeline.report.verdicts import attention_order
@@ -93,6 +96,7 @@ def _run_detail(
             _metric_result(score, result.counted)
             for score, result in zip(ordered, outcome.metrics, strict=True)
         ),
+        conversation=conversation_of(output) if output else None,
     )
 
 
@@ -109,6 +113,9 @@ def _case(
         row_id=row_id,
         input=_excerpt(row.input) if row else None,
         expected_output=_excerpt(row.expected_output) if row else None,
+        scenario=_excerpt(row.scenario) if row else None,
+        expected_outcome=_excerpt(row.expected_outcome) if row else None,
+        user_description=_excerpt(row.user_description) if row else None,
         verdict=verdict,
         passed=sum(detail.passed for detail in runs),
         runs=tuple(runs),

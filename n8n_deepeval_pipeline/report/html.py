@@ -9,7 +9,9 @@ from markupsafe import Markup
 
 from n8n_deepeval_pipeline.report import formatting
 from n8n_deepeval_pipeline.report.banners import outcome_banners, unjudged_within_limit
+from n8n_deepeval_pipeline.report.cases import FIELD_LIMIT
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
+from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.model import MetricRow, Report
 from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
@@ -37,9 +39,11 @@ _ENVIRONMENT.filters.update(
     seconds=seconds,
     breakable=formatting.breakable,
     rate_strip=rate_strip,
+    cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
 )
 _ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
 _ENVIRONMENT.globals.update(
+    turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
     outcome_banners=outcome_banners,
     guidance=GUIDANCE,
     unjudged_within_limit=unjudged_within_limit,

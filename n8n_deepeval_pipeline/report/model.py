@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline.report.conversation import Conversation
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import attention_order, is_flagged
@@ -153,7 +154,11 @@ class MetricResult(_Frozen):
 
 
 class RunDetail(_Frozen):
-    """One run of a case: its output, why it failed and every metric's result."""
+    """One run of a case: its output, why it failed and every metric's result.
+
+    A run that holds turns is a conversation: ``output`` is its last answer, and
+    ``conversation`` every turn in full, why it stopped and its session.
+    """
 
     run_id: str
     run_index: int
@@ -164,6 +169,7 @@ class RunDetail(_Frozen):
     latency_s: float | None
     failure_categories: tuple[FailureCategory, ...]
     metrics: tuple[MetricResult, ...]
+    conversation: Conversation | None = None
 
 
 class RunGroup(_Frozen):
@@ -190,6 +196,15 @@ class RunGroup(_Frozen):
         )
 
     @property
+    def sessions(self) -> tuple[str, ...]:
+        """The sessions its conversations were sent in, in run order (none: no conversation)."""
+        return tuple(
+            run.conversation.session_id
+            for run in self.runs
+            if run.conversation is not None and run.conversation.session_id is not None
+        )
+
+    @property
     def latency(self) -> str | None:
         """The runs' latency, or its range when they took different times."""
         found = sorted(run.latency_s for run in self.runs if run.latency_s is not None)
@@ -201,7 +216,7 @@ class RunGroup(_Frozen):
 
 
 def _reads_as(run: RunDetail) -> tuple[object, ...]:
-    """Everything the page shows of a run but which run it is and how long it took."""
+    """Everything the page shows of a run but which run it is (its session) and its time."""
     return (
         run.passed,
         run.overall_score,
@@ -209,6 +224,7 @@ def _reads_as(run: RunDetail) -> tuple[object, ...]:
         run.output_error,
         run.failure_categories,
         run.metrics,
+        run.conversation.reads_as if run.conversation else None,
     )
 
 
@@ -294,6 +310,8 @@ class CaseDetail(_Frozen):
     """One dataset row's runs in this version and, against a baseline, the baseline's runs.
 
     ``causes``: what made the case drop, the largest rise first (empty unless it dropped).
+    A simulated conversation's row has no input: its scenario, the outcome the simulated
+    user is after and who that user is say what the conversations were about.
     """
 
     row_id: str
@@ -305,6 +323,9 @@ class CaseDetail(_Frozen):
     baseline_passed: int
     baseline_runs: tuple[RunDetail, ...]
     causes: tuple[DropCause, ...]
+    scenario: Excerpt | None = None
+    expected_outcome: Excerpt | None = None
+    user_description: Excerpt | None = None
 
     @property
     def run_groups(self) -> tuple[RunGroup, ...]:

@@ -8,20 +8,18 @@ each marked when the harness copy's mock answered it (the tool never ran).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.red_team.breach_rates import method_of
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
+from n8n_deepeval_pipeline.report.conversation import ToolCallShown, tool_shown
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 
 _TEXT_LIMIT = 1200
-_ARGUMENTS_LIMIT = 400
 
 
 class _Frozen(BaseModel):
@@ -53,15 +51,6 @@ class VulnerabilityLine(_Frozen):
     p_value: float | None
     verdict: str | None
     new_breach: bool  # the verdict fails compare.failOn (the no_new_breach check)
-
-
-class ToolCallShown(_Frozen):
-    """A tool call an attack provoked: its arguments, its answer, and whether that was a mock."""
-
-    name: str
-    arguments: Excerpt
-    output: Excerpt | None
-    mocked: bool
 
 
 class TurnShown(_Frozen):
@@ -127,18 +116,6 @@ def _cell(row: BreachRate) -> BreachCell:
     return BreachCell(breaches=row.breaches, judged=row.judged, rate=row.rate)
 
 
-def _tool(call: dict[str, Any]) -> ToolCallShown:
-    arguments = json.dumps(call.get("input_parameters") or {}, ensure_ascii=False, sort_keys=True)
-    output = call.get("output")
-    shown = output if isinstance(output, str) or output is None else json.dumps(output)
-    return ToolCallShown(
-        name=str(call.get("name", "")),
-        arguments=Excerpt.of(arguments, _ARGUMENTS_LIMIT),
-        output=Excerpt.of(shown, _ARGUMENTS_LIMIT) if shown is not None else None,
-        mocked=bool(call.get("mocked")),
-    )
-
-
 def _conversation(result: RedTeamResult) -> tuple[TurnShown, ...]:
     """The attack's messages; a single-turn attack is its input and the answer."""
     if result.turns is not None:
@@ -146,7 +123,7 @@ def _conversation(result: RedTeamResult) -> tuple[TurnShown, ...]:
             TurnShown(
                 role=str(turn.get("role", "")),
                 content=Excerpt.of(str(turn.get("content") or ""), _TEXT_LIMIT),
-                tool_calls=tuple(_tool(call) for call in turn.get("tools_called") or []),
+                tool_calls=tuple(tool_shown(call) for call in turn.get("tools_called") or []),
             )
             for turn in result.turns
         )
@@ -155,7 +132,7 @@ def _conversation(result: RedTeamResult) -> tuple[TurnShown, ...]:
         TurnShown(
             role="assistant",
             content=Excerpt.of(result.actual_output or "", _TEXT_LIMIT),
-            tool_calls=tuple(_tool(call) for call in result.tools_called),
+            tool_calls=tuple(tool_shown(call) for call in result.tools_called),
         ),
     )
 

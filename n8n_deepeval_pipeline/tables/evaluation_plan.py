@@ -14,6 +14,7 @@ number of judges. Cost is priced per judge, by that judge's model.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -363,6 +364,7 @@ def metric_score(
         "tokens": result.prompt_tokens + result.completion_tokens,
         "latency_s": result.latency_s,
         "score_path": result.score_path,
+        **_call_log_fields(result, prices),
     }
     rule = config.panel_rule
     if rule is not None:
@@ -384,6 +386,25 @@ def metric_score(
             else None,
         }
     )
+
+
+def _call_log_fields(result: EvaluationResult, prices: PriceTable) -> dict[str, Any]:
+    """When the evaluation started and each judge call, priced (nothing if not kept)."""
+    if result.judge_call_log is None:
+        return {}
+    started = result.started_at
+    return {
+        "started_at": datetime.fromtimestamp(started, UTC) if started is not None else None,
+        "judge_call_log": [
+            {
+                **call.model_dump(),
+                "cost_usd": 0.0
+                if call.cached
+                else prices.cost(call.model, call.prompt_tokens, call.completion_tokens),
+            }
+            for call in result.judge_call_log
+        ],
+    }
 
 
 def _panel_fields(

@@ -167,6 +167,8 @@ class AgentOutput(TableRow):
     """What those calls cost (USD); None also when a model has no price: unpriced."""
     llm_usage: list[dict[str, Any]] | None = None
     """Per model node: its model, calls, prompt and completion tokens, estimated, cost."""
+    started_at: datetime | None = None
+    """When the workflow was called (None: recorded outputs, or a row stored before)."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 
@@ -227,6 +229,12 @@ class MetricScore(TableRow):
     """Share of the panel's answering judges whose verdict is the panel's."""
     judge_scores: list[dict[str, Any]] | None = None
     """Each panel judge's score, verdict, reason or error, calls, tokens and cost."""
+    started_at: datetime | None = None
+    """When the evaluation started; kept, as `judge_call_log`, only while traces are
+    exported (`N8N_DEEPEVAL_OTLP_ENDPOINT`)."""
+    judge_call_log: list[dict[str, Any]] | None = None
+    """Each judge call: judge, provider, model, start, duration, tokens, cost, retries,
+    cache hit, error (None: not kept, traces are not exported)."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
 

@@ -19,6 +19,7 @@ from n8n_deepeval_pipeline.evaluation import (
     JudgeVote,
 )
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
+from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
     JudgeCallError,
@@ -105,10 +106,13 @@ class Evaluator:
         self, task: EvaluationTask, judge: JudgeSpec, deadline: float
     ) -> EvaluationResult:
         """Score one task with one judge, in a context of its own."""
-        usage = UsageCounter(CallLedger(task.ledger) if task.ledger else None)
+        usage = UsageCounter(
+            CallLedger(task.ledger) if task.ledger else None, keep_calls=task.keep_judge_calls
+        )
         # Each run index has its own cache namespace: repeated runs stay real re-samples.
         namespace = task.run_id.rsplit(":", 1)[-1] if judge.cache_scope == "run" else "shared"
         started = time.perf_counter()
+        started_at = time.time() if task.keep_judge_calls else None
 
         async def scoped() -> EvaluationResult:
             JUDGE_SCOPE.set(JudgeScope(usage, namespace, deadline))
@@ -126,6 +130,8 @@ class Evaluator:
                 "prompt_tokens": usage.prompt_tokens,
                 "completion_tokens": usage.completion_tokens,
                 "score_path": usage.score_path,
+                "started_at": started_at,
+                "judge_call_log": _redacted(usage.call_log, task.secrets),
             }
         )
 
@@ -233,6 +239,16 @@ async def _head_to_head(
     keep_arena_order()
     winner = await metric.a_measure(test_case, _show_indicator=False)
     return (1.0 if winner == sides.name else 0.0), metric.reason
+
+
+def _redacted(calls: list[JudgeCall] | None, secrets: list[str]) -> list[JudgeCall] | None:
+    """The calls, their errors redacted as the evaluation's is (they are exported)."""
+    if calls is None:
+        return None
+    return [
+        call.model_copy(update={"error": redact(call.error, secrets)}) if call.error else call
+        for call in calls
+    ]
 
 
 def _first_line(error: BaseException) -> str:

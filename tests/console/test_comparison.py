@@ -112,3 +112,22 @@ def test_has_regression_agrees_with_the_exit_code_of_a_gate_on_likely_regression
         "run": 0,
         "compare": 0,
     }
+
+
+def test_a_simulated_benchmarks_cases_are_named_by_their_scenarios():
+    """Each run of a simulated case is a conversation: the case is named by what it is about."""
+    scenarios = {
+        "down": "A customer wants a refund\nfor order A3301, which arrived broken",
+        "up": "A student asks what 3 sleeping bags at 89.50 cost " + "and more " * 20,
+    }
+    lines = render_comparison(COMPARISON, BASELINE, CANDIDATE, scenarios).splitlines()
+    start = lines.index("scenarios (each run of these cases is a simulated conversation):")
+    assert (
+        lines[start + 1]
+        == "  down  A customer wants a refund for order A3301, which arrived broken"
+    )
+    assert lines[start + 2].startswith("  up    A student asks what 3 sleeping bags at 89.50 cost")
+    assert len(lines[start + 2]) <= 2 + 4 + 2 + 100 and lines[start + 2].endswith("and…")
+    assert lines[start + 3] == ""  # "flat" has no scenario: not listed
+    plain = render_comparison(COMPARISON, BASELINE, CANDIDATE).splitlines()
+    assert not any(line.startswith("scenarios") for line in plain)

@@ -33,7 +33,7 @@ from click.testing import CliRunner
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.judging.mock_writer import MockResponse
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
-from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
+from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX, KEPT_PREFIX
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
@@ -412,3 +412,43 @@ def wait_for_copy(n8n: N8nServer, benchmark: str, timeout_s: float = 120.0) -> N
                 return
             time.sleep(0.5)
     raise TimeoutError(f"no harness copy of {benchmark} after {timeout_s:.0f} s")
+
+
+def test_a_kept_harness_copy_keeps_its_runs_executions_and_by_default_none_are_left(
+    n8n: N8nServer, orders: dict[str, Any], environment: Path, tmp_path: Path
+) -> None:
+    """A harness run's executions vanished with its copy: nothing was left to inspect."""
+
+    def execution_ids(workflow_id: str | None = None) -> set[str]:
+        query = {"limit": 250, **({"workflowId": workflow_id} if workflow_id else {})}
+        return {str(e["id"]) for e in n8n.api("GET", "/executions", query).json()["data"]}
+
+    before = execution_ids()
+    path = write_benchmark(tmp_path, orders["ids"][True], name="live_copy_default", mocks=MOCKS)
+    assert CliRunner().invoke(main, ["run", str(path)]).exit_code == 0
+    # by default the copy is deleted, and n8n deletes its executions with it
+    assert execution_ids() == before
+    path = write_benchmark(tmp_path, orders["ids"][True], name="live_copy_kept", mocks=MOCKS,
+                           keepHarnessCopy=True)  # fmt: skip
+    result = CliRunner().invoke(main, ["run", str(path), "--verbose"])
+    assert result.exit_code == 0, result.output
+    with N8nClient(n8n.base_url, n8n.api_key) as client:
+        kept = [w for w in client.workflows() if "live_copy_kept" in str(w["name"])]
+        try:
+            (copy,) = kept
+            assert str(copy["name"]).startswith(f"{KEPT_PREFIX} live_copy_kept ")
+            assert copy["active"] is False  # unpublished: its webhook answers no one
+            assert f"harness copy {copy['id']} is kept in n8n" in result.stderr
+            # the four runs (2 rows × 2) are there to inspect, each as it ran
+            executions = n8n.api("GET", "/executions", {"workflowId": copy["id"],
+                                                        "limit": 250}).json()["data"]  # fmt: skip
+            assert len(executions) == 4
+            assert {e["status"] for e in executions} == {"success"}
+            # a later run of the benchmark leaves it where it is
+            assert CliRunner().invoke(main, ["run", str(path)]).exit_code == 0
+            names = [str(w["name"]) for w in client.workflows()]
+            assert copy["name"] in names
+        finally:
+            for workflow in client.workflows():
+                if "live_copy_kept" in str(workflow["name"]):
+                    client.remove_workflow(str(workflow["id"]))

@@ -16,10 +16,15 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from n8n_deepeval_pipeline import DatasetRow
 from n8n_deepeval_pipeline.benchmark.config import load_benchmark
+from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
+from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.tables.rows import AgentOutput
+from n8n_deepeval_pipeline.tables.steps import expanded_runs
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_traffic import ECHO_WORKFLOW, _chat, wait_for_executions
@@ -95,6 +100,25 @@ def as_yesterday(request: dg.RunRequest, name: str) -> dg.RunRequest:
     return request._replace(run_config=config, partition_key=day)
 
 
+def chat_workflow(n8n: N8nServer, llm: FakeOpenAI, name: str, webhook_id: str) -> tuple[str, str]:
+    """The chat agent (FakeOpenAI its model) behind a public Chat Trigger: its id, chat URL."""
+    workflow = n8n.chat_agent(n8n.openai_credential(f"Fake OpenAI ({name})", llm.base_url))
+    workflow["name"] = name
+    trigger = workflow["nodes"][0]
+    trigger["webhookId"] = webhook_id
+    trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
+    return n8n.create_workflow(workflow), n8n.webhook_url(f"{webhook_id}/chat")
+
+
+def tick_once_idle(defs: dg.Definitions, name: str, instance: dg.DagsterInstance, cursor: str):
+    """A tick that hands on the sessions gone idle (sessionIdleMinutes: 3 s)."""
+    ticked = tick(defs, name, instance, cursor)
+    if not ticked.run_requests:  # still within sessionIdleMinutes
+        time.sleep(4)
+        ticked = tick(defs, name, instance, ticked.cursor)
+    return ticked
+
+
 def test_new_executions_are_scored_once_over_two_ticks_and_a_restart_and_a_drop_warns(
     n8n: N8nServer, env: Path, tmp_path: Path
 ) -> None:
@@ -165,28 +189,20 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
 ) -> None:
     name = "live_online_chat"
     with FakeOpenAI() as llm:
-        workflow = n8n.chat_agent(n8n.openai_credential("Fake OpenAI (online)", llm.base_url))
-        workflow["name"] = "online chat agent"
-        trigger = workflow["nodes"][0]
-        trigger["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"
-        trigger["parameters"] = {"public": True, "options": {"responseMode": "lastNode"}}
-        workflow_id = n8n.create_workflow(workflow)
+        workflow_id, url = chat_workflow(
+            n8n, llm, "online chat agent", "5e0c1f7a-3b2d-4c1e-9f00-00000000e022"
+        )
         file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="AI Agent",
                          end="Format", metric="turn_relevancy")  # fmt: skip
         try:
             defs = build_definitions([file])
             with dg.instance_for_test() as instance:
                 started = tick(defs, name, instance, None)
-                url = n8n.webhook_url(f"{trigger['webhookId']}/chat")
                 for message in ("Hello", "What is 6*7?", "Thanks"):
                     body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": message}
                     assert _chat(url, body).status_code == 200
                 wait_for_executions(n8n, workflow_id, 3)
-                opened = tick(defs, name, instance, started.cursor)
-                cursor = opened.cursor
-                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    opened = tick(defs, name, instance, cursor)
+                opened = tick_once_idle(defs, name, instance, started.cursor)
                 (request,) = opened.run_requests
                 (item,) = items(request, name)
                 assert (item["kind"], item["key"], len(item["execution_ids"])) == (
@@ -194,9 +210,22 @@ def test_a_chat_session_is_scored_as_one_conversation_once_idle(
                 assert item["execution_ids"] == sorted(item["execution_ids"])
                 execute(defs, name, instance, request)
                 assert tick(defs, name, instance, opened.cursor).run_requests == []
-            rows = query(env, f"select score_id, metric, error_kind from {name}.online_scores")
+                # the user goes on with the chat: it is scored again whole, replacing its row
+                body = {"action": "sendMessage", "sessionId": "online-a", "chatInput": "Bye"}
+                assert _chat(url, body).status_code == 200
+                wait_for_executions(n8n, workflow_id, 4)
+                (again,) = tick_once_idle(defs, name, instance, opened.cursor).run_requests
+                (whole,) = items(again, name)
+                assert whole["execution_ids"][:3] == item["execution_ids"]
+                assert len(whole["execution_ids"]) == 4
+                execute(defs, name, instance, again)
+            rows = query(
+                env,
+                f"select score_id, metric, error_kind, json_array_length(execution_ids) "
+                f"from {name}.online_scores",
+            )
             first = item["execution_ids"][0]
-            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None)]
+            assert rows == [(f"session:online-a:{first}", "turn_relevancy", None, 4)]
         finally:
             n8n.delete_workflow(workflow_id)
 
@@ -240,11 +269,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
                     body = {"sessionId": session, "message": message}
                     assert _chat(url, body).status_code == 200
                 wait_for_executions(n8n, workflow_id, 3)
-                opened = tick(defs, name, instance, started.cursor)
-                if not opened.run_requests:  # still within sessionIdleMinutes (3 s)
-                    time.sleep(4)
-                    opened = tick(defs, name, instance, opened.cursor)
-                (request,) = opened.run_requests
+                (request,) = tick_once_idle(defs, name, instance, started.cursor).run_requests
                 found = sorted((i["key"], len(i["execution_ids"])) for i in items(request, name))
                 assert found == [("w-a", 2), ("w-b", 1)]
                 execute(defs, name, instance, request)
@@ -253,3 +278,81 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
                                     ("w-b", "turn_relevancy", None)]  # fmt: skip
         finally:
             n8n.delete_workflow(workflow_id)
+
+
+def benchmark_calls(url: str, body: dict[str, Any], inputs: list[str]) -> list[AgentOutput]:
+    """The workflow called as a benchmark calls it: a run per input, each its own session."""
+    target = WebhookTarget.model_validate({"type": "n8n_webhook", "url": url, "body": body})
+    rows = [
+        DatasetRow(workflow_hash="b" * 64, row_id=f"r{n}", position=n, input=text, raw={})
+        for n, text in enumerate(inputs, start=1)
+    ]
+    caller = WebhookCaller(target, url, {})
+    try:
+        return caller.outputs(expanded_runs(rows, 1, "live"), {row.row_id: row for row in rows})
+    finally:
+        caller.close()
+
+
+def test_the_pipelines_own_calls_are_not_scored_as_production(
+    n8n: N8nServer, env: Path, tmp_path: Path
+) -> None:
+    """A benchmark's runs over the webhook and a simulation's chat, made while the sensor
+    ticks, are n8n executions like a user's (mode webhook): only the users' are scored."""
+    workflow = copy.deepcopy(ECHO_WORKFLOW)
+    workflow["name"] = "online own calls"
+    workflow["nodes"][0]["parameters"]["path"] = "online-own"
+    workflow["nodes"][0]["webhookId"] = "5e0c1f7a-3b2d-4c1e-9f00-00000000e024"
+    workflow_id = n8n.create_workflow(workflow)
+    name = "live_online_own"
+    file = benchmark(tmp_path, name=name, workflow_id=workflow_id, start="Answer", end="Answer",
+                     metric="no_refund")  # fmt: skip
+    try:
+        assert n8n.wait_for_webhook("online-own", body={"question": "before"}).status_code == 200
+        wait_for_executions(n8n, workflow_id, 1)
+        defs = build_definitions([file])
+        with dg.instance_for_test() as instance:
+            started = tick(defs, name, instance, None)
+            n8n.call_webhook("online-own", {"question": "Where is my order?"})
+            # the benchmark's own body: no evalContext in it, the header marks the call
+            outputs = benchmark_calls(
+                n8n.webhook_url("online-own"), {"question": "{{ input }}"}, ["a", "b", "c"]
+            )
+            assert [output.actual_output for output in outputs] == ["Echo: a", "Echo: b", "Echo: c"]
+            n8n.call_webhook("online-own", {"question": "Can I change the address?"})
+            wait_for_executions(n8n, workflow_id, 6)
+            (request,) = tick(defs, name, instance, started.cursor).run_requests
+            scored = [n8n.api("GET", f"/executions/{item['key']}", {"includeData": "true"})
+                      .json() for item in items(request, name)]  # fmt: skip
+            questions = [
+                execution["data"]["resultData"]["runData"]["Webhook"][0]["data"]["main"][0][0][
+                    "json"]["body"]["question"]
+                for execution in scored
+            ]  # fmt: skip
+            assert questions == ["Where is my order?", "Can I change the address?"]
+    finally:
+        n8n.delete_workflow(workflow_id)
+    name = "live_online_own_chat"
+    with FakeOpenAI() as llm:
+        chat_id, url = chat_workflow(
+            n8n, llm, "online own chat", "5e0c1f7a-3b2d-4c1e-9f00-00000000e025"
+        )
+        file = benchmark(tmp_path, name=name, workflow_id=chat_id, start="AI Agent",
+                         end="Format", metric="turn_relevancy")  # fmt: skip
+        try:
+            defs = build_definitions([file])
+            with dg.instance_for_test() as instance:
+                started = tick(defs, name, instance, None)
+                user = {"action": "sendMessage", "sessionId": "user-1", "chatInput": "Hello"}
+                assert _chat(url, user).status_code == 200
+                # a Chat Trigger keeps the body alone: the evalContext the pipeline adds
+                body = {"action": "sendMessage", "chatInput": "{{ input }}"}
+                own = benchmark_calls(url, body, ["I want a refund"])
+                assert own[0].error is None
+                wait_for_executions(n8n, chat_id, 2)
+                (request,) = tick_once_idle(defs, name, instance, started.cursor).run_requests
+                assert [(i["kind"], i["key"]) for i in items(request, name)] == [
+                    ("session", "user-1")
+                ]
+        finally:
+            n8n.delete_workflow(chat_id)

@@ -10,6 +10,7 @@ import pytest
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     HARNESS_PREFIX,
+    KEPT_PREFIX,
     Owner,
     harness_body,
     harness_problems,
@@ -122,3 +123,70 @@ def test_a_variant_that_is_the_workflow_itself_or_named_base_is_refused():
     ]
     with pytest.raises(ValueError, match="'base' names the workflow itself"):
         target(variants={"base": {"AI Agent": {"options.systemMessage": "x"}}})
+
+
+class Copies:
+    """The calls harness_webhook makes of the n8n client, and what n8n is left holding."""
+
+    def __init__(self) -> None:
+        self.workflows: dict[str, dict] = {}
+        self.calls: list[tuple[str, str]] = []
+
+    def create_workflow(self, workflow):
+        copy_id = f"copy{len(self.workflows) + 1}"
+        self.workflows[copy_id] = {**workflow, "id": copy_id, "active": False}
+        return copy_id
+
+    def publish_workflow(self, workflow_id):
+        self.calls.append(("publish", workflow_id))
+        self.workflows[workflow_id]["active"] = True
+
+    def unpublish_workflow(self, workflow_id):
+        self.calls.append(("unpublish", workflow_id))
+        self.workflows[workflow_id]["active"] = False
+
+    def remove_workflow(self, workflow_id):
+        self.calls.append(("remove", workflow_id))
+        del self.workflows[workflow_id]  # n8n deletes its executions with it
+
+
+def run_through_copy(client, keep, fail=False):
+    from n8n_deepeval_pipeline.n8n_api import harness_run
+
+    chat = target(keepHarnessCopy=keep) if keep is not None else target()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(harness_run, "wait_until_served", lambda url: None)
+        try:
+            with harness_run.harness_webhook(client, "http://n8n", CHAT_AGENT, chat,
+                                             "bench 1a2b3c", 60.0) as (copy_id, url):  # fmt: skip
+                assert client.workflows[copy_id]["active"] and url.startswith("http://n8n/webhook/")
+                if fail:
+                    raise RuntimeError("a run that fails half-way")
+        except RuntimeError:
+            pass
+    return copy_id
+
+
+def test_by_default_a_runs_copy_is_removed_with_its_executions():
+    client = Copies()
+    copy_id = run_through_copy(client, keep=None)
+    assert client.calls == [("publish", copy_id), ("remove", copy_id)]
+    assert client.workflows == {}
+
+
+def test_a_kept_copy_is_unpublished_and_no_later_run_removes_it():
+    """A harness run's executions vanished with its copy: nothing was left to inspect."""
+    client = Copies()
+    copy_id = run_through_copy(client, keep=True)
+    failed_id = run_through_copy(client, keep=True, fail=True)  # kept when the run fails too
+    assert client.calls == [("publish", copy_id), ("unpublish", copy_id),
+                            ("publish", failed_id), ("unpublish", failed_id)]  # fmt: skip
+    kept = client.workflows[copy_id]
+    assert kept["name"].startswith(f"{KEPT_PREFIX} bench 1a2b3c ") and not kept["active"]
+
+    # a later run of the benchmark, once the process that made them is gone
+    gone = Owner(socket.gethostname(), gone_pid(), 0).tag()
+    stale = f"{HARNESS_PREFIX} bench 1a2b3c 2 {gone}"
+    listing = Workflows([f"{KEPT_PREFIX} bench 1a2b3c 1 {gone}", stale])
+    assert remove_stale_copies(listing, "bench") == [stale]
+    assert list(listing.names.values()) == [f"{KEPT_PREFIX} bench 1a2b3c 1 {gone}"]

@@ -359,3 +359,27 @@ def test_a_dataset_file_the_user_names_is_made_as_their_umask_makes_files(
     modes = [stat.S_IMODE(path.stat().st_mode) for path in (out, out.parent, out.parent.parent)]
     assert modes == [0o644, 0o755, 0o755]  # not the private modes of the command's own files
     assert os.umask(users) == users  # the command put the test's umask back
+
+
+def test_the_pipelines_own_calls_are_not_drawn_into_a_dataset(
+    n8n: FakeN8nApi, tmp_path: Path
+) -> None:
+    """A benchmark's runs through the webhook are executions like a user's: drawn again,
+    they would turn the benchmark's dataset into production traffic."""
+    n8n.executions = [webhook_execution(n, f"question {n}") for n in (1, 2, 3)]
+    webhook = n8n.executions[1]["data"]["resultData"]["runData"]["Webhook"][0]
+    webhook["data"]["main"][0][0]["json"]["headers"]["x-n8n-deepeval-run"] = "h:r1:0"
+    n8n.workflows["chat"] = load_workflow("chat_agent")
+    chats = [chat_execution(n, f"s{n}", f"message {n}") for n in (4, 5)]
+    trigger = chats[0]["data"]["resultData"]["runData"][TRIGGER][0]["data"]["main"][0][0]
+    trigger["json"]["evalContext"] = {"runId": "h:scenario:0", "isEvalRun": True}
+    n8n.executions += [{**chat, "workflowId": "chat"} for chat in chats]
+    out = tmp_path / "traffic.jsonl"
+    draw("--out", str(out))
+    assert [row["input"] for row in lines(out)] == ["question 1", "question 3"]
+    chat_out = tmp_path / "chats.jsonl"
+    result = CliRunner().invoke(
+        main, ["dataset", "from-executions", "chat", "--out", str(chat_out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert [row["messages"] for row in lines(chat_out)] == [["message 5"]]

@@ -6,7 +6,9 @@ import pytest
 
 from n8n_deepeval_pipeline import DatasetRow
 from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
+from n8n_deepeval_pipeline.n8n_api.own_traffic import RUN_HEADER
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller, webhook_identity
+from n8n_deepeval_pipeline.tables.run_items import eval_context
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
 from tests.n8n_api.fake_n8n import TOKEN, FakeN8nWebhooks
 
@@ -90,8 +92,10 @@ def test_templates_shape_headers_and_body_and_an_item_list_is_read(fake):
         "q": "hi (billing)",
         "tools": ["calculator"],  # a single expression keeps the list
         "sessionId": runs[0].run_id,  # sessionField, added to a custom body
+        "evalContext": eval_context(runs[0]),  # the pipeline's mark, added to a custom body
     }
     assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert request["headers"][RUN_HEADER] == runs[0].run_id
     assert (output.actual_output, output.session_id) == ("from an item list", "s-9")
 
 
@@ -100,7 +104,11 @@ def test_templates_see_only_the_variables_the_benchmark_lists(fake):
     plain = {"environ": environ, "sessionField": None}
     call(fake, "agent", [row("r1", "hi")], env=["MY_TOKEN"], body="{{ env }}", **plain)
     call(fake, "agent", [row("r2", "hi")], body={"all": "{{ env }}"}, **plain)
-    assert [request["body"] for request in fake.requests] == [{"MY_TOKEN": TOKEN}, {"all": {}}]
+    bodies = [request["body"] for request in fake.requests]
+    assert [{k: v for k, v in body.items() if k != "evalContext"} for body in bodies] == [
+        {"MY_TOKEN": TOKEN},
+        {"all": {}},
+    ]
 
 
 def test_a_row_id_in_the_url_cannot_change_its_path_query_or_fragment(fake):

@@ -69,6 +69,20 @@ def test_manual_evaluation_and_failed_runs_are_passed_over_and_counted():
     assert keys(with_manual) == ["1", "4"]
 
 
+def test_the_pipelines_own_calls_are_neither_scored_nor_a_session_and_are_counted():
+    """A simulation run while the sensor ticks: its sessions are the pipeline's own."""
+    executions = [
+        seen(1, session="user-a"),
+        seen(2, session="h:sim:0:thread", from_pipeline=True),
+        seen(3, from_pipeline=True),
+        seen(4, session="user-a"),
+    ]
+    tick = plan_tick(STARTED, executions, config(), NOON, single_turn=True, conversational=True)
+    assert keys(tick) == ["1", "4"] and tick.from_pipeline == 2
+    assert set(tick.cursor.open_sessions) == {"user-a"} and tick.cursor.last_id == 4
+    assert tick.not_production == 0  # counted as the pipeline's, not as manual runs
+
+
 def test_sampling_is_a_hash_of_the_id_so_a_restart_samples_the_same_ones():
     chosen = [sampled(str(number), 0.3) for number in range(20_000)]
     assert sum(chosen) / len(chosen) == pytest.approx(0.3, abs=0.015)
@@ -110,3 +124,44 @@ def test_a_chat_session_is_one_item_once_idle_with_its_executions_in_order():
     assert done.cursor.open_sessions == {}
     assert plan_tick(done.cursor, [], idle, later + timedelta(hours=1),
                      conversational=True).items == []  # fmt: skip
+
+
+def test_a_chat_that_goes_on_after_it_was_scored_is_scored_again_whole():
+    """It was scored again as a fragment holding only the new message (knowledge retention
+    0.0 on it, and the chat counted twice)."""
+    chat = config(sessionIdleMinutes=10, sessionResumeDays=2)
+    turns = {"single_turn": False, "conversational": True}
+    first = plan_tick(STARTED, [seen(1, session="a"), seen(2, session="a")], chat, NOON, **turns)
+    later = NOON + timedelta(minutes=15)
+    scored = plan_tick(first.cursor, [], chat, later, **turns)
+    assert [(i.key, i.execution_ids) for i in scored.items] == [("a", [1, 2])]
+    # the user comes back an hour later (a new process: the cursor read back)
+    back = NOON + timedelta(hours=1)
+    restarted = OnlineCursor.read(scored.cursor.model_dump_json())
+    resumed = plan_tick(restarted, [seen(3, session="a", started_at=back)], chat, back, **turns)
+    assert resumed.items == [] and resumed.cursor.open_sessions["a"].execution_ids == [1, 2, 3]
+    again = plan_tick(resumed.cursor, [], chat, back + timedelta(minutes=10), **turns)
+    (item,) = again.items
+    assert (item.key, item.execution_ids, item.started_at) == (
+        "a",
+        [1, 2, 3],
+        NOON + timedelta(seconds=1),
+    )
+    assert item.day == scored.items[0].day  # the same day's partition: its rows replaced
+    # past sessionResumeDays it is a conversation of its own, and the old one is forgotten
+    days = back + timedelta(days=2, minutes=10)
+    apart = plan_tick(again.cursor, [seen(4, session="a", started_at=days)], chat, days, **turns)
+    assert apart.cursor.open_sessions["a"].execution_ids == [4]
+    assert apart.cursor.scored_sessions == {}
+
+
+def test_a_capped_chat_is_scored_whole_when_it_goes_on():
+    chat = config(sessionIdleMinutes=10, maxPerHour=1)
+    turns = {"single_turn": False, "conversational": True}
+    first = plan_tick(STARTED, [seen(1, session="a"), seen(2, session="b")], chat, NOON, **turns)
+    capped = plan_tick(first.cursor, [], chat, NOON + timedelta(minutes=15), **turns)
+    assert [i.key for i in capped.items] == ["a"] and capped.capped == 1
+    back = NOON + timedelta(hours=2)
+    resumed = plan_tick(capped.cursor, [seen(3, session="b", started_at=back)], chat, back, **turns)
+    again = plan_tick(resumed.cursor, [], chat, back + timedelta(minutes=10), **turns)
+    assert [(i.key, i.execution_ids) for i in again.items] == [("b", [2, 3])]

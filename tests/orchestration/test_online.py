@@ -127,8 +127,15 @@ def benchmark_file(tmp_path: Path, text: str = BENCHMARK) -> Path:
     return path
 
 
-def tick(defs: dg.Definitions, instance: dg.DagsterInstance, fake: FakeN8nApi, cursor=None):
-    sensor = defs.resolve_sensor_def("support_online__online")
+def tick(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    fake: FakeN8nApi,
+    cursor=None,
+    benchmark: str = "support_online",
+):
+    """One tick of the benchmark's online sensor on the fake n8n."""
+    sensor = defs.resolve_sensor_def(f"{benchmark}__online")
     n8n = N8nResource(base_url=fake.base_url, api_key="test-key")
     context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"n8n": n8n})
     return sensor(context)
@@ -161,6 +168,51 @@ def test_the_sensor_scores_new_executions_once_over_ticks_and_a_restart(n8n, tmp
         n8n.executions.append(webhook_execution(5, "fine", DAY + timedelta(days=1)))
         third = tick(restarted, instance, n8n, second.cursor)
         assert scored(third) == [["5"]] and third.run_requests[0].partition_key == "2026-12-01"
+
+
+def pipelines_own(execution: dict[str, Any], trigger: str = "Webhook") -> dict[str, Any]:
+    """The execution as a benchmark's call leaves it: marked as the pipeline marks its calls."""
+    marked = copy.deepcopy(execution)
+    (item,) = marked["data"]["resultData"]["runData"][trigger][0]["data"]["main"][0]
+    run_id = f"{'a' * 64}:r{execution['id']}:0"
+    if trigger == "Webhook":  # a Webhook node keeps the headers (names lower-cased)
+        item["json"]["headers"] = {"x-n8n-deepeval-run": run_id}
+    else:  # a Chat Trigger keeps the body alone
+        item["json"]["evalContext"] = {"runId": run_id, "isEvalRun": True}
+    return marked
+
+
+def test_the_benchmarks_own_calls_are_not_scored_as_production(n8n, tmp_path):
+    """A benchmark ran over the webhook while the sensor ticked: 12 of 24 executions were its
+    own (they were scored as production, and paid for)."""
+    defs = build_definitions([benchmark_file(tmp_path)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n).cursor
+        for number in range(1, 25):
+            found = webhook_execution(number, "fine", DAY + timedelta(minutes=number))
+            n8n.executions.append(pipelines_own(found) if number % 2 else found)
+        result = tick(defs, instance, n8n, cursor)
+        assert scored(result) == [[str(number) for number in range(2, 25, 2)]]
+        assert json.loads(result.cursor)["last_id"] == 24
+
+
+def test_a_simulated_conversation_is_not_a_production_chat(n8n, tmp_path):
+    defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
+    with dg.instance_for_test() as instance:
+        cursor = tick(defs, instance, n8n, None, "chat_online").cursor
+        started = datetime.now(UTC) - timedelta(minutes=20)
+        simulated = f"{'a' * 64}:scenario:0:thread-1"  # the session a simulation sends in
+        n8n.executions = [
+            chat_execution(1, "user", "Hello", started),
+            pipelines_own(chat_execution(2, simulated, "I want a refund", started), TRIGGER),
+            pipelines_own(chat_execution(3, simulated, "Order A3301", started), TRIGGER),
+            chat_execution(4, "user", "Thanks", started),
+        ]
+        (request,) = tick(defs, instance, n8n, cursor, "chat_online").run_requests
+        items = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
+        assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
+            ("session", "user", [1, 4])
+        ]
 
 
 def test_a_waiting_execution_is_scored_by_the_tick_after_it_ended(n8n, tmp_path):
@@ -322,42 +374,38 @@ def test_an_execution_n8n_names_no_version_of_is_tagged_with_its_stored_copy(
 def test_a_chat_session_is_scored_as_one_conversation_once_idle(n8n, tmp_path, environment):
     defs = build_definitions([benchmark_file(tmp_path, CHAT_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("chat_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def chat_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
-        cursor = chat_tick(None).cursor
+        cursor = tick(defs, instance, n8n, None, "chat_online").cursor
         now = datetime.now(UTC)
         n8n.executions = [
             chat_execution(n, "s1", f"message {n}", now - timedelta(minutes=20 - n))
             for n in (1, 2, 3)
         ]
-        result = chat_tick(cursor)
+        result = tick(defs, instance, n8n, cursor, "chat_online")
         (request,) = result.run_requests
         (item,) = request.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
         assert (item["kind"], item["key"], item["execution_ids"]) == ("session", "s1", [1, 2, 3])
         defs.resolve_job_def("chat_online__online").execute_in_process(
             partition_key=request.partition_key, run_config=request.run_config, instance=instance
         )
-        # the user comes back to the same chat later: another conversation, kept beside it
+        # the user comes back to the same chat later: the whole chat is scored again, its
+        # rows replacing the first three messages' (it was scored as a fragment of one
+        # message, knowledge retention 0.0 on it, and counted twice)
         n8n.executions.append(chat_execution(4, "s1", "again", now - timedelta(minutes=6)))
-        (later,) = chat_tick(result.cursor).run_requests
-        defs.resolve_job_def("chat_online__online").execute_in_process(
+        (later,) = tick(defs, instance, n8n, result.cursor, "chat_online").run_requests
+        (item,) = later.run_config["ops"]["chat_online__online_scores"]["config"]["items"]
+        assert item["execution_ids"] == [1, 2, 3, 4]
+        assert later.run_key != request.run_key  # the daemon would skip a run key it ran
+        assert later.partition_key == request.partition_key
+        ran = defs.resolve_job_def("chat_online__online").execute_in_process(
             partition_key=later.partition_key, run_config=later.run_config, instance=instance
         )
         rows = query(
             environment,
-            "select score_id, execution_ids from chat_online.online_scores order by 1",
+            "select score_id, metric, execution_ids from chat_online.online_scores order by 1",
         )
-        assert rows == [
-            ("session:s1:1", json.dumps(["1", "2", "3"])),
-            ("session:s1:4", json.dumps(["4"])),
-        ]
+        assert rows == [("session:s1:1", "turn_relevancy", json.dumps(["1", "2", "3", "4"]))]
+        (summary,) = ran.asset_materializations_for_node("chat_online__online_summary")
+        assert (summary.metadata["items"].value, summary.metadata["sessions"].value) == (1, 1)
 
 
 WEBHOOK_MEMORY_AGENT = {
@@ -394,16 +442,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
     n8n.workflows["wf"] = WEBHOOK_MEMORY_AGENT
     defs = build_definitions([benchmark_file(tmp_path, WEBHOOK_CONVERSATION_BENCHMARK)])
     with dg.instance_for_test() as instance:
-        sensor = defs.resolve_sensor_def("webhook_online__online")
-        resource = N8nResource(base_url=n8n.base_url, api_key="test-key")
-
-        def webhook_tick(cursor):
-            context = dg.build_sensor_context(
-                instance=instance, cursor=cursor, resources={"n8n": resource}
-            )
-            return sensor(context)
-
-        cursor = webhook_tick(None).cursor
+        cursor = tick(defs, instance, n8n, None, "webhook_online").cursor
         now = datetime.now(UTC)
         n8n.executions = [
             webhook_execution(n, f"answer {n}", now - timedelta(minutes=20 - n),
@@ -413,7 +452,7 @@ def test_a_webhook_agents_chats_are_scored_by_the_session_its_memory_keys(
         for number, session in ((1, "u-1"), (2, "u-2"), (3, "u-1")):
             trigger = n8n.executions[number - 1]["data"]["resultData"]["runData"]["Webhook"]
             trigger[0]["data"]["main"][0][0]["json"]["body"]["sessionId"] = session
-        (request,) = webhook_tick(cursor).run_requests
+        (request,) = tick(defs, instance, n8n, cursor, "webhook_online").run_requests
         items = request.run_config["ops"]["webhook_online__online_scores"]["config"]["items"]
         assert [(i["kind"], i["key"], i["execution_ids"]) for i in items] == [
             ("session", "u-1", [1, 3]),

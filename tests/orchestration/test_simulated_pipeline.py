@@ -60,6 +60,10 @@ def write_benchmark(tmp_path: Path, chatbot: LoopbackChatbot, **changes: Any) ->
 
 
 def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
+    return cli(judge, home, "run", str(path), "--json")
+
+
+def cli(judge: LoopbackJudge, home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(home),
@@ -70,7 +74,7 @@ def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedPro
         "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
         "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
     }
-    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path), "--json"]
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *arguments]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
 
 
@@ -142,6 +146,27 @@ def test_each_run_is_a_conversation_scored_by_the_multi_turn_metrics(
         )
     temp = Path(os.environ["TMPDIR"])
     assert not list(temp.glob("n8n-deepeval-simulation-*"))
+    # the report holds every conversation whole, turn by turn (it held the last answer
+    # alone, with input: null), and compare names each case by its scenario
+    path = write_benchmark(tmp_path, chatbot)
+    written = cli(judge, home, "report", str(path), "--out", str(tmp_path / "report"))
+    assert written.returncode == 0, written.stderr[-3000:]
+    results = json.loads((tmp_path / "report" / "eval-results.json").read_text("utf-8"))
+    reported = {run["run_id"]: run for case in results["cases"] for run in case["runs"]}
+    assert {case["scenario"]["text"] for case in results["cases"]} == {
+        "What is 6*7", "Asks about weather"}  # fmt: skip
+    for run_id, session, reason, turns, *_ in outputs:
+        conversation = reported[run_id]["conversation"]
+        assert (conversation["session_id"], conversation["stop_reason"]) == (session, reason)
+        assert [(t["role"], t["content"]) for t in conversation["turns"]] == [
+            (t["role"], t["content"]) for t in json.loads(turns)]  # fmt: skip
+    html = (tmp_path / "report" / "report.html").read_text("utf-8")
+    assert html.count('<dl class="fields turns">') >= 2 and "<dt>scenario</dt>" in html
+    version = summary["workflow_hash"][:12]
+    compared = cli(judge, home, "compare", str(path), "--baseline", version, "--candidate", version)
+    assert compared.returncode == 0, compared.stderr[-3000:]
+    assert "scenarios (each run of these cases is a simulated conversation):" in compared.stdout
+    assert "  mul      What is 6*7" in compared.stdout
 
     requests = judge.requests
     again = run(write_benchmark(tmp_path, chatbot), judge, home)

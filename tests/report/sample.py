@@ -316,6 +316,77 @@ def sample_report(
     )
 
 
+# A simulated conversation's case: a scenario, no input; the workflow's answers differ.
+CONVERSATION_CASE = "refund_chat"
+SCENARIO = "A customer wants a refund for order A3301, which arrived broken"
+EXPECTED_OUTCOME = "The customer is told a refund was opened"
+SIMULATED_USER = "an impatient customer who gives the order number only when asked"
+OPENING = "Hi, I have a problem with an order."
+LONG_TURN = "I have been waiting for weeks and nobody answers my e-mails. " * 30 + "A3301."
+GOAL = ("goal_accuracy", "goal_accuracy", "higher_is_better", 0.5, True)
+LOOKUP = {"action": {"tool": "Order_Lookup", "toolInput": {"orderId": "A3301"}},
+          "observation": '[{"status":"delivered, damaged"}]', "mocked": True}  # fmt: skip
+
+
+def conversation_turns(passed: bool) -> list[dict]:
+    """A simulated conversation as agent_outputs stores it (SimulatedTurn.stored)."""
+    answer = "I opened refund R-118 for order A3301." if passed else "Refunds are not possible."
+    return [
+        {"role": "user", "content": OPENING, "opening": True},
+        {"role": "assistant", "content": "Sorry! What is the order number?", "latencyS": 0.8,
+         "intermediateSteps": []},
+        {"role": "user", "content": LONG_TURN},
+        {"role": "assistant", "content": answer, "latencyS": 1.4, "intermediateSteps": [LOOKUP]},
+    ]  # fmt: skip
+
+
+def _conversation_version(workflow_hash: str, passed: bool) -> Version:
+    row = DatasetRow(
+        workflow_hash=workflow_hash, row_id=CONVERSATION_CASE, position=1, scenario=SCENARIO,
+        expected_outcome=EXPECTED_OUTCOME, user_description=SIMULATED_USER,
+        raw={"id": CONVERSATION_CASE, "scenario": SCENARIO},
+    )  # fmt: skip
+    runs, outputs, scores, aggregates = [], [], [], []
+    for index in range(RUNS_PER_ROW):
+        run = _run(workflow_hash, CONVERSATION_CASE, index)
+        turns = conversation_turns(passed)
+        outputs.append(AgentOutput(
+            workflow_hash=workflow_hash, run_id=run.run_id, actual_output=turns[-1]["content"],
+            intermediate_steps=[LOOKUP], turns=turns, session_id=f"{run.run_id}:thread-{index}",
+            stop_reason="outcome_reached" if passed else "turn_limit", latency_s=2.2,
+        ))  # fmt: skip
+        label, slug, direction, threshold, _ = GOAL
+        value = 0.9 if passed else 0.2
+        scores.append(MetricScore(
+            workflow_hash=workflow_hash, run_id=run.run_id, case_id=run.case_id, metric=label,
+            metric_slug=slug, score=value, threshold=threshold, success=passed,
+            direction=direction, reason=f"goal accuracy {value}", error=None, error_kind=None,
+            judge=JUDGE, dry_run=False, judge_calls=1, judge_retries=0, cached_calls=0,
+            prompt_tokens=400, completion_tokens=60, tokens=460, cost_usd=0.0002, latency_s=1.0,
+        ))  # fmt: skip
+        aggregates.append(_aggregate(run, scores[-1:]))
+        runs.append(run)
+    consistency = [_consistency(workflow_hash, runs[0].case_id, aggregates, scores)]
+    return Version(workflow_hash, [row], runs, outputs, scores, aggregates, consistency)
+
+
+def conversation_report() -> Report:
+    """A simulated benchmark's report: its one case's conversations passed in the baseline
+    (outcome reached) and fail in the candidate (the turn limit): a regression."""
+    baseline = _conversation_version(BASELINE, passed=True)
+    candidate = _conversation_version(CANDIDATE, passed=False)
+    comparison = compare_versions(
+        version_runs(baseline.runs, baseline.aggregates, baseline.scores),
+        version_runs(candidate.runs, candidate.aggregates, candidate.scores),
+    )
+    summary = summarise(BENCHMARK, CANDIDATE, candidate.scores, candidate.aggregates,
+                        candidate.consistency, [GOAL[0]])  # fmt: skip
+    return build_report(
+        summary, candidate.rows(), fail_on="regression", limits=Limits.of(0.05),
+        baseline=Baseline(BASELINE, baseline.rows(), comparison), dataset=candidate.dataset,
+    )  # fmt: skip
+
+
 if __name__ == "__main__":  # writes the sample report's files, e.g. for docs/images/report.png
     import sys
 

@@ -16,7 +16,14 @@ import pytest
 from n8n_deepeval_pipeline.report import write_report
 from tests.conftest import EXAMPLE
 from tests.report.png import distinct_colours, read_png, tallest_line
-from tests.report.sample import sample_report
+from tests.report.sample import (
+    CANDIDATE,
+    CONVERSATION_CASE,
+    OPENING,
+    SCENARIO,
+    conversation_report,
+    sample_report,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +69,21 @@ def test_chromium_renders_the_headline_and_the_verdict(page, tmp_path):
     assert "95% CI 42.7–78.8% · 15 of 24 runs pass (allPass)" in dom
     assert "Regression: refund passes significantly less often than in the baseline." in dom
     assert '<span class="badge regression">regression</span>' in dom
+
+
+def test_chromium_renders_a_simulated_conversation_turn_by_turn(tmp_path):
+    """It was shown as its last answer alone: no turns, no stopping reason, no session."""
+    written = write_report(conversation_report(), tmp_path / "conversation")["report.html"]
+    dom = chromium(tmp_path / "profile", "--dump-dom", written.as_uri())
+    assert f"<dt>scenario</dt><dd>{SCENARIO}</dd>" in dom
+    assert '<dt>user <span class="chip">opening</span></dt>' in dom
+    assert f"<dd>{OPENING}</dd>" in dom
+    assert "<dd>Sorry! What is the order number?</dd>" in dom
+    assert 'stopped: <span class="chip">turn limit</span>' in dom
+    assert f"<code>{CANDIDATE}:{CONVERSATION_CASE}:3:thread-3</code>" in dom
+    # both sides of the flagged case hold the conversation: four turns each
+    assert dom.count('<dl class="fields turns">') == 2
+    assert dom.count("<dt>assistant") == 4
 
 
 def test_the_screenshot_is_a_full_size_picture_of_the_page(page, tmp_path):

@@ -1,0 +1,1 @@
+"""A benchmark in a team's CI: the pull request's sticky comment, the job's summary."""

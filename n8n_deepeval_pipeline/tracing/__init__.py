@@ -1,0 +1,1 @@
+"""Benchmark runs and online evaluations as OpenTelemetry traces (GenAI conventions)."""
