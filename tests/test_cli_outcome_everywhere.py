@@ -32,6 +32,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -359,6 +360,13 @@ def _attack_sets(home: Path, name: str) -> dict[str, list[tuple[Any, ...]]]:
     return found
 
 
+@contextmanager
+def desk_home(folder: Path, judge: ScriptedRedTeamJudge) -> Iterator[Path]:
+    """A home for the desk's runs, its harness copies made in a fake n8n while in ``with``."""
+    with FakeN8nHarness(desk_agent) as n8n, pytest.MonkeyPatch.context() as patch:
+        yield home_for(patch, folder, judge, n8n)
+
+
 @pytest.fixture(scope="module")
 def variants(
     tmp_path_factory: pytest.TempPathFactory, judge: ScriptedRedTeamJudge
@@ -366,8 +374,7 @@ def variants(
     """The desk and a variant on another model, side by side: four family runs."""
     folder = tmp_path_factory.mktemp("variants")
     nano = {"nano": {"OpenAI Chat Model": {"model": "gpt-4.1-nano"}}}
-    with FakeN8nHarness(desk_agent) as n8n, pytest.MonkeyPatch.context() as patch:
-        home = home_for(patch, folder, judge, n8n)
+    with desk_home(folder, judge) as home:
         path = desk_benchmark(folder, "desk", nano)
         ran: dict[str, Any] = {}
         for combination, system in (
@@ -392,8 +399,7 @@ def red_team(
     """The desk attacked by DeepTeam through its harness copy: five versions."""
     folder = tmp_path_factory.mktemp("red_team")
     relaxed = {**RED_TEAM, "failOn": 1.0}  # no rate is over it: only more breaches fail
-    with FakeN8nHarness(desk_agent) as n8n, pytest.MonkeyPatch.context() as patch:
-        home = home_for(patch, folder, judge, n8n)
+    with desk_home(folder, judge) as home:
         ran = {}
         for combination, system, section in (
             ("clean", "You echo; never refund.", RED_TEAM),

@@ -348,36 +348,23 @@ def incompleteness(
 
 def _score_reasons(errors: ErrorSummary, limits: Limits) -> list[IncompleteReason]:
     over = f", above {limits.named} {limits.max_error_rate:.1%}"
-    reasons = []
+    found: list[tuple[IncompleteKind, int, int, str]] = []
     if errors.failed_target_call_rate > limits.max_error_rate:
-        reasons.append(
-            IncompleteReason(
-                kind="failed_workflow_calls",
-                count=errors.failed_target_calls,
-                out_of=errors.runs,
-                text=failed_calls_share(errors) + over,
-            )
-        )
+        calls = failed_calls_share(errors) + over
+        found.append(("failed_workflow_calls", errors.failed_target_calls, errors.runs, calls))
     if errors.judge_outage and not limits.max_error_rate_given:
-        reasons.append(
-            IncompleteReason(
-                kind="judge_outage",
-                count=errors.unjudged,
-                out_of=errors.scores,
-                text=f"{judge_trouble(errors)} (--max-error-rate sets how many unjudged "
-                "scores are acceptable)",
-            )
+        outage = (
+            f"{judge_trouble(errors)} (--max-error-rate sets how many unjudged scores are "
+            "acceptable)"
         )
+        found.append(("judge_outage", errors.unjudged, errors.scores, outage))
     elif errors.unjudged_rate > limits.max_error_rate:
-        reasons.append(
-            IncompleteReason(
-                kind="unjudged_scores",
-                count=errors.unjudged,
-                out_of=errors.scores,
-                text=unjudged_share(errors) + over,
-            )
-        )
-    return reasons
+        unjudged = unjudged_share(errors) + over
+        found.append(("unjudged_scores", errors.unjudged, errors.scores, unjudged))
+    return [
+        IncompleteReason(kind=kind, count=count, out_of=out_of, text=text)
+        for kind, count, out_of, text in found
+    ]
 
 
 def _attack_reasons(red_team: RedTeamOutcome, limits: Limits) -> list[IncompleteReason]:
