@@ -14,6 +14,8 @@ from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
+from n8n_deepeval_pipeline.n8n_data.images import ImageData
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 
 ErrorKind = Literal[
@@ -80,6 +82,10 @@ class EvaluationItem(BaseModel):
     expected_outcome: str | None = None
     scenario: str | None = None
     head_to_head: HeadToHead | None = None  # a head-to-head metric's other side
+    # The MCP servers the agent's MCP Client Tool nodes reached (None: it had none).
+    mcp_servers: list[McpServer] | None = None
+    # The images the texts above mark ([DEEPEVAL:IMAGE:<sha256>]), from the results store.
+    images: list[ImageData] | None = None
 
 
 class EvaluationTask(BaseModel):

@@ -93,8 +93,9 @@ def test_metrics_lists_the_catalog_under_a_header_in_aligned_columns():
 
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
-    catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
-    assert len(catalog) == 47  # with arena_g_eval, head to head between variants
+    listed = json.loads(result.output)
+    catalog = {entry["slug"]: entry for entry in listed["metrics"]}
+    assert len(catalog) == 55  # with arena_g_eval, the three MCP and five image metrics
     assert {"g_eval", "tool_use", "citation_faithfulness", "correctness", "tools_used"} <= set(
         catalog
     )
@@ -111,6 +112,22 @@ def test_metrics_json_lists_the_catalog_with_config_schemas():
     }
     assert catalog["tool_permission"]["config"]["properties"]["threshold"]["default"] == 1.0
     assert "repetitionThreshold" in catalog["agent_loop_detection"]["config"]["properties"]
+    assert catalog["mcp_use"]["requiredFields"] == ["input", "actual_output", "mcp_servers"]
+    assert catalog["mcp_task_completion"]["needs"] == {"judge": True, "trace": False, "turns": True}
+    assert catalog["multi_turn_mcp_use"]["category"] == "mcp"
+    assert catalog["image_editing"]["requiredFields"] == [
+        "input", "actual_output", "input_images", "output_images"
+    ]  # fmt: skip
+    for slug in ("text_to_image", "image_coherence", "image_helpfulness", "image_reference"):
+        assert catalog[slug]["category"] == "images"
+        assert catalog[slug]["direction"] == "higher_is_better"
+    assert "maxContextSize" in catalog["image_coherence"]["config"]["properties"]
+    assert "includeReason" not in catalog["text_to_image"]["config"]["properties"]
+    left_out = {
+        entry["implementation"].rpartition(".")[2]: entry["why"] for entry in listed["leftOut"]
+    }
+    assert "System One" in left_out["JevEval"]
+    assert "voice conversation" in left_out["VoiceNaturalnessMetric"]
 
 
 @pytest.mark.slow

@@ -231,6 +231,41 @@ def _or_services(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"const": "services", "type": "string"}, {"$ref": schema.pop("$ref")}]
 
 
+class McpServerSettings(ConfigModel):
+    """An MCP Client Tool node's server: whether runs may call it, and what it offers.
+
+    Its tools' calls are mocked unless ``safe`` (the node's mock under ``mocks.nodes``, or
+    ``{"mocked": true}``). What the server offers is listed from it through the MCP
+    protocol when a run starts (listing calls no tool), unless it is given here: a server
+    the pipeline cannot reach, or one behind credentials only n8n holds.
+    """
+
+    safe: bool = Field(
+        default=False,
+        description="The server may be called: its tools run for real on every run (default: "
+        "they are mocked, and the server sees no tool call).",
+    )
+    tools: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="The server's tools as MCP lists them ({name, description, inputSchema}); "
+        "given, the server is not asked for them.",
+    )
+    resources: list[dict[str, Any]] | None = Field(
+        default=None, description="The server's resources as MCP lists them ({uri, name, …})."
+    )
+    prompts: list[dict[str, Any]] | None = Field(
+        default=None, description="The server's prompts as MCP lists them ({name, arguments, …})."
+    )
+
+    @field_validator("tools", "resources", "prompts")
+    @classmethod
+    def _named(cls, primitives: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for index, primitive in enumerate(primitives or []):
+            if not isinstance(primitive.get("name"), str) or not primitive["name"]:
+                raise ValueError(f"entry {index} has no name (MCP lists each by its name)")
+        return primitives
+
+
 # A variant's name is a label in tables, partitions' tags and the report.
 VariantName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 NodeName = Annotated[str, Field(min_length=1)]
@@ -289,6 +324,11 @@ class WorkflowTarget(ConfigModel):
         description="Nodes that answer from the benchmark instead of acting on the world; "
         '"services" (= {services: true}) mocks every node that acts on a real service.',
     )
+    mcp_servers: dict[NodeName, McpServerSettings] = Field(
+        default_factory=dict,
+        description="MCP Client Tool node name → its server: safe to call (its tool calls "
+        "are mocked otherwise), and what it offers when it cannot be listed.",
+    )
     env: list[EnvName] = _env_field()
     prices: dict[str, Price] = _prices_field()
     variants: dict[VariantName, dict[NodeName, dict[ParameterPath, Any]]] = Field(
@@ -303,6 +343,19 @@ class WorkflowTarget(ConfigModel):
     @model_validator(mode="after")
     def _reads_only_listed_env(self) -> WorkflowTarget:
         refuse_unlisted_env({"input": self.input}, self.env)
+        return self
+
+    @model_validator(mode="after")
+    def _safe_or_mocked(self) -> WorkflowTarget:
+        mocked = self.mocks.nodes
+        both = sorted(
+            name for name, server in self.mcp_servers.items() if server.safe and name in mocked
+        )
+        if both:
+            raise ValueError(
+                f'mcpServers: "{both[0]}" is safe to call and mocked under mocks.nodes: '
+                "say one or the other"
+            )
         return self
 
     @field_validator("variants")

@@ -29,6 +29,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 )
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
+from n8n_deepeval_pipeline.optimization.workflow_search import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.red_team.target import attack_problems
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
@@ -37,6 +38,7 @@ from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.anatomy import anatomy
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameterError, prompt_parameter
 
 
 class CheckReport(BaseModel):
@@ -85,6 +87,7 @@ def check_benchmark(
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
     warnings += _check_red_team(path, benchmark, workflow)
+    _check_optimize(path, benchmark, workflow, len(rows))
     if rows:  # a red team alone sends its own messages, not the dataset's requests
         warnings += _check_requests(path, benchmark, workflow, rows[0])
     report = CheckReport(
@@ -158,6 +161,23 @@ def _check_red_team(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) 
         "attack makes the agent call really runs (a refund, an e-mail): an n8n_workflow "
         "target would mock them"
     ]
+
+
+def _check_optimize(path: Path, benchmark: Benchmark, workflow: dict[str, Any], rows: int) -> None:
+    """The optimize section's node and parameter hold a prompt; the rows can be split."""
+    config = benchmark.optimize
+    if config is None:
+        return
+    try:
+        prompt_parameter(workflow, config.node, config.parameter)
+    except PromptParameterError as error:
+        raise BenchmarkConfigError(path, [f"optimize.{error.field}: {error}"]) from None
+    if rows < MIN_TRAINING_ROWS + 1:
+        raise BenchmarkConfigError(
+            path,
+            [f"optimize: the dataset has {rows} rows; optimising needs at least "
+             f"{MIN_TRAINING_ROWS + 1} (two to search on, one held out)"],
+        )  # fmt: skip
 
 
 def _check_online_sessions(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> None:

@@ -42,6 +42,7 @@ from n8n_deepeval_pipeline.judging.call_log import JudgeCall
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
+    ImageReadingProvider,
     LogprobProvider,
     Provider,
     ProviderError,
@@ -185,6 +186,11 @@ class PipelineJudge(DeepEvalBaseLLM):
 
     def get_model_name(self) -> str:
         return self.spec.label
+
+    def supports_multimodal(self) -> bool:
+        """Whether DeepEval may send this judge images: its provider's model reads them."""
+        provider = self._provider
+        return isinstance(provider, ImageReadingProvider) and provider.reads_images
 
     def _scope(self) -> JudgeScope:
         """The calling evaluation's scope (read in its context, before the loop hop)."""

@@ -98,6 +98,15 @@ class LogprobProvider(Protocol):
         """One call without a schema, ``logprobs: true``; the text is the whole reply (JSON)."""
 
 
+@runtime_checkable
+class ImageReadingProvider(Protocol):
+    """A provider that may be sent images with a prompt (DeepEval's multimodal metrics)."""
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether its model reads images (DeepEval's decision for its own class)."""
+
+
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The certificates httpx would trust (``SSL_CERT_*``, the system's), loaded once.
@@ -167,6 +176,7 @@ class DryRunProvider:
     """
 
     wire = "dry-run"
+    reads_images = True  # it reads nothing: its answers only have to fit
 
     def __init__(self, spec: JudgeSpec) -> None:
         self.spec = spec

@@ -56,6 +56,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     WorkflowSnapshot,
     of_version,
 )
@@ -129,11 +130,11 @@ def build_metric_scores_asset(
     def build_plan(
         judge: JudgeResource,
         partition: str,
-        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
-        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
+        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images = frames
         # With a head-to-head metric, the outputs and snapshots are every version's.
         outputs = from_frame(AgentOutput, agent_outputs)
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -149,6 +150,7 @@ def build_metric_scores_asset(
             only=only,
             tools=snapshot_tools(of_version(snapshots, partition)),
             family=family,
+            images=from_frame(OutputImage, output_images),
         )
 
     @dg.op(
@@ -167,8 +169,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         # counts only: no task is kept
         planned = build_plan(judge, context.partition_key, frames, 1.0, range(0))
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
@@ -205,8 +208,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[ChunkScores]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         timeout_s = config.timeout_s or worker_pool.timeout_s
         only = range(chunk.start, chunk.stop)
         planned = build_plan(judge, context.partition_key, frames, timeout_s, only)
@@ -266,9 +270,10 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Any:
         # Short node names: steps are <benchmark>__metric_scores.plan, .score[c01_of_02], …
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         known, chunks = plan.alias("plan")(*frames)
         scored = chunks.map(lambda chunk: score.alias("score")(chunk, *frames))
         outputs = collect.alias("collect")(known, scored.collect())

@@ -29,7 +29,13 @@ from n8n_deepeval_pipeline.orchestration.online import (
     build_online_job,
     build_online_sensor,
 )
+from n8n_deepeval_pipeline.orchestration.optimize_job import (
+    build_optimize_job,
+    optimizable,
+    search_asset,
+)
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
@@ -94,7 +100,7 @@ def _env_secret(name: str) -> dg.EnvVar | None:
 
 
 def build_resources(judge_cache: bool = True) -> dict[str, object]:
-    """The worker pool, the judge, n8n and the results IO manager, from the environment."""
+    """The worker pool, the judge, n8n, the results IO manager and the labels' store."""
     return {
         "worker_pool": WorkerPoolResource(
             size=_env_int("DEEPEVAL_POOL_SIZE"),
@@ -128,6 +134,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
         "score_journal": score_journal(),
         "n8n": n8n_resource(),
         "io_manager": results_io_manager(),
+        "human_labels": human_labels(),
         STEP_IO_MANAGER: step_io_manager(),
     }
 
@@ -147,6 +154,13 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
     database = settings.database_path()
     settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
+
+
+def human_labels() -> HumanLabelsResource:
+    """People's labels, beside the results: the DuckDB file, or the results' PostgreSQL."""
+    if settings.profile() != "local":
+        return HumanLabelsResource(url=_required_env(settings.POSTGRES_URL_ENV))
+    return HumanLabelsResource(database=str(settings.database_path()))
 
 
 def score_journal() -> ScoreJournalResource:
@@ -215,8 +229,9 @@ def build_definitions(
 
     Loading reads files only; it never calls n8n or a judge.
     """
-    assets: list[dg.AssetsDefinition] = []
-    jobs, schedules, sensors = [], [], []
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = []
+    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = []
+    schedules, sensors = [], []
     names: dict[str, Path] = {}
     for path in benchmark_files:
         benchmark = load_benchmark(path)
@@ -235,6 +250,9 @@ def build_definitions(
         jobs += [job, build_rescore_job(benchmark, partitions)]
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
+        if optimizable(benchmark) and selection is None:
+            assets.append(search_asset(benchmark))
+            jobs.append(build_optimize_job(benchmark, path))
         if benchmark.online is not None and selection is None:
             online_job = build_online_job(benchmark)
             assets += build_online_assets(benchmark)

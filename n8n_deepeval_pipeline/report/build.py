@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.red_team.breach_rates import red_team_outcome
 from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
@@ -14,10 +15,9 @@ from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
-    cases_failing_gate,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.gate import comparison_gate
 from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome, version_outcome
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
@@ -103,6 +103,7 @@ def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricR
         score_bins=score_bins(present),
         unscored=len(scores) - len(present),
         decides=metric.decides,
+        calibration=metric.calibration,
     )
 
 
@@ -127,8 +128,7 @@ def outcome_from_rows(
     when the benchmark has a red team and they were played. The report and the runner
     (``run``, ``compare``) both take a version's outcome from here.
     """
-    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
-    gate = version_gate(fail_on, baseline if comparison else None, flagged)
+    gate = comparison_gate(fail_on, baseline, comparison)
     played = (
         red_team_outcome(red_team.rates, red_team.results, fail_on)
         if red_team is not None and red_team.results
@@ -147,6 +147,7 @@ def build_report(
     dataset: Sequence[DatasetRow] = (),
     variants: VariantMatrix | None = None,
     red_team: RedTeamRows | None = None,
+    calibration: Calibration | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
@@ -154,7 +155,8 @@ def build_report(
     (checks.maxErrorRate, or ``run``'s options); ``baseline``: the version it is compared
     with (this one is the candidate); ``dataset`` adds each case's input and expected
     output to the drill-down; ``variants``: the matrix of the workflow and its variants,
-    this version among them; ``red_team``: its attacks, for the red-team section.
+    this version among them; ``red_team``: its attacks, for the red-team section;
+    ``calibration``: the judges' agreement with people.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
@@ -191,4 +193,5 @@ def build_report(
         else None,
         variant=summary.variant,
         variants=variants,
+        calibration=calibration,
     )

@@ -1,7 +1,11 @@
-"""The report's files: the HTML page, ``eval-results.json`` and ``eval-pr-comment.md``."""
+"""The report's files: the HTML page, ``eval-results.json``, ``eval-pr-comment.md``.
+
+And the images the page shows, beside it (``images/<sha256>.<ext>``).
+"""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -32,4 +36,9 @@ def write_report(report: Report, out_dir: Path) -> dict[str, Path]:
     for name, text in contents.items():
         paths[name] = out_dir / name
         paths[name].write_text(text, encoding="utf-8")
+    for image in report.images.values():
+        if image.data_base64 is not None:
+            file = out_dir / image.src
+            file.parent.mkdir(exist_ok=True)
+            file.write_bytes(base64.b64decode(image.data_base64))
     return paths

@@ -8,6 +8,10 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    VersionComparison,
+    cases_failing_gate,
+)
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
@@ -30,3 +34,11 @@ def version_gate(fail_on: GateVerdict, baseline: str | None, flagged: list[str])
         flagged_cases=flagged,
         has_regression=bool(flagged),
     )
+
+
+def comparison_gate(
+    fail_on: GateVerdict, baseline: str | None, comparison: VersionComparison | None
+) -> Gate:
+    """The gate of a version whose ``comparison`` with ``baseline`` is made (None: none)."""
+    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
+    return version_gate(fail_on, baseline if comparison else None, flagged)

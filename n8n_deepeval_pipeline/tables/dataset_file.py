@@ -29,7 +29,7 @@ from n8n_deepeval_pipeline.tables.data_files import (
 )
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 
-_LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
+_LIST_FIELDS = ("context", "retrievalContext", "expectedTools", "inputImages")
 _JSON_FIELDS = ("turns",)
 # Row model field of each mapped field (the seed's camelCase names → snake_case columns).
 _COLUMN_OF: dict[MappedField, str] = {
@@ -44,6 +44,7 @@ _COLUMN_OF: dict[MappedField, str] = {
     "expectedOutcome": "expected_outcome",
     "scenario": "scenario",
     "userDescription": "user_description",
+    "inputImages": "input_images",
 }
 
 

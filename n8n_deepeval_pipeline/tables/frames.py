@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import types
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -69,11 +70,14 @@ class OutdatedTableError(ValueError):
     """A stored table that lacks a column its rows cannot do without."""
 
 
-def _added_since(model: type[Row], frame: pd.DataFrame) -> dict[str, None]:
-    """Nullable columns added since the table was written: they read as NULL."""
-    absent = [name for name in model.model_fields if name not in frame.columns]
+def _added_since(model: type[Row], columns: Collection[str], rows: bool) -> dict[str, None]:
+    """Nullable columns added since the table was written: they read as NULL.
+
+    ``columns``: the stored table's; ``rows``: whether it has any to read.
+    """
+    absent = [name for name in model.model_fields if name not in columns]
     required = [name for name in absent if not _nullable(model.model_fields[name].annotation)]
-    if required and not frame.empty:
+    if required and rows:
         raise OutdatedTableError(
             f"the stored {model.__name__} table has no column {', '.join(required)}: it was "
             "written by an older version of n8n-deepeval-pipeline; materialise this version "
@@ -88,10 +92,18 @@ def _nullable(annotation: Any) -> bool:
 
 def from_frame(model: type[Row], frame: pd.DataFrame) -> list[Row]:
     """Rows of a stored table, validated back into their model."""
+    return from_records(model, frame.to_dict(orient="records"), list(frame.columns))
+
+
+def from_records(
+    model: type[Row], records: Iterable[Mapping[Any, Any]], columns: Collection[str]
+) -> list[Row]:
+    """Rows of a stored table read as column → value records (``columns``: the table's)."""
+    records = list(records)
     json_columns = {name for name, kind in column_kinds(model).items() if kind == JSON_TEXT}
-    added = _added_since(model, frame)
+    added = _added_since(model, columns, bool(records))
     rows = []
-    for record in frame.to_dict(orient="records"):
+    for record in records:
         values = {**added, **{str(k): None if _is_missing(v) else v for k, v in record.items()}}
         for name in json_columns & values.keys():
             text = values[name]

@@ -38,6 +38,7 @@ from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
+from n8n_deepeval_pipeline.worker.image_fields import reads_images, text_only
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
@@ -192,8 +193,11 @@ async def _run(
 ) -> tuple[float | None, str | None]:
     """Score with the entry's own runner, or with its DeepEval metric.
 
-    A runner calls the judge synchronously: it runs in a thread (with this context).
+    A runner calls the judge synchronously: it runs in a thread (with this context). Only a
+    metric that is shown images gets them as images (``image_fields``).
     """
+    if not reads_images(entry):
+        task = task.model_copy(update={"item": text_only(task.item)})
     if entry.runner is None:
         return await _measure(entry, config, task, judge, eval_mode)
     check_inputs(entry, config, task.item)

@@ -176,10 +176,11 @@ CLASSES = {
 class OpenAICompatibleProvider:
     """A server with OpenAI's API and no DeepEval class (vLLM, llama.cpp, LM Studio, …).
 
-    The prompt as a string and temperature 0 unless set, as DeepEval's local model sends
-    them; structured output in the ``structuredOutputs`` form (``strict`` by default);
-    a server that rejects a JSON schema (HTTP 400) is asked in JSON mode from then on,
-    and the cache keys follow. Log-probabilities unless ``logprobs: false``.
+    The prompt as a string (with its images, a list of parts) and temperature 0 unless set,
+    as DeepEval's local model sends them; structured output in the ``structuredOutputs``
+    form (``strict`` by default); a server that rejects a JSON schema (HTTP 400) is asked
+    in JSON mode from then on, and the cache keys follow. Log-probabilities unless
+    ``logprobs: false``.
     """
 
     def __init__(self, spec: JudgeSpec) -> None:
@@ -203,14 +204,20 @@ class OpenAICompatibleProvider:
         self._where = f"openai-compatible judge at {safe_url(spec.base_url or '')}"
         self.answers_logprobs = spec.logprobs is not False
 
+    reads_images = True  # DeepEval's local model class sends them to any such server
+
     @property
     def wire(self) -> str:
         return self._mode
 
     def _request(self, prompt: str) -> dict[str, Any]:
+        from deepeval.models.llms.multimodal import to_openai_content
+
+        # A remote image is fetched and sent inline, as DeepEval's local model does.
+        content = to_openai_content(prompt, text_only_as_string=True, inline_remote_images=True)
         request: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [{"role": "user", "content": content}],
             "temperature": self.spec.temperature if self.spec.temperature is not None else 0.0,
         }
         if self.spec.max_tokens is not None:

@@ -30,14 +30,11 @@ from n8n_deepeval_pipeline.judging.call_ledger import (
     LedgerDatabase,
     LedgerTag,
 )
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
-    libpq_url,
-    psycopg2_connection,
-)
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
     JournalEntry,
     kept_results,
 )
+from n8n_deepeval_pipeline.tables.postgres_connection import libpq_url, psycopg2_connection
 
 SCORES_TABLE = "scores"
 """The journal's table: one row per finished evaluation of a chunk."""
