@@ -275,6 +275,10 @@ class FakeN8nHarness(_FakeServer):
             del self.workflows[workflow_id]
         return 200, workflow
 
+    def other(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """A path that is neither the API nor a webhook (none, unless a subclass has one)."""
+        return 404, {"message": "Not Found"}
+
     def webhook(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         workflow_id = self.published.get(path.removeprefix("/webhook/"))
         if workflow_id is None:
@@ -296,8 +300,10 @@ class FakeN8nHarness(_FakeServer):
                 if path.startswith("/api/v1/"):
                     parts = path.removeprefix("/api/v1/").split("/")
                     status, answer = fake.api(method, parts, body)
+                elif path.startswith("/webhook/"):
+                    status, answer = fake.webhook(method, path, body or {})
                 else:
-                    status, answer = fake.webhook(method, path, body)
+                    status, answer = fake.other(method, path, body)
                 _send_json(self, status, answer)
 
             def do_GET(self) -> None:
