@@ -62,6 +62,10 @@ class _LazyGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Benchmark n8n AI workflows with DeepEval, orchestrated by Dagster."""
+    from n8n_deepeval_pipeline.console.printed import print_safely
+
+    # Nothing printed holds a configured secret or a control character a terminal obeys.
+    print_safely()
     # Every command's files (and its children's: workers, Dagster) are private.
     users_umask = settings.keep_files_private()
     ctx.call_on_close(lambda: settings.restore_umask(users_umask))

@@ -130,7 +130,10 @@ VARIABLES: tuple[Variable, ...] = (
         group="judge",
         default="dry-run",
         meaning="The default judge's provider: `openai`, `azure-openai`, `anthropic`, "
-        "`openai-compatible`, `local` or `dry-run` (placeholder answers, no model).",
+        "`gemini`, `ollama`, `openrouter`, `deepseek`, `bedrock` (asked as DeepEval's class "
+        "for each asks; `gemini`, `ollama` and `bedrock` need their extra), "
+        "`openai-compatible` (any server with OpenAI's API), `local` (an in-process model) "
+        "or `dry-run` (placeholder answers, no model).",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_MODEL",

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import stat
 
 import duckdb
@@ -430,3 +431,21 @@ def test_init_on_a_mistyped_path_says_the_file_is_not_there(monkeypatch, tmp_pat
     monkeypatch.delenv("N8N_API_KEY", raising=False)
     by_id = CliRunner().invoke(main, ["init", "Vw1t9kXq2Lr3"])  # an id: n8n is needed
     assert (by_id.exit_code, by_id.stderr) == (1, "Error: set N8N_API_KEY to read from n8n\n")
+
+
+def test_ui_refuses_two_benchmarks_of_one_name_before_starting_anything(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    copies = []
+    for folder in ("first", "second"):  # the same benchmark name in two files
+        shutil.copytree(EXAMPLE, tmp_path / folder)
+        copies.append(tmp_path / folder / "benchmark.yaml")
+    result = CliRunner().invoke(main, ["ui", *map(str, copies)])
+    assert result.exit_code == 2  # before: "Dagster UI at …" over a broken code location
+    assert result.stderr == (
+        f"Error: {copies[1]}: benchmark name 'support_agent' is already used by {copies[0]}\n"
+    )
+    assert not (tmp_path / "home").exists()
+    # and so for the files it finds itself
+    monkeypatch.setenv("N8N_DEEPEVAL_BENCHMARKS", str(tmp_path))
+    found = CliRunner().invoke(main, ["ui"])
+    assert (found.exit_code, found.stderr) == (2, result.stderr)

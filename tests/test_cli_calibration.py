@@ -3,7 +3,8 @@
 The judge is the loopback judge (deterministic: the same request, the same answer). Runs
 pass when agent_loop_detection (no judge) and helpfulness pass, so helpfulness alone
 decides them. The edited workflow (workflow.v2.json, recorded) loses every helpfulness
-verdict of ord-missing: a likely regression, but one only an uncalibrated judge sees.
+verdict of ord-missing and returns-policy: likely regressions, but ones only an
+uncalibrated judge sees.
 """
 
 import csv
@@ -79,12 +80,13 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     assert helpfulness["state"] == "uncalibrated" and not helpfulness["gated"]
     assert helpfulness["why"].startswith("every label says pass")
 
-    # The edited version, gate off: helpfulness flags ord-missing (3/3 → 0/3).
+    # The edited version, gate off: helpfulness flags ord-missing and returns-policy (each
+    # 3/3 → 0/3).
     edit(example_copy, workflow="workflow.v2.json")
     regressed = invoke("run", example_copy, "--json")
     assert regressed.exit_code == 5, regressed.output
     summary = json.loads(regressed.stdout)
-    assert summary["outcome"]["gate"]["flagged_cases"] == ["ord-missing"]
+    assert summary["outcome"]["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
     assert next(m for m in summary["metrics"] if m["metric"] == "helpfulness")["decides"]
 
     # Gate on: the same version run again; helpfulness decides nothing, nothing regressed.

@@ -30,9 +30,10 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_v
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
-from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
+from n8n_deepeval_pipeline.judging.spec import JUDGE_PROVIDERS, JudgeChoice, JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
+from n8n_deepeval_pipeline.redaction import treat_as_secrets
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
@@ -332,9 +333,7 @@ class JudgeOverride(JudgeChoice):
     out comes from here.
     """
 
-    provider: JudgeProvider = Field(
-        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run."
-    )
+    provider: JudgeProvider = Field(description=f"One of {', '.join(JUDGE_PROVIDERS)}.")
 
 
 class Benchmark(ConfigModel):
@@ -716,6 +715,22 @@ class Benchmark(ConfigModel):
         return own.over(self.judge) if own is not None else self.judge
 
     @property
+    def secret_variables(self) -> list[str]:
+        """The environment variables whose values this benchmark sends somewhere.
+
+        What its templates read (``target.env``, ``urlEnv``) and its judges' keys and
+        endpoints: a server may echo any of them back, so their values are secrets.
+        """
+        target = self.target
+        names = [*getattr(target, "env", ()), getattr(target, "url_env", None)]
+        simulator = self.simulation.judge if self.simulation else None
+        choices = [self.judge, simulator, *(c for m in self.metrics for c in m.judge_choices())]
+        for choice in filter(None, choices):
+            names += [choice.api_key_env, choice.aws_access_key_id_env]
+            names += [choice.aws_session_token_env, choice.base_url_env]
+        return [name for name in dict.fromkeys(names) if name]
+
+    @property
     def metric_labels(self) -> list[str]:
         """Labels of the metrics, in file order."""
         return [metric.result_label() for metric in self.metrics]
@@ -823,9 +838,11 @@ def parse_benchmark(raw: Any, source: Path) -> Benchmark:
     document = dict(raw)
     resolve_paths(document, source.parent)
     try:
-        return Benchmark.model_validate(document)
+        benchmark = Benchmark.model_validate(document)
     except ValidationError as error:
         raise BenchmarkConfigError(source, describe_validation_error(error)) from None
+    treat_as_secrets(benchmark.secret_variables)  # whatever this process prints or stores
+    return benchmark
 
 
 def load_benchmark(path: Path | str) -> Benchmark:

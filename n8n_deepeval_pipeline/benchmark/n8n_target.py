@@ -266,6 +266,9 @@ class McpServerSettings(ConfigModel):
         return primitives
 
 
+# Each version of a run calls its workflow from a process of its own, all at once (about
+# 0.3 GB each: ten variants peaked at 3.1 GB); more than this would not fit a machine.
+MAX_VARIANTS = 16
 # A variant's name is a label in tables, partitions' tags and the report.
 VariantName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 NodeName = Annotated[str, Field(min_length=1)]
@@ -333,11 +336,12 @@ class WorkflowTarget(ConfigModel):
     prices: dict[str, Price] = _prices_field()
     variants: dict[VariantName, dict[NodeName, dict[ParameterPath, Any]]] = Field(
         default_factory=dict,
+        json_schema_extra={"maxProperties": MAX_VARIANTS},
         description="Variants benchmarked beside the workflow in one run: variant name → "
         "node name → parameter path (dots: options.systemMessage) → value. Each variant is "
         "a workflow version of its own (its own workflowHash and results), never the "
         "baseline of the next version; a model's `model` takes the name as the editor "
-        "shows it.",
+        f"shows it. At most {MAX_VARIANTS} (each version runs in a process of its own).",
     )
 
     @model_validator(mode="after")
@@ -361,6 +365,12 @@ class WorkflowTarget(ConfigModel):
     @field_validator("variants")
     @classmethod
     def _base_is_the_workflow(cls, variants: dict[str, Any]) -> dict[str, Any]:
+        if len(variants) > MAX_VARIANTS:
+            raise ValueError(
+                f"{len(variants)} variants: at most {MAX_VARIANTS} run beside the workflow (each "
+                "version calls it from a process of its own, all at once); split them over "
+                "two benchmark files"
+            )
         if BASE in variants:
             raise ValueError(f"{BASE!r} names the workflow itself: give the variant another name")
         return variants

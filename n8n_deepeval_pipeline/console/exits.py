@@ -115,7 +115,7 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_INVALID_CONFIG,
         commands=("ui",),
-        when="a benchmark file it is named is invalid: nothing is started",
+        when="a benchmark file it loads is invalid, or two share a name: nothing is started",
     ),
     ExitCode(
         code=EXIT_ERROR,

@@ -57,21 +57,23 @@ def _free_port(host: str, first: int) -> int:
 
 
 def _named_benchmarks(files: tuple[Path, ...]) -> list[Path]:
-    """The benchmark files the UI loads: the ones named, each checked, else the default ones.
+    """The benchmark files the UI loads: the ones named, else the default ones, all checked.
 
-    Named files are handed to Dagster's processes in ``$N8N_DEEPEVAL_BENCHMARKS``.
+    Each is loaded as the code location will load it: a file that does not validate, or
+    two that share a name, would leave the UI serving a broken code location, so nothing
+    is started. Named files are handed to Dagster's processes in ``$N8N_DEEPEVAL_BENCHMARKS``.
     """
-    from n8n_deepeval_pipeline.benchmark.config import load_benchmark
     from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
+    from n8n_deepeval_pipeline.orchestration.definitions import loaded_benchmarks
 
-    for file in files:
-        try:
-            load_benchmark(file)
-        except BenchmarkConfigError as error:
-            raise Refused(str(error), EXIT_INVALID_CONFIG) from None
+    found = settings.discover_benchmark_files(list(files) or settings.benchmark_paths())
+    try:
+        loaded_benchmarks(found)
+    except (BenchmarkConfigError, ValueError) as error:  # ValueError: a name used twice
+        raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     if files:
         os.environ[settings.BENCHMARKS_ENV] = os.pathsep.join(str(f.resolve()) for f in files)
-    return settings.discover_benchmark_files(settings.benchmark_paths())
+    return found
 
 
 def _workspace(host: str) -> WorkspaceServer:

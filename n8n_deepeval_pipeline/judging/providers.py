@@ -237,6 +237,18 @@ def import_provider(provider: str) -> None:
             warm()
 
 
+def missing_sdk(provider: str) -> str | None:
+    """Why a provider's judge cannot be built here (its SDK's extra is not installed), or None."""
+    if provider not in _PROVIDERS:
+        return None
+    _, extra, sdk = _PROVIDERS[provider]
+    if extra is None or _installed(sdk):
+        return None
+    return (
+        f"the {provider} judge needs its SDK ({sdk}): pip install 'n8n-deepeval-pipeline[{extra}]'"
+    )
+
+
 def build_provider(spec: JudgeSpec) -> Provider:
     """The provider for a judge spec (its module and SDK are imported only when chosen).
 
@@ -244,13 +256,10 @@ def build_provider(spec: JudgeSpec) -> Provider:
     """
     if spec.provider == "dry-run":
         return DryRunProvider(spec)
-    module, extra, sdk = _PROVIDERS[spec.provider]
-    if extra is not None and not _installed(sdk):
-        raise ProviderError(
-            f"the {spec.provider} judge needs its SDK ({sdk}): "
-            f"pip install 'n8n-deepeval-pipeline[{extra}]'",
-            retryable=False,
-        )
+    missing = missing_sdk(spec.provider)
+    if missing is not None:
+        raise ProviderError(missing, retryable=False)
+    module = _PROVIDERS[spec.provider][0]
     built: Provider = importlib.import_module(
         f"n8n_deepeval_pipeline.judging.provider_apis.{module}"
     ).build(spec)

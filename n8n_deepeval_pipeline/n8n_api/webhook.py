@@ -26,6 +26,7 @@ from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, UNSAFE_TO_RETRY, WebhookTarget
+from n8n_deepeval_pipeline.data_limits import loads_json
 from n8n_deepeval_pipeline.n8n_api.own_traffic import mark_request
 from n8n_deepeval_pipeline.n8n_api.retries import a_send, send
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
@@ -408,8 +409,8 @@ def _query(body: Any) -> dict[str, str]:
 
 def _reason(response: httpx2.Response) -> str:
     try:
-        body = response.json()
-    except ValueError:
+        body = loads_json(response.text)
+    except ValueError:  # not JSON, or too deep (DataLimitError)
         return response.reason_phrase or "no reason given"
     if isinstance(body, dict):
         return str(body.get("message") or body.get("error") or response.reason_phrase)

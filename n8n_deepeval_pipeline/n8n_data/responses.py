@@ -19,6 +19,7 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.data_limits import DataLimitError, loads_json
 from n8n_deepeval_pipeline.n8n_data.images import ImageData, image_from_bytes, images_in_items
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 
@@ -40,12 +41,17 @@ class NormalisedResponse(BaseModel):
 
 
 def parse_body(text: str) -> Any:
-    """The answer as JSON, or the text itself when it is not JSON (n8n may answer text)."""
+    """The answer as JSON, or the text itself when it is not JSON (n8n may answer text).
+
+    An answer nested deeper than ``data_limits.MAX_DEPTH`` levels fails its run alone.
+    """
     stripped = text.strip()
     if not stripped:
         return None
     try:
-        return json.loads(stripped)
+        return loads_json(stripped)
+    except DataLimitError as error:
+        raise ResponseShapeError(f"the answer is {error}") from None
     except json.JSONDecodeError:
         if stripped[:1] in ("{", "["):
             raise ResponseShapeError(f"unparsable JSON body: {stripped[:80]!r}") from None

@@ -232,16 +232,7 @@ def build_definitions(
     assets: list[dg.AssetsDefinition | dg.AssetSpec] = []
     jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = []
     schedules, sensors = [], []
-    names: dict[str, Path] = {}
-    for path in benchmark_files:
-        benchmark = load_benchmark(path)
-        _check_schema_name(benchmark)
-        if benchmark.name in names:
-            used_by = names[benchmark.name]
-            raise ValueError(
-                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
-            )
-        names[benchmark.name] = path
+    for path, benchmark in loaded_benchmarks(benchmark_files):
         if selection is not None:
             benchmark = benchmark.for_trial()
         group, partitions = build_benchmark_assets(benchmark, path, selection)
@@ -266,6 +257,28 @@ def build_definitions(
         resources=build_resources(judge_cache),
         executor=build_executor(),
     )
+
+
+def loaded_benchmarks(benchmark_files: list[Path]) -> list[tuple[Path, Benchmark]]:
+    """Each file with its benchmark, as one code location can hold them.
+
+    A file that does not validate is a ``BenchmarkConfigError``; a name two files share
+    (their assets, jobs and schema would be the same) or the DuckDB file's is a
+    ``ValueError`` naming both.
+    """
+    names: dict[str, Path] = {}
+    loaded = []
+    for path in benchmark_files:
+        benchmark = load_benchmark(path)
+        _check_schema_name(benchmark)
+        if benchmark.name in names:
+            used_by = names[benchmark.name]
+            raise ValueError(
+                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
+            )
+        names[benchmark.name] = path
+        loaded.append((path, benchmark))
+    return loaded
 
 
 def _check_schema_name(benchmark: Benchmark) -> None:

@@ -3,6 +3,9 @@
 Column types come from the row model, not from pandas' guess, so a column that happens
 to be empty in one partition (or a partition with no rows at all) still has the right
 type in DuckDB. Fields holding lists, objects or any JSON value are stored as JSON text.
+Every table is stored through ``to_frame``: it is where the configured secrets are taken
+out of what is stored (a token a webhook echoed in its answer, a key in an error), and a
+lone surrogate in a text (a workflow's answer, a judge's reason) becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import pandas as pd
 
+from n8n_deepeval_pipeline.data_limits import real_text
+from n8n_deepeval_pipeline.redaction import configured_secrets, redact_values
 from n8n_deepeval_pipeline.tables.rows import Row, TableRow
 
 _DTYPES: dict[Any, str] = {
@@ -51,13 +56,28 @@ def _to_json(value: Any) -> str | None:
     )
 
 
+def storable(value: Any, secrets: list[str]) -> Any:
+    """``value`` as it is stored: no configured secret in its text (nested too).
+
+    Nor a lone surrogate: DuckDB takes only UTF-8, and one would refuse the whole table.
+    """
+    if isinstance(value, str):
+        return real_text(redact_values(value, secrets))
+    if isinstance(value, dict):
+        return {key: storable(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item, secrets) for item in value]
+    return value
+
+
 def to_frame(model: type[Row], rows: list[Row]) -> pd.DataFrame:
-    """A DataFrame with one column per field, typed by the model."""
+    """A DataFrame with one column per field, typed by the model, its text ``storable``."""
     kinds = column_kinds(model)
     json_columns = [name for name, kind in kinds.items() if kind == JSON_TEXT]
+    secrets = configured_secrets()
     records = []
     for row in rows:
-        record = row.model_dump()
+        record = storable(row.model_dump(), secrets)
         for name in json_columns:
             record[name] = _to_json(record[name])
         records.append(record)

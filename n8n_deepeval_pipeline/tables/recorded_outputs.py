@@ -22,6 +22,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from n8n_deepeval_pipeline.benchmark.config import RecordedColumn, RecordedTarget
 from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole, field_path
+from n8n_deepeval_pipeline.data_limits import DataLimitError, loads_json
 from n8n_deepeval_pipeline.n8n_data.images import MARKER, ImageData, ImageError
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
@@ -83,8 +84,8 @@ class NoRecordingError(ValueError):
 def _json_list(value: Any) -> list[Any] | None:
     if isinstance(value, str) and value.strip():
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = loads_json(value)
+        except (json.JSONDecodeError, DataLimitError):
             return None
     return value if isinstance(value, list) else None
 

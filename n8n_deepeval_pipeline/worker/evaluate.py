@@ -241,7 +241,16 @@ async def _head_to_head(
     # An arena metric (DeepEval's BaseArenaMetric): it measures contestants, returns a name.
     metric: Any = construct_metric(entry, config, judge, eval_mode)
     keep_arena_order()
-    winner = await metric.a_measure(test_case, _show_indicator=False)
+    try:
+        winner = await metric.a_measure(test_case, _show_indicator=False)
+    except KeyError as error:
+        # DeepEval maps the masked name the judge gave back to a contestant; a name that is
+        # no contestant's raises a bare KeyError there (4.3.1 defines nothing else): the
+        # judge's answer is what failed, as for any answer that does not fit.
+        raise JudgeOutputError(
+            f"the judge named {error.args[0]!r} as the winner, which is not one of the "
+            "contestants (Alice, Bob) DeepEval's ArenaGEval showed it"
+        ) from None
     return (1.0 if winner == sides.name else 0.0), metric.reason
 
 

@@ -247,7 +247,12 @@ def test_the_commented_red_team_validates_once_uncommented(tmp_path: Path) -> No
     assert (section.attacks_per_vulnerability_type, section.fail_on) == (2, 0.0)
 
 
-def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path: Path) -> None:
+def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an n8n to run the harness in (never called: the workflow is a file)
+    monkeypatch.setenv("N8N_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("N8N_API_KEY", "n8n-api-key-unused")
     workflow = json.loads(json.dumps(WEBHOOK_AGENT))
     workflow["nodes"] += [
         {"name": "Open Ticket", "type": "n8n-nodes-base.httpRequestTool", "typeVersion": 4.2,

@@ -53,6 +53,8 @@ CLASSES = {
     "openrouter": "deepeval.models.llms.openrouter_model.OpenRouterModel",
     "deepseek": "deepeval.models.llms.deepseek_model.DeepSeekModel",
     "bedrock": "deepeval.models.llms.amazon_bedrock_model.AmazonBedrockModel",
+    # what `deepeval set-local-model` configures: any server with OpenAI's API
+    "local-model": "deepeval.models.llms.local_model.LocalModel",
 }
 
 INPUT = "Order A3301 has 2 sleeping bags at 89.50 each. What is the total?"

@@ -7,18 +7,16 @@ a different answer). The reference test cases are written by hand in
 
 import base64
 import json
-import subprocess
-import sys
 
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import ROOT, evaluate_all, make_task
+from tests.conftest import evaluate_all, make_task
 from tests.judging.deepeval_reference import TOOLS
 from tests.png_images import BLUE_SQUARE, CHART, RED_SQUARE
+from tests.reference_run import run_reference
 from tests.worker.test_metric_runs import ITEM, config_for, item_for
 
 pytestmark = pytest.mark.slow
@@ -43,15 +41,7 @@ def _both_ways(tmp, model, slugs):
     try:
         metrics = [{"label": slug, "config": config_for(slug).model_dump()} for slug in slugs]
         spec = {"base_url": server.base_url, "model": model, "metrics": metrics}
-        (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        subprocess.run(
-            [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-            cwd=tmp,
-            env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-            check=True,
-            timeout=600,
-        )
-        reference = json.loads((tmp / "out.json").read_text(encoding="utf-8"))
+        reference = run_reference("tests.judging.deepeval_reference", tmp, spec)
         reference_bodies = list(server.bodies)
         server.bodies.clear()
 

@@ -18,8 +18,6 @@ search replays its journal: no workflow call, no judge call, the same outcome.""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -41,12 +39,11 @@ from n8n_deepeval_pipeline.optimization.workflow_search import (
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import FileScoreJournal
 from n8n_deepeval_pipeline.tables.steps import dataset_rows
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from n8n_deepeval_pipeline.worker.environment import worker_environment
 from n8n_deepeval_pipeline.worker.pool import WorkerPool
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
 from n8n_deepeval_pipeline.workflow.prompt_parameter import prompt_parameter
-from tests.conftest import ROOT
 from tests.optimization.fake_harness_n8n import FakeHarnessN8n, system_message
+from tests.reference_run import run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -159,15 +156,7 @@ def reference(tmp: Path, plan: SearchPlan, judge: LoopbackJudge, fake: FakeHarne
         "seed": SEED,
         "concurrency": 3,
     }
-    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "tests.optimization.deepeval_reference", "spec.json", "out.json"],
-        cwd=tmp,
-        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=900,
-    )
-    return json.loads((tmp / "out.json").read_text(encoding="utf-8"))
+    return run_reference("tests.optimization.deepeval_reference", tmp, spec, timeout_s=900)
 
 
 def canonical(bodies: list[dict[str, Any]]) -> set[str]:
