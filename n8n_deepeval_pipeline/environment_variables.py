@@ -274,7 +274,8 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_EVAL_TIMEOUT_S",
         group="worker pool",
         default="300",
-        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it).",
+        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it); "
+        "each judge call of a simulated user or of the synthesizer has 90% of it.",
     ),
     Variable(
         name="N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS",

@@ -330,9 +330,10 @@ def run_synthesis_command(
     spent = _judge_line(request.judge.label, result.usage, made.cost_usd)  # always the last line
     if result.error is not None:
         click.echo(spent)
-        code = {"judge": EXIT_INCOMPLETE, "failed": EXIT_RUN_FAILED}.get(
-            result.error_kind or "", EXIT_INVALID_CONFIG
-        )
+        kind = result.error_kind or ""
+        judge_failed = kind.startswith("judge_")  # the judge's failure, as a score's would be
+        code = EXIT_INCOMPLETE if judge_failed else EXIT_RUN_FAILED if kind == "failed" else 0
+        code = code or EXIT_INVALID_CONFIG
         raise Refused(result.error, code)
     where = str(out) if out is not None else f"Data Table {data_table!r}"
     if rows.rows:

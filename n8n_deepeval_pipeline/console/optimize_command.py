@@ -130,10 +130,10 @@ def optimize(
     import shutil
 
     from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
-    from n8n_deepeval_pipeline.optimization.launcher import OptimizationFailed
     from n8n_deepeval_pipeline.optimization.workflow_search import SplitError
     from n8n_deepeval_pipeline.orchestration import prompt_optimization as flow
     from n8n_deepeval_pipeline.summary.held_out import render_held_out
+    from n8n_deepeval_pipeline.worker.launcher import ChildFailed
     from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameterError
 
     try:
@@ -167,8 +167,8 @@ def optimize(
 
     try:
         outcome = flow.run_search(plan, resources, folder, said, stale)
-    except OptimizationFailed as error:
-        raise Refused(str(error), EXIT_RUN_FAILED) from None
+    except ChildFailed as failed:  # the optimiser's process: its exit code and last lines
+        raise Refused(failed.message, EXIT_RUN_FAILED) from None
     finally:
         resources.pool.pool.close()
     proof = None

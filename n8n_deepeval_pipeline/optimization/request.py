@@ -5,7 +5,9 @@ the objectives (scored by the caller: DeepEval is handed stand-ins whose scores 
 back over the connection), the model that diagnoses and rewrites, the algorithm and its
 options, the budget. While it searches, the optimiser's process asks the caller for every
 answer (``AnswerCall``: a candidate text on a golden) and every score (``ScoreCall``: an
-objective of an answer), reports each round (``Round``) and ends with the outcome.
+objective of an answer), reports each round (``Round``) and ends with the outcome. They
+travel as ``worker.child_channel``'s messages: ``ask``, ``call`` and ``reply``, ``update``,
+``done``.
 
 Nothing here assumes that the text is a workflow's prompt: the caller decides what an
 answer is (a workflow's output, a judge's verdict) and how it is scored.
@@ -14,9 +16,9 @@ answer is (a workflow's output, a judge's verdict) and how it is scored.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.optimization.spend import Budget, Spend
@@ -75,6 +77,7 @@ class OptimizationRequest(_Frozen):
 class AnswerCall(_Frozen):
     """The optimiser asks for the answer of ``candidate`` on a golden."""
 
+    call: Literal["answer"] = "answer"
     call_id: int
     candidate: str
     golden_id: str
@@ -95,10 +98,16 @@ class AnswerReply(_Frozen):
 class ScoreCall(_Frozen):
     """The optimiser asks for one objective's score of an answer."""
 
+    call: Literal["score"] = "score"
     call_id: int
     answer_id: str
     objective: str
     spend: Spend
+
+
+OptimiserCall = Annotated[AnswerCall | ScoreCall, Field(discriminator="call")]
+CALLS: TypeAdapter[AnswerCall | ScoreCall] = TypeAdapter(OptimiserCall)
+"""Reads a call of the optimiser: an answer or a score."""
 
 
 class Scored(_Frozen):

@@ -45,6 +45,7 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
 from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.run_traces import (
     TRACE_INPUTS,
     build_run_trace_asset,
@@ -216,6 +217,7 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext,
         n8n: N8nResource,
         judge: JudgeResource,
+        score_journal: ScoreJournalResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
     ) -> Any:
@@ -225,7 +227,7 @@ def build_benchmark_assets(
             if isinstance(benchmark.target, RecordedTarget):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
             else:
-                outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
+                outputs = live_outputs(context, benchmark, n8n, judge, score_journal, runs, rows)
             outputs, images = with_images(outputs, runs, rows, _dataset_folder(benchmark))
         yield dg.Output(
             to_frame(AgentOutput, outputs),

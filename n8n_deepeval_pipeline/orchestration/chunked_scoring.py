@@ -13,7 +13,12 @@ again only the chunks that failed and reads the others' rows from the failed run
 chunk rebuilds only its own tasks from the stored upstream tables, so its memory does not
 grow with the benchmark, and journals what it finishes (``score_journal``: on this machine,
 or in PostgreSQL for a fleet, where a step re-delivered after its machine was lost resumes)
-until its rows are stored.
+until the table is stored: a new run after a kill resumes the chunks that had finished
+too, and charges what they cost to the run that made them.
+
+``collect`` charges each Dagster run (attempt) its judge calls: the chunks' and the
+simulated users' (the agent_outputs step's ledger), as the judge answered them; it then
+forgets them, but those of a run of the same version still going beside it.
 """
 
 # No postponed annotations: Dagster inspects the annotations of op functions.
@@ -35,10 +40,12 @@ from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
+    SIMULATION_LEDGER,
     ScoreJournal,
     ScoreJournalResource,
 )
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.orchestration.run_owner import unfinished_runs
 from n8n_deepeval_pipeline.orchestration.run_traces import traces_wanted
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
@@ -237,21 +244,28 @@ def build_metric_scores_asset(
     def collect(
         context: dg.OpExecutionContext,
         score_journal: ScoreJournalResource,
+        judge: JudgeResource,
         known: KnownScores,
         chunks: list[ChunkScores],
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
         ordered = sorted(chunks, key=lambda chunk: chunk.chunk_id)
         scores = [row for chunk in ordered for row in chunk.rows] + known.rows
+        partition = context.partition_key
+        users = score_journal.journal(benchmark.name, partition, SIMULATION_LEDGER)
+        simulated = with_answered_calls({}, users.answered_calls(), judge.prices())
+        spend = merged([*(chunk.spend for chunk in ordered), simulated])
         metadata = {
             **summary_metadata(scores),
             **_pool_metadata(ordered),
             "evaluated": sum(chunk.evaluated for chunk in ordered),
             "resumed": sum(chunk.resumed for chunk in ordered),
             "chunks": len(ordered),
-            **attempts_metadata(context.run_id, merged(chunk.spend for chunk in ordered)),
+            **attempts_metadata(context.run_id, spend),
         }
         yield dg.Output(to_frame(MetricScore, scores), output_name="result", metadata=metadata)
-        score_journal.clear_partition(benchmark.name, context.partition_key)
+        # A run of this version still going charges its own calls when it stores its table.
+        running = unfinished_runs(context.instance) - {context.run_id}
+        score_journal.clear_partition(benchmark.name, partition, running)
         yield from score_checks(benchmark, scores, known.expected)
 
     @dg.graph_asset(
@@ -342,7 +356,6 @@ def _score_chunk(
             }
         ),
     )
-    journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
 
 
 def _pacing(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, dict[str, Any]]:
@@ -420,7 +433,8 @@ def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, An
     """The judge's spend of every attempt at these scores, and of this run alone.
 
     ``judge_calls`` counts the calls behind the stored rows; an attempt that was
-    interrupted, or whose evaluations were scored again, spent more.
+    interrupted, or whose evaluations were scored again, spent more, and the attempts'
+    calls include their simulated users'.
     """
     everything = sum(spend.values(), JudgeSpend())
     own = spend.get(run_id, JudgeSpend())

@@ -129,6 +129,7 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD"),
             cache=judge_cache and environment_variables.setting("N8N_DEEPEVAL_JUDGE_CACHE") != "0",
             state_dir=str(settings.judge_state_dir()),
+            evaluation_timeout_s=_env_float("N8N_DEEPEVAL_EVAL_TIMEOUT_S"),
             prices_file=_env_text("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": score_journal(),

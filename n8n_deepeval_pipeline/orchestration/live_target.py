@@ -42,6 +42,7 @@ from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows,
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.simulated_target import (
     SimulatedUsers,
     conversations,
@@ -107,6 +108,7 @@ def live_outputs(
     benchmark: Benchmark,
     n8n: N8nResource,
     judge: JudgeResource,
+    score_journal: ScoreJournalResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
@@ -114,7 +116,7 @@ def live_outputs(
     target = benchmark.target
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
-    users = simulated_users(benchmark, judge)
+    users = simulated_users(context, benchmark, judge, score_journal)
     assert isinstance(target, WebhookTarget | WorkflowTarget)
     share = call_share(target, context.run.tags)
     if share != target.max_concurrency:

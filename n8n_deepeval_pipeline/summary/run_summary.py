@@ -171,7 +171,8 @@ class BenchmarkSummary(BaseModel):
     """The Dagster run that stored these scores."""
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
-    or that scored the same version beside it (the rows carry only the calls behind them)."""
+    or that scored the same version beside it (the rows carry only the calls behind them);
+    its simulated users' calls included."""
     simulation: SimulationSummary | None = None
     """The simulated users' conversations (a simulated benchmark), apart from the scores."""
     workflow: WorkflowUsage | None = None

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from n8n_deepeval_pipeline.judging.failures import JudgeFailureKind
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
 from n8n_deepeval_pipeline.workflow.hashing import version_key
@@ -149,10 +150,11 @@ class AgentOutput(TableRow):
     """Seconds the workflow took to answer."""
     error: str | None = None
     """Why the run has no output (status and a short reason)."""
-    error_kind: Literal["target_error", "judge_error", "judge_unavailable"] | None = None
+    error_kind: Literal["target_error", JudgeFailureKind] | None = None
     """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded,
-    no answer; rows stored as `no_output` read back so); `judge_error`,
-    `judge_unavailable`: the simulated user's judge failed."""
+    no answer; rows stored as `no_output` read back so); a judge's failure
+    (`judge_error`, `judge_rate_limited`, `judge_auth`, `judge_unavailable`, …): the
+    simulated user's judge failed, named as a score's judge failure is."""
     stop_reason: str | None = None
     """Why a simulated conversation ended: `outcome_reached`, `turn_limit`,
     `empty_user_turn`, `target_error` or `judge_error`."""

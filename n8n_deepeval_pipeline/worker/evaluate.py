@@ -13,20 +13,16 @@ from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import (
     FINAL_ERROR_KINDS,
-    REFUSED_ERROR_KINDS,
     EvaluationResult,
     EvaluationTask,
     JudgeVote,
 )
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, JudgeOutputError, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
-    JudgeCallError,
-    JudgeOutputError,
-    JudgeRateLimited,
     JudgeScope,
-    JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
@@ -166,14 +162,8 @@ class Evaluator:
             score, reason = await _run(entry, config, task, judge, self._eval_mode)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
-        except JudgeOutputError as error:
-            return EvaluationResult.failed(task.task_id, "judge_invalid_output", str(error))
-        except JudgeUnavailable as error:
-            return EvaluationResult.failed(task.task_id, "judge_unavailable", str(error))
-        except JudgeRateLimited as error:
-            return EvaluationResult.failed(task.task_id, "judge_rate_limited", str(error))
-        except JudgeCallError as error:
-            kind = REFUSED_ERROR_KINDS.get(error.status or 0, "judge_error")
+        except JUDGE_FAILURES as error:
+            kind = failure_kind(error) or "judge_error"
             return EvaluationResult.failed(task.task_id, kind, str(error))
         except Exception as error:
             return EvaluationResult.failed(

@@ -495,6 +495,74 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     assert worker_processes() == before
 
 
+class JournalKilledInChunk(ScoreJournalResource):
+    """Test double: the journal of one chunk stops working after a few records (the run is
+    killed there, after the chunks before it finished); every result any chunk journals
+    is also kept in ``RECORDED`` (the test's own account of what each run evaluated)."""
+
+    killed_in: str
+    after: int
+
+    def journal(self, benchmark, partition, chunk="c01_of_01"):
+        real = super().journal(benchmark, partition, chunk)
+        limit = self.after if chunk == self.killed_in else None
+
+        class Journal(type(real)):
+            def record(self, task, result, run_id=""):
+                if limit is not None and len(self.attempts()) >= limit:
+                    raise OSError("killed (test double)")
+                RECORDED.append((run_id, result))
+                super().record(task, result, run_id)
+
+        return Journal(real.path, real.shared)
+
+
+RECORDED: list = []
+
+
+def test_a_run_killed_after_a_chunk_finished_is_charged_every_call_and_resumed_whole(
+    example_copy, environment, tmp_path, monkeypatch
+):
+    # A kill after a chunk finished deleted its journal and its call record: the resumed
+    # run scored the chunk again from the cache and said "calls 498" where the judge had
+    # answered 1,055.
+    monkeypatch.setenv("N8N_DEEPEVAL_CHUNK_SIZE", "50")  # 189 evaluations: 4 chunks
+    RECORDED.clear()
+    defs = build_definitions([example_copy])
+    key = example_key(example_copy)
+    journal_dir = str(tmp_path / "journal")
+    with dg.instance_for_test() as instance:
+        job = defs.resolve_job_def("support_agent__benchmark")
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        killed = job.execute_in_process(
+            partition_key=key, instance=instance, raise_on_error=False,
+            resources={"score_journal": JournalKilledInChunk(
+                directory=journal_dir, killed_in="c02_of_04", after=10)},
+        )  # fmt: skip
+        assert not killed.success
+        evaluated = [result for run, result in RECORDED if run == killed.run_id]
+        # chunk 2 killed after ten; the others (in this process, one after another) whole
+        done = len(evaluated)
+        assert 50 + 10 <= done < 189
+        resumed = job.execute_in_process(
+            partition_key=key, instance=instance,
+            resources={"score_journal": ScoreJournalResource(directory=journal_dir)},
+        )  # fmt: skip
+    assert resumed.success
+    (materialisation,) = resumed.asset_materializations_for_node("support_agent__metric_scores")
+    metadata = {k: v.value for k, v in materialisation.metadata.items()}
+    assert (metadata["resumed"], metadata["evaluated"]) == (done, 189 - done)  # none again
+    spend = metadata["attempts/judge_spend"]
+    assert set(spend) == {killed.run_id, resumed.run_id}
+    assert spend[killed.run_id]["evaluations"] == done
+    # every call the killed run was answered: those behind its results, and those of
+    # the evaluations it was cut short in
+    behind = sum(result.judge_calls for result in evaluated)
+    assert behind > 0 and spend[killed.run_id]["judge_calls"] >= behind
+    assert spend[resumed.run_id]["evaluations"] == 189 - done
+    assert not (tmp_path / "journal" / "support_agent" / key).exists()  # stored: forgotten
+
+
 def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     example_copy, environment
 ):

@@ -10,65 +10,52 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
-import threading
-from multiprocessing.connection import Connection
 
 from n8n_deepeval_pipeline.red_team.protocol import (
+    JOBS,
     AttackOutcome,
     AttackRequest,
     AttackSeed,
     Generated,
     GenerateRequest,
     JudgeUsage,
+    TargetCall,
     TargetReply,
 )
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
 
 
 def main() -> None:
-    connection = Connection(int(sys.argv[1]))
-    request = connection.recv()
-    if "generate" in request:
-        job = GenerateRequest.model_validate(request["generate"])
+    channel = connect()
+    asked = channel.receive()
+    job = JOBS.validate_python(asked.body)
+    if isinstance(job, GenerateRequest):
         seeds = [
             AttackSeed(attack_id=f"a00{n}", vulnerability="Excessive Agency",
                        vulnerability_class="ExcessiveAgency", vulnerability_type="permissions",
                        input=f"{job.purpose} {n}")
             for n in (1, 2)
         ]  # fmt: skip
-        connection.send({"generated": Generated(seeds=seeds, usage=JudgeUsage()).model_dump()})
+        channel.send("done", Generated(seeds=seeds, usage=JudgeUsage()))
         return
-    asyncio.run(play(AttackRequest.model_validate(request["attack"]), connection))
+    asyncio.run(play(job, channel))
 
 
-async def play(job: AttackRequest, connection: Connection) -> None:
-    loop = asyncio.get_running_loop()
-    waiting: dict[int, asyncio.Future[TargetReply]] = {}
-    lock = threading.Lock()
-
-    def read() -> None:
-        while True:
-            reply = TargetReply.model_validate(connection.recv()["reply"])
-            loop.call_soon_threadsafe(waiting.pop(reply.call_id).set_result, reply)
-
-    threading.Thread(target=read, daemon=True).start()
-    calls = iter(range(1, 1000))
+async def play(job: AttackRequest, channel: Channel) -> None:
+    step = CallsToParent(channel, asyncio.get_running_loop())
 
     async def call(session: str, message: str) -> TargetReply:
-        number = next(calls)
-        answered = waiting[number] = loop.create_future()
-        with lock:
-            connection.send(
-                {"call": {"call_id": number, "session_id": session, "message": message}}
-            )
-        return await answered
+        def numbered(call_id: int) -> TargetCall:
+            return TargetCall(call_id=call_id, session_id=session, message=message)
+
+        return TargetReply.model_validate(await step.ask(numbered))
 
     async def one(seed: AttackSeed, run: int) -> None:
         if seed.input == "die":
             os._exit(9)
         if seed.input == "fail":
             secret = job.judge.api_key.get_secret_value() if job.judge.api_key else ""
-            connection.send({"failed": f"the judge refused {secret}"})
+            channel.send("failed", f"the judge refused {secret}")
             return
         session = f"{seed.attack_id}-{run}"
         first = await call(session, seed.input or "")
@@ -82,12 +69,11 @@ async def play(job: AttackRequest, connection: Connection) -> None:
             error=first.error or second.error,
             target_calls=2,
         )
-        with lock:
-            connection.send({"outcome": outcome.model_dump()})
+        channel.send("update", outcome)
 
     await asyncio.gather(*(one(seed, run) for seed in job.seeds for run in range(job.runs)))
-    with lock:
-        connection.send({"done": True})
+    channel.send("done")
+    os._exit(0)  # the reader thread waits on the connection
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The red team's worker process seen from the step: every message it has for the workflow is
 answered (several at once), every outcome collected, and a worker that fails, dies or
-overruns is an error that names its kept log, without the judge's key. The worker here is
-``tests.red_team.fake_worker``, a fake that speaks the protocol without DeepTeam."""
+overruns is an error with its exit code that names its kept log, without the judge's key.
+The worker here is ``tests.red_team.fake_worker``, a fake that speaks the protocol without
+DeepTeam."""
 
 import threading
 import time
@@ -19,14 +20,16 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     TargetReply,
     ToolCallRecord,
 )
+from n8n_deepeval_pipeline.worker.launcher import ChildFailed
 
 CONFIG = RedTeamConfig.model_validate({"vulnerabilities": [{"name": "ExcessiveAgency"}]})
 JUDGE = JudgeSpec(provider="openai", model="gpt-4.1", api_key="sk-secret-red-team-key")
 
 
 @pytest.fixture(autouse=True)
-def fake_worker(monkeypatch):
-    monkeypatch.setattr(session, "_MODULE", "tests.red_team.fake_worker")
+def fake_worker(monkeypatch, tmp_path):
+    monkeypatch.setattr(session, "MODULE", "tests.red_team.fake_worker")
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
 
 
 def seed(attack_id, text):
@@ -101,20 +104,22 @@ def test_a_target_that_raises_is_the_call_s_error_not_the_run_s():
     assert outcome.error == "ConnectionError: webhook down, key [redacted]"
 
 
-def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key():
-    with pytest.raises(session.RedTeamWorkerError) as failed:
+def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key(tmp_path):
+    with pytest.raises(ChildFailed) as failed:
         session.attack(request(seed("a001", "fail"), runs=1), lambda c: None, lambda o: None, 60)
     message = str(failed.value)
-    assert message.startswith("the red team's worker failed: the judge refused [redacted];")
-    log = message.rsplit("its output is in ", 1)[1]
-    assert log.endswith(".log") and JUDGE.api_key.get_secret_value() not in message
-    with open(log) as kept:  # kept for reading, as the message says
-        kept.read()
+    assert message.startswith("the red team's worker failed: the judge refused [redacted] (")
+    assert JUDGE.api_key.get_secret_value() not in message
+    log = failed.value.log_path
+    assert f"its log: {log}" in message
+    assert log.parent == tmp_path / "home" / "logs" and log.suffix == ".log"
+    assert log.exists()  # kept for reading, as the message says
 
 
 def test_a_worker_that_dies_is_an_error_with_its_exit_code():
-    with pytest.raises(session.RedTeamWorkerError, match=r"(exited with|died \(exit) code 9"):
+    with pytest.raises(ChildFailed, match=r"ended before its result \(exit code 9\)") as died:
         session.attack(request(seed("a001", "die"), runs=1), lambda c: None, lambda o: None, 60)
+    assert died.value.exit_code == 9
 
 
 def test_a_worker_that_overruns_its_time_is_stopped():
@@ -123,6 +128,6 @@ def test_a_worker_that_overruns_its_time_is_stopped():
         return TargetReply(call_id=call.call_id, content="late")
 
     started = time.monotonic()
-    with pytest.raises(session.RedTeamWorkerError, match="did not finish in time"):
+    with pytest.raises(ChildFailed, match=r"did not finish in 2 s \(exit code -9, SIGKILL\)"):
         session.attack(request(seed("a001", "x"), runs=1), slow, lambda o: None, timeout_s=2)
     assert time.monotonic() - started < 15
