@@ -81,7 +81,7 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     regressed = invoke("run", example_copy, "--json")
     assert regressed.exit_code == 5, regressed.output
     summary = json.loads(regressed.stdout)
-    assert summary["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
+    assert summary["outcome"]["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
     assert next(m for m in summary["metrics"] if m["metric"] == "helpfulness")["decides"]
 
     # Gate on: the same version run again; helpfulness decides nothing, nothing regressed.
@@ -89,7 +89,7 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     gated = invoke("run", example_copy, "--json")
     assert gated.exit_code == 0, gated.output
     summary = json.loads(gated.stdout)
-    assert summary["gate"]["has_regression"] is False
+    assert summary["outcome"]["gate"]["has_regression"] is False
     assert summary["pass_rate"] == 1.0  # agent_loop_detection alone decides: every run passes
     metric = next(m for m in summary["metrics"] if m["metric"] == "helpfulness")
     assert (metric["decides"], metric["calibration"]["state"], metric["calibration"]["gated"]) == (

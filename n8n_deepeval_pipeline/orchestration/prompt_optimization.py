@@ -101,9 +101,10 @@ def plan_search(benchmark: Benchmark, source: Path, resources: Resources) -> Sea
     assert config is not None  # with_choices fills it
     workflow, _ = resources.n8n.workflow(benchmark)
     parameter = prompt_parameter(workflow, config.node, config.parameter)
-    records = resources.n8n.dataset_records(benchmark.dataset)
+    dataset = benchmark.runs_dataset
+    records = resources.n8n.dataset_records(dataset)
     with pointed_to_by(source):
-        rows = steps.dataset_rows(benchmark.dataset, workflow_hash(workflow), records)
+        rows = steps.dataset_rows(dataset, workflow_hash(workflow), records)
     split = split_rows(rows, config.split.held_out, config.split.seed)
     chosen = config.model.over(benchmark.judge) if config.model is not None else benchmark.judge
     model = resources.judge.spec_for(chosen).model_copy(update={"cache_scope": "shared"})
