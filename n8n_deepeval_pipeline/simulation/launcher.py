@@ -4,7 +4,10 @@ The process gets the workers' environment (no credential: the judge's key and th
 target's URL travel in the request over a private connection) and a scratch working
 folder, removed afterwards; its log is kept beside the folder when it failed. It is
 killed if the caller stops waiting (an error, an interrupted run), and exits by itself
-when the caller dies.
+when the caller dies. Within ``started_ahead()`` (a CLI run whose steps run in its own
+process) one is started at once: DeepEval's import (~2 s of CPU) then overlaps the run's
+set-up, and the simulation step finds it ready, unless its environment holds one of the
+request's credentials (then another is started without them).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -41,37 +45,87 @@ class SimulationTimes(BaseModel):
     simulate_s: float = 0.0
 
 
+class _Process:
+    """A simulator process, its scratch folder and log, and this side of its connection."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        self.scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-simulation-"))
+        self.log_path = self.scratch.with_name(f"{self.scratch.name}.log")
+        self.connection, child_end = Pipe(duplex=True)
+        self.environment = worker_environment(secrets)
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", _MODULE, str(child_end.fileno())],
+                pass_fds=[child_end.fileno()],
+                env=self.environment,
+                cwd=self.scratch,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        child_end.close()
+
+    def fit_for(self, secrets: list[str]) -> bool:
+        """Alive, without any of ``secrets`` in its environment."""
+        exposed = any(secret in value for value in self.environment.values() for secret in secrets)
+        return not exposed and self.process.poll() is None
+
+    def stop(self, succeeded: bool) -> None:
+        """Kill it if it still runs; its folder goes, its log too unless it failed."""
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.connection.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        if succeeded:
+            self.log_path.unlink(missing_ok=True)
+
+
+_AHEAD: list[_Process] = []  # started ahead of its request, while ``started_ahead`` lasts
+_AHEAD_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def started_ahead() -> Iterator[None]:
+    """A simulator process started now, for the first simulation of the block."""
+    process = _Process([])
+    with _AHEAD_LOCK:
+        _AHEAD.append(process)
+    try:
+        yield
+    finally:
+        with _AHEAD_LOCK:
+            untaken = process in _AHEAD
+            if untaken:
+                _AHEAD.remove(process)
+        if untaken:
+            process.stop(succeeded=True)
+
+
+def _taken(secrets: list[str]) -> _Process | None:
+    with _AHEAD_LOCK:
+        for process in _AHEAD:
+            if process.fit_for(secrets):
+                _AHEAD.remove(process)
+                return process
+    return None
+
+
 def simulate(
     request: SimulationRequest, finished: Finished | None = None
 ) -> tuple[list[SimulatedConversation], SimulationTimes]:
     """Every run's conversation, in the request's order, and how long the process took."""
-    scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-simulation-"))
-    log_path = scratch.with_name(f"{scratch.name}.log")
-    parent_end, child_end = Pipe(duplex=True)
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", _MODULE, str(child_end.fileno())],
-            pass_fds=[child_end.fileno()],
-            env=worker_environment(request.secrets),
-            cwd=scratch,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-        )
-    child_end.close()
+    simulator = _taken(request.secrets) or _Process(request.secrets)
+    process, log_path = simulator.process, simulator.log_path
     succeeded = False
     try:
-        parent_end.send(request)
-        found, times = _receive(parent_end, process, len(request.runs), finished, log_path)
+        simulator.connection.send(request)
+        found, times = _receive(
+            simulator.connection, process, len(request.runs), finished, log_path
+        )
         succeeded = True
     finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        parent_end.close()
-        shutil.rmtree(scratch, ignore_errors=True)
-        if succeeded:
-            log_path.unlink(missing_ok=True)
+        simulator.stop(succeeded)
     missing = [golden.run_id for golden in request.runs if golden.run_id not in found]
     if missing:
         raise SimulationFailed(f"the simulator reported no conversation for {missing[:3]}")

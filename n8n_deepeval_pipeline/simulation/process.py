@@ -1,11 +1,12 @@
 """The simulator process: ``python -m n8n_deepeval_pipeline.simulation.process FD``.
 
 Started by ``simulation.launcher`` with the workers' environment (no credential, DeepEval
-quiet) in a scratch working folder. It reads one ``SimulationRequest`` from its
-connection, imports DeepEval (without the Anthropic SDK, as the workers do), plays every
-conversation, and sends back ``{"ready": import seconds}``, one ``{"conversation": …}``
-per conversation as it finishes, and ``{"done": seconds}`` (or ``{"failed": why}``). It
-exits when its parent is gone.
+quiet) in a scratch working folder. It imports DeepEval (without the Anthropic SDK, as
+the workers do) and says ``{"ready": import seconds}`` before it reads its one
+``SimulationRequest`` (a process started ahead of its request is ready when it comes),
+plays every conversation, and sends back one ``{"conversation": …}`` per conversation as
+it finishes, and ``{"done": seconds}`` (or ``{"failed": why}``). It exits when its parent
+is gone.
 """
 
 from __future__ import annotations
@@ -24,11 +25,14 @@ def main() -> None:
     """Play the request's conversations; report each one, then done or failed."""
     connection = Connection(int(sys.argv[1]))
     exit_with_parent()
-    request = SimulationRequest.model_validate(connection.recv())
     started = time.perf_counter()
     with without_anthropic_sdk():
         from n8n_deepeval_pipeline.simulation.simulator import Simulation
     connection.send({"ready": time.perf_counter() - started})
+    try:
+        request = SimulationRequest.model_validate(connection.recv())
+    except (EOFError, OSError):  # started ahead, and not needed after all
+        sys.exit(0)
 
     def report(conversation: Any) -> None:
         connection.send({"conversation": conversation.model_dump(mode="json")})

@@ -1,9 +1,10 @@
 """A fake of the red team's worker process, speaking its protocol without DeepTeam.
 
-``python -m tests.red_team.fake_worker FD``: asked to generate, it sends two seeds; asked to
-play, it sends each seed's input to the workflow twice (two turns of one session, all
-seeds at once) and reports the answers as the outcome. A seed whose input is ``die``
-kills the process; ``fail`` makes it say it failed, quoting the judge's key.
+``python -m tests.red_team.fake_worker FD``: it serves requests one after another until its
+connection closes. Asked to generate, it sends two seeds; asked to play, it sends each
+seed's input to the workflow twice (two turns of one session, all seeds at once) and
+reports the answers as the outcome. A seed whose input is ``die`` kills the process;
+``fail`` makes it say it failed, quoting the judge's key.
 """
 
 from __future__ import annotations
@@ -26,32 +27,50 @@ from n8n_deepeval_pipeline.red_team.protocol import (
 
 
 def main() -> None:
-    connection = Connection(int(sys.argv[1]))
-    request = connection.recv()
-    if "generate" in request:
-        job = GenerateRequest.model_validate(request["generate"])
-        seeds = [
-            AttackSeed(attack_id=f"a00{n}", vulnerability="Excessive Agency",
-                       vulnerability_class="ExcessiveAgency", vulnerability_type="permissions",
-                       input=f"{job.purpose} {n}")
-            for n in (1, 2)
-        ]  # fmt: skip
-        connection.send({"generated": Generated(seeds=seeds, usage=JudgeUsage()).model_dump()})
-        return
-    asyncio.run(play(AttackRequest.model_validate(request["attack"]), connection))
+    asyncio.run(serve(Connection(int(sys.argv[1]))))
 
 
-async def play(job: AttackRequest, connection: Connection) -> None:
+async def serve(connection: Connection) -> None:
     loop = asyncio.get_running_loop()
+    requests: asyncio.Queue[dict | None] = asyncio.Queue()
     waiting: dict[int, asyncio.Future[TargetReply]] = {}
-    lock = threading.Lock()
 
-    def read() -> None:
+    def answer(reply: TargetReply) -> None:
+        waiting.pop(reply.call_id).set_result(reply)
+
+    def read() -> None:  # one reader for the process's life: replies, and the next requests
         while True:
-            reply = TargetReply.model_validate(connection.recv()["reply"])
-            loop.call_soon_threadsafe(waiting.pop(reply.call_id).set_result, reply)
+            try:
+                message = connection.recv()
+            except (EOFError, OSError):
+                loop.call_soon_threadsafe(requests.put_nowait, None)
+                return
+            if "reply" in message:
+                loop.call_soon_threadsafe(answer, TargetReply.model_validate(message["reply"]))
+            else:
+                loop.call_soon_threadsafe(requests.put_nowait, message)
 
     threading.Thread(target=read, daemon=True).start()
+    while (request := await requests.get()) is not None:
+        if "generate" in request:
+            job = GenerateRequest.model_validate(request["generate"])
+            seeds = [
+                AttackSeed(attack_id=f"a00{n}", vulnerability="Excessive Agency",
+                           vulnerability_class="ExcessiveAgency",
+                           vulnerability_type="permissions", input=f"{job.purpose} {n}")
+                for n in (1, 2)
+            ]  # fmt: skip
+            generated = Generated(seeds=seeds, usage=JudgeUsage())
+            connection.send({"generated": generated.model_dump()})
+            continue
+        await play(AttackRequest.model_validate(request["attack"]), connection, waiting)
+
+
+async def play(
+    job: AttackRequest, connection: Connection, waiting: dict[int, asyncio.Future[TargetReply]]
+) -> None:
+    loop = asyncio.get_running_loop()
+    lock = threading.Lock()
     calls = iter(range(1, 1000))
 
     async def call(session: str, message: str) -> TargetReply:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from pydantic import SecretStr
 
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
@@ -126,3 +127,68 @@ def test_a_worker_that_overruns_its_time_is_stopped():
     with pytest.raises(session.RedTeamWorkerError, match="did not finish in time"):
         session.attack(request(seed("a001", "x"), runs=1), slow, lambda o: None, timeout_s=2)
     assert time.monotonic() - started < 15
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """The worker processes the session starts, in order."""
+    processes = []
+    real = session._Process
+
+    def counted(secrets):
+        process = real(secrets)
+        processes.append(process)
+        return process
+
+    monkeypatch.setattr(session, "_Process", counted)
+    return processes
+
+
+def generation(purpose="refunds", judge=JUDGE):
+    return GenerateRequest(
+        config=CONFIG, purpose=purpose, judge=judge, cache_namespace="n", concurrency=2
+    )
+
+
+def answered(call: TargetCall) -> TargetReply:
+    return TargetReply(call_id=call.call_id, content=f"re: {call.message}")
+
+
+def test_a_worker_started_ahead_generates_and_plays_and_is_stopped_after_the_block(started):
+    with session.started_ahead():
+        assert len(started) == 1  # started before any request
+        generated = session.generate(generation(), timeout_s=60)
+        outcomes = session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
+        assert len(started) == 1  # both requests asked the one process
+    assert [o.actual_output for o in outcomes] == [
+        "re: refunds 1 | re: again: refunds 1",
+        "re: refunds 2 | re: again: refunds 2",
+    ]
+    assert started[0].process.wait(timeout=10) == 0  # stopped with the block
+
+
+def test_without_a_block_each_request_has_a_worker_of_its_own(started):
+    generated = session.generate(generation(), timeout_s=60)
+    session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
+    assert len(started) == 2
+    assert all(process.process.poll() is not None for process in started)
+
+
+def test_a_kept_worker_whose_environment_holds_the_judges_key_is_not_asked(started, monkeypatch):
+    key = "opensesame7731"  # nothing says it is a key, but the judge's spec
+    monkeypatch.setenv("SUPPORT_DESK_SETTING", key)  # nor does the variable's name
+    judge = JUDGE.model_copy(update={"api_key": SecretStr(key)})
+    with session.started_ahead():
+        session.generate(generation(judge=judge), timeout_s=60)
+        assert len(started) == 2
+        assert key in started[0].environment["SUPPORT_DESK_SETTING"]
+        assert "SUPPORT_DESK_SETTING" not in started[1].environment
+
+
+def test_a_worker_that_failed_is_not_kept(started):
+    with session.started_ahead():
+        with pytest.raises(session.RedTeamWorkerError):
+            session.attack(request(seed("a001", "fail"), runs=1), answered, lambda o: None, 60)
+        session.generate(generation(), timeout_s=60)
+        assert len(started) == 2
+        assert started[0].process.poll() is not None

@@ -137,3 +137,51 @@ def test_the_dry_run_judge_plays_without_any_server(chatbot: LoopbackChatbot) ->
     assert played.turns[0].content == "[dry-run] user turn 1: Asks 6*7"
     assert played.stop_reason in ("outcome_reached", "target_error")
     assert played.judge_calls >= 1
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The simulator processes the launcher starts, in order."""
+    from n8n_deepeval_pipeline.simulation import launcher
+
+    processes: list[Any] = []
+    real = launcher._Process
+
+    def counted(secrets: list[str]) -> Any:
+        process = real(secrets)
+        processes.append(process)
+        return process
+
+    monkeypatch.setattr(launcher, "_Process", counted)
+    return processes
+
+
+def test_a_simulator_started_ahead_plays_the_simulation_and_none_is_left(
+    chatbot: LoopbackChatbot, started: list[Any]
+) -> None:
+    from n8n_deepeval_pipeline.simulation import launcher
+
+    with launcher.started_ahead():
+        assert len(started) == 1  # before the request exists
+        (played,) = play(JudgeSpec(), chatbot, [{"scenario": "Asks 6*7"}])
+        assert len(started) == 1  # the simulation took it
+    assert played.turns[0].content == "[dry-run] user turn 1: Asks 6*7"
+    assert started[0].process.poll() is not None
+    with launcher.started_ahead():
+        pass  # none asked for one: it is stopped with the block
+    assert started[1].process.wait(timeout=10) is not None
+    assert not started[1].scratch.exists()
+
+
+def test_a_simulator_started_ahead_with_the_judges_key_in_its_environment_is_not_used(
+    chatbot: LoopbackChatbot, started: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from n8n_deepeval_pipeline.simulation import launcher
+
+    key = "opensesame7731"  # nothing says it is a key but the judge's spec
+    monkeypatch.setenv("SUPPORT_DESK_SETTING", key)
+    judge = JudgeSpec(provider="dry-run", model="dry-run", api_key=key)
+    with launcher.started_ahead():
+        play(judge, chatbot, [{"scenario": "Asks 6*7"}])
+        assert len(started) == 2
+        assert "SUPPORT_DESK_SETTING" not in started[1].environment
