@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 from pydantic.json_schema import model_json_schema
 
 from n8n_deepeval_pipeline.judging.wire_format import schema_built_once, strict_response_format
@@ -45,3 +45,8 @@ def test_a_class_may_change_the_schema_it_is_given_without_changing_the_next_one
 def test_each_schema_gets_one_class_of_its_own():
     assert schema_built_once(Verdicts) is schema_built_once(Verdicts)
     assert schema_built_once(Reason) is not schema_built_once(Verdicts)
+
+
+def test_a_schema_made_anew_for_each_metric_is_given_as_it_is():
+    made = create_model("Verdict", verdict=(str, ...))  # as a DAG's verdict node makes one
+    assert schema_built_once(made) is made
