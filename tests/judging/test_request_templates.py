@@ -123,6 +123,14 @@ class RawServer:
         self._thread.join(10)
 
 
+@pytest.fixture(autouse=True)
+def no_tracer_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """OpenTelemetry as a worker has it: no tracer provider set (another test may set one)."""
+    from opentelemetry import trace
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", None)
+
+
 @pytest.fixture
 def server() -> Iterator[RawServer]:
     raw = RawServer()
@@ -232,6 +240,25 @@ def test_a_request_with_something_per_request_is_left_to_the_sdk(server, monkeyp
     ]
     assert len(keys) == 2 and keys[0] != keys[1]
     assert list(request_templates._TEMPLATES[provider._client].values()) == [None]
+
+
+def test_a_client_whose_calls_are_traced_is_left_to_the_sdk(server, monkeypatch):
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    monkeypatch.setattr(trace, "_TRACER_PROVIDER", TracerProvider())  # an application's
+    judge = _judge("anthropic", server)
+    provider: Any = judge._provider
+    for prompt in ("first", "second"):
+        judge._loop.run(provider.complete(prompt, Verdicts))
+    assert not request_templates.fills_requests(provider._client)
+    contexts = {
+        line.split(b":", 1)[1].strip()
+        for request in server.requests
+        for line in request.split(b"\r\n")
+        if line.lower().startswith(b"traceparent:")
+    }
+    assert len(contexts) == 2  # each request's own trace context, as the SDK sends it
 
 
 def test_an_error_answer_is_the_sdks_error_with_its_status_and_message(server):
