@@ -27,8 +27,12 @@ _COMMANDS = {
     "backfill": "run_commands:backfill",
     "compare": "version_commands:compare",
     "report": "version_commands:report",
+    "optimize": "optimize_command:optimize",
     "init": "init_command:init",
     "dataset": "dataset_commands:dataset",
+    "review": "calibration_commands:review",
+    "labels": "calibration_commands:labels",
+    "calibration": "calibration_commands:calibration",
     "cache": "cache_commands:cache",
     "ui": "ui_command:ui",
     "ci": "ci_commands:ci",
@@ -58,6 +62,10 @@ class _LazyGroup(click.Group):
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Benchmark n8n AI workflows with DeepEval, orchestrated by Dagster."""
+    from n8n_deepeval_pipeline.console.printed import print_safely
+
+    # Nothing printed holds a configured secret or a control character a terminal obeys.
+    print_safely()
     # Every command's files (and its children's: workers, Dagster) are private.
     users_umask = settings.keep_files_private()
     ctx.call_on_close(lambda: settings.restore_umask(users_umask))

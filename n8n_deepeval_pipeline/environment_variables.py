@@ -87,9 +87,18 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_REPORTS_PORT",
         group="where things live",
         default="3001",  # beside the UI's 3000, which `ui` then does not take
-        meaning="The port on 127.0.0.1 where `n8n-deepeval ui` serves the reports folder: "
-        "the address the `report_url` links in the Dagster UI name (written when a report "
+        meaning="The port where `n8n-deepeval ui` serves the results workspace, and the "
+        "reports folder under its `/reports/`: the address the `workspace_url` and "
+        "`report_url` links in the Dagster UI and in the reports name (written when a report "
         "is made).",
+    ),
+    Variable(
+        name="N8N_DEEPEVAL_WORKSPACE_URL",
+        group="where things live",
+        default_described="`http://127.0.0.1:$N8N_DEEPEVAL_REPORTS_PORT`",
+        meaning="The address the results workspace is reached at, when `n8n-deepeval ui "
+        "--host` serves it on a team's server (`http://evals.example.internal:3001`): the "
+        "links written into reports and the Dagster UI start with it.",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_STATE",
@@ -121,7 +130,10 @@ VARIABLES: tuple[Variable, ...] = (
         group="judge",
         default="dry-run",
         meaning="The default judge's provider: `openai`, `azure-openai`, `anthropic`, "
-        "`openai-compatible`, `local` or `dry-run` (placeholder answers, no model).",
+        "`gemini`, `ollama`, `openrouter`, `deepseek`, `bedrock` (asked as DeepEval's class "
+        "for each asks; `gemini`, `ollama` and `bedrock` need their extra), "
+        "`openai-compatible` (any server with OpenAI's API), `local` (an in-process model) "
+        "or `dry-run` (placeholder answers, no model).",
     ),
     Variable(
         name="N8N_DEEPEVAL_JUDGE_MODEL",
@@ -262,7 +274,8 @@ VARIABLES: tuple[Variable, ...] = (
         name="N8N_DEEPEVAL_EVAL_TIMEOUT_S",
         group="worker pool",
         default="300",
-        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it).",
+        meaning="Per-evaluation timeout, in seconds (`timeoutS` on a metric overrides it); "
+        "each judge call of a simulated user or of the synthesizer has 90% of it.",
     ),
     Variable(
         name="N8N_DEEPEVAL_WORKER_MAX_EVALUATIONS",

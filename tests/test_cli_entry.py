@@ -36,7 +36,7 @@ def _script(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_whole_output_arrives_through_a_pipe_and_codes_are_kept():
     listed = _script("metrics", "--json")
     assert listed.returncode == 0
-    assert listed.stdout.rstrip().endswith("]")  # the whole JSON, flushed before the exit
+    assert listed.stdout.rstrip().endswith("}")  # the whole JSON, flushed before the exit
     assert '"slug": "tools_used"' in listed.stdout
     refused = _script("validate", str(EXAMPLE / "missing.yaml"))
     assert refused.returncode == 2

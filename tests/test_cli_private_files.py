@@ -2,8 +2,8 @@
 
 A home made beforehand by the user (0755) and a umask of 022 are the common case: the
 results, the judge's prompts and answers, the journal, the steps and Dagster's storage
-are still readable by their owner only. What the user asks for elsewhere (``report
---out``) follows the user's umask.
+are still readable by their owner only. The report asked for elsewhere (``report --out``)
+holds every answer too: it is as private as the home.
 """
 
 import os
@@ -44,7 +44,7 @@ def readable_by_others(root: Path) -> list[str]:
     return found
 
 
-def test_everything_under_a_home_made_at_0755_is_private_and_asked_for_files_are_not(tmp_path):
+def test_everything_under_a_home_made_at_0755_is_private_and_so_is_the_report_asked_for(tmp_path):
     home = tmp_path / "home"
     home.mkdir(mode=0o755)
     benchmark = str(EXAMPLE / "benchmark.yaml")
@@ -58,10 +58,10 @@ def test_everything_under_a_home_made_at_0755_is_private_and_asked_for_files_are
         path.name for path in home.iterdir()
     }
     assert stat.S_IMODE(home.stat().st_mode) == 0o755  # the user's own folder keeps its mode
-    # the report the user asked for, where they asked: as their umask makes files
+    # the report the user asked for, where they asked: every answer is in it, so private
     assert {path.name: stat.S_IMODE(path.stat().st_mode) for path in out.iterdir()} == {
-        "report.html": 0o644,
-        "eval-results.json": 0o644,
-        "eval-pr-comment.md": 0o644,
+        "report.html": 0o600,
+        "eval-results.json": 0o600,
+        "eval-pr-comment.md": 0o600,
     }
-    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700

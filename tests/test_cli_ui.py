@@ -184,7 +184,17 @@ def test_ui_loads_the_benchmark_it_is_named_and_serves_the_reports_its_links_nam
         with urllib.request.urlopen(report_url, timeout=10) as answer:
             assert answer.status == 200
             assert "<title>walk_through · " in answer.read().decode()
+        # the results workspace answers where those links point: the version's page, and a
+        # root that lists the benchmarks (the reports' server answered 404 there)
+        workspace = f"http://127.0.0.1:{env['N8N_DEEPEVAL_REPORTS_PORT']}"
+        version = entries["workspace_url"]["url"]
+        assert version.startswith(f"{workspace}/benchmarks/walk_through/versions/")
+        with urllib.request.urlopen(version, timeout=30) as answer:
+            assert answer.status == 200 and "88.9%" in answer.read().decode()
+        with urllib.request.urlopen(workspace + "/", timeout=30) as answer:
+            assert 'data-benchmark="walk_through"' in answer.read().decode()
         said = log.read_text()
+        assert f"results workspace at {workspace}/" in said
         assert "dg dev" not in said and "SupersessionWarning" not in said
     finally:
         os.killpg(ui.pid, signal.SIGTERM)
@@ -194,3 +204,54 @@ def test_ui_loads_the_benchmark_it_is_named_and_serves_the_reports_its_links_nam
             for group in groups | {ui.pid}:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(group, signal.SIGKILL)
+
+
+def wait_for_workspace(log: Path, process: subprocess.Popen, deadline: float) -> str:
+    while time.monotonic() < deadline and process.poll() is None:
+        found = re.search(r"results workspace at (http://\S+)", log.read_text())
+        if found:
+            return found.group(1)
+        time.sleep(0.1)
+    raise AssertionError(log.read_text())
+
+
+def test_ui_results_only_serves_the_workspace_alone_and_stops_on_sigterm(tmp_path):
+    from n8n_deepeval_pipeline.testing.generated_store import (
+        GeneratedVersion,
+        version_tables,
+        write_store,
+    )
+    from tests.workspace.conftest import METRICS, PASSES_V1, T0, V1
+
+    home = tmp_path / "home"
+    write_store(home / "results.duckdb", "orders", version_tables(
+        [GeneratedVersion(V1, T0, PASSES_V1)], METRICS
+    ))  # fmt: skip
+    port = _free_port()
+    env = {**os.environ, "N8N_DEEPEVAL_HOME": str(home), "N8N_DEEPEVAL_REPORTS_PORT": str(port)}
+    env.pop("N8N_DEEPEVAL_BENCHMARKS", None)
+    cli = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "ui", "--results-only"]
+    log = tmp_path / "ui.log"
+    with log.open("w") as output:
+        ui = subprocess.Popen(
+            cli, env=env, cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT,
+            preexec_fn=as_a_background_job,
+        )  # fmt: skip
+    try:
+        url = wait_for_workspace(log, ui, time.monotonic() + 120)
+        assert url == f"http://127.0.0.1:{port}/"
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            page = answer.read().decode()
+        assert 'data-benchmark="orders"' in page and "88.9%" in page
+        assert descendant_pids(ui.pid) == set()  # no Dagster: the workspace alone
+        # a second one finds the port taken, and says so in one line
+        taken = subprocess.run(cli, env=env, cwd=tmp_path, capture_output=True, text=True)
+        assert taken.returncode == 1
+        assert f"the results workspace is not served: 127.0.0.1:{port}:" in taken.stderr
+        assert "N8N_DEEPEVAL_REPORTS_PORT moves them" in taken.stderr
+        ui.send_signal(signal.SIGTERM)
+        assert ui.wait(timeout=15) == 0
+    finally:
+        if ui.poll() is None:
+            ui.kill()
+            ui.wait()

@@ -58,14 +58,14 @@ def test_a_port_in_use_is_skipped_and_any_other_refusal_is_said_as_it_is(monkeyp
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert _free_port(port) > port
+        assert _free_port("127.0.0.1", port) > port
 
     def refused(self, address):
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(socket.socket, "bind", refused)  # a port below 1024, not as root
     with pytest.raises(click.ClickException) as caught:
-        _free_port(80)
+        _free_port("127.0.0.1", 80)
     assert caught.value.message == "cannot listen on 127.0.0.1:80: Permission denied"
 
 

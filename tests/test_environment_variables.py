@@ -110,3 +110,15 @@ def test_a_variable_states_its_default_as_the_reference_page_shows_it():
     assert Variable(name="A", group="n8n", meaning="m").shown_default == "unset"
     described = Variable(name="A", group="n8n", meaning="m", default_described="the CPUs")
     assert described.shown_default == "the CPUs"
+
+
+def test_the_judge_provider_variable_and_fields_name_every_provider():
+    from n8n_deepeval_pipeline.benchmark.config import benchmark_json_schema
+    from n8n_deepeval_pipeline.judging.spec import JUDGE_PROVIDERS
+
+    meaning = REGISTRY["N8N_DEEPEVAL_JUDGE_PROVIDER"].meaning
+    assert [p for p in JUDGE_PROVIDERS if f"`{p}`" not in meaning] == []
+    definitions = benchmark_json_schema()["$defs"]
+    for model in ("JudgeChoice", "JudgeOverride"):
+        said = definitions[model]["properties"]["provider"]["description"]
+        assert [p for p in JUDGE_PROVIDERS if p not in said] == [], model

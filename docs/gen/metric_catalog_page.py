@@ -7,6 +7,7 @@ takes, then a section per metric with its own options, from its config model's s
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from typing import Any
 
 from benchmark_file_page import SchemaPage
@@ -16,6 +17,7 @@ from n8n_deepeval_pipeline.benchmark.config import benchmark_json_schema
 from n8n_deepeval_pipeline.config.model import StatedDefaults
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
+from n8n_deepeval_pipeline.metrics.left_out import LEFT_OUT
 from n8n_deepeval_pipeline.metrics.options import (
     JUDGE_OPTIONS,
     MetricConfig,
@@ -30,6 +32,8 @@ _CATEGORY_TITLES = {
     "safety": "Safety metrics",
     "others": "Other metrics",
     "community": "Community metrics",
+    "mcp": "MCP metrics",
+    "images": "Image metrics",
     "n8n": "n8n's metrics",
 }
 # What a metric needs, in the names a benchmark file uses (input and output: every run has).
@@ -45,6 +49,9 @@ _NEEDS = {
     "chatbot_role": "`chatbotRole`",
     "expected_outcome": "`expectedOutcome`",
     "scenario": "`scenario`",
+    "mcp_servers": "MCP servers",
+    "input_images": "an image in the input",
+    "output_images": "an image in the output",
 }
 
 
@@ -172,6 +179,15 @@ class CatalogPage:
         for category, entries in by_category.items():
             parts.append(f"## {_CATEGORY_TITLES[category]}\n")
             parts += [self.section(entry) for entry in entries]
+        parts += [
+            "## Left out\n",
+            f"DeepEval {version('deepeval')}'s metrics no benchmark can use, and why "
+            "(`n8n-deepeval metrics --json` lists them under `leftOut`):\n",
+            table(
+                ["DeepEval metric", "why"],
+                [(code(left.implementation), prose(left.why)) for left in LEFT_OUT],
+            ),
+        ]
         return "\n".join(parts)
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_snake
 
+from n8n_deepeval_pipeline.benchmark.calibration import CalibrationConfig
 from n8n_deepeval_pipeline.benchmark.n8n_target import (
     DataTableSink,
     N8nWorkflowRef,
@@ -21,6 +22,7 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import (
     WorkflowTarget,
 )
 from n8n_deepeval_pipeline.benchmark.online import REFERENCE_FREE_FIELDS, OnlineConfig
+from n8n_deepeval_pipeline.benchmark.optimize import OptimizeConfig
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.benchmark.simulation import SimulationConfig
 from n8n_deepeval_pipeline.config.cron import cron_problem
@@ -28,9 +30,10 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_v
 from n8n_deepeval_pipeline.config.model import ConfigModel, FilePath, StatedDefaults
 from n8n_deepeval_pipeline.config.schema_names import schema_name_problem
 from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
-from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeProvider
+from n8n_deepeval_pipeline.judging.spec import JUDGE_PROVIDERS, JudgeChoice, JudgeProvider
 from n8n_deepeval_pipeline.metrics.catalog import MetricSpec, entry_for
 from n8n_deepeval_pipeline.n8n_data.expressions import ExpressionError, Segments, parse_path
+from n8n_deepeval_pipeline.redaction import treat_as_secrets
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule
 from n8n_deepeval_pipeline.statistics.consistency import Basis
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
@@ -49,6 +52,7 @@ MappedField = Literal[
     "expectedOutcome",
     "scenario",
     "userDescription",
+    "inputImages",
 ]
 # What a recorded target can read from dataset columns.
 RecordedColumn = Literal["output", "intermediateSteps", "label", "turns"]
@@ -329,9 +333,7 @@ class JudgeOverride(JudgeChoice):
     out comes from here.
     """
 
-    provider: JudgeProvider = Field(
-        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run."
-    )
+    provider: JudgeProvider = Field(description=f"One of {', '.join(JUDGE_PROVIDERS)}.")
 
 
 class Benchmark(ConfigModel):
@@ -387,6 +389,12 @@ class Benchmark(ConfigModel):
         default=CompareConfig(), description="How a version is compared with its baseline."
     )
     checks: ChecksConfig = Field(default=ChecksConfig(), description="Limits of the asset checks.")
+    calibration: CalibrationConfig | None = Field(
+        default=None,
+        description="How much a judge-backed metric must agree with people's labels (Cohen's "
+        "kappa) to be calibrated, and whether only calibrated metrics decide runs (off: unset; "
+        "agreement is still reported once runs are labelled).",
+    )
     online: OnlineConfig | None = Field(
         default=None,
         description="Score the workflow's production executions as they happen (off: unset).",
@@ -400,6 +408,11 @@ class Benchmark(ConfigModel):
         default=None,
         description="Play each run of a conversational golden (scenario, expectedOutcome, "
         "userDescription) as a conversation with a simulated user (off: unset).",
+    )
+    optimize: OptimizeConfig | None = Field(
+        default=None,
+        description="How `n8n-deepeval optimize` rewrites a prompt of the workflow with "
+        "DeepEval's PromptOptimizer (needs an n8n_workflow target; unset: its defaults).",
     )
 
     @model_validator(mode="before")
@@ -607,6 +620,39 @@ class Benchmark(ConfigModel):
             )
         return self
 
+    @model_validator(mode="after")
+    def _optimize_what_can_be_varied(self) -> Benchmark:
+        if self.optimize is None:
+            return self
+        if not isinstance(self.target, WorkflowTarget):
+            raise ValueError(
+                "optimize: candidates are set on the workflow's harness copy: use target "
+                "type n8n_workflow"
+            )
+        if self.simulation is not None:
+            raise ValueError(
+                "optimize: a candidate is scored on one answer per row, not on a simulated "
+                "conversation: remove the simulation section to optimise"
+            )
+        known = self.counted_labels + [
+            label for label in self.metric_labels if label not in self.head_to_head
+        ]
+        for label in self.optimize.metrics or []:
+            if label in self.head_to_head:
+                raise ValueError(
+                    f"optimize.metrics: {label!r} judges variants head to head, not a candidate"
+                )
+            if label not in known:
+                raise ValueError(f"optimize.metrics names unknown metric {label!r}; known: "
+                                 f"{list(dict.fromkeys(known))}")  # fmt: skip
+        return self
+
+    @property
+    def optimized_labels(self) -> list[str]:
+        """The metrics a candidate prompt is scored on: optimize.metrics, else the deciding ones."""
+        chosen = self.optimize.metrics if self.optimize is not None else None
+        return list(chosen) if chosen else self.counted_labels
+
     def for_trial(self) -> Benchmark:
         """The benchmark for a trial of a few of its rows.
 
@@ -623,6 +669,22 @@ class Benchmark(ConfigModel):
         """The judge that plays the simulated user: the simulation's, over the benchmark's."""
         own = self.simulation.judge if self.simulation else None
         return own.over(self.judge) if own is not None else self.judge
+
+    @property
+    def secret_variables(self) -> list[str]:
+        """The environment variables whose values this benchmark sends somewhere.
+
+        What its templates read (``target.env``, ``urlEnv``) and its judges' keys and
+        endpoints: a server may echo any of them back, so their values are secrets.
+        """
+        target = self.target
+        names = [*getattr(target, "env", ()), getattr(target, "url_env", None)]
+        simulator = self.simulation.judge if self.simulation else None
+        choices = [self.judge, simulator, *(c for m in self.metrics for c in m.judge_choices())]
+        for choice in filter(None, choices):
+            names += [choice.api_key_env, choice.aws_access_key_id_env]
+            names += [choice.aws_session_token_env, choice.base_url_env]
+        return [name for name in dict.fromkeys(names) if name]
 
     @property
     def metric_labels(self) -> list[str]:
@@ -713,7 +775,7 @@ def benchmark_json_schema() -> dict[str, Any]:
     return schema
 
 
-def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+def resolve_paths(raw: dict[str, Any], base: Path) -> None:
     """Make relative paths relative to the benchmark file, not the working directory."""
 
     def resolve(container: Any, key: str) -> None:
@@ -730,11 +792,13 @@ def parse_benchmark(raw: Any, source: Path) -> Benchmark:
     if not isinstance(raw, Mapping):
         raise BenchmarkConfigError(source, ["(top level): must be a mapping of benchmark fields"])
     document = dict(raw)
-    _resolve_paths(document, source.parent)
+    resolve_paths(document, source.parent)
     try:
-        return Benchmark.model_validate(document)
+        benchmark = Benchmark.model_validate(document)
     except ValidationError as error:
         raise BenchmarkConfigError(source, describe_validation_error(error)) from None
+    treat_as_secrets(benchmark.secret_variables)  # whatever this process prints or stores
+    return benchmark
 
 
 def load_benchmark(path: Path | str) -> Benchmark:

@@ -231,6 +231,44 @@ def _or_services(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"const": "services", "type": "string"}, {"$ref": schema.pop("$ref")}]
 
 
+class McpServerSettings(ConfigModel):
+    """An MCP Client Tool node's server: whether runs may call it, and what it offers.
+
+    Its tools' calls are mocked unless ``safe`` (the node's mock under ``mocks.nodes``, or
+    ``{"mocked": true}``). What the server offers is listed from it through the MCP
+    protocol when a run starts (listing calls no tool), unless it is given here: a server
+    the pipeline cannot reach, or one behind credentials only n8n holds.
+    """
+
+    safe: bool = Field(
+        default=False,
+        description="The server may be called: its tools run for real on every run (default: "
+        "they are mocked, and the server sees no tool call).",
+    )
+    tools: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="The server's tools as MCP lists them ({name, description, inputSchema}); "
+        "given, the server is not asked for them.",
+    )
+    resources: list[dict[str, Any]] | None = Field(
+        default=None, description="The server's resources as MCP lists them ({uri, name, …})."
+    )
+    prompts: list[dict[str, Any]] | None = Field(
+        default=None, description="The server's prompts as MCP lists them ({name, arguments, …})."
+    )
+
+    @field_validator("tools", "resources", "prompts")
+    @classmethod
+    def _named(cls, primitives: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        for index, primitive in enumerate(primitives or []):
+            if not isinstance(primitive.get("name"), str) or not primitive["name"]:
+                raise ValueError(f"entry {index} has no name (MCP lists each by its name)")
+        return primitives
+
+
+# Each version of a run calls its workflow from a process of its own, all at once (about
+# 0.3 GB each: ten variants peaked at 3.1 GB); more than this would not fit a machine.
+MAX_VARIANTS = 16
 # A variant's name is a label in tables, partitions' tags and the report.
 VariantName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 NodeName = Annotated[str, Field(min_length=1)]
@@ -289,15 +327,21 @@ class WorkflowTarget(ConfigModel):
         description="Nodes that answer from the benchmark instead of acting on the world; "
         '"services" (= {services: true}) mocks every node that acts on a real service.',
     )
+    mcp_servers: dict[NodeName, McpServerSettings] = Field(
+        default_factory=dict,
+        description="MCP Client Tool node name → its server: safe to call (its tool calls "
+        "are mocked otherwise), and what it offers when it cannot be listed.",
+    )
     env: list[EnvName] = _env_field()
     prices: dict[str, Price] = _prices_field()
     variants: dict[VariantName, dict[NodeName, dict[ParameterPath, Any]]] = Field(
         default_factory=dict,
+        json_schema_extra={"maxProperties": MAX_VARIANTS},
         description="Variants benchmarked beside the workflow in one run: variant name → "
         "node name → parameter path (dots: options.systemMessage) → value. Each variant is "
         "a workflow version of its own (its own workflowHash and results), never the "
         "baseline of the next version; a model's `model` takes the name as the editor "
-        "shows it.",
+        f"shows it. At most {MAX_VARIANTS} (each version runs in a process of its own).",
     )
 
     @model_validator(mode="after")
@@ -305,9 +349,28 @@ class WorkflowTarget(ConfigModel):
         refuse_unlisted_env({"input": self.input}, self.env)
         return self
 
+    @model_validator(mode="after")
+    def _safe_or_mocked(self) -> WorkflowTarget:
+        mocked = self.mocks.nodes
+        both = sorted(
+            name for name, server in self.mcp_servers.items() if server.safe and name in mocked
+        )
+        if both:
+            raise ValueError(
+                f'mcpServers: "{both[0]}" is safe to call and mocked under mocks.nodes: '
+                "say one or the other"
+            )
+        return self
+
     @field_validator("variants")
     @classmethod
     def _base_is_the_workflow(cls, variants: dict[str, Any]) -> dict[str, Any]:
+        if len(variants) > MAX_VARIANTS:
+            raise ValueError(
+                f"{len(variants)} variants: at most {MAX_VARIANTS} run beside the workflow (each "
+                "version calls it from a process of its own, all at once); split them over "
+                "two benchmark files"
+            )
         if BASE in variants:
             raise ValueError(f"{BASE!r} names the workflow itself: give the variant another name")
         return variants

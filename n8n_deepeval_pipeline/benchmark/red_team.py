@@ -77,29 +77,39 @@ def _option(used_by: str) -> Any:
     return Field(default=None, description=f"{used_by} (DeepTeam's option; unset: its default).")
 
 
-def _positive(description: str) -> Any:
-    return Field(default=None, ge=1, description=description)
+def _count(description: str, most: int, least: int = 1) -> Any:
+    """A count DeepTeam takes, bounded far above its default."""
+    return Field(default=None, ge=least, le=most, description=f"{description} (at most {most}).")
 
 
 class AttackChoice(ConfigModel):
-    """One DeepTeam attack, its weight in the draw, and the options its class takes."""
+    """One DeepTeam attack, its weight in the draw, and the options its class takes.
+
+    Counts are bounded far above DeepTeam's defaults (5 turns, 10 rounds, a tree 10 deep
+    and 4 wide, 600 s, 4,000 characters): ``numTurns: 1000000000`` is a slip, not a plan.
+    """
 
     name: str = Field(description="A DeepTeam attack class, e.g. PromptInjection.")
     weight: int = Field(
-        default=1, ge=1, description="How often it is drawn for an attack, against the others."
+        default=1,
+        ge=1,
+        le=100,
+        description="How often it is drawn for an attack, against the others (1 to 100).",
     )
-    num_turns: int | None = _positive("LinearJailbreaking, SequentialJailbreak, BadLikertJudge")
-    max_rounds: int | None = _positive("CrescendoJailbreaking")
-    max_backtracks: int | None = Field(
-        default=None, ge=0, description="CrescendoJailbreaking, BadLikertJudge: turns taken back."
+    num_turns: int | None = _count("LinearJailbreaking, SequentialJailbreak, BadLikertJudge", 50)
+    max_rounds: int | None = _count("CrescendoJailbreaking", 100)
+    max_backtracks: int | None = _count(
+        "CrescendoJailbreaking, BadLikertJudge: turns taken back", 100, least=0
     )
-    max_depth: int | None = _positive("TreeJailbreaking")
-    branching_factor: int | None = _positive("TreeJailbreaking")
-    max_runtime: float | None = Field(default=None, gt=0, description="TreeJailbreaking, s")
-    max_retries: int | None = _positive("single-turn attacks that ask the simulator again")
+    max_depth: int | None = _count("TreeJailbreaking", 50)
+    branching_factor: int | None = _count("TreeJailbreaking", 20)
+    max_runtime: float | None = Field(
+        default=None, gt=0, le=3600, description="TreeJailbreaking, s (at most 3600)."
+    )
+    max_retries: int | None = _count("single-turn attacks that ask the simulator again", 10)
     enable_refinement: bool | None = _option("BadLikertJudge: refine its attack")
-    target_chars: int | None = _positive("ContextFlooding, EmbeddedInstructionJSON")
-    target_depth: int | None = _positive("EmbeddedInstructionJSON")
+    target_chars: int | None = _count("ContextFlooding, EmbeddedInstructionJSON", 200_000)
+    target_depth: int | None = _count("EmbeddedInstructionJSON", 50)
     language: str | None = _option("Multilingual: the language the attack is written in")
     persona: str | None = _option("Roleplay, SequentialJailbreak: the persona played")
     role: str | None = _option("Roleplay, AuthorityEscalation: the role claimed")

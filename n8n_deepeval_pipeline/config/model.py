@@ -1,7 +1,7 @@
 """The base of every benchmark-file model: camelCase keys in YAML, nothing unknown, frozen.
 
 Strict: ``threshold: true`` or ``strictMode: "yes"`` is a mistake to name, not a value to
-convert (a whole number is still a number).
+convert (a whole number is still a number); ``.inf`` and ``.nan`` are no numbers either.
 """
 
 from __future__ import annotations
@@ -29,7 +29,12 @@ def _not_blank(text: str) -> str:
 NonBlank = Annotated[str, AfterValidator(_not_blank), Field(json_schema_extra={"minLength": 1})]
 
 STRICT_CONFIG = ConfigDict(
-    extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, strict=True
+    extra="forbid",
+    alias_generator=to_camel,
+    populate_by_name=True,
+    frozen=True,
+    strict=True,
+    allow_inf_nan=False,
 )
 
 

@@ -1,8 +1,12 @@
-"""Benchmark YAML read with PyYAML's safe loader, refusing what it would let pass silently.
+r"""Benchmark YAML read with PyYAML's safe loader, refusing what it would let pass silently.
 
 A key given twice in one mapping would keep only its last value, and deep nesting would
-exhaust Python's recursion limit: both are refused with the line they are on. Every
-problem is one line that says where it is (the caller names the file).
+exhaust Python's recursion limit: both are refused with the line they are on. So are
+aliases that expand to more than ``MAX_VALUES`` values (a "billion laughs": nine
+aliases of nine aliases… took ``validate`` past two minutes and a variant past 5 GB),
+nesting that aliases make deeper than the limit, and a lone UTF-16 surrogate
+(``"\ud800"``), which no file, table or request can hold. Every problem is one line
+that says where it is (the caller names the file).
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-# Far deeper than any benchmark file (a DAG, a JSON schema) and far below the recursion
-# limit the composer would hit.
-MAX_DEPTH = 100
+from n8n_deepeval_pipeline.data_limits import MAX_DEPTH, text_problem
+
+# Values a document may expand to through its aliases: hundreds of times a large
+# benchmark file (a few hundred values), far below what slows a command down.
+MAX_VALUES = 100_000
 _MERGE_KEY = "tag:yaml.org,2002:merge"
 
 
@@ -59,12 +65,54 @@ class _StrictLoader(yaml.SafeLoader):
             first_line[key] = key_node.start_mark.line + 1
 
 
+def _expanded(node: Node, depth: int, sizes: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """The values ``node`` expands to and how deep it nests, each alias counted in full.
+
+    An alias is the node it names, so each node is measured once (``sizes``, by id).
+    """
+    known = sizes.get(id(node))
+    if known is None:
+        if depth > MAX_DEPTH:
+            raise yaml.MarkedYAMLError(
+                problem=f"aliases nest it deeper than {MAX_DEPTH} levels",
+                problem_mark=node.start_mark,
+            )
+        children: list[Node] = []
+        if isinstance(node, MappingNode):
+            children = [part for pair in node.value for part in pair]
+        elif not isinstance(node, ScalarNode):
+            children = list(node.value)
+        elif (problem := text_problem(node.value)) is not None:
+            raise yaml.MarkedYAMLError(problem=problem, problem_mark=node.start_mark)
+        measured = [_expanded(child, depth + 1, sizes) for child in children]
+        known = (
+            1 + sum(size for size, _ in measured),
+            1 + max((h for _, h in measured), default=0),
+        )
+        sizes[id(node)] = known
+    if known[0] > MAX_VALUES or depth + known[1] > MAX_DEPTH + 1:
+        what = (
+            f"expands to more than {MAX_VALUES:,} values through aliases"
+            if known[0] > MAX_VALUES
+            else f"aliases nest it deeper than {MAX_DEPTH} levels"
+        )
+        raise yaml.MarkedYAMLError(problem=what, problem_mark=node.start_mark)
+    return known
+
+
 def load_yaml(text: str) -> Any:
     """The document in ``text``; a problem is a ``YamlProblem`` naming its line and column."""
+    loader = _StrictLoader(text)  # a SafeLoader: no arbitrary objects
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader: no arbitrary objects
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded(node, 1, {})  # before anything is built from it
+        return loader.construct_document(node)
     except yaml.YAMLError as error:
         raise YamlProblem(_describe(error)) from None
+    finally:
+        loader.dispose()
 
 
 def _describe(error: yaml.YAMLError) -> str:

@@ -70,9 +70,10 @@ def schema() -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the catalog as JSON.")
 def metrics(as_json: bool) -> None:
-    """List the metrics a benchmark can use."""
+    """List the metrics a benchmark can use, and DeepEval's that it leaves out (why)."""
     from n8n_deepeval_pipeline.config.model import StatedDefaults
     from n8n_deepeval_pipeline.metrics.catalog import CATALOG
+    from n8n_deepeval_pipeline.metrics.left_out import LEFT_OUT
 
     if as_json:
         catalog = [
@@ -94,7 +95,8 @@ def metrics(as_json: bool) -> None:
             }
             for entry in CATALOG.values()
         ]
-        click.echo(json.dumps(catalog, indent=2))
+        left_out = [left.model_dump() for left in LEFT_OUT]
+        click.echo(json.dumps({"metrics": catalog, "leftOut": left_out}, indent=2))
         return
     rows = [("slug", "metric", "category", "direction", "judge")] + [
         (
@@ -107,6 +109,9 @@ def metrics(as_json: bool) -> None:
         for entry in CATALOG.values()
     ]
     click.echo("\n".join(_aligned(rows)))
+    click.echo(f"\nleft out: {len(LEFT_OUT)} of DeepEval's metrics (--json says why)")
+    for left in LEFT_OUT:
+        click.echo(f"  {left.implementation.rpartition('.')[2]}")
 
 
 def _aligned(rows: Sequence[Sequence[str]]) -> list[str]:

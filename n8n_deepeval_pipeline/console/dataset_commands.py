@@ -19,6 +19,9 @@ from n8n_deepeval_pipeline.console.exits import (
     exit_codes_stated,
 )
 
+# Goldens one synthesis may ask for (a judge call or more each): far more than a dataset a
+# person reviews, far fewer than a typo's 1000000000.
+MAX_GOLDENS = 1000
 REDACT_HELP = (
     "Take credentials, e-mails and phone numbers out of the executions' rows, and out of "
     "the rows the --out file holds already (it is rewritten); a Data Table holding rows "
@@ -186,9 +189,9 @@ EXISTING = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option(
     "--count",
-    type=click.IntRange(1),
+    type=click.IntRange(1, MAX_GOLDENS),
     help="From scratch: how many goldens to ask for (default 10); from contexts, documents "
-    "or rows: how many per context or row (default 2, DeepEval's).",
+    f"or rows: how many per context or row (default 2, DeepEval's); at most {MAX_GOLDENS}.",
 )
 @click.option(
     "--evolution",
@@ -204,8 +207,8 @@ EXISTING = click.Path(exists=True, dir_okay=False, path_type=Path)
     "num_evolutions",
     default=1,
     show_default=True,
-    type=click.IntRange(0),
-    help="Evolutions applied to each input, one after another.",
+    type=click.IntRange(0, 10),
+    help="Evolutions applied to each input, one after another (at most 10).",
 )
 @click.option(
     "--quality-threshold",
@@ -218,8 +221,8 @@ EXISTING = click.Path(exists=True, dir_okay=False, path_type=Path)
     "--quality-retries",
     default=3,
     show_default=True,
-    type=click.IntRange(1),
-    help="Times the filter scores (and rewrites) an input at most.",
+    type=click.IntRange(1, 10),
+    help="Times the filter scores (and rewrites) an input at most (10 at most).",
 )
 @click.option(
     "--with-expected-output",
@@ -327,9 +330,10 @@ def run_synthesis_command(
     spent = _judge_line(request.judge.label, result.usage, made.cost_usd)  # always the last line
     if result.error is not None:
         click.echo(spent)
-        code = {"judge": EXIT_INCOMPLETE, "failed": EXIT_RUN_FAILED}.get(
-            result.error_kind or "", EXIT_INVALID_CONFIG
-        )
+        kind = result.error_kind or ""
+        judge_failed = kind.startswith("judge_")  # the judge's failure, as a score's would be
+        code = EXIT_INCOMPLETE if judge_failed else EXIT_RUN_FAILED if kind == "failed" else 0
+        code = code or EXIT_INVALID_CONFIG
         raise Refused(result.error, code)
     where = str(out) if out is not None else f"Data Table {data_table!r}"
     if rows.rows:
@@ -358,7 +362,11 @@ def _what(request: Any) -> str:
 
 
 def _made(goldens: int, rows: Any, added: int, where: str) -> str:
-    repeated = f" ({rows.duplicates} repeated an input)" if rows.duplicates else ""
+    repeated = (
+        f" ({rows.duplicates} repeated a golden: its input from its context)"
+        if rows.duplicates
+        else ""
+    )
     kept = len(rows.rows)
     return (
         f"{goldens} golden(s) → {kept} row(s){repeated} · {added} new in {where}, "

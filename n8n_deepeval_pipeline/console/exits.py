@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +25,7 @@ EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrup
 EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
 EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
 EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
+EXIT_NOT_ADOPTED = 1  # optimize: the best candidate did not prove better on the held-out rows
 # click's own: a ClickException said in one line, and a usage error.
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -98,11 +100,17 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="the comparison cannot run (a version unknown or not run; with `--variants`, "
         "no variant of it scored)",
     ),
+    ExitCode(
+        code=EXIT_NOT_ADOPTED,
+        commands=("optimize",),
+        when="no candidate was adopted: none beat the workflow's prompt on the training rows, "
+        "or the best one did not prove better on the held-out rows (`optimize.adoptWhen`)",
+    ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(
         code=EXIT_INVALID_CONFIG,
         commands=("ui",),
-        when="a benchmark file it is named is invalid: nothing is started",
+        when="a benchmark file it loads is invalid, or two share a name: nothing is started",
     ),
     ExitCode(
         code=EXIT_ERROR,
@@ -136,6 +144,35 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="the synthesis process itself failed (its last line is quoted)",
     ),
     ExitCode(
+        code=EXIT_ERROR,
+        commands=("labels export", "review"),
+        when="no judged score is left to label (every one is labelled by the reviewer, or the "
+        "scores are dry-run placeholders): nothing is written",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("labels import",),
+        when="a row names an unknown run or metric, or a label that does not read: nothing is "
+        "imported (each problem with its line, or Data Table row, and field)",
+    ),
+    ExitCode(
+        code=EXIT_ERROR,
+        commands=("calibration",),
+        when="`--adopt` cannot write a threshold (none fitted, strictMode pins it, fewer than "
+        "10 labels of either verdict, or it agrees no better than the configured one): the "
+        "file is unchanged",
+    ),
+    ExitCode(
+        code=EXIT_COMPARE_FAILED,
+        commands=("labels export", "review"),
+        when="the version is unknown or not run",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("labels export", "labels import", "review", "calibration"),
+        when="storage failed: a full disk or a corrupt database, said in one line",
+    ),
+    ExitCode(
         code=EXIT_N8N_UNREACHABLE,
         commands=(
             "run",
@@ -144,6 +181,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
             "init",
             "dataset from-executions",
             "dataset synthesize",
+            "labels export",
+            "labels import",
+            "review",
         ),
         when="n8n did not answer: one line names its scheme, host and port (the file is "
         "not at fault)",
@@ -169,7 +209,9 @@ def exit_codes_stated(command: str) -> Callable[[click.Command], click.Command]:
             key=lambda row: row.code,
         )
         said = "; ".join(f"{row.code} {row.when.replace('`', '')}" for row in rows)
-        click_command.help = f"{click_command.help or ''}\n\nExit codes: {said}."
+        # Dedented first: a docstring's later paragraphs keep their indent in click's help.
+        described = inspect.cleandoc(click_command.help or "")
+        click_command.help = f"{described}\n\nExit codes: {said}."
         return click_command
 
     return stated

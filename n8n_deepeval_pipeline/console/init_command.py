@@ -11,7 +11,13 @@ import click
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
-from n8n_deepeval_pipeline.console.dataset_commands import REDACT_HELP, drawn, none_drawn, progress
+from n8n_deepeval_pipeline.console.dataset_commands import (
+    MAX_GOLDENS,
+    REDACT_HELP,
+    drawn,
+    none_drawn,
+    progress,
+)
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_ERROR,
     EXIT_N8N_UNREACHABLE,
@@ -37,7 +43,7 @@ from n8n_deepeval_pipeline.console.exits import (
 @click.option("--redact", is_flag=True, help=REDACT_HELP)
 @click.option(
     "--synthesize",
-    type=click.IntRange(1),
+    type=click.IntRange(1, MAX_GOLDENS),
     metavar="N",
     help="A dataset of N goldens synthesized by DeepEval's Synthesizer with the judge "
     "(N8N_DEEPEVAL_JUDGE_*): conversations and a simulated user for a chat trigger or an "
@@ -105,6 +111,7 @@ def init(
     except BenchmarkConfigError as error:
         raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
+    benchmarks.warn(written.benchmark, report.warnings)  # what `run` would say, said now
 
 
 def _synthesizer(source: Any, workflow: str, count: int) -> Any:

@@ -1,18 +1,20 @@
 """``init``: a first, commented benchmark file for a workflow, read off the workflow itself.
 
-The workflow's anatomy gives the target (its start node, the node the trigger feeds, and
-its end node, run through a harness copy), the dataset's columns (the fields of the
-trigger's item the start node reads) and the metrics, by topology: always a check that
-the workflow answered (a pattern, no judge needed: on the dry-run judge the judge metrics'
-placeholders decide no run) and a reference-free quality metric (helpfulness); tools →
-tool permission, and tool
-correctness when the dataset has expected tools; memory → the conversational metrics;
-a vector store or retriever → the RAG metric that needs no passages; an expected output
-→ correctness. What needs a column the dataset lacks is written commented out, with the
-reason. The dataset beside it is drawn from the workflow's executions, synthesized by
-DeepEval's Synthesizer (``init --synthesize``), or is one example row to replace. A
-synthesized dataset for a chat trigger or an agent with memory holds conversational
-goldens, and the benchmark simulates a user for each (a ``simulation`` section).
+The workflow's anatomy gives the target (its start node, the node the trigger feeds, and its
+end node, run through a harness copy), the dataset's columns (the fields of the trigger's
+item the start node reads) and the metrics, by topology: always a check that the workflow
+answered (a pattern, no judge needed: on the dry-run judge the judge metrics' placeholders
+decide no run) and a reference-free quality metric (helpfulness); tools → tool permission,
+and tool correctness when the dataset has expected tools; memory → the conversational
+metrics; a vector store or retriever → the RAG metric that needs no passages; an expected
+output → correctness; an MCP Client Tool → MCP Use (and, in conversations, the multi-turn
+MCP metrics), its server's tool calls mocked unless the file says it is safe; a node that
+generates an image → Text to Image, one that edits an image → Image Editing. What needs a
+column the dataset lacks is written commented out, with the reason. The dataset beside it is
+drawn from the workflow's executions, synthesized by DeepEval's Synthesizer (``init
+--synthesize``), or is one example row to replace. A synthesized dataset for a chat trigger
+or an agent with memory holds conversational goldens, and the benchmark simulates a user for
+each (a ``simulation`` section).
 """
 
 from __future__ import annotations
@@ -214,6 +216,7 @@ def _target(
             _commented(f"  messagesColumn: {MESSAGES_COLUMN}", "a session's messages, one by one")
         )
     lines.extend(_mocks(workflow, shape))
+    lines.extend(_mcp_servers(shape))
     if [read.path for read in shape.columns] != [CHAT_INPUT]:
         assert shape.start is not None
         trigger = feeder(workflow, shape.start)
@@ -237,6 +240,18 @@ def _mocks(workflow: dict[str, Any], shape: Anatomy) -> list[str]:
         *(f"    #   unmocked, {node}" for node in acting),
         "    # nodes:                    # or script a node's answer per row:",
         f"    #   {json.dumps(acting[0].name)}: judge  # the judge writes each row's answer",
+    ]
+
+
+def _mcp_servers(shape: Anatomy) -> list[str]:
+    """The MCP Client Tools' servers: mocked by default, and how to let their calls through."""
+    if not shape.mcp_clients:
+        return []
+    first = json.dumps(shape.mcp_clients[0], ensure_ascii=False)
+    return [
+        _commented("  # mcpServers:", f"MCP Client Tools ({', '.join(shape.mcp_clients)}):"),
+        _commented(f"  #   {first}:", "their tool calls are mocked (the server is"),
+        _commented("  #     safe: true", "only listed) unless a server is safe to call"),
     ]
 
 
@@ -300,6 +315,32 @@ def _metrics(shape: Anatomy, has_expectations: bool) -> Iterator[str]:
             "  - metric: answer_relevancy", f"retrieval ({', '.join(shape.retrievers)})"
         )
         yield _commented("  # - metric: faithfulness", "needs a retrievalContext column (passages)")
+    yield from _mcp_metrics(shape, conversations=bool(shape.memories))
+    yield from _image_metrics(shape)
+
+
+def _mcp_metrics(shape: Anatomy, conversations: bool) -> Iterator[str]:
+    """MCP Use for an agent with MCP Client Tools; over conversations the multi-turn two."""
+    if not shape.mcp_clients:
+        return
+    yield _commented("  - metric: mcp_use", f"MCP tools ({', '.join(shape.mcp_clients)})")
+    if conversations:
+        yield _commented("  - metric: multi_turn_mcp_use", "MCP tool use over the conversation")
+        yield _commented("  - metric: mcp_task_completion", "each task done with MCP calls")
+
+
+def _image_metrics(shape: Anatomy) -> Iterator[str]:
+    """Text to Image for a node that generates images; Image Editing for one that edits."""
+
+    def by(operation: str) -> str:
+        return ", ".join(name for name, done in shape.image_nodes if done == operation)
+
+    if by("generate"):
+        yield _commented("  - metric: text_to_image", f"images made ({by('generate')}); a")
+        yield "    # judge that reads images (DeepEval sends them with the prompt)"
+    if by("edit"):
+        yield _commented("  # - metric: image_editing", f"images edited ({by('edit')}): needs")
+        yield "    #   an inputImages column, the image to edit"
 
 
 def _simulation() -> list[str]:
@@ -318,6 +359,7 @@ def _conversation_metrics(shape: Anatomy) -> Iterator[str]:
         names = json.dumps([tool.name for tool in shape.tools], ensure_ascii=False)
         yield _commented("  - metric: tool_permission", "only the agent's own tools")
         yield f"    allowedTools: {names}"
+    yield from _mcp_metrics(shape, conversations=True)
 
 
 def _judge() -> list[str]:

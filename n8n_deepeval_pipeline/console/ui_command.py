@@ -1,4 +1,4 @@
-"""`ui`: the Dagster UI and daemon, started and stopped as one process group, and the reports."""
+"""`ui`: the Dagster UI and daemon as one process group, beside the results workspace."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,7 +22,10 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import EXIT_INVALID_CONFIG, Refused, exit_codes_stated
 
-_UI_HOST = "127.0.0.1"
+if TYPE_CHECKING:
+    from n8n_deepeval_pipeline.workspace import WorkspaceServer
+
+_LOOPBACK = "127.0.0.1"
 _PORTS_TO_TRY = 100
 # Dagster 1.13 marks `dagster dev` superseded by `dg dev` (dagster-dg-cli, which runs dg
 # projects: pyproject [tool.dg] and a defs/ folder) and says so at every start. A code
@@ -30,8 +34,8 @@ _PORTS_TO_TRY = 100
 _SUPERSEDED_WARNING = "ignore:Function `dev_command` is superseded:FutureWarning"
 
 
-def _free_port(first: int) -> int:
-    """The first port from ``first`` up that nothing listens on (on the UI's host).
+def _free_port(host: str, first: int) -> int:
+    """The first port from ``first`` up that nothing listens on (on ``host``).
 
     Only a port in use is skipped: any other refusal (a port below 1024 without root)
     would refuse the next ports too, so it is said as it is.
@@ -42,51 +46,60 @@ def _free_port(first: int) -> int:
             # As the webserver binds: a port left in TIME_WAIT counts as free.
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                probe.bind((_UI_HOST, port))
+                probe.bind((host, port))
             except OSError as error:
                 if error.errno == errno.EADDRINUSE:
                     continue
                 reason = error.strerror or str(error)
-                raise click.ClickException(
-                    f"cannot listen on {_UI_HOST}:{port}: {reason}"
-                ) from None
+                raise click.ClickException(f"cannot listen on {host}:{port}: {reason}") from None
             return port
-    raise click.ClickException(f"no free port on {_UI_HOST} from {first} to {last}")
+    raise click.ClickException(f"no free port on {host} from {first} to {last}")
 
 
 def _named_benchmarks(files: tuple[Path, ...]) -> list[Path]:
-    """The benchmark files the UI loads: the ones named, each checked, else the default ones.
+    """The benchmark files the UI loads: the ones named, else the default ones, all checked.
 
-    Named files are handed to Dagster's processes in ``$N8N_DEEPEVAL_BENCHMARKS``.
+    Each is loaded as the code location will load it: a file that does not validate, or
+    two that share a name, would leave the UI serving a broken code location, so nothing
+    is started. Named files are handed to Dagster's processes in ``$N8N_DEEPEVAL_BENCHMARKS``.
     """
-    from n8n_deepeval_pipeline.benchmark.config import load_benchmark
     from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
+    from n8n_deepeval_pipeline.orchestration.definitions import loaded_benchmarks
 
-    for file in files:
-        try:
-            load_benchmark(file)
-        except BenchmarkConfigError as error:
-            raise Refused(str(error), EXIT_INVALID_CONFIG) from None
+    found = settings.discover_benchmark_files(list(files) or settings.benchmark_paths())
+    try:
+        loaded_benchmarks(found)
+    except (BenchmarkConfigError, ValueError) as error:  # ValueError: a name used twice
+        raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     if files:
         os.environ[settings.BENCHMARKS_ENV] = os.pathsep.join(str(f.resolve()) for f in files)
-    return settings.discover_benchmark_files(settings.benchmark_paths())
+    return found
 
 
-def _reports_served() -> AbstractContextManager[object]:
-    """The reports folder served where the UI's report_url links point, if the port is free."""
-    from n8n_deepeval_pipeline.console.report_server import ReportServer
+def _workspace(host: str) -> WorkspaceServer:
+    """The results workspace on ``host`` at the port its links name; OSError when taken."""
+    from n8n_deepeval_pipeline.console.workspace_serving import workspace_app
+    from n8n_deepeval_pipeline.workspace import WorkspaceServer
 
-    port = settings.reports_port()
+    return WorkspaceServer(workspace_app(), host, settings.reports_port())
+
+
+def _not_served(host: str, error: OSError) -> str:
+    return (
+        f"the results workspace is not served: {host}:{settings.reports_port()}: "
+        f"{error.strerror or error} (the links of the reports and the Dagster UI point there; "
+        f"{settings.REPORTS_PORT_ENV} moves them)"
+    )
+
+
+def _workspace_beside_the_ui(host: str) -> AbstractContextManager[object]:
+    """The workspace served from a thread while the UI runs, if its port is free."""
     try:
-        server = ReportServer(settings.reports_dir(), settings.REPORTS_HOST, port)
+        server = _workspace(host)
     except OSError as error:
-        click.echo(
-            f"reports are not served: {settings.REPORTS_HOST}:{port}: {error.strerror or error} "
-            f"(the UI's report_url links point there; {settings.REPORTS_PORT_ENV} moves them)",
-            err=True,
-        )
+        click.echo(_not_served(host, error), err=True)
         return contextlib.nullcontext()
-    click.echo(f"reports at {server.url}", err=True)
+    click.echo(f"results workspace at {server.url}", err=True)
     return server
 
 
@@ -98,27 +111,44 @@ def _reports_served() -> AbstractContextManager[object]:
     type=click.IntRange(1, 65535),
     default=3000,
     show_default=True,
-    help="The UI's port; when it is taken, the next free one.",
+    help="The Dagster UI's port; when it is taken, the next free one.",
 )
-def ui(files: tuple[Path, ...], port: int) -> None:
-    """Start the Dagster UI and daemon on 127.0.0.1 with the CLI's instance and database.
+@click.option(
+    "--host",
+    default=_LOOPBACK,
+    show_default=True,
+    help="The address both are served on: another (0.0.0.0) shares them on a team's network, "
+    "where $N8N_DEEPEVAL_WORKSPACE_URL gives the links the workspace's address.",
+)
+@click.option(
+    "--results-only",
+    is_flag=True,
+    help="Serve the results workspace alone, without the Dagster UI and daemon.",
+)
+def ui(files: tuple[Path, ...], port: int, host: str, results_only: bool) -> None:
+    """Start the Dagster UI and daemon, and the results workspace beside them.
 
-    It loads the benchmark FILES named, or else every benchmark file under
-    $N8N_DEEPEVAL_BENCHMARKS (default ./benchmarks and the bundled examples), and serves
-    the reports folder for the report links of its assets.
+    Both use the CLI's instance and results store; the workspace answers at
+    $N8N_DEEPEVAL_REPORTS_PORT (default 3001), shows every benchmark's versions, cases
+    and runs, and serves the reports the assets' links name. It loads the benchmark FILES
+    named, or else every benchmark file under $N8N_DEEPEVAL_BENCHMARKS (default
+    ./benchmarks and the bundled examples).
     """
+    loaded = _named_benchmarks(files)
+    if results_only:
+        _results_only(host, loaded)
+        return
     from n8n_deepeval_pipeline.orchestration.code_location import DEFINITIONS_MODULE
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
 
-    loaded = _named_benchmarks(files)
     with local_instance() as instance:  # created here, so that Dagster's processes find it made
         home = instance.root_directory
     click.echo(f"Dagster instance {home} · database {settings.database_path()}", err=True)
     click.echo("benchmarks: " + (", ".join(str(path) for path in loaded) or "none found"), err=True)
-    with _reports_served():
-        chosen = _free_port(port)
+    with _workspace_beside_the_ui(host):
+        chosen = _free_port(host, port)
         taken = f" ({port} is taken)" if chosen != port else ""
-        click.echo(f"Dagster UI at http://{_UI_HOST}:{chosen}{taken}", err=True)
+        click.echo(f"Dagster UI at http://{host}:{chosen}{taken}", err=True)
         command = [
             sys.executable,
             "-W",
@@ -127,7 +157,7 @@ def ui(files: tuple[Path, ...], port: int) -> None:
             "dagster",
             "dev",
             "-h",
-            _UI_HOST,
+            host,
             "-p",
             str(chosen),
             "-m",
@@ -135,6 +165,19 @@ def ui(files: tuple[Path, ...], port: int) -> None:
         ]
         code = _serve(command)
     sys.exit(code)
+
+
+def _results_only(host: str, loaded: list[Path]) -> None:
+    """The workspace alone, in the foreground, until SIGINT or SIGTERM."""
+    try:
+        server = _workspace(host)
+    except OSError as error:
+        raise click.ClickException(_not_served(host, error)) from None
+    click.echo("benchmarks: " + (", ".join(str(path) for path in loaded) or "none found"), err=True)
+    click.echo(f"results workspace at {server.url}", err=True)
+    from n8n_deepeval_pipeline.console.workspace_serving import serve_in_foreground
+
+    serve_in_foreground(server)
 
 
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -20,6 +20,14 @@ from n8n_deepeval_pipeline.benchmark.config import (
 )
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTarget, WorkflowTarget
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, pointed_to_by
+from n8n_deepeval_pipeline.environment_variables import VARIABLES
+from n8n_deepeval_pipeline.judging.providers import missing_sdk
+from n8n_deepeval_pipeline.judging.spec import (
+    JUDGE_PROVIDERS,
+    JudgeChoice,
+    JudgeConfigError,
+    choose_judge,
+)
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient, N8nUnreachable
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
@@ -29,14 +37,22 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 )
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
+from n8n_deepeval_pipeline.optimization.workflow_search import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.red_team.target import attack_problems
+from n8n_deepeval_pipeline.redaction import (
+    MIN_SECRET_LENGTH,
+    is_secret_variable,
+    too_short_to_redact,
+)
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
+from n8n_deepeval_pipeline.synthesis.judges import default_judge
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
 from n8n_deepeval_pipeline.tables.recorded_outputs import read_recorded_lines, refuse_unused_lines
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.anatomy import anatomy
 from n8n_deepeval_pipeline.workflow.file import read_workflow
 from n8n_deepeval_pipeline.workflow.hashing import workflow_hash
+from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameterError, prompt_parameter
 
 
 class CheckReport(BaseModel):
@@ -50,6 +66,15 @@ class CheckReport(BaseModel):
     row_ids: list[str]
     warnings: list[str] = []
     """What is valid but will not do what the file seems to ask."""
+
+
+class CannotRunHere(BenchmarkConfigError):
+    """A valid benchmark that this environment cannot run (n8n not configured for a harness)."""
+
+    def __init__(self, source: Path, problems: list[str]) -> None:
+        super().__init__(source, problems)
+        listing = "\n".join(f"  - {problem}" for problem in problems)
+        self.args = (f"{source}: cannot run here\n{listing}",)
 
 
 _HARNESS_NEEDS_N8N = (
@@ -66,8 +91,10 @@ def check_benchmark(
     ``for_run``: what only a run needs is an error, not a warning (n8n for a harness copy).
     """
     benchmark = load_benchmark(path)
-    if for_run and n8n is None and isinstance(benchmark.target, WorkflowTarget):
-        raise BenchmarkConfigError(path, [_HARNESS_NEEDS_N8N])
+    needs_n8n = n8n is None and isinstance(benchmark.target, WorkflowTarget)
+    if for_run and needs_n8n:
+        raise CannotRunHere(path, [_HARNESS_NEEDS_N8N])
+    _check_judges(path, benchmark)
     try:
         workflow = _workflow(benchmark, path, n8n)
         digest = workflow_hash(workflow)
@@ -84,11 +111,14 @@ def check_benchmark(
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
     _check_online_sessions(path, benchmark, workflow)
-    warnings = _gate_warnings(benchmark)
+    warnings = [f"run refuses it here: {_HARNESS_NEEDS_N8N}"] if needs_n8n else []
+    warnings += _gate_warnings(benchmark)
     if isinstance(benchmark.target, WorkflowTarget):
         warnings += _check_harness(path, benchmark.target, workflow, rows)
     warnings += _check_red_team(path, benchmark, workflow)
+    _check_optimize(path, benchmark, workflow, len(rows))
     warnings += _check_requests(path, benchmark, workflow, rows[0])
+    warnings += _short_secrets(benchmark)
     report = CheckReport(
         benchmark=benchmark.name,
         workflow_hash=digest,
@@ -99,6 +129,65 @@ def check_benchmark(
         warnings=warnings,
     )
     return benchmark, report
+
+
+def _judges_used(benchmark: Benchmark) -> list[tuple[str, JudgeChoice | None, bool]]:
+    """Each judge a run builds: where it is named, the choice (layered), and whether it is asked.
+
+    Every metric's judge is built when the run plans its scores; a metric that needs a
+    judge asks it, and so do the simulated user, the red team and judged mocks. A judge a
+    metric does not name itself is the benchmark's ``judge`` or the default judge.
+    """
+    inherited = "judge" if benchmark.judge is not None else "N8N_DEEPEVAL_JUDGE_*"
+    used: list[tuple[str, JudgeChoice | None, bool]] = []
+    for index, metric in enumerate(benchmark.metrics):
+        asked = entry_for(metric).needs_judge
+        for choice in metric.judge_choices():
+            if choice is None:
+                used.append((inherited, benchmark.judge, asked))
+            else:
+                where = f"metrics[{index}] ({metric.result_label()})"
+                used.append((where, choice.over(benchmark.judge), asked))
+    if benchmark.simulation is not None:
+        where = "simulation.judge" if benchmark.simulation.judge is not None else inherited
+        used.append((where, benchmark.simulator_judge, True))
+    mocks = getattr(benchmark.target, "mocks", None)
+    judged_mocks = mocks is not None and any(mock.judge for mock in mocks.nodes.values())
+    if benchmark.red_team is not None or judged_mocks:
+        used.append((inherited, benchmark.judge, True))
+    return used
+
+
+def _check_judges(path: Path, benchmark: Benchmark) -> None:
+    """Every judge the run will build as it builds it, and the SDK of every judge it asks.
+
+    The default judge comes from ``N8N_DEEPEVAL_JUDGE_*``, as the run's does; a problem is
+    said once, with every field it concerns.
+    """
+    default = default_judge(os.environ)
+    if default["provider"] not in JUDGE_PROVIDERS:
+        raise BenchmarkConfigError(
+            path,
+            [
+                f"N8N_DEEPEVAL_JUDGE_PROVIDER={default['provider']!r} names no judge provider: "
+                f"one of {', '.join(JUDGE_PROVIDERS)}"
+            ],
+        )
+    found: dict[str, list[str]] = {}
+    for where, choice, asked in _judges_used(benchmark):
+        try:
+            spec = choose_judge(default, choice, os.environ)
+        except JudgeConfigError as error:
+            found.setdefault(str(error), []).append(where)
+            continue
+        missing = missing_sdk(spec.provider) if asked else None
+        if missing is not None:
+            found.setdefault(missing, []).append(where)
+    if found:
+        raise BenchmarkConfigError(
+            path,
+            [f"{', '.join(dict.fromkeys(wheres))}: {problem}" for problem, wheres in found.items()],
+        )
 
 
 def _no_rows(dataset: DatasetConfig) -> str:
@@ -144,6 +233,23 @@ def _check_red_team(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) 
         "attack makes the agent call really runs (a refund, an e-mail): an n8n_workflow "
         "target would mock them"
     ]
+
+
+def _check_optimize(path: Path, benchmark: Benchmark, workflow: dict[str, Any], rows: int) -> None:
+    """The optimize section's node and parameter hold a prompt; the rows can be split."""
+    config = benchmark.optimize
+    if config is None:
+        return
+    try:
+        prompt_parameter(workflow, config.node, config.parameter)
+    except PromptParameterError as error:
+        raise BenchmarkConfigError(path, [f"optimize.{error.field}: {error}"]) from None
+    if rows < MIN_TRAINING_ROWS + 1:
+        raise BenchmarkConfigError(
+            path,
+            [f"optimize: the dataset has {rows} rows; optimising needs at least "
+             f"{MIN_TRAINING_ROWS + 1} (two to search on, one held out)"],
+        )  # fmt: skip
 
 
 def _check_online_sessions(path: Path, benchmark: Benchmark, workflow: dict[str, Any]) -> None:
@@ -194,6 +300,20 @@ def _check_requests(
     if problems:
         raise BenchmarkConfigError(path, problems)
     return unset_env(webhook, os.environ)
+
+
+# The project's own secret variables (the judge's keys, n8n's key).
+_OWN_SECRETS = tuple(v.name for v in VARIABLES if is_secret_variable(v.name))
+
+
+def _short_secrets(benchmark: Benchmark) -> list[str]:
+    """The secrets too short to take out of output by value: left in, and said so."""
+    names = [*_OWN_SECRETS, *benchmark.secret_variables]
+    return [
+        f"{name} holds a secret of {length} character(s): too short to take out of what is "
+        f"printed and stored ({MIN_SECRET_LENGTH} at least), so it is left in; use a longer one"
+        for name, length in too_short_to_redact(names).items()
+    ]
 
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:

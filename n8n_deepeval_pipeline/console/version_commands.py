@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
@@ -114,8 +113,8 @@ def report(file: Path, version: str | None, out: Path) -> None:
     try:
         with local_instance() as instance:
             runner = benchmarks.runner(file, instance)
-            with settings.made_for_the_user(out):
-                written = write_report(runner.report(runner.candidate_version(version)), out)
+            # private, as in the home: the files hold every answer (a folder there keeps its mode)
+            written = write_report(runner.report(runner.candidate_version(version)), out)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
     for path in written.values():

@@ -6,19 +6,24 @@ cache, and the resumed run reads them as free. So each answered call is also wri
 here the moment it arrives, tagged with the attempt (the Dagster run) that asked: the
 spend of every attempt, counted durably. Where it is written follows the score journal:
 
-- on one machine, one line in a file of its worker's own, one ``write`` to a file opened
-  for appending: a killed process leaves every line it wrote (a machine crash may lose
-  the last few, not the rest);
+- on one machine, one line in a file of its worker's own and its attempt's, one ``write``
+  to a file opened for appending: a killed process leaves every line it wrote (a machine
+  crash may lose the last few, not the rest);
 - on a fleet (the PostgreSQL profiles), one row in the journal's database, committed at
   once: a step re-delivered to another machine after its own was lost reads the calls
   the lost machine was answered, so they are charged to the attempt that made them.
+
+The calls are forgotten once the version's scores that charge them are stored, except
+those of an attempt still running beside it (a run of the same version at the same
+time): they are its own to charge when it stores its scores.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +108,7 @@ class CallLedger:
     def _append(folder: Path, call: AnsweredCall) -> None:
         line = (call.model_dump_json() + "\n").encode("utf-8")
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{os.getpid()}.jsonl"
+        path = folder / f"{call.attempt}.{os.getpid()}.jsonl"
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             os.write(descriptor, line)
@@ -142,3 +147,24 @@ def answered_calls(folder: Path) -> Iterator[AnsweredCall]:
                 yield AnsweredCall.model_validate(json.loads(line))
             except (ValueError, ValidationError):
                 continue
+
+
+def forget_calls(folder: Path, running: Container[str]) -> None:
+    """Remove the ledger's files, but those holding a call of a ``running`` attempt."""
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            continue
+        attempts = {_attempt_of(line) for line in lines}
+        if not any(attempt in running for attempt in attempts if attempt is not None):
+            path.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # gone already, or a running attempt's calls are left
+        folder.rmdir()
+
+
+def _attempt_of(line: str) -> str | None:
+    try:
+        return AnsweredCall.model_validate(json.loads(line)).attempt
+    except (ValueError, ValidationError):
+        return None

@@ -192,6 +192,11 @@ class DeepEvalProvider:
         )
 
     @property
+    def reads_images(self) -> bool:
+        """Whether DeepEval's class sends this model images (its model data says so)."""
+        return bool(self._model.supports_multimodal())
+
+    @property
     def wire(self) -> str:
         form = self._class.wire(self._model) if self._class.wire else "as-class"
         return f"{self._class.name}:{form}"

@@ -39,9 +39,16 @@ from pydantic import BaseModel, ValidationError
 
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
+from n8n_deepeval_pipeline.judging.failures import (
+    JudgeCallError,
+    JudgeOutputError,
+    JudgeRateLimited,
+    JudgeUnavailable,
+)
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, estimate_tokens
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
+    ImageReadingProvider,
     LogprobProvider,
     Provider,
     ProviderError,
@@ -55,29 +62,6 @@ from n8n_deepeval_pipeline.judging.wire_format import plain_json_schema
 T = TypeVar("T")
 
 
-class JudgeCallError(RuntimeError):
-    """The judge could not be reached or kept failing (retries exhausted).
-
-    ``status``: the HTTP status of the last failed call, None when there was no answer.
-    """
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class JudgeRateLimited(JudgeCallError):
-    """The judge kept refusing for its rate limit until the evaluation's time for retries ended."""
-
-
-class JudgeUnavailable(RuntimeError):
-    """The circuit breaker is open: calls fail fast instead of hammering a dead endpoint."""
-
-
-class JudgeOutputError(RuntimeError):
-    """The judge answered twice with JSON that does not fit the metric's schema."""
-
-
 class NoLogprobs(AttributeError):
     """No log-probabilities from this judge: DeepEval falls back to its schema path."""
 
@@ -87,13 +71,16 @@ class JudgeScope:
     """Whose calls these are: the evaluation's usage counter and its cache namespace.
 
     ``deadline``: when (``time.monotonic()``) the evaluation's calls stop retrying
-    rate-limit answers; None: a judge used outside an evaluation (``RetryPolicy.max_total_s``
-    from each call's start).
+    rate-limit answers and stop waiting for their turn; None: a judge used outside an
+    evaluation, whose every call has ``call_limit_s`` from its start (the simulated
+    user's and the synthesizer's: what an evaluation gives the judge), else
+    ``RetryPolicy.max_total_s``.
     """
 
     usage: UsageCounter
     namespace: str = "shared"
     deadline: float | None = None
+    call_limit_s: float | None = None
 
 
 # The scope of the evaluation in progress: a worker runs several at once, each in its own
@@ -185,6 +172,11 @@ class PipelineJudge(DeepEvalBaseLLM):
 
     def get_model_name(self) -> str:
         return self.spec.label
+
+    def supports_multimodal(self) -> bool:
+        """Whether DeepEval may send this judge images: its provider's model reads them."""
+        provider = self._provider
+        return isinstance(provider, ImageReadingProvider) and provider.reads_images
 
     def _scope(self) -> JudgeScope:
         """The calling evaluation's scope (read in its context, before the loop hop)."""
@@ -344,12 +336,15 @@ class PipelineJudge(DeepEvalBaseLLM):
         policy, usage = self.spec.retry, scope.usage
         started = time.monotonic()
         wall = time.time() if usage.call_log is not None else 0.0
-        deadline = started + policy.max_total_s if scope.deadline is None else scope.deadline
+        limit_s = policy.max_total_s if scope.call_limit_s is None else scope.call_limit_s
+        deadline = started + limit_s if scope.deadline is None else scope.deadline
         attempt = failures = 0
         while True:
             attempt += 1
             try:
-                completion = await self._call_once(request, usage, tokens, scope.deadline)
+                # Its wait for a turn ends with its time too: a judge that refuses without
+                # saying why is paced ever slower, and a call left waiting waited for ever.
+                completion = await self._call_once(request, usage, tokens, deadline)
             except NoTurnInTime as late:  # not the judge's failure: its breaker is left alone
                 raise JudgeRateLimited(f"{self.spec.label}: {late}") from None
             except ProviderError as error:

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from n8n_deepeval_pipeline.judging.judge import JudgeCallError, JudgeOutputError, JudgeUnavailable
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES
 
 # What a judge call raises when it gets no usable answer: the row's error, not the run's.
-_NO_ANSWER = (JudgeCallError, JudgeOutputError, JudgeUnavailable, ValidationError, ValueError)
+_NO_ANSWER = (*JUDGE_FAILURES, ValidationError, ValueError)
 
 _PROMPT = """\
 You stand in for one node of an n8n workflow during a test run. The node is not run:

@@ -16,19 +16,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, describe_validation_error
+from n8n_deepeval_pipeline.config.yaml_loader import YamlProblem, load_yaml
+
+# Far above any model's list price (the dearest are a few hundred USD per million tokens):
+# a price above it is a slip (a price per token times a million, a stray exponent).
+MAX_PRICE = 10_000
 
 
 class Price(BaseModel):
-    """USD per million tokens."""
+    """USD per million tokens.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    A number (``true`` and ``"0.3"`` are not), finite, at most ``MAX_PRICE``.
+    """
 
-    input: float = Field(ge=0, description="USD per million prompt (input) tokens.")
-    output: float = Field(ge=0, description="USD per million completion (output) tokens.")
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    input: float = Field(ge=0, le=MAX_PRICE, description="USD per million prompt (input) tokens.")
+    output: float = Field(
+        ge=0, le=MAX_PRICE, description="USD per million completion (output) tokens."
+    )
 
 
 _BUILT_IN: dict[str, Price] = {
@@ -67,8 +76,8 @@ class PriceTable:
         if path is None:
             return cls()
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as error:
+            raw = load_yaml(path.read_text(encoding="utf-8")) or {}
+        except (OSError, YamlProblem) as error:
             problems = [f"cannot read the price table: {error}"]
             raise BenchmarkConfigError(path, problems, what="price table") from None
         try:

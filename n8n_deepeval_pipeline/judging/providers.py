@@ -98,6 +98,15 @@ class LogprobProvider(Protocol):
         """One call without a schema, ``logprobs: true``; the text is the whole reply (JSON)."""
 
 
+@runtime_checkable
+class ImageReadingProvider(Protocol):
+    """A provider that may be sent images with a prompt (DeepEval's multimodal metrics)."""
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether its model reads images (DeepEval's decision for its own class)."""
+
+
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """The certificates httpx would trust (``SSL_CERT_*``, the system's), loaded once.
@@ -167,6 +176,7 @@ class DryRunProvider:
     """
 
     wire = "dry-run"
+    reads_images = True  # it reads nothing: its answers only have to fit
 
     def __init__(self, spec: JudgeSpec) -> None:
         self.spec = spec
@@ -227,6 +237,18 @@ def import_provider(provider: str) -> None:
             warm()
 
 
+def missing_sdk(provider: str) -> str | None:
+    """Why a provider's judge cannot be built here (its SDK's extra is not installed), or None."""
+    if provider not in _PROVIDERS:
+        return None
+    _, extra, sdk = _PROVIDERS[provider]
+    if extra is None or _installed(sdk):
+        return None
+    return (
+        f"the {provider} judge needs its SDK ({sdk}): pip install 'n8n-deepeval-pipeline[{extra}]'"
+    )
+
+
 def build_provider(spec: JudgeSpec) -> Provider:
     """The provider for a judge spec (its module and SDK are imported only when chosen).
 
@@ -234,13 +256,10 @@ def build_provider(spec: JudgeSpec) -> Provider:
     """
     if spec.provider == "dry-run":
         return DryRunProvider(spec)
-    module, extra, sdk = _PROVIDERS[spec.provider]
-    if extra is not None and not _installed(sdk):
-        raise ProviderError(
-            f"the {spec.provider} judge needs its SDK ({sdk}): "
-            f"pip install 'n8n-deepeval-pipeline[{extra}]'",
-            retryable=False,
-        )
+    missing = missing_sdk(spec.provider)
+    if missing is not None:
+        raise ProviderError(missing, retryable=False)
+    module = _PROVIDERS[spec.provider][0]
     built: Provider = importlib.import_module(
         f"n8n_deepeval_pipeline.judging.provider_apis.{module}"
     ).build(spec)

@@ -2,16 +2,22 @@
 
 A rate-limit answer (429, 529, an overloaded 503) says "not now", not "no": it is retried
 for as long as the evaluation has time (``RATE_LIMIT_SHARE`` of its timeout), however
-many attempts that takes; only other failures are bounded by a count of attempts.
+many attempts that takes; only other failures are bounded by a count of attempts. A call
+made outside an evaluation (the simulated user's, the synthesizer's) has the same time
+(``call_limit_s``).
 """
 
 from __future__ import annotations
 
+import os
 import random
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from n8n_deepeval_pipeline import environment_variables
 
 # Status codes worth another attempt: rate limits, timeouts and server errors.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -22,6 +28,29 @@ _OVERLOADED_WORDS = ("overload", "busy", "capacity", "rate limit", "too many")
 # Rate-limit answers are retried until this share of the evaluation's timeout has passed:
 # the rest is left for the last attempt's answer, before the pool's own timeout.
 RATE_LIMIT_SHARE = 0.9
+EVALUATION_TIMEOUT_ENV = "N8N_DEEPEVAL_EVAL_TIMEOUT_S"
+
+
+def call_limit_s(evaluation_timeout_s: float) -> float:
+    """How long a judge call made outside an evaluation may take.
+
+    What an evaluation gives its judge, its rate-limit retries and its wait for a turn
+    included.
+    """
+    return RATE_LIMIT_SHARE * evaluation_timeout_s
+
+
+DEFAULT_CALL_LIMIT_S = call_limit_s(300.0)
+"""``call_limit_s`` of the default evaluation timeout (``N8N_DEEPEVAL_EVAL_TIMEOUT_S``)."""
+
+
+def configured_call_limit_s(environ: Mapping[str, str] = os.environ) -> float:
+    """``call_limit_s`` of the evaluation timeout this environment sets."""
+    setting = environment_variables.setting(EVALUATION_TIMEOUT_ENV, environ)
+    try:
+        return call_limit_s(float(setting))
+    except ValueError:
+        raise ValueError(f"{EVALUATION_TIMEOUT_ENV}={setting!r} is not a number") from None
 
 
 def is_rate_limited(status: int | None, retry_after_s: float | None, message: str) -> bool:

@@ -153,7 +153,7 @@ class JudgeChoice(ConfigModel):
 
     provider: JudgeProvider | None = Field(
         default=None,
-        description="openai, azure-openai, anthropic, openai-compatible, local or dry-run.",
+        description=f"One of {', '.join(JUDGE_PROVIDERS)}.",
     )
     model: str | None = Field(
         default=None, description="The model (for Azure OpenAI, the deployment name)."

@@ -19,6 +19,8 @@ from n8n_deepeval_pipeline.metrics import (
     agentic,
     community,
     custom,
+    images,
+    mcp,
     multi_turn,
     n8n,
     others,
@@ -36,6 +38,8 @@ _ENTRIES: tuple[MetricEntry, ...] = (
     *safety.ENTRIES,
     *others.ENTRIES,
     *community.ENTRIES,
+    *mcp.ENTRIES,
+    *images.ENTRIES,
     *n8n.ENTRIES,
 )
 

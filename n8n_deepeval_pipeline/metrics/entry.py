@@ -11,7 +11,18 @@ from n8n_deepeval_pipeline.evaluation import EvaluationItem
 from n8n_deepeval_pipeline.metrics.options import ItemField, MetricConfig
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 
-Category = Literal["custom", "agentic", "multi-turn", "rag", "safety", "others", "community", "n8n"]
+Category = Literal[
+    "custom",
+    "agentic",
+    "multi-turn",
+    "rag",
+    "safety",
+    "others",
+    "community",
+    "mcp",
+    "images",
+    "n8n",
+]
 Scored = tuple[float, str]
 # This project's own metrics: (config, item, judge or None) → (score, reason).
 Runner = Callable[[MetricConfig, EvaluationItem, Any], Scored]

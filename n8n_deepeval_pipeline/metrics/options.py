@@ -54,6 +54,9 @@ ItemField = Literal[
     "expected_outcome",
     "scenario",
     "opponent",  # a head-to-head metric's other run (evaluation.HeadToHead)
+    "mcp_servers",  # the MCP servers the agent reached (MCP Client Tool nodes)
+    "input_images",  # images the workflow was given (a vision agent's)
+    "output_images",  # images in the workflow's answer
 ]
 # Turn and conversation fields a Conversational G-Eval can read (DeepEval 4.3.1 raises on
 # CHATBOT_ROLE, CONTEXT and USER_DESCRIPTION there).

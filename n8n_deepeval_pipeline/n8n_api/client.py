@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline import environment_variables
 from n8n_deepeval_pipeline.n8n_api.retries import send
+from n8n_deepeval_pipeline.redaction import redact
 
 _PAGE_SIZE = 250
 # Executions come with every node's data: smaller pages keep each answer small.
@@ -28,6 +29,7 @@ EXECUTION_PAGE_SIZE = 50
 API_URL_ENV = "N8N_API_URL"
 API_KEY_ENV = "N8N_API_KEY"
 TIMEOUT_ENV = "N8N_DEEPEVAL_N8N_TIMEOUT_S"
+_KEY_HEADER = "X-N8N-API-KEY"
 
 
 class N8nApiError(RuntimeError):
@@ -103,7 +105,7 @@ class N8nClient:
     ) -> None:
         self._http = httpx2.Client(
             base_url=base_url.rstrip("/") + "/api/v1",
-            headers={"X-N8N-API-KEY": api_key, "Accept": "application/json"},
+            headers={_KEY_HEADER: api_key, "Accept": "application/json"},
             timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
         )
         self._max_attempts = max_attempts
@@ -311,8 +313,10 @@ def _json_or_raise(method: str, path: str, response: httpx2.Response) -> Any:
 
 
 def _short_reason(response: httpx2.Response) -> str:
+    """n8n's message, without the key it was sent (n8n may quote it), cut short after."""
     try:
         message = response.json().get("message")
     except (ValueError, AttributeError):
         message = None
-    return f" ({str(message)[:200]})" if message else ""
+    sent = [response.request.headers.get(_KEY_HEADER, "")]
+    return f" ({redact(str(message), sent)[:200]})" if message else ""

@@ -6,7 +6,8 @@ sub-node's under ``data.ai_tool`` with the input the agent gave it under
 ``inputOverride.ai_tool``. The run is found by the session id the pipeline sent (the
 webhook's ``body.sessionId``, or a ``sessionId`` a Chat Trigger passes on). Its steps are
 the ``intermediateSteps`` of an AI Agent node; with *Return Intermediate Steps* off they
-exist only as the tool sub-nodes' runs, which are read back as steps in execution order.
+exist only as the tool sub-nodes' runs, which are read back as steps in execution order
+(an MCP Client Tool's run names the tool of its server the agent called in its input).
 A language-model sub-node's runs hold the tokens of each call under
 ``data.ai_languageModel``: ``tokenUsage`` as the provider reported them, else n8n's own
 ``tokenUsageEstimate`` (read as n8n's evaluations read them).
@@ -105,9 +106,19 @@ def tool_runs_as_steps(execution: dict[str, Any]) -> list[dict[str, Any]] | None
         output = list(_items(run["data"]["ai_tool"]))
         # The agent sees a tool's items as JSON text: the observation is kept that way.
         observation = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
-        steps.append({"action": {"tool": tool_name(name), "toolInput": tool_input},
+        steps.append({"action": {"tool": _called_as(name, tool_input), "toolInput": tool_input},
                       "observation": observation})  # fmt: skip
     return steps
+
+
+def _called_as(node: str, tool_input: dict[str, Any]) -> str:
+    """The tool the agent called, as the agent named it.
+
+    A toolkit node's run (an MCP Client Tool's) names it in its input as ``tool``
+    (``<node>_<tool>``); any other tool node is named after the node.
+    """
+    called = tool_input.get("tool")
+    return called if isinstance(called, str) and called else tool_name(node)
 
 
 def _first(run: tuple[int, str, dict[str, Any]]) -> int:

@@ -27,19 +27,27 @@ import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, WorkflowTarget
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.n8n_api.mcp_servers import mcp_servers
+from n8n_deepeval_pipeline.n8n_data.agent_steps import tool_name
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
+from n8n_deepeval_pipeline.workflow.graph import WorkflowGraph
 from n8n_deepeval_pipeline.workflow.harness import (
     MOCKS_FIELD,
+    Replacement,
     check_start_and_end,
     default_input,
     feeder,
     harness_copy,
+    kept_nodes,
 )
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client, mcp_nodes, stand_in_names
 from n8n_deepeval_pipeline.workflow.mocks import (
     SERVICES_RESPONSE,
     MockAnswer,
     ServiceNode,
     check_mocks,
+    mocked_nodes,
     service_nodes,
 )
 from n8n_deepeval_pipeline.workflow.variants import same_workflow_problems, variant_problems
@@ -115,18 +123,62 @@ def remove_stale_copies(client: N8nClient, benchmark: str) -> list[str]:
 def mock_answers(target: WorkflowTarget, workflow: dict[str, Any]) -> dict[str, MockAnswer]:
     """Node name → what it answers instead of running.
 
-    The nodes the benchmark names, and with ``services`` every other node that acts on a
-    real service.
+    The nodes the benchmark names, every MCP Client Tool whose server it does not call
+    safe, and with ``services`` every other node that acts on a real service.
     """
     mocks = target.mocks
     answers = {
         name: MockAnswer(response=mock.response, per_row=mock.per_row)
         for name, mock in mocks.nodes.items()
     }
+    for node in _kept_mcp_clients(target, workflow):
+        if not _safe(target, node):
+            answers.setdefault(node, MockAnswer(response=SERVICES_RESPONSE))
     if mocks.services:
-        for node in service_nodes(workflow, target.start_node_name, target.end_node_name):
-            answers.setdefault(node.name, MockAnswer(response=SERVICES_RESPONSE))
+        for service in service_nodes(workflow, target.start_node_name, target.end_node_name):
+            answers.setdefault(service.name, MockAnswer(response=SERVICES_RESPONSE))
     return answers
+
+
+def _kept_mcp_clients(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
+    kept = kept_nodes(workflow, target.start_node_name, target.end_node_name)
+    return WorkflowGraph(workflow).names(lambda node: is_mcp_client(node) and node["name"] in kept)
+
+
+def _safe(target: WorkflowTarget, node: str) -> bool:
+    settings = target.mcp_servers.get(node)
+    return settings is not None and settings.safe
+
+
+@dataclass(frozen=True)
+class HarnessMocks:
+    """What the copy is made with: the stand-ins, the MCP servers, the mocked tools' names.
+
+    ``servers``: every MCP Client Tool's server, by node name (what a run's test case
+    says the agent had); ``mocked_tools``: the tool names the mocks answer to.
+    """
+
+    replacements: dict[str, Replacement]
+    servers: dict[str, McpServer]
+    mocked_tools: set[str]
+
+
+def harness_mocks(target: WorkflowTarget, workflow: dict[str, Any]) -> HarnessMocks:
+    """The mocks of the copy, MCP servers listed (or read from the benchmark) first."""
+    answers = mock_answers(target, workflow)
+    clients = set(_kept_mcp_clients(target, workflow))
+    servers = mcp_servers(mcp_nodes(workflow, clients), target.mcp_servers)
+    nodes = WorkflowGraph(workflow).nodes
+    mocked_tools = {
+        name
+        for mocked in answers
+        for name in (
+            stand_in_names(nodes[mocked], servers[mocked])
+            if mocked in clients
+            else [tool_name(mocked)]
+        )
+    }
+    return HarnessMocks(mocked_nodes(workflow, answers, servers), servers, mocked_tools)
 
 
 def unmocked_services(target: WorkflowTarget, workflow: dict[str, Any]) -> list[ServiceNode]:
@@ -144,8 +196,10 @@ def harness_problems(
     a variant's own graph is checked without them).
     """
     start, end = target.start_node_name, target.end_node_name
-    problems = check_start_and_end(workflow, start, end) or check_mocks(
-        workflow, start, end, list(mock_answers(target, workflow))
+    problems = (
+        check_start_and_end(workflow, start, end)
+        or check_mocks(workflow, start, end, list(mock_answers(target, workflow)))
+        or _mcp_server_problems(target, workflow)
     )
     if not problems:  # the body needs the trigger, which a wrong start node may not have
         try:
@@ -159,6 +213,17 @@ def harness_problems(
         workflow, target.variants
     )
     return problems + [f"variants: {problem}" for problem in varied]
+
+
+def _mcp_server_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
+    """Names under ``mcpServers`` that are no MCP Client Tool of the copy."""
+    clients = set(_kept_mcp_clients(target, workflow))
+    return [
+        f'mcpServers: "{name}" is not an MCP Client Tool node that runs between '
+        f'"{target.start_node_name}" and "{target.end_node_name}"'
+        for name in target.mcp_servers
+        if name not in clients
+    ]
 
 
 def harness_body(target: WorkflowTarget, workflow: dict[str, Any]) -> Any:
@@ -225,7 +290,7 @@ def harness_webhook(
     target: WorkflowTarget,
     label: str,
     time_limit_s: float,
-    replacements: dict[str, dict[str, Any]] | None = None,
+    replacements: dict[str, Replacement] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """A published harness copy for the duration of the block: (its id, its webhook URL).
 

@@ -26,12 +26,14 @@ from urllib.parse import quote, unquote_plus, urlencode, urlsplit, urlunsplit
 import httpx2
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import DEFAULT_BODY, UNSAFE_TO_RETRY, WebhookTarget
+from n8n_deepeval_pipeline.data_limits import loads_json
 from n8n_deepeval_pipeline.n8n_api.own_traffic import mark_request
 from n8n_deepeval_pipeline.n8n_api.retries import a_send, send
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
 from n8n_deepeval_pipeline.n8n_data.responses import (
     NormalisedResponse,
     ResponseShapeError,
+    image_answer,
     normalise_response,
     parse_body,
 )
@@ -74,6 +76,7 @@ def template_context(
         "expectedOutcome": row.expected_outcome,
         "scenario": row.scenario,
         "userDescription": row.user_description,
+        "inputImages": row.input_images,
     }
     return {**fields, "row": row.raw, "evalContext": eval_context(run), "sessionId": session_id,
             "env": env}  # fmt: skip
@@ -362,7 +365,14 @@ def refuse_failure(response: httpx2.Response, url: str) -> httpx2.Response:
 
 
 def read_answer(target: WebhookTarget, response: httpx2.Response) -> NormalisedResponse:
-    """The workflow's answer normalised; a shape it cannot read or an error is a TargetError."""
+    """The workflow's answer normalised; a shape it cannot read or an error is a TargetError.
+
+    An answer that is an image (a Respond to Webhook node answering binary data) is that
+    image as the output.
+    """
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind.startswith("image/"):
+        return NormalisedResponse(output=image_answer(response.content, kind))
     try:
         answer = normalise_response(
             parse_body(response.text), target.response_path, target.session_parser
@@ -399,8 +409,8 @@ def _query(body: Any) -> dict[str, str]:
 
 def _reason(response: httpx2.Response) -> str:
     try:
-        body = response.json()
-    except ValueError:
+        body = loads_json(response.text)
+    except ValueError:  # not JSON, or too deep (DataLimitError)
         return response.reason_phrase or "no reason given"
     if isinstance(body, dict):
         return str(body.get("message") or body.get("error") or response.reason_phrase)

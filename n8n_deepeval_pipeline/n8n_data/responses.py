@@ -5,7 +5,9 @@ Accepted answers: an object with
 lists (``[{json: {...}}]``, the first item counts); plain text. ``responsePath`` (a
 JMESPath query over the whole answer) picks the output from any other shape. Tool calls come from
 ``intermediateSteps``, ``tool_calls`` or ``actions``. A non-empty ``error`` field is a
-failure even in a 2xx answer.
+failure even in a 2xx answer. Images the answer carries outside its text (n8n binary
+data with its base64, OpenAI's ``b64_json``) follow the output as markdown images of data
+URIs, which the ``output_images`` step takes out into its table.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import jmespath
 from jmespath.exceptions import JMESPathError
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.data_limits import DataLimitError, loads_json
+from n8n_deepeval_pipeline.n8n_data.images import ImageData, image_from_bytes, images_in_items
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 
 _OUTPUT_KEYS = ("output", "response", "text", "actualOutput", "answer")
@@ -37,12 +41,17 @@ class NormalisedResponse(BaseModel):
 
 
 def parse_body(text: str) -> Any:
-    """The answer as JSON, or the text itself when it is not JSON (n8n may answer text)."""
+    """The answer as JSON, or the text itself when it is not JSON (n8n may answer text).
+
+    An answer nested deeper than ``data_limits.MAX_DEPTH`` levels fails its run alone.
+    """
     stripped = text.strip()
     if not stripped:
         return None
     try:
-        return json.loads(stripped)
+        return loads_json(stripped)
+    except DataLimitError as error:
+        raise ResponseShapeError(f"the answer is {error}") from None
     except json.JSONDecodeError:
         if stripped[:1] in ("{", "["):
             raise ResponseShapeError(f"unparsable JSON body: {stripped[:80]!r}") from None
@@ -100,6 +109,23 @@ def normalise_response(
             raise ResponseShapeError(f"responsePath {response_path!r} found nothing")
     else:
         output = _output_of(item) if isinstance(item, dict) else item
-    return NormalisedResponse(
-        output=as_text(output), intermediate_steps=steps, session_id=session_id
-    )
+    text = with_images(as_text(output), images_in_items(body))
+    return NormalisedResponse(output=text, intermediate_steps=steps, session_id=session_id)
+
+
+def _inline(image: ImageData) -> str:
+    if image.url is not None:
+        return f"![image]({image.url})"
+    return f"![image](data:{image.mime_type};base64,{image.data_base64})"
+
+
+def with_images(text: str | None, images: list[ImageData]) -> str | None:
+    """The output with the images found outside it after it, as markdown data URIs."""
+    if not images:
+        return text
+    return "\n".join(part for part in (text, *map(_inline, images)) if part)
+
+
+def image_answer(data: bytes, mime_type: str) -> str:
+    """An answer that is an image's bytes, as an output."""
+    return _inline(image_from_bytes(data, mime_type))

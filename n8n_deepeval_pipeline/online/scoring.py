@@ -19,6 +19,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeResolver
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.n8n_api.client import N8nApiError, N8nClient
 from n8n_deepeval_pipeline.n8n_api.executions import execution_steps
 from n8n_deepeval_pipeline.n8n_api.traffic_dataset import Exchange, exchange_of
 from n8n_deepeval_pipeline.online.cursor import ItemKind, ScoreItem
@@ -156,6 +157,18 @@ def _moment(value: Any) -> datetime | None:
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def fetch_executions(client: N8nClient, items: list[ScoreItem]) -> dict[int, dict[str, Any]]:
+    """The items' executions with their data (one n8n has deleted since is left out)."""
+    found = {}
+    for number in sorted({n for item in items for n in item.execution_ids}):
+        try:
+            found[number] = client.execution(number)
+        except N8nApiError as error:
+            if error.status != 404:
+                raise
+    return found
 
 
 class OnlineRuns:

@@ -20,12 +20,18 @@ import pandas as pd
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
+from n8n_deepeval_pipeline.calibration.measurement import measure
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
     AGGREGATE_KEYS,
     CONSISTENCY_KEYS,
     write_rows,
+)
+from n8n_deepeval_pipeline.orchestration.calibration_gate import (
+    calibration_metadata,
+    not_deciding,
+    step_calibration,
 )
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import build_metric_scores_asset
 from n8n_deepeval_pipeline.orchestration.live_target import live_outputs, outputs_metadata
@@ -35,8 +41,10 @@ from n8n_deepeval_pipeline.orchestration.red_team import (
     build_red_team_assets,
     red_teamed_versions,
 )
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.run_traces import (
     TRACE_INPUTS,
     build_run_trace_asset,
@@ -65,6 +73,7 @@ from n8n_deepeval_pipeline.tables.comparison import (
     verdict_rows,
 )
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
+from n8n_deepeval_pipeline.tables.output_images import with_images
 from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -73,8 +82,10 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     RunAggregate,
     TableRow,
+    WorkflowCheck,
     WorkflowSnapshot,
     of_version,
 )
@@ -87,6 +98,7 @@ ASSET_NAMES = (
     "dataset_rows",
     "expanded_runs",
     "agent_outputs",
+    "output_images",
     "metric_scores",
     "run_aggregates",
     "consistency_stats",
@@ -176,30 +188,53 @@ def build_benchmark_assets(
         context.add_output_metadata({"runs": len(runs)})
         return to_frame(ExpandedRun, runs)
 
-    @dg.asset(
-        name="agent_outputs",
-        description="What the workflow produced for each run.",
+    def _out(description: str) -> dg.AssetOut:
+        return dg.AssetOut(
+            key_prefix=[benchmark.name],
+            group_name=benchmark.name,
+            description=description,
+            metadata=_PARTITION_METADATA,
+        )
+
+    @dg.multi_asset(
+        name=f"{benchmark.name}__agent_outputs",
+        outs={
+            "agent_outputs": _out("What the workflow produced for each run."),
+            "output_images": _out(
+                "The images of the runs' outputs and inputs, once each, by content hash."
+            ),
+        },
         ins=_ins(benchmark, "expanded_runs", "dataset_rows"),
         # After the snapshot: outputs belong to the version it checked, nothing is read from it.
         deps=[_key(benchmark, "workflow_snapshot")],
-        **common,
+        partitions_def=partitions,
     )
     def agent_outputs(
         context: dg.AssetExecutionContext,
         n8n: N8nResource,
         judge: JudgeResource,
+        score_journal: ScoreJournalResource,
         expanded_runs: pd.DataFrame,
         dataset_rows: pd.DataFrame,
-    ) -> pd.DataFrame:
+    ) -> Any:
         runs = from_frame(ExpandedRun, expanded_runs)
         rows = from_frame(DatasetRow, dataset_rows)
-        if isinstance(benchmark.target, RecordedTarget):
-            with pointed_to_by(source):
+        with pointed_to_by(source):
+            if isinstance(benchmark.target, RecordedTarget):
                 outputs = steps.agent_outputs(benchmark.target, runs, rows, benchmark.runs_per_row)
-        else:
-            outputs = live_outputs(context, benchmark, n8n, judge, runs, rows)
-        context.add_output_metadata(shown(outputs_metadata(outputs)))
-        return to_frame(AgentOutput, outputs)
+            else:
+                outputs = live_outputs(context, benchmark, n8n, judge, score_journal, runs, rows)
+            outputs, images = with_images(outputs, runs, rows, _dataset_folder(benchmark))
+        yield dg.Output(
+            to_frame(AgentOutput, outputs),
+            output_name="agent_outputs",
+            metadata=shown(outputs_metadata(outputs)),
+        )
+        yield dg.Output(
+            to_frame(OutputImage, images),
+            output_name="output_images",
+            metadata={"images": len(images)},
+        )
 
     @dg.asset(
         name="run_aggregates",
@@ -208,16 +243,23 @@ def build_benchmark_assets(
         **common,
     )
     def run_aggregates(
-        context: dg.AssetExecutionContext, expanded_runs: pd.DataFrame, metric_scores: pd.DataFrame
+        context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
+        expanded_runs: pd.DataFrame,
+        metric_scores: pd.DataFrame,
     ) -> pd.DataFrame:
+        calibration = step_calibration(benchmark, human_labels)
         rows = steps.run_aggregates(
             benchmark,
             from_frame(ExpandedRun, expanded_runs),
             from_frame(MetricScore, metric_scores),
+            not_deciding(calibration),
         )
         passed = [row.overall_success for row in rows]
         rate = fmean(passed) if passed else 0.0
         context.add_output_metadata(shown({"runs": len(rows), "run_pass_rate": rate}))
+        if calibration is not None:
+            context.add_output_metadata(calibration_metadata(calibration.standings, benchmark.name))
         return to_frame(RunAggregate, rows)
 
     @dg.asset(
@@ -276,6 +318,12 @@ def build_benchmark_assets(
 _SinkTable = tuple[DataTableOutput | None, str, type[TableRow], pd.DataFrame, tuple[str, ...]]
 
 
+def _dataset_folder(benchmark: Benchmark) -> Path | None:
+    """Where a dataset file's rows name their input image files from."""
+    path = benchmark.dataset.path
+    return None if path is None else Path(path).parent
+
+
 def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
     """Results written back to n8n Data Tables; a failure here loses nothing in DuckDB."""
     sink = benchmark.sink
@@ -322,7 +370,7 @@ def _data_table_sink(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsD
 
 
 def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
-    """What metric_scores reads: this version's runs, outputs and snapshot.
+    """What metric_scores reads: this version's runs, outputs, images and snapshot.
 
     Every version's outputs and snapshots when a head-to-head metric sets this version's
     runs beside another's.
@@ -330,9 +378,16 @@ def _scoring_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
     if any(entry_for(config).head_to_head for config in benchmark.metrics):
         return {
             **_ins(benchmark, "expanded_runs", "dataset_rows"),
-            **_every_version(benchmark, "agent_outputs", "workflow_snapshot"),
+            **_every_version(benchmark, "agent_outputs", "workflow_snapshot", "output_images"),
         }
-    return _ins(benchmark, "expanded_runs", "dataset_rows", "agent_outputs", "workflow_snapshot")
+    return _ins(
+        benchmark,
+        "expanded_runs",
+        "dataset_rows",
+        "agent_outputs",
+        "workflow_snapshot",
+        "output_images",
+    )
 
 
 def _every_version(benchmark: Benchmark, *names: str) -> dict[str, dg.AssetIn]:
@@ -369,13 +424,17 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
     )
     def version_comparison(
         context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
-        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        calibration = step_calibration(benchmark, human_labels)
+        stored = _stored_versions(
+            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
+        )
         baseline = _baseline(context, benchmark, from_frame(WorkflowSnapshot, workflow_snapshot))
         if baseline is None:
             context.log.info("no earlier version to compare with")
@@ -423,21 +482,25 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
                 "metric_scores",
                 "agent_outputs",
                 "workflow_snapshot",
+                "output_images",
             ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows"),
+            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
             **red_team,
         },
         **{**common, "metadata": {}},
     )
     def benchmark_report(
         context: dg.AssetExecutionContext,
+        human_labels: HumanLabelsResource,
         expanded_runs: pd.DataFrame,
         run_aggregates: pd.DataFrame,
         metric_scores: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
         consistency_stats: pd.DataFrame,
         dataset_rows: pd.DataFrame,
+        workflow_checks: pd.DataFrame,
         **red_team_tables: pd.DataFrame,
     ) -> dg.MaterializeResult:
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -446,10 +509,18 @@ def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.Assets
             consistency=from_frame(ConsistencyStats, consistency_stats),
             dataset=from_frame(DatasetRow, dataset_rows),
             snapshots=snapshots,
+            checks=from_frame(WorkflowCheck, workflow_checks),
+            images=from_frame(OutputImage, output_images),
         )
-        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores)
+        labels = human_labels.store(benchmark).judged()
+        calibration = measure(benchmark, labels) if labels or benchmark.calibration else None
+        stored = _stored_versions(
+            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
+        )
         baseline = _baseline(context, benchmark, snapshots)
-        report = version_report(benchmark, context.partition_key, baseline, stored, own)
+        report = version_report(
+            benchmark, context.partition_key, baseline, stored, own, calibration
+        )
         if red_team_tables:
             report = _with_red_team(context, benchmark, report, red_team_tables)
         folder = settings.reports_dir() / benchmark.name / context.partition_key
@@ -503,12 +574,16 @@ def _baseline(
 
 
 def _stored_versions(
-    expanded_runs: pd.DataFrame, run_aggregates: pd.DataFrame, metric_scores: pd.DataFrame
+    expanded_runs: pd.DataFrame,
+    run_aggregates: pd.DataFrame,
+    metric_scores: pd.DataFrame,
+    uncalibrated: frozenset[str],
 ) -> StoredVersions:
     return StoredVersions(
         from_frame(ExpandedRun, expanded_runs),
         from_frame(RunAggregate, run_aggregates),
         from_frame(MetricScore, metric_scores),
+        uncalibrated,
     )
 
 
@@ -519,6 +594,10 @@ def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)
+    if report.workspace_url is not None:  # every case and run of the version, in the workspace
+        metadata["workspace_url"] = dg.MetadataValue.url(report.workspace_url)
+    if report.review_url is not None and report.labels_wanted:  # where people label its runs
+        metadata["review_url"] = dg.MetadataValue.url(report.review_url)
     metadata["summary"] = dg.MetadataValue.md(pr_comment(report))
     metadata["run_pass_rate"] = dg.MetadataValue.float(headline.pass_rate.rate or 0.0)
     metadata["variant"] = report.variant or BASE

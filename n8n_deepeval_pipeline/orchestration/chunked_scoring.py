@@ -13,7 +13,12 @@ again only the chunks that failed and reads the others' rows from the failed run
 chunk rebuilds only its own tasks from the stored upstream tables, so its memory does not
 grow with the benchmark, and journals what it finishes (``score_journal``: on this machine,
 or in PostgreSQL for a fleet, where a step re-delivered after its machine was lost resumes)
-until its rows are stored.
+until the table is stored: a new run after a kill resumes the chunks that had finished
+too, and charges what they cost to the run that made them.
+
+``collect`` charges each Dagster run (attempt) its judge calls: the chunks' and the
+simulated users' (the agent_outputs step's ledger), as the judge answered them; it then
+forgets them, but those of a run of the same version still going beside it.
 """
 
 # No postponed annotations: Dagster inspects the annotations of op functions.
@@ -35,10 +40,12 @@ from n8n_deepeval_pipeline.orchestration.partitions import version_check
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
+    SIMULATION_LEDGER,
     ScoreJournal,
     ScoreJournalResource,
 )
 from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPoolResource
+from n8n_deepeval_pipeline.orchestration.run_owner import unfinished_runs
 from n8n_deepeval_pipeline.orchestration.run_traces import traces_wanted
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
@@ -56,6 +63,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     WorkflowSnapshot,
     of_version,
 )
@@ -129,11 +137,11 @@ def build_metric_scores_asset(
     def build_plan(
         judge: JudgeResource,
         partition: str,
-        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
+        frames: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame],
         timeout_s: float,
         only: range | None,
     ) -> EvaluationPlan:
-        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot = frames
+        expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images = frames
         # With a head-to-head metric, the outputs and snapshots are every version's.
         outputs = from_frame(AgentOutput, agent_outputs)
         snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
@@ -149,6 +157,7 @@ def build_metric_scores_asset(
             only=only,
             tools=snapshot_tools(of_version(snapshots, partition)),
             family=family,
+            images=from_frame(OutputImage, output_images),
         )
 
     @dg.op(
@@ -167,8 +176,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[Any] | dg.DynamicOutput[Any]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         # counts only: no task is kept
         planned = build_plan(judge, context.partition_key, frames, 1.0, range(0))
         judge.shared_state().reset_breaker()  # an earlier run's open circuit is history
@@ -205,8 +215,9 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Iterator[dg.Output[ChunkScores]]:
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         timeout_s = config.timeout_s or worker_pool.timeout_s
         only = range(chunk.start, chunk.stop)
         planned = build_plan(judge, context.partition_key, frames, timeout_s, only)
@@ -233,21 +244,28 @@ def build_metric_scores_asset(
     def collect(
         context: dg.OpExecutionContext,
         score_journal: ScoreJournalResource,
+        judge: JudgeResource,
         known: KnownScores,
         chunks: list[ChunkScores],
     ) -> Iterator[dg.Output[pd.DataFrame] | dg.AssetCheckResult]:
         ordered = sorted(chunks, key=lambda chunk: chunk.chunk_id)
         scores = [row for chunk in ordered for row in chunk.rows] + known.rows
+        partition = context.partition_key
+        users = score_journal.journal(benchmark.name, partition, SIMULATION_LEDGER)
+        simulated = with_answered_calls({}, users.answered_calls(), judge.prices())
+        spend = merged([*(chunk.spend for chunk in ordered), simulated])
         metadata = {
             **summary_metadata(scores),
             **_pool_metadata(ordered),
             "evaluated": sum(chunk.evaluated for chunk in ordered),
             "resumed": sum(chunk.resumed for chunk in ordered),
             "chunks": len(ordered),
-            **attempts_metadata(context.run_id, merged(chunk.spend for chunk in ordered)),
+            **attempts_metadata(context.run_id, spend),
         }
         yield dg.Output(to_frame(MetricScore, scores), output_name="result", metadata=metadata)
-        score_journal.clear_partition(benchmark.name, context.partition_key)
+        # A run of this version still going charges its own calls when it stores its table.
+        running = unfinished_runs(context.instance) - {context.run_id}
+        score_journal.clear_partition(benchmark.name, partition, running)
         yield from score_checks(benchmark, scores, known.expected)
 
     @dg.graph_asset(
@@ -266,9 +284,10 @@ def build_metric_scores_asset(
         dataset_rows: pd.DataFrame,
         agent_outputs: pd.DataFrame,
         workflow_snapshot: pd.DataFrame,
+        output_images: pd.DataFrame,
     ) -> Any:
         # Short node names: steps are <benchmark>__metric_scores.plan, .score[c01_of_02], …
-        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot)
+        frames = (expanded_runs, dataset_rows, agent_outputs, workflow_snapshot, output_images)
         known, chunks = plan.alias("plan")(*frames)
         scored = chunks.map(lambda chunk: score.alias("score")(chunk, *frames))
         outputs = collect.alias("collect")(known, scored.collect())
@@ -337,7 +356,6 @@ def _score_chunk(
             }
         ),
     )
-    journal.clear()  # the chunk's rows are stored: a re-execution reads them from there
 
 
 def _pacing(judge: JudgeResource, planned: EvaluationPlan) -> dict[str, dict[str, Any]]:
@@ -415,7 +433,8 @@ def attempts_metadata(run_id: str, spend: dict[str, JudgeSpend]) -> dict[str, An
     """The judge's spend of every attempt at these scores, and of this run alone.
 
     ``judge_calls`` counts the calls behind the stored rows; an attempt that was
-    interrupted, or whose evaluations were scored again, spent more.
+    interrupted, or whose evaluations were scored again, spent more, and the attempts'
+    calls include their simulated users'.
     """
     everything = sum(spend.values(), JudgeSpend())
     own = spend.get(run_id, JudgeSpend())

@@ -29,7 +29,13 @@ from n8n_deepeval_pipeline.orchestration.online import (
     build_online_job,
     build_online_sensor,
 )
+from n8n_deepeval_pipeline.orchestration.optimize_job import (
+    build_optimize_job,
+    optimizable,
+    search_asset,
+)
 from n8n_deepeval_pipeline.orchestration.profiles import celery_executor, k8s_job_executor
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
@@ -99,7 +105,7 @@ def _env_secret(name: str) -> dg.EnvVar | None:
 
 
 def build_resources(judge_cache: bool = True) -> dict[str, object]:
-    """The worker pool, the judge, n8n and the results IO manager, from the environment."""
+    """The worker pool, the judge, n8n, the results IO manager and the labels' store."""
     return {
         "worker_pool": WorkerPoolResource(
             size=_env_int("DEEPEVAL_POOL_SIZE"),
@@ -128,11 +134,13 @@ def build_resources(judge_cache: bool = True) -> dict[str, object]:
             breaker_threshold=_env_int("N8N_DEEPEVAL_JUDGE_BREAKER_THRESHOLD"),
             cache=judge_cache and environment_variables.setting("N8N_DEEPEVAL_JUDGE_CACHE") != "0",
             state_dir=str(settings.judge_state_dir()),
+            evaluation_timeout_s=_env_float("N8N_DEEPEVAL_EVAL_TIMEOUT_S"),
             prices_file=_env_text("N8N_DEEPEVAL_PRICES"),
         ),
         "score_journal": score_journal(),
         "n8n": n8n_resource(),
         "io_manager": results_io_manager(),
+        "human_labels": human_labels(),
         STEP_IO_MANAGER: step_io_manager(),
     }
 
@@ -152,6 +160,13 @@ def results_io_manager() -> dg.ConfigurableIOManagerFactory:
     database = settings.database_path()
     settings.private_dir(database.parent)  # DuckDB's WAL lives beside the file while writing
     return ResultsIOManager(database=str(database))
+
+
+def human_labels() -> HumanLabelsResource:
+    """People's labels, beside the results: the DuckDB file, or the results' PostgreSQL."""
+    if settings.profile() != "local":
+        return HumanLabelsResource(url=_required_env(settings.POSTGRES_URL_ENV))
+    return HumanLabelsResource(database=str(settings.database_path()))
 
 
 def score_journal() -> ScoreJournalResource:
@@ -220,18 +235,10 @@ def build_definitions(
 
     Loading reads files only; it never calls n8n or a judge.
     """
-    assets: list[dg.AssetsDefinition] = []
-    jobs, schedules, sensors = [], [], []
-    names: dict[str, Path] = {}
-    for path in benchmark_files:
-        benchmark = load_benchmark(path)
-        _check_schema_name(benchmark)
-        if benchmark.name in names:
-            used_by = names[benchmark.name]
-            raise ValueError(
-                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
-            )
-        names[benchmark.name] = path
+    assets: list[dg.AssetsDefinition | dg.AssetSpec] = []
+    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = []
+    schedules, sensors = [], []
+    for path, benchmark in loaded_benchmarks(benchmark_files):
         if selection is not None:
             benchmark = benchmark.for_trial()
         group, partitions = build_benchmark_assets(benchmark, path, selection)
@@ -240,6 +247,9 @@ def build_definitions(
         jobs += [job, build_rescore_job(benchmark, partitions)]
         schedules.append(build_schedule(benchmark, job, partitions.name or ""))
         sensors.append(build_sensor(benchmark, job, partitions.name or ""))
+        if optimizable(benchmark) and selection is None:
+            assets.append(search_asset(benchmark))
+            jobs.append(build_optimize_job(benchmark, path))
         if benchmark.online is not None and selection is None:
             online_job = build_online_job(benchmark)
             assets += build_online_assets(benchmark)
@@ -253,6 +263,28 @@ def build_definitions(
         resources=build_resources(judge_cache),
         executor=build_executor(),
     )
+
+
+def loaded_benchmarks(benchmark_files: list[Path]) -> list[tuple[Path, Benchmark]]:
+    """Each file with its benchmark, as one code location can hold them.
+
+    A file that does not validate is a ``BenchmarkConfigError``; a name two files share
+    (their assets, jobs and schema would be the same) or the DuckDB file's is a
+    ``ValueError`` naming both.
+    """
+    names: dict[str, Path] = {}
+    loaded = []
+    for path in benchmark_files:
+        benchmark = load_benchmark(path)
+        _check_schema_name(benchmark)
+        if benchmark.name in names:
+            used_by = names[benchmark.name]
+            raise ValueError(
+                f"{path}: benchmark name {benchmark.name!r} is already used by {used_by}"
+            )
+        names[benchmark.name] = path
+        loaded.append((path, benchmark))
+    return loaded
 
 
 def _check_schema_name(benchmark: Benchmark) -> None:

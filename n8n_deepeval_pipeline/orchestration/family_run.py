@@ -14,21 +14,21 @@ versions are called one after the other, still all before any is scored.
 Their calls start together: each process marks itself ready in a shared folder once its
 harness copy is served, and waits for the others (``call_barrier``).
 
-Run as ``python -m n8n_deepeval_pipeline.orchestration.family_run FILE KEY NAME SHARED
-FOLDER`` for one version's calls; it prints how they ended as one line of JSON.
+Run as ``python -m n8n_deepeval_pipeline.orchestration.family_run FD FILE KEY NAME SHARED
+FOLDER`` (by ``worker.launcher``) for one version's calls; it sends how they ended.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
@@ -38,11 +38,16 @@ from n8n_deepeval_pipeline.orchestration.local_runner import (
     Materialised,
     local_instance,
 )
+from n8n_deepeval_pipeline.worker.child_channel import connect
+from n8n_deepeval_pipeline.worker.launcher import Child, ChildFailed, ChildSpec
 from n8n_deepeval_pipeline.workflow.variants import Member
 
-_POLL_S = 0.2
 SCORED_FROM = "metric_scores"
 """The first asset of a version's scoring: everything before it is its calls."""
+CALLS_MODULE = __name__
+"""What a version's calling process runs (``main`` below)."""
+CALLS_LIMIT_S = 6 * 3600.0
+"""The longest a version's calling process may take: past it, it is stopped as hung."""
 
 
 def _tags(members: list[Member]) -> dict[str, str]:
@@ -81,62 +86,83 @@ def call_side_by_side(
 ) -> list[Materialised]:
     """Each version's calls in a process of its own, all at once; how each ended.
 
-    Their progress lines go to this process's stderr, each after its version's name.
+    Each is a child of ``worker.launcher`` with this process's environment and working
+    folder (it reads n8n's key and the benchmark's relative paths as the command does);
+    its progress lines go to this process's stderr, each after its version's name. One
+    that fails, dies or overruns its deadline is a failed version with its exit code and
+    its log's last lines, even when it had reported its calls done.
     """
-    processes: list[subprocess.Popen[str]] = []
+    flags = [*([] if judge_cache else ["--no-cache"]), *(["--verbose"] if verbose else [])]
+    children: list[Child] = []
+    finished = False
     with _meeting_point() as meeting:
         try:
             for member in members:
-                command = [
-                    sys.executable,
-                    "-m",
-                    __name__,
-                    str(source),
-                    member.key,
-                    member.name,
-                    str(len(members)),
-                    str(meeting),
-                    *([] if judge_cache else ["--no-cache"]),
-                    *(["--verbose"] if verbose else []),
+                arguments = (str(source), member.key, member.name, str(len(members)))
+                spec = ChildSpec(
+                    name=f"the process calling {member.name} ({member.key})",
+                    module=CALLS_MODULE,
+                    args=(*arguments, str(meeting), *flags),
+                    deadline_s=CALLS_LIMIT_S,
+                    sanitised=False,
+                    scratch=False,
+                )
+                children.append(Child(spec, on_line=_to_stderr))
+            with ThreadPoolExecutor(max_workers=len(children)) as waiting:
+                each = [
+                    waiting.submit(_ended, member, child, meeting)
+                    for member, child in zip(members, children, strict=True)
                 ]
-                processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, text=True))
-            while any(process.poll() is None for process in processes):
-                for member, process in zip(members, processes, strict=True):
-                    if process.returncode is not None:  # ended, maybe without its mark
-                        arrive(meeting, member.key)  # it will not call: none waits for it
-                time.sleep(_POLL_S)
-            return [
-                _ended(member, process.communicate()[0], process.returncode)
-                for member, process in zip(members, processes, strict=True)
-            ]
-        finally:
-            for process in processes:  # this process was interrupted: leave no caller behind
-                if process.poll() is None:
-                    process.terminate()
-                    process.wait()
+                ended = [future.result() for future in each]
+            finished = True
+            return ended
+        finally:  # interrupted: leave no caller behind
+            for child in children:
+                child.stop(grace_s=5.0 if finished else 0.0)
 
 
-def _ended(member: Member, printed: str, exit_code: int) -> Materialised:
-    """How one version's calls ended, from what its process printed last."""
-    lines = printed.strip().splitlines()
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _ended(member: Member, child: Child, meeting: Path) -> Materialised:
+    """How one version's calls ended, from its process's last message and its exit.
+
+    A process that died is a failed version with its exit code and last log lines, even
+    after it reported its calls done (its run's id is kept: its Dagster run may say
+    SUCCESS, but what the process did after it is unknown).
+    """
+    called: VersionCalls | None = None
     try:
-        said = json.loads(lines[-1]) if lines else None
-    except json.JSONDecodeError:
-        said = None
-    if exit_code != 0 or not isinstance(said, dict):
-        error = f"the process calling {member.name} ({member.key}) ended with exit code {exit_code}"
-        return Materialised(False, (), (error,))
+        message = child.receive()
+        if message.kind != "done":
+            raise child.failure(f"sent {message.kind} instead of how its calls ended")
+        called = message.of(VersionCalls)
+        child.finish()
+    except ChildFailed as failed:
+        run_id = called.run_id if called is not None else None
+        return Materialised(False, (), (failed.headline, *failed.tail), run_id)
+    finally:  # ended before calling (a failed step): the others need not wait for it
+        arrive(meeting, member.key)
     return Materialised(
-        bool(said["completed"]),
-        tuple(said["failed_checks"]),
-        tuple(said["errors"]),
-        said["run_id"],
+        called.completed, tuple(called.failed_checks), tuple(called.errors), called.run_id
     )
 
 
+class VersionCalls(BaseModel):
+    """How one version's calls ended, as its process reports it."""
+
+    completed: bool
+    failed_checks: list[str]
+    errors: list[str]
+    run_id: str | None
+
+
 def main(arguments: list[str] | None = None) -> int:
-    """Materialise one version's calls and print how they ended (one line of JSON)."""
+    """Materialise one version's calls and send how they ended to the process that asked."""
+    channel = connect()
     parser = argparse.ArgumentParser(description="One version's calls, beside its family's.")
+    parser.add_argument("connection", type=int, help="the launcher's connection")
     parser.add_argument("file", type=Path)
     parser.add_argument("key")
     parser.add_argument("name")
@@ -159,13 +185,13 @@ def main(arguments: list[str] | None = None) -> int:
             )
     finally:  # ended before calling (a failed step): the others need not wait for it
         arrive(given.meeting, given.key)
-    said = {
-        "completed": ended.completed,
-        "failed_checks": list(ended.failed_checks),
-        "errors": list(ended.errors),
-        "run_id": ended.run_id,
-    }
-    print(json.dumps(said))
+    called = VersionCalls(
+        completed=ended.completed,
+        failed_checks=list(ended.failed_checks),
+        errors=list(ended.errors),
+        run_id=ended.run_id,
+    )
+    channel.send("done", called)
     return 0
 
 

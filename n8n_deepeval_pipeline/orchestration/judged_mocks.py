@@ -15,6 +15,7 @@ import dagster as dg
 from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.harness_run import judge_mocked, with_judge_mocks
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
 from n8n_deepeval_pipeline.workflow.mocks import mock_request
 
@@ -32,8 +33,13 @@ def judge_written_rows(
     workflow: dict[str, Any],
     rows: list[DatasetRow],
     spec: JudgeSpec,
+    servers: dict[str, McpServer] | None = None,
 ) -> tuple[list[DatasetRow], dict[str, str]]:
-    """The rows carrying the judge's responses, and the rows it failed for (id → why)."""
+    """The rows carrying the judge's responses, and the rows it failed for (id → why).
+
+    ``servers``: what the MCP Client Tools' servers offer, by node (the judge writes an
+    answer per tool for a mocked one).
+    """
     names = judge_mocked(target)
     if not names:
         return rows, {}
@@ -41,7 +47,8 @@ def judge_written_rows(
     from n8n_deepeval_pipeline.judging.mock_writer import write_mocks
 
     usage = UsageCounter()
-    requests = {name: mock_request(workflow, name) for name in names}
+    known = servers or {}
+    requests = {name: mock_request(workflow, name, known.get(name)) for name in names}
     inputs = {row.row_id: row_input(row, target) for row in rows}
     written, failed = write_mocks(
         PipelineJudge(spec, usage), requests, inputs, target.max_concurrency

@@ -25,22 +25,24 @@ from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef, WebhookTa
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.n8n_api.executions import model_calls_by_session, steps_by_session
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
+    HarnessMocks,
     harness_body,
+    harness_mocks,
     harness_problems,
     harness_webhook,
     kept_copy_note,
-    mock_answers,
     remove_stale_copies,
     unmocked_services,
 )
 from n8n_deepeval_pipeline.n8n_api.workflow_usage import with_usage
-from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked, tool_name
+from n8n_deepeval_pipeline.n8n_data.agent_steps import marked_mocked
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY
 from n8n_deepeval_pipeline.orchestration.call_barrier import start_together
 from n8n_deepeval_pipeline.orchestration.judged_mocks import judge_written_rows, unmocked_runs
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
 from n8n_deepeval_pipeline.orchestration.simulated_target import (
     SimulatedUsers,
     conversations,
@@ -49,7 +51,6 @@ from n8n_deepeval_pipeline.orchestration.simulated_target import (
 )
 from n8n_deepeval_pipeline.summary.workflow_usage import workflow_usage
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
-from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
 from n8n_deepeval_pipeline.workflow.model_nodes import model_names
 from n8n_deepeval_pipeline.workflow.variants import family
 
@@ -107,6 +108,7 @@ def live_outputs(
     benchmark: Benchmark,
     n8n: N8nResource,
     judge: JudgeResource,
+    score_journal: ScoreJournalResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
 ) -> list[AgentOutput]:
@@ -114,7 +116,7 @@ def live_outputs(
     target = benchmark.target
     partition = context.partition_key
     workflow = workflow_at_version(benchmark, n8n, partition, "before")
-    users = simulated_users(benchmark, judge)
+    users = simulated_users(context, benchmark, judge, score_journal)
     assert isinstance(target, WebhookTarget | WorkflowTarget)
     share = call_share(target, context.run.tags)
     if share != target.max_concurrency:
@@ -122,13 +124,22 @@ def live_outputs(
         target = target.model_copy(update={"max_concurrency": share})
     prices = judge.prices().extended(target.prices)
     if isinstance(target, WorkflowTarget):
+        problems = harness_problems(target, workflow, variants=False)
+        if problems:
+            raise ValueError("target: " + "; ".join(problems))
+        mocks = harness_mocks(target, workflow)  # MCP servers listed before any call
+        if mocks.servers:
+            offered = ", ".join(
+                f"{name} ({len(s.tools)} tools)" for name, s in mocks.servers.items()
+            )
+            context.log.info(f"MCP servers: {offered}")
         rows, failed = judge_written_rows(
-            context, target, workflow, rows, judge.spec_for(benchmark.judge)
+            context, target, workflow, rows, judge.spec_for(benchmark.judge), mocks.servers
         )
         called = [run for run in runs if run.row_id not in failed]
         outputs = (  # no copy is made when no row is left to call
             _through_harness(
-                context, benchmark.name, target, workflow, n8n, called, rows, users, prices
+                context, benchmark.name, target, workflow, mocks, n8n, called, rows, users, prices
             )
             if called
             else []
@@ -201,6 +212,7 @@ def _through_harness(
     benchmark_name: str,
     target: WorkflowTarget,
     workflow: dict[str, Any],
+    mocks: HarnessMocks,
     n8n: N8nResource,
     runs: list[ExpandedRun],
     rows: list[DatasetRow],
@@ -209,14 +221,11 @@ def _through_harness(
 ) -> list[AgentOutput]:
     """Run the workflow (or a variant of it) from its start to its end node through a copy.
 
-    The variants were checked against the workflow itself when the version was read.
+    The variants were checked against the workflow itself when the version was read, the
+    target against the workflow before ``mocks`` were made.
     """
-    problems = harness_problems(target, workflow, variants=False)
-    if problems:
-        raise ValueError("target: " + "; ".join(problems))
     for node in unmocked_services(target, workflow):
         context.log.warning(f"acts on a real service: {node}")
-    answers = mock_answers(target, workflow)
     label = f"{benchmark_name} {context.partition_key}"
     # Every call may take its whole timeout, maxConcurrency at a time (a conversation's
     # calls one after the other).
@@ -232,19 +241,21 @@ def _through_harness(
             target,
             label,
             time_limit_s,
-            mocked_nodes(workflow, answers),
+            mocks.replacements,
         ) as (copy_id, url):
             if target.keep_harness_copy:
                 context.log.info(kept_copy_note(n8n.base_url or "", copy_id))
             webhook = target.as_webhook(url, harness_body(target, workflow))
             reading = ExecutionReading(copy_id, workflow, prices, target.steps_from_execution)
             outputs = _call(context, n8n, webhook, runs, rows, users, reading)
-    tools = {tool_name(name) for name in answers}
+    tools = mocks.mocked_tools
+    servers = [server.model_dump(mode="json") for server in mocks.servers.values()] or None
     return [
         output.model_copy(
             update={
                 "intermediate_steps": marked_mocked(output.intermediate_steps, tools),
                 "turns": _turns_marked_mocked(output.turns, tools),
+                "mcp_servers": servers,
             }
         )
         for output in outputs

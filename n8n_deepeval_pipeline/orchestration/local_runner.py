@@ -20,6 +20,10 @@ from pydantic import TypeAdapter
 
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.label_store import LabelStore
+from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
+from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
+from n8n_deepeval_pipeline.online.scoring import OnlineScore
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
@@ -29,6 +33,7 @@ from n8n_deepeval_pipeline.orchestration.partitions import partitions_for
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml, is_generated_instance_yaml
 from n8n_deepeval_pipeline.orchestration.progress import progress_on_stderr
 from n8n_deepeval_pipeline.orchestration.red_team import RED_TEAM_ASSETS, red_teamed_versions
+from n8n_deepeval_pipeline.orchestration.resources.human_labels import HumanLabelsResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import OPEN_DATABASES
 from n8n_deepeval_pipeline.orchestration.run_owner import fail_abandoned_runs, owner_tags
@@ -41,8 +46,7 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.statistics.version_comparison import cases_failing_gate
-from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
+from n8n_deepeval_pipeline.summary.gate import Gate, stored_version_gate
 from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
     error_summary,
@@ -68,6 +72,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     DatasetRow,
     ExpandedRun,
     MetricScore,
+    OutputImage,
     Row,
     RunAggregate,
     WorkflowCheck,
@@ -105,13 +110,13 @@ def prepare_dagster_home() -> Path:
 
 
 @contextmanager
-def trial_instance(benchmark: str) -> Iterator[dg.DagsterInstance]:
-    """A throwaway instance whose results go to the benchmark's trial folder.
+def trial_instance(benchmark: str, folder: Path | None = None) -> Iterator[dg.DagsterInstance]:
+    """A throwaway instance whose results go to the benchmark's trial folder (or ``folder``).
 
     The folder (report and DuckDB file) is replaced by each trial and kept afterwards to
     be read; the judge's cache and limits stay the shared ones.
     """
-    folder = settings.trial_dir(benchmark)
+    folder = folder or settings.trial_dir(benchmark)
     shutil.rmtree(folder, ignore_errors=True)
     moved = {
         settings.JUDGE_STATE_ENV: str(settings.judge_state_dir()),
@@ -188,6 +193,27 @@ class BenchmarkRunner:
         assert isinstance(resource, N8nResource)
         resolved: N8nResource = resource.process_config_and_initialize()
         return resolved
+
+    def label_store(self) -> LabelStore:
+        """People's labels of this benchmark, where the profile keeps its results."""
+        resource = (self.defs.resources or {})["human_labels"]
+        assert isinstance(resource, HumanLabelsResource)
+        resolved: HumanLabelsResource = resource.process_config_and_initialize()
+        return resolved.store(self.benchmark)
+
+    def calibration(self, with_thresholds: bool = True) -> Calibration | None:
+        """The judges' agreement with people's labels now (None: no label, no section)."""
+        labels = self.label_store().judged()
+        if not labels and self.benchmark.calibration is None:
+            return None
+        return measure(self.benchmark, labels, with_thresholds)
+
+    def _not_deciding(self) -> frozenset[str]:
+        """What calibration.gate keeps from deciding runs and regressions now."""
+        if self.benchmark.calibration is None or not self.benchmark.calibration.gate:
+            return frozenset()
+        calibration = self.calibration(with_thresholds=False)
+        return frozenset(calibration.gated) if calibration is not None else frozenset()
 
     def register_current_version(self, workflow_hash: str | None = None) -> str:
         """Add the workflow's current version (its file, or n8n's) as a partition; its key.
@@ -284,7 +310,9 @@ class BenchmarkRunner:
         if asset not in self.asset_names():
             names = ", ".join(self.asset_names())
             raise ValueError(f"unknown asset {asset!r}; assets: {names}")
-        return dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        # A step that writes two tables (agent_outputs, output_images) runs whole.
+        downstream = dg.AssetSelection.assets([self.benchmark.name, asset]).downstream()
+        return downstream.required_multi_asset_neighbors()
 
     def asset_names(self) -> list[str]:
         """The benchmark's assets, as ``--from`` names them (the sink's too, if it has one)."""
@@ -358,6 +386,7 @@ class BenchmarkRunner:
         lines = recording_lines(
             self._table("expanded_runs", ExpandedRun, partition),
             self._table("agent_outputs", AgentOutput, partition),
+            self._table("output_images", OutputImage, partition),
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as recorded:
@@ -365,12 +394,33 @@ class BenchmarkRunner:
         return len(lines)
 
     def stored_versions(self, versions: list[str]) -> StoredVersions:
-        """The stored runs, aggregates and scores of these versions (a read per table)."""
+        """The stored runs, aggregates and scores of these versions (a read per table).
+
+        Compared without the metrics ``calibration.gate`` keeps from deciding now.
+        """
         return StoredVersions(
             self._table("expanded_runs", ExpandedRun, versions),
             self._table("run_aggregates", RunAggregate, versions),
             self._table("metric_scores", MetricScore, versions),
+            self._not_deciding(),
         )
+
+    def runs_to_review(self, version: str) -> RunsToReview:
+        """A version's runs, outputs, dataset rows and scores, for a reviewer to label."""
+        return RunsToReview(
+            runs=self._table("expanded_runs", ExpandedRun, version),
+            outputs=self._table("agent_outputs", AgentOutput, version),
+            dataset=self._table("dataset_rows", DatasetRow, version),
+            scores=self._table("metric_scores", MetricScore, version),
+        )
+
+    def online_scores(self) -> list[OnlineScore]:
+        """Every production item scored online, every day stored (none without online)."""
+        if self.benchmark.online is None:
+            return []
+        key = self._key("online_scores")
+        days = sorted(self.instance.get_materialized_partitions(key))
+        return self._table("online_scores", OnlineScore, days)
 
     def scenarios(self, version: str) -> dict[str, str]:
         """Row id → scenario of the version's simulated conversations' rows (none without)."""
@@ -438,11 +488,9 @@ class BenchmarkRunner:
 
         ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
         """
-        fail_on = self.benchmark.compare.fail_on
-        if baseline is None:
-            return version_gate(fail_on, None, [], incomplete)
-        flagged = cases_failing_gate(stored.compare(baseline, candidate), fail_on)
-        return version_gate(fail_on, baseline, flagged, incomplete)
+        return stored_version_gate(
+            self.benchmark.compare.fail_on, candidate, baseline, stored, incomplete
+        )
 
     def version_gate(self, partition: str, incomplete: str | None) -> Gate:
         """The gate of a version just run, against its baseline (``run``'s last word)."""
@@ -464,9 +512,16 @@ class BenchmarkRunner:
             consistency=self._table("consistency_stats", ConsistencyStats, partition),
             dataset=self._table("dataset_rows", DatasetRow, partition),
             snapshots=self.snapshots(versions),
+            checks=self._table("workflow_checks", WorkflowCheck, partition),
+            images=self._table("output_images", OutputImage, versions),
         )
         report = version_report(
-            self.benchmark, partition, baseline, self.stored_versions(versions), own
+            self.benchmark,
+            partition,
+            baseline,
+            self.stored_versions(versions),
+            own,
+            self.calibration(),
         )
         if self.benchmark.red_team is None:
             return report
@@ -500,6 +555,9 @@ class BenchmarkRunner:
         """Headline figures of one version, read back from storage."""
         scores = self._table("metric_scores", MetricScore, partition)
         outputs = self._table("agent_outputs", AgentOutput, partition)
+        calibration = (
+            self.calibration(with_thresholds=False) if self.benchmark.calibration else None
+        )
         summary = summarise(
             self.benchmark.name,
             full_hash(scores, partition),
@@ -508,6 +566,7 @@ class BenchmarkRunner:
             self._table("consistency_stats", ConsistencyStats, partition),
             self.benchmark.metric_labels,
             outputs,
+            calibration.standings if calibration is not None else (),
         )
         checks = self._table("workflow_checks", WorkflowCheck, partition)
         snapshots = self.snapshots([partition])

@@ -35,7 +35,7 @@ from n8n_deepeval_pipeline.online.cursor import (
     Tick,
     plan_tick,
 )
-from n8n_deepeval_pipeline.online.scoring import OnlineRuns, OnlineScore
+from n8n_deepeval_pipeline.online.scoring import OnlineRuns, OnlineScore, fetch_executions
 from n8n_deepeval_pipeline.online.version_check import VersionRegression, compare_newest_versions
 from n8n_deepeval_pipeline.online.versions import (
     execution_version_id,
@@ -200,7 +200,7 @@ def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition
         items = [entry.item() for entry in config.items]
         workflow, _ = n8n.workflow(benchmark)
         with n8n.client() as client:
-            executions = _fetch(client, items)
+            executions = fetch_executions(client, items)
             runs = OnlineRuns(items, executions, workflow, workflow_hash(workflow))
             scores = _score(benchmark, runs, judge, worker_pool)
             now = datetime.now(UTC)
@@ -217,18 +217,6 @@ def _build_scores_asset(benchmark: Benchmark, group: str) -> dg.AssetsDefinition
         return to_frame(OnlineScore, rows)
 
     return online_scores
-
-
-def _fetch(client: N8nClient, items: list[ScoreItem]) -> dict[int, dict[str, Any]]:
-    """The items' executions with their data (one n8n has deleted since is left out)."""
-    found = {}
-    for number in sorted({n for item in items for n in item.execution_ids}):
-        try:
-            found[number] = client.execution(number)
-        except N8nApiError as error:
-            if error.status != 404:
-                raise
-    return found
 
 
 def _summary_metadata(total: DaySummary, comparison: WindowComparison) -> dict[str, Any]:
@@ -409,8 +397,10 @@ def pending_executions(
 ) -> list[SeenExecution]:
     """The executions still running at an earlier tick, as they are now."""
     shape = anatomy(workflow)
-    found = _fetch(client, [ScoreItem(kind="execution", key="pending", execution_ids=pending,
-                                      started_at=datetime.now(UTC))])  # fmt: skip
+    pending_item = ScoreItem(
+        kind="execution", key="pending", execution_ids=pending, started_at=datetime.now(UTC)
+    )
+    found = fetch_executions(client, [pending_item])
     return [_seen(execution, shape) for execution in found.values()]
 
 

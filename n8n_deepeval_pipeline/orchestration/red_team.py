@@ -32,13 +32,12 @@ from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.harness_run import (
     harness_body,
+    harness_mocks,
     harness_webhook,
     kept_copy_note,
-    mock_answers,
     remove_stale_copies,
 )
 from n8n_deepeval_pipeline.n8n_api.webhook import WebhookCaller
-from n8n_deepeval_pipeline.n8n_data.agent_steps import tool_name
 from n8n_deepeval_pipeline.orchestration.live_target import workflow_at_version
 from n8n_deepeval_pipeline.orchestration.metadata_figures import shown
 from n8n_deepeval_pipeline.orchestration.partitions import partitions_for, version_check
@@ -74,7 +73,6 @@ from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.rows import WorkflowSnapshot, full_hash, of_version
 from n8n_deepeval_pipeline.workflow.anatomy import anatomy
 from n8n_deepeval_pipeline.workflow.hashing import version_key
-from n8n_deepeval_pipeline.workflow.mocks import mocked_nodes
 
 RED_TEAM_ASSETS = ("red_team_attacks", "red_team_results", "red_team_summary")
 KEPT_SET_METADATA = "kept_attack_set"
@@ -327,8 +325,8 @@ def _harness(
     if problems:
         raise ValueError("redTeam: " + "; ".join(problems))
     attacked = attacked_target(target)
-    answers = mock_answers(attacked, workflow)
-    context.log.info(f"red team: mocked {', '.join(sorted(answers)) or 'nothing'}")
+    mocks = harness_mocks(attacked, workflow)
+    context.log.info(f"red team: mocked {', '.join(sorted(mocks.replacements)) or 'nothing'}")
     client = stack.enter_context(n8n.client())
     for name in remove_stale_copies(client, benchmark.name):
         context.log.warning(f"removed a harness copy whose run is over: {name}")
@@ -341,7 +339,7 @@ def _harness(
             attacked,
             label,
             _HARNESS_LIMIT_S,
-            mocked_nodes(workflow, answers),
+            mocks.replacements,
         )
     )
     if attacked.keep_harness_copy:
@@ -351,7 +349,7 @@ def _harness(
     steps_of = (
         steps_from_executions(client, copy_id, recent) if attacked.steps_from_execution else None
     )
-    return caller, steps_of, {tool_name(name) for name in answers}
+    return caller, steps_of, mocks.mocked_tools
 
 
 def _summary(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:

@@ -16,6 +16,13 @@ HOST_TAG = "n8n_deepeval/host"
 PID_TAG = "n8n_deepeval/pid"
 
 _UNFINISHED = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+# Every run that may still ask the judge: queued, starting, going, or being cancelled.
+_GOING = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.QUEUED,
+    *_UNFINISHED,
+    dg.DagsterRunStatus.CANCELING,
+]
 
 
 def owner_tags() -> dict[str, str]:
@@ -47,3 +54,8 @@ def fail_abandoned_runs(instance: dg.DagsterInstance) -> list[str]:
             )
             failed.append(run.run_id)
     return failed
+
+
+def unfinished_runs(instance: dg.DagsterInstance) -> set[str]:
+    """The ids of the runs not finished yet (a CLI's killed run is once marked failed)."""
+    return set(instance.get_run_ids(dg.RunsFilter(statuses=_GOING)))

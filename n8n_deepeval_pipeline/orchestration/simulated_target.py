@@ -3,7 +3,11 @@
 The conversations are played in the simulator process (DeepEval never enters this one);
 here they are asked for, their answers' tools are read from the executions when the
 answers did not carry them (one execution per turn, in the session's order), and each
-becomes the run's output with what its simulated user cost.
+becomes the run's output with what its simulated user cost. Each call the simulated user's
+judge is answered is also written to a ledger as it arrives, charged to this run: a
+simulation killed half-way, or played beside another run of the version, is charged what
+it cost when the version's scores are stored (``chunked_scoring``'s ``collect``). Each of
+those calls has the time an evaluation gives the judge.
 """
 
 from __future__ import annotations
@@ -18,12 +22,17 @@ import dagster as dg
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
 from n8n_deepeval_pipeline.benchmark.simulation import SimulationConfig
+from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.executions import steps_by_execution
 from n8n_deepeval_pipeline.orchestration.progress import say_progress
 from n8n_deepeval_pipeline.orchestration.resources.judge import JudgeResource
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
+from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
+    SIMULATION_LEDGER,
+    ScoreJournalResource,
+)
 from n8n_deepeval_pipeline.simulation.conversation import STOP_REASONS, SimulatedConversation
 from n8n_deepeval_pipeline.simulation.golden import golden_runs
 from n8n_deepeval_pipeline.simulation.launcher import simulate
@@ -33,19 +42,32 @@ from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedR
 
 @dataclass(frozen=True)
 class SimulatedUsers:
-    """The benchmark's simulation: how it is played, by which judge, at what price."""
+    """The benchmark's simulation: how it is played, by which judge, at what price.
+
+    ``ledger``: where its judge's answered calls are charged to this run; ``call_limit_s``:
+    the time each call has.
+    """
 
     config: SimulationConfig
     judge: JudgeSpec
     prices: PriceTable
+    ledger: LedgerTag
+    call_limit_s: float
 
 
-def simulated_users(benchmark: Benchmark, judge: JudgeResource) -> SimulatedUsers | None:
+def simulated_users(
+    context: dg.AssetExecutionContext,
+    benchmark: Benchmark,
+    judge: JudgeResource,
+    score_journal: ScoreJournalResource,
+) -> SimulatedUsers | None:
     """The benchmark's simulated users; None when it has no ``simulation`` section."""
     if benchmark.simulation is None:
         return None
     spec = judge.spec_for(benchmark.simulator_judge)
-    return SimulatedUsers(benchmark.simulation, spec, judge.prices())
+    ledger = score_journal.journal(benchmark.name, context.partition_key, SIMULATION_LEDGER)
+    tag = ledger.ledger_tag(context.run_id)
+    return SimulatedUsers(benchmark.simulation, spec, judge.prices(), tag, judge.call_limit_s)
 
 
 def conversations(
@@ -71,6 +93,8 @@ def conversations(
         env={name: os.environ[name] for name in target.env if name in os.environ},
         max_user_turns=config.max_user_turns,
         language=config.language,
+        judge_call_limit_s=users.call_limit_s,
+        ledger=users.ledger,
     )
     context.log.info(
         f"simulating {len(runs)} conversations with {request.target_identity}: "

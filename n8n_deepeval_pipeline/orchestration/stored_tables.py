@@ -1,4 +1,4 @@
-"""A stored partition of an asset, read back by the asset's own IO manager."""
+"""A stored partition of an asset, read back by the asset's own IO manager; an image by hash."""
 
 from __future__ import annotations
 
@@ -8,6 +8,10 @@ import dagster as dg
 from dagster._core.execution.build_resources import get_mapped_resource_config
 from dagster._core.execution.resources_init import get_transitive_required_resource_keys
 from dagster._core.types.dagster_type import resolve_dagster_type
+
+from n8n_deepeval_pipeline.tables.frames import from_frame
+from n8n_deepeval_pipeline.tables.output_images import image_by_hash
+from n8n_deepeval_pipeline.tables.rows import OutputImage
 
 
 def load_stored(
@@ -53,3 +57,20 @@ def load_stored(
             instance=instance,
         )
         return getattr(resources, manager_key).load_input(context)
+
+
+def stored_image(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    benchmark: str,
+    version: str,
+    sha256: str,
+) -> OutputImage | None:
+    """One image of a stored version, by its content hash (or a prefix of it); None if absent.
+
+    What a page showing a run reads for each ``[DEEPEVAL:IMAGE:<sha256>]`` of its texts and
+    each entry of its ``agent_outputs.images``: the image's type and base64 bytes, or a
+    remote image's URL.
+    """
+    frame = load_stored(defs, instance, dg.AssetKey([benchmark, "output_images"]), version)
+    return image_by_hash(from_frame(OutputImage, frame), sha256)

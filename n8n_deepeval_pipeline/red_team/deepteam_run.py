@@ -44,12 +44,10 @@ from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.benchmark.deepteam_names import FRAMEWORKS, VULNERABILITIES
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
-    JudgeCallError,
-    JudgeOutputError,
     JudgeScope,
-    JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
@@ -96,7 +94,7 @@ class _WatchedJudge(PipelineJudge):
     async def a_generate(self, prompt: str, schema: type[BaseModel] | None = None) -> Any:
         try:
             return await super().a_generate(prompt, schema)
-        except (JudgeCallError, JudgeUnavailable, JudgeOutputError) as error:
+        except JUDGE_FAILURES as error:
             scope = _RUN.get()
             if scope is not None:
                 scope.judge_errors.append(str(error))

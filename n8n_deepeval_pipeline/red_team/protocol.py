@@ -1,17 +1,19 @@
 """What crosses between the step process and the red team's worker process.
 
-The step asks the worker to generate attacks or to play them; DeepTeam runs in the
-worker, and every message it sends to the workflow comes back to the step as a
-``TargetCall`` (the step owns n8n: the harness copy, its executions) and is answered with
-a ``TargetReply``. Each played attack comes back as an ``AttackOutcome`` as soon as it is
-judged.
+The step asks (``ask``) the worker to generate attacks or to play them (a ``RedTeamJob``);
+DeepTeam runs in the worker, and every message it sends to the workflow comes back to the
+step as a ``TargetCall`` (a ``call``: the step owns n8n, the harness copy, its executions)
+and is answered with a ``TargetReply`` (a ``reply``). Each played attack comes back as an
+``AttackOutcome`` (an ``update``) as soon as it is judged; the job ends with ``done``
+(the ``Generated`` set, or nothing after playing). The messages are
+``worker.child_channel``'s.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
@@ -109,6 +111,7 @@ class AttackOutcome(_Message):
 class GenerateRequest(_Message):
     """Generate the attack set: DeepTeam's baseline attacks, dressed by the drawn attacks."""
 
+    job: Literal["generate"] = "generate"
     config: RedTeamConfig
     purpose: str | None
     judge: JudgeSpec
@@ -126,9 +129,15 @@ class Generated(_Message):
 class AttackRequest(_Message):
     """Play every seed ``runs`` times against the workflow and judge each run."""
 
+    job: Literal["attack"] = "attack"
     config: RedTeamConfig
     purpose: str | None
     judge: JudgeSpec
     seeds: list[AttackSeed]
     runs: int = Field(ge=1)
     concurrency: int = Field(ge=1)  # attacks in flight at once: the target's maxConcurrency
+
+
+RedTeamJob = Annotated[GenerateRequest | AttackRequest, Field(discriminator="job")]
+JOBS: TypeAdapter[GenerateRequest | AttackRequest] = TypeAdapter(RedTeamJob)
+"""Reads the one job a worker is asked."""

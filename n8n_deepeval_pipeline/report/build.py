@@ -6,16 +6,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
-    cases_failing_gate,
     overall_pass_rate,
 )
-from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.gate import comparison_gate
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
@@ -100,6 +100,7 @@ def _metric_row(metric: MetricSummary, scores: Sequence[MetricScore]) -> MetricR
         score_bins=score_bins(present),
         unscored=len(scores) - len(present),
         decides=metric.decides,
+        calibration=metric.calibration,
     )
 
 
@@ -118,23 +119,24 @@ def build_report(
     baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
     variants: VariantMatrix | None = None,
+    calibration: Calibration | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
     ``fail_on``: the benchmark's compare.failOn; ``baseline``: the version it is compared
     with (this one is the candidate); ``dataset`` adds each case's input and expected
     output to the drill-down; ``variants``: the matrix of the workflow and its variants,
-    this version among them. Whether the version is incomplete is the summary's word.
+    this version among them; ``calibration``: the judges' agreement with people. Whether
+    the version is incomplete is the summary's word.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
-    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
         headline=_headline(summary, candidate),
-        gate=version_gate(
-            fail_on, baseline.workflow_hash if baseline else None, flagged, summary.incomplete
+        gate=comparison_gate(
+            fail_on, baseline.workflow_hash if baseline else None, comparison, summary.incomplete
         ),
         metrics=_metric_rows(summary, candidate.scores),
         comparison=ComparisonReport(
@@ -153,4 +155,5 @@ def build_report(
         ),
         variant=summary.variant,
         variants=variants,
+        calibration=calibration,
     )

@@ -97,6 +97,11 @@ def _run_detail(
             for score, result in zip(ordered, outcome.metrics, strict=True)
         ),
         conversation=conversation_of(output) if output else None,
+        input_images=tuple(
+            image["sha256"]
+            for image in (output.images or [] if output else [])
+            if image.get("role") == "input"
+        ),
     )
 
 

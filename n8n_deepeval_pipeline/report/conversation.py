@@ -21,7 +21,7 @@ from n8n_deepeval_pipeline.n8n_data.conversation import ConversationShapeError, 
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.tables.rows import AgentOutput
 
-_ARGUMENTS_LIMIT = 400
+ARGUMENTS_LIMIT = 400  # a tool call's arguments and answer, on the page
 
 
 class _Frozen(BaseModel):
@@ -37,15 +37,18 @@ class ToolCallShown(_Frozen):
     mocked: bool
 
 
-def tool_shown(call: Mapping[str, Any]) -> ToolCallShown:
-    """A tool call in DeepEval's terms (``name``, ``input_parameters``, ``output``), shown."""
+def tool_shown(call: Mapping[str, Any], limit: int = ARGUMENTS_LIMIT) -> ToolCallShown:
+    """A tool call in DeepEval's terms (``name``, ``input_parameters``, ``output``), shown.
+
+    Its arguments and answer are cut at ``limit`` characters.
+    """
     arguments = json.dumps(call.get("input_parameters") or {}, ensure_ascii=False, sort_keys=True)
     output = call.get("output")
     shown = output if isinstance(output, str) or output is None else json.dumps(output)
     return ToolCallShown(
         name=str(call.get("name", "")),
-        arguments=Excerpt.of(arguments, _ARGUMENTS_LIMIT),
-        output=Excerpt.of(shown, _ARGUMENTS_LIMIT) if shown is not None else None,
+        arguments=Excerpt.of(arguments, limit),
+        output=Excerpt.of(shown, limit) if shown is not None else None,
         mocked=bool(call.get("mocked")),
     )
 
@@ -88,17 +91,17 @@ def _mocked(message: Mapping[str, Any]) -> list[bool]:
 
 
 def _tools(
-    message: Mapping[str, Any], called: list[ToolCallData] | None
+    message: Mapping[str, Any], called: list[ToolCallData] | None, limit: int
 ) -> tuple[ToolCallShown, ...]:
     """The turn's tool calls (one per stored step, in order), each marked as its step is."""
     marks = _mocked(message)
     return tuple(
-        tool_shown({**call.model_dump(), "mocked": index < len(marks) and marks[index]})
+        tool_shown({**call.model_dump(), "mocked": index < len(marks) and marks[index]}, limit)
         for index, call in enumerate(called or [])
     )
 
 
-def _message_turns(message: Any) -> list[ConversationTurn]:
+def _message_turns(message: Any, limit: int) -> list[ConversationTurn]:
     """The turns one stored message holds (a ``{human, ai}`` pair holds two; a system one none)."""
     found = parse_conversation([message]) or []
     extra = message if isinstance(message, Mapping) else {}
@@ -107,7 +110,7 @@ def _message_turns(message: Any) -> list[ConversationTurn]:
         ConversationTurn(
             role=turn.role,
             content=turn.content,
-            tool_calls=_tools(extra, turn.tools_called),
+            tool_calls=_tools(extra, turn.tools_called, limit),
             opening=extra.get("opening") is True,
             latency_s=float(latency) if isinstance(latency, int | float) else None,
         )
@@ -115,12 +118,19 @@ def _message_turns(message: Any) -> list[ConversationTurn]:
     ]
 
 
-def conversation_of(output: AgentOutput) -> Conversation | None:
-    """The run's conversation; None when it holds no turns, or none in a form n8n stores."""
+def conversation_of(
+    output: AgentOutput, arguments_limit: int = ARGUMENTS_LIMIT
+) -> Conversation | None:
+    """The run's conversation; None when it holds no turns, or none in a form n8n stores.
+
+    Tool calls' arguments and answers are cut at ``arguments_limit`` characters.
+    """
     if not isinstance(output.turns, list) or not output.turns:
         return None
     try:
-        turns = [turn for message in output.turns for turn in _message_turns(message)]
+        turns = [
+            turn for message in output.turns for turn in _message_turns(message, arguments_limit)
+        ]
     except ConversationShapeError:
         return None  # the output's answer is shown, as for a run without turns
     return Conversation(

@@ -1,12 +1,19 @@
-"""The report as one self-contained HTML page: inline CSS and SVG, no script, no fetch."""
+"""The report as one HTML page: inline CSS and SVG, no script, no fetch.
+
+The images runs show are files beside it (``images/``); a remote image is a link, never
+fetched by the page.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
+from n8n_deepeval_pipeline.n8n_data.images import MARKER
 from n8n_deepeval_pipeline.report import formatting
 from n8n_deepeval_pipeline.report.cases import FIELD_LIMIT
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
@@ -16,7 +23,7 @@ from n8n_deepeval_pipeline.report.gate_status import (
     incomplete_run,
     unjudged_within_limit,
 )
-from n8n_deepeval_pipeline.report.model import MetricRow, Report
+from n8n_deepeval_pipeline.report.model import MetricRow, Report, ReportImage
 from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
 from n8n_deepeval_pipeline.statistics.gates import fails_gate
@@ -28,24 +35,52 @@ _ENVIRONMENT = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-_ENVIRONMENT.filters.update(
-    percent=formatting.percent,
-    figure=formatting.figure,
-    signed_figure=formatting.signed_figure,
-    points=formatting.points,
-    p_value=formatting.p_value,
-    interval=formatting.interval,
-    fraction=formatting.fraction,
-    money=formatting.money,
-    thousands=formatting.thousands,
-    short_hash=formatting.short_hash,
-    cost_per_run=cost_per_run,
-    seconds=seconds,
-    breakable=formatting.breakable,
-    rate_strip=rate_strip,
-    cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
+# How the report writes its figures: the results workspace's pages write them the same way.
+FILTERS: Mapping[str, Callable[..., object]] = MappingProxyType(
+    dict(
+        percent=formatting.percent,
+        figure=formatting.figure,
+        signed_figure=formatting.signed_figure,
+        points=formatting.points,
+        p_value=formatting.p_value,
+        interval=formatting.interval,
+        fraction=formatting.fraction,
+        money=formatting.money,
+        thousands=formatting.thousands,
+        short_hash=formatting.short_hash,
+        cost_per_run=cost_per_run,
+        seconds=seconds,
+        breakable=formatting.breakable,
+        rate_strip=rate_strip,
+        cut=Excerpt.of,  # a text kept whole in the report's data, its beginning on the page
+    )
 )
-_ENVIRONMENT.tests.update(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+
+
+def with_images(text: str, images: dict[str, ReportImage]) -> Markup:
+    """The text escaped, each image marker it holds shown as its image (or its link)."""
+    parts: list[Markup] = []
+    last = 0
+    for match in MARKER.finditer(text):
+        parts.append(Markup.escape(text[last : match.start()]))
+        image = images.get(match[1])
+        name = f"image {match[1][:12]}"
+        if image is None:
+            parts.append(Markup.escape(f"[{name}]"))
+        elif image.remote:
+            parts.append(Markup('<a class="image-link" href="{}">{}</a>').format(image.src, name))
+        else:
+            parts.append(Markup('<img class="image" src="{}" alt="{}">').format(image.src, name))
+        last = match.end()
+    parts.append(Markup.escape(text[last:]))
+    return Markup("").join(parts)
+
+
+TESTS: Mapping[str, Callable[..., bool]] = MappingProxyType(
+    dict(flagged=is_flagged, drop=is_drop, failing_gate=fails_gate)
+)
+_ENVIRONMENT.filters.update(FILTERS, with_images=with_images)
+_ENVIRONMENT.tests.update(TESTS)
 _ENVIRONMENT.globals.update(
     turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
     gate_status=gate_status,

@@ -284,6 +284,28 @@ def _red_team(section: RedTeamReport) -> list[str]:
     return lines
 
 
+def _calibration_gate(report: Report) -> list[str]:
+    """The metrics calibration.gate keeps from deciding, and why (none: nothing said)."""
+    kept_out = [
+        metric
+        for metric in report.metrics
+        if metric.calibration is not None and metric.calibration.gated and not metric.decides
+    ]
+    if not kept_out:
+        return []
+    said = "; ".join(
+        f"{_text(metric.metric)}: {_text(metric.calibration.why)}"
+        for metric in kept_out
+        if metric.calibration is not None
+    )
+    return [
+        "",
+        "> [!NOTE]\n> Calibration gate: uncalibrated against people's labels, these decide no "
+        f"run and no regression ({said}); the pass rate is "
+        f"{_text(', '.join(report.deciding_metrics))}'s.",
+    ]
+
+
 def pr_comment(report: Report) -> str:
     """The markdown comment: status, headline, flagged cases and metric changes."""
     lines = [
@@ -292,6 +314,7 @@ def pr_comment(report: Report) -> str:
         _status(report.comparison, report.gate),
         "",
         *_headline(report.headline, report.gate, _dry_run(report)),
+        *_calibration_gate(report),
     ]
     if report.comparison:
         lines += _comparison(report.comparison, report.headline, report.case_by_id)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from n8n_deepeval_pipeline.calibration.measurement import Calibration
+from n8n_deepeval_pipeline.calibration.status import MetricCalibration
 from n8n_deepeval_pipeline.report.conversation import Conversation
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
@@ -24,6 +27,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
 from n8n_deepeval_pipeline.summary.gate import Gate
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
+from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
 
 
 class _Frozen(BaseModel):
@@ -78,6 +82,7 @@ class MetricRow(_Frozen):
     score_bins: tuple[int, ...]  # how many scores fall in each tenth of [0, 1]
     unscored: int  # results without a score
     decides: bool = True  # its results decide runs (a dry-run placeholder may not)
+    calibration: MetricCalibration | None = None  # its standing with people (calibration)
 
 
 class ComparisonReport(_Frozen):
@@ -170,6 +175,7 @@ class RunDetail(_Frozen):
     failure_categories: tuple[FailureCategory, ...]
     metrics: tuple[MetricResult, ...]
     conversation: Conversation | None = None
+    input_images: tuple[str, ...] = ()  # the hashes of the images the run was given
 
 
 class RunGroup(_Frozen):
@@ -345,6 +351,17 @@ class CaseDetail(_Frozen):
         return pair_runs(self.baseline_run_groups, self.run_groups)
 
 
+class ReportImage(_Frozen):
+    """An image a run shows: its file beside the page, or a remote image's URL (a link).
+
+    Its bytes go into the file, never into ``eval-results.json``.
+    """
+
+    src: str
+    remote: bool
+    data_base64: str | None = Field(default=None, exclude=True)
+
+
 class Report(_Frozen):
     """Everything the report of one workflow version shows."""
 
@@ -358,6 +375,24 @@ class Report(_Frozen):
     red_team: RedTeamReport | None = None  # a benchmark with a redTeam section
     variant: str | None = None  # the variant of the workflow this version is (None: itself)
     variants: VariantMatrix | None = None  # the workflow and its variants, when it has any
+    calibration: Calibration | None = None  # the judges against people's labels, if any
+    images: dict[str, ReportImage] = Field(default_factory=dict)  # by SHA-256: what runs show
+    ran_at: datetime | None = None  # when the version's run read the workflow
+    written_at: datetime | None = None  # when the report was made
+    workflow_checks: tuple[WorkflowCheck, ...] = ()  # the version's workflow checks
+    workspace_url: str | None = None  # the version's page in the results workspace
+    review_url: str | None = None  # the benchmark's review page there (people label runs)
+
+    @property
+    def labels_wanted(self) -> bool:
+        """Whether a judge-backed metric is not calibrated yet: people's labels would help."""
+        standings = self.calibration.standings if self.calibration is not None else ()
+        return any(not standing.calibrated for standing in standings)
+
+    @property
+    def failed_checks(self) -> tuple[WorkflowCheck, ...]:
+        """The workflow checks that failed."""
+        return tuple(check for check in self.workflow_checks if check.status == "fail")
 
     @property
     def case_by_id(self) -> dict[str, CaseDetail]:

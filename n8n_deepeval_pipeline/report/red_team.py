@@ -9,12 +9,13 @@ each marked when the harness copy's mock answered it (the tool never ran).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.red_team.breach_rates import method_of
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
-from n8n_deepeval_pipeline.report.conversation import ToolCallShown, tool_shown
+from n8n_deepeval_pipeline.report.conversation import ARGUMENTS_LIMIT, ToolCallShown, tool_shown
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 
@@ -103,23 +104,33 @@ def _cell(row: BreachRate) -> BreachCell:
     return BreachCell(breaches=row.breaches, judged=row.judged, rate=row.rate)
 
 
-def _conversation(result: RedTeamResult) -> tuple[TurnShown, ...]:
-    """The attack's messages; a single-turn attack is its input and the answer."""
+def attack_turns(
+    result: RedTeamResult, limit: int = _TEXT_LIMIT, arguments_limit: int = ARGUMENTS_LIMIT
+) -> tuple[TurnShown, ...]:
+    """The attack's messages; a single-turn attack is its input and the answer.
+
+    Messages are cut at ``limit`` characters, tool calls' arguments and answers at
+    ``arguments_limit``.
+    """
+
+    def calls(found: list[dict[str, Any]]) -> tuple[ToolCallShown, ...]:
+        return tuple(tool_shown(call, arguments_limit) for call in found)
+
     if result.turns is not None:
         return tuple(
             TurnShown(
                 role=str(turn.get("role", "")),
-                content=Excerpt.of(str(turn.get("content") or ""), _TEXT_LIMIT),
-                tool_calls=tuple(tool_shown(call) for call in turn.get("tools_called") or []),
+                content=Excerpt.of(str(turn.get("content") or ""), limit),
+                tool_calls=calls(turn.get("tools_called") or []),
             )
             for turn in result.turns
         )
     return (
-        TurnShown(role="user", content=Excerpt.of(result.input or "", _TEXT_LIMIT), tool_calls=()),
+        TurnShown(role="user", content=Excerpt.of(result.input or "", limit), tool_calls=()),
         TurnShown(
             role="assistant",
-            content=Excerpt.of(result.actual_output or "", _TEXT_LIMIT),
-            tool_calls=tuple(tool_shown(call) for call in result.tools_called),
+            content=Excerpt.of(result.actual_output or "", limit),
+            tool_calls=calls(result.tools_called),
         ),
     )
 
@@ -133,7 +144,7 @@ def _breach(result: RedTeamResult, baseline: Sequence[RedTeamResult] | None) -> 
         attack_method=method_of(result),
         score=result.score,
         reason=Excerpt.of(result.reason, _TEXT_LIMIT) if result.reason else None,
-        conversation=_conversation(result),
+        conversation=attack_turns(result),
         tool_calls=len(result.tools_called),
         mocked_tool_calls=sum(bool(call.get("mocked")) for call in result.tools_called),
         breached_in_baseline=any(b.breached for b in before) if before else None,

@@ -9,7 +9,9 @@ the conversation's session and why it stopped:
 - ``turn_limit``: the simulated user wrote ``maxUserTurns`` turns first;
 - ``empty_user_turn``: the simulated user said nothing, even when asked once more;
 - ``target_error``: the workflow failed to answer a turn (the run is a target error);
-- ``judge_error``: the judge could not play the user (the run has no output).
+- ``judge_error``: the judge could not play the user (the run has no output); its error
+  kind says how, in the words of the metrics' scores (``judge_rate_limited``,
+  ``judge_auth``, ``judge_unavailable``, …).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.failures import JudgeFailureKind
 from n8n_deepeval_pipeline.tables.rows import AgentOutput
 
 StopReason = Literal[
@@ -26,7 +29,7 @@ StopReason = Literal[
 STOP_REASONS: tuple[str, ...] = (
     "outcome_reached", "turn_limit", "empty_user_turn", "target_error", "judge_error"
 )  # fmt: skip
-FailureKind = Literal["target_error", "judge_error", "judge_unavailable"]
+FailureKind = Literal["target_error", JudgeFailureKind]
 
 
 def conversation_session(run_id: str, thread_id: str) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from n8n_deepeval_pipeline.benchmark.n8n_target import WebhookTarget
+from n8n_deepeval_pipeline.judging.call_ledger import LedgerTag
+from n8n_deepeval_pipeline.judging.retry_policy import DEFAULT_CALL_LIMIT_S
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.webhook import webhook_identity
 from n8n_deepeval_pipeline.redaction import url_secrets
@@ -28,6 +30,14 @@ class SimulationRequest(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)  # the variables target.env lists
     max_user_turns: int = Field(ge=1)
     language: str = "English"
+    judge_call_limit_s: float = Field(default=DEFAULT_CALL_LIMIT_S, gt=0)
+    """How long one call of the simulated user's judge may take, its rate-limit retries and
+    its wait for a turn included: what an evaluation of the worker pool gives its judge
+    (``RATE_LIMIT_SHARE`` of the evaluation's timeout); past it the conversation ends as
+    ``judge_rate_limited``."""
+    ledger: LedgerTag | None = None
+    """Where each answered call of the simulated user is written as it arrives, charged to
+    the run that asked (None: nowhere)."""
 
     @property
     def secrets(self) -> list[str]:

@@ -35,12 +35,11 @@ from deepeval.test_case import ConversationalTestCase, Turn
 from deepeval.utils import get_or_create_event_loop
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
-    JudgeCallError,
-    JudgeOutputError,
     JudgeScope,
-    JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
@@ -124,12 +123,10 @@ class SimulatedUserModel(DeepEvalBaseLLM):
             if isinstance(answer, SimulatedInput) and not answer.simulated_input.strip():
                 answer = await self.judge.a_generate(prompt + EMPTY_TURN_NOTE, schema)
             return answer
-        except (JudgeCallError, JudgeOutputError, JudgeUnavailable) as error:
+        except JUDGE_FAILURES as error:
             if played is None or schema not in (SimulatedInput, ConversationCompletion):
                 raise
-            kind: FailureKind = (
-                "judge_unavailable" if isinstance(error, JudgeUnavailable) else "judge_error"
-            )
+            kind = failure_kind(error) or "judge_error"  # named as the metrics' scores name it
             played.end("judge_error", kind, redact(f"simulated user: {error}", self.secrets))
             return _closing_answer(schema)
 
@@ -216,13 +213,19 @@ class Simulation:
         return Decision(should_end=played.stop is not None, reason=played.stop)
 
     def _begin(self, run_id: str, thread_id: str) -> _Played:
-        """The conversation's first check: its session, and its judge calls counted apart."""
-        usage = UsageCounter()
+        """The conversation's first check: its session, and its judge calls counted apart.
+
+        Each call is charged in the ledger as it is answered (a killed simulation's calls
+        too), and has the time an evaluation gives the judge.
+        """
+        ledger = self.request.ledger
+        usage = UsageCounter(CallLedger(ledger) if ledger is not None else None)
         played = _Played(self._goldens[run_id], conversation_session(run_id, thread_id), usage)
         self._played[thread_id] = self._by_run[run_id] = played
         # In the conversation's own task: every judge call it makes from now on is its own.
         PLAYED.set(played)
-        JUDGE_SCOPE.set(JudgeScope(usage, self.request.namespace(run_id)))
+        namespace = self.request.namespace(run_id)
+        JUDGE_SCOPE.set(JudgeScope(usage, namespace, call_limit_s=self.request.judge_call_limit_s))
         return played
 
     async def answer(self, input: str, turns: list[Turn], thread_id: str) -> Turn:

@@ -8,6 +8,7 @@ scores is kept beside it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from statistics import fmean
 from typing import Literal
 
@@ -46,6 +47,17 @@ def rule_passes(rule: PassRule, passed: int, counted: int) -> bool:
     if rule == "anyPass":
         return passed > 0
     return passed > counted / 2
+
+
+def decided_by(counted: Iterable[str], left_out: Iterable[str]) -> set[str]:
+    """The counted metrics less those ``left_out``; all of them if none would be left.
+
+    What decides no run (a dry-run placeholder, a metric people have not calibrated) is
+    left out only while something else can decide: a run is never decided by nothing.
+    """
+    kept = set(counted)
+    remaining = kept - set(left_out)
+    return remaining or kept
 
 
 def mean_of_present(values: list[float | None]) -> float | None:

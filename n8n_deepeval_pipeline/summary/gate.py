@@ -10,6 +10,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    VersionComparison,
+    cases_failing_gate,
+)
+from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 # The exit codes the gate and the errors decide (console/exits.py has every code).
@@ -62,3 +67,30 @@ def version_gate(
             compare=EXIT_COMPARE_FAILED if baseline is None else compare_exit,
         ),
     )
+
+
+def stored_version_gate(
+    fail_on: GateVerdict,
+    candidate: str,
+    baseline: str | None,
+    stored: StoredVersions,
+    incomplete: str | None,
+) -> Gate:
+    """The gate of a stored version against ``baseline`` (None: it has none).
+
+    ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete. What
+    ``compare``, ``run`` and the results workspace say of a version.
+    """
+    comparison = stored.compare(baseline, candidate) if baseline else None
+    return comparison_gate(fail_on, baseline, comparison, incomplete)
+
+
+def comparison_gate(
+    fail_on: GateVerdict,
+    baseline: str | None,
+    comparison: VersionComparison | None,
+    incomplete: str | None,
+) -> Gate:
+    """The gate of a version whose ``comparison`` with ``baseline`` is made (None: none)."""
+    flagged = cases_failing_gate(comparison, fail_on) if comparison else []
+    return version_gate(fail_on, baseline, flagged, incomplete)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from statistics import fmean
 
 from pydantic import BaseModel, computed_field
 
+from n8n_deepeval_pipeline.calibration.status import MetricCalibration
 from n8n_deepeval_pipeline.evaluation import (
     OUTAGE_ERROR_KINDS,
     REFUSED_ERROR_KINDS,
@@ -46,6 +48,7 @@ class MetricSummary(BaseModel):
     panel: str | None = None  # a judge panel's rule (majority, mean), if a panel scored it
     agreement: float | None = None  # mean share of a panel's judges agreeing with its verdict
     decides: bool = True  # its results decide runs under the pass rule
+    calibration: MetricCalibration | None = None  # its standing with people (a judged metric)
 
 
 class JudgeUsage(BaseModel):
@@ -169,7 +172,8 @@ class BenchmarkSummary(BaseModel):
     """The Dagster run that stored these scores."""
     attempts: dict[str, JudgeSpend] = {}
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
-    or that scored the same version beside it (the rows carry only the calls behind them)."""
+    or that scored the same version beside it (the rows carry only the calls behind them);
+    its simulated users' calls included."""
     incomplete: str | None = None
     """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
     gate: Gate | None = None
@@ -196,14 +200,21 @@ def _mean_by_k(rows: list[dict[int, float]]) -> dict[int, float]:
 def error_summary(scores: list[MetricScore]) -> ErrorSummary:
     """The scores' errors by kind, how many left a score without a judgement, failed calls."""
     failed = [score for score in scores if score.error_kind]
+    return errors_among(failed, len(scores), len({score.run_id for score in scores}))
+
+
+def errors_among(failed: list[MetricScore], scores: int, runs: int) -> ErrorSummary:
+    """``error_summary`` of ``scores`` score rows over ``runs`` runs, given the ones that failed.
+
+    A reader that counts the rows in the database loads only the failed ones.
+    """
     unjudged = [score for score in failed if is_unjudged(score.error_kind)]
     first: dict[str, str] = {}
     for score in failed:
         first.setdefault(str(score.error_kind), (score.error or "").splitlines()[0][:300])
-    runs = len({score.run_id for score in scores})
     failed_calls = len({s.run_id for s in failed if s.error_kind in TARGET_ERROR_KINDS})
     return ErrorSummary(
-        scores=len(scores),
+        scores=scores,
         by_kind=dict(Counter(str(score.error_kind) for score in failed).most_common()),
         first_message=first,
         unjudged=len(unjudged),
@@ -323,8 +334,14 @@ def summarise(
     consistency: list[ConsistencyStats],
     metric_order: list[str],
     outputs: list[AgentOutput] | None = None,
+    calibration: Sequence[MetricCalibration] = (),
 ) -> BenchmarkSummary:
-    """Headline figures from the partition's stored tables (``outputs``: the workflow's)."""
+    """Headline figures from the partition's stored tables (``outputs``: the workflow's).
+
+    ``calibration``: the judge-backed metrics' standing with people, when the benchmark
+    has a calibration section.
+    """
+    standing = {metric.metric: metric for metric in calibration}
     # The benchmark file's metric order (scores arrive in completion order).
     labels = list(dict.fromkeys(metric_order + [score.metric for score in scores]))
     deciding = {str(outcome["metric"]) for row in aggregates for outcome in row.metrics}
@@ -344,6 +361,7 @@ def summarise(
                 panel=next((row.panel for row in rows if row.panel), None),
                 agreement=mean_of_present([row.judge_agreement for row in rows]),
                 decides=label in deciding,
+                calibration=standing.get(label),
             )
         )
     pass_at = [row.pass_at_k for row in consistency]
@@ -411,6 +429,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
             "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
         )
         lines += _placeholder_lines(summary.metrics)
+    lines += calibration_lines(summary.metrics)
     panels = any(metric.panel for metric in summary.metrics)
     agree = f"  {'agree':>6}" if panels else ""
     lines += [
@@ -422,6 +441,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
             f"  (dry-run{'' if metric.decides else ', decides no run'})" if metric.dry_run else ""
         )
         flag += f"  (panel: {metric.panel})" if metric.panel else ""
+        flag += _calibration_flag(metric)
         agreement = f"  {_figure(metric.agreement):>6}" if panels else ""
         lines.append(
             f"{metric.metric:<{width}}  {_figure(metric.mean_score):>6}  "
@@ -448,6 +468,47 @@ def _placeholder_lines(metrics: list[MetricSummary]) -> list[str]:
     return [
         f"  placeholders decide no run: the pass rate is decided by {', '.join(deciding)} "
         "(no judge needed)"
+    ]
+
+
+def _calibration_flag(metric: MetricSummary) -> str:
+    standing = metric.calibration
+    if standing is None:
+        return ""
+    kappa = "" if standing.kappa is None else f", kappa {standing.kappa:.2f}"
+    kept_out = ", decides no run" if standing.gated and not metric.decides else ""
+    return f"  ({standing.state.replace('_', ' ')}{kappa}{kept_out})"
+
+
+def calibration_lines(metrics: Sequence[MetricSummary]) -> list[str]:
+    """Which judge-backed metrics people's labels back, and why the others are not.
+
+    Whether a metric decides is read off the version's aggregates (``decides``): a gate
+    that would leave no metric to decide leaves them all deciding, and says so.
+    """
+    judged = [metric for metric in metrics if metric.calibration is not None]
+    uncalibrated = [m for m in judged if m.calibration and not m.calibration.calibrated]
+    if not uncalibrated:
+        return ["calibration: every judge-backed metric agrees with people"] if judged else []
+    gated = [m for m in uncalibrated if m.calibration and m.calibration.gated]
+    kept_out = [metric.metric for metric in gated if not metric.decides]
+    deciding = [metric.metric for metric in metrics if metric.decides]
+    if kept_out:
+        heading = (
+            f"CALIBRATION GATE: {', '.join(kept_out)} decide no run and no regression "
+            f"(uncalibrated): the pass rate is decided by {', '.join(deciding)}"
+        )
+    elif gated:
+        heading = (
+            "CALIBRATION GATE: no calibrated metric is left to decide, so the uncalibrated "
+            f"{', '.join(metric.metric for metric in gated)} still decide runs"
+        )
+    else:
+        heading = "calibration: uncalibrated metrics still decide runs (calibration.gate is off)"
+    return [heading] + [
+        f"  {metric.metric}: {metric.calibration.why}"
+        for metric in uncalibrated
+        if metric.calibration is not None
     ]
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import N8nWorkflowRef
 from n8n_deepeval_pipeline.judging.prices import PriceTable
+from n8n_deepeval_pipeline.judging.retry_policy import configured_call_limit_s
 from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_workflow
@@ -181,6 +182,7 @@ def plan(
         with_expected_output=options.with_expected_output,
         random_seed=options.random_seed,
         judge=judge,
+        judge_call_limit_s=configured_call_limit_s(environ),
         **fields,
     )
     return Plan(request, Provenance.of(request, material_name, contexts), styling)

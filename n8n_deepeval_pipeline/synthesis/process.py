@@ -1,29 +1,27 @@
-"""The synthesizer process started, fed and read back (the CLI's side; no DeepEval here).
+"""The synthesizer process asked for its goldens and read back (the CLI's side; no DeepEval).
 
-It runs in a scratch folder (DeepEval and ChromaDB write beside themselves) with a
-worker's environment, which holds no credential: the judge's key travels in the request on
-its standard input. Its standard error (progress, and a crash's last words) is passed on
-line by line, redacted.
+It is started by ``worker.launcher``: a scratch working folder (DeepEval and ChromaDB write
+beside themselves), the workers' environment, which holds no credential (the judge's and
+the embedder's keys travel in the request over its private connection), a deadline, and
+its log kept in the home when it fails. It sends its progress as ``update`` lines, passed
+on to ``on_line``, and its result as ``done``; a synthesizer that fails, dies or overruns
+is a failed result quoting its exit code and last log lines.
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import tempfile
-import threading
+import math
 from collections.abc import Callable
-from pathlib import Path
-from typing import IO
 
-from pydantic import ValidationError
-
-from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.synthesis.request import SynthesisRequest, SynthesisResult
-from n8n_deepeval_pipeline.worker.environment import worker_environment
+from n8n_deepeval_pipeline.worker.launcher import ChildFailed, ChildSpec, launched
 
 MODULE = "n8n_deepeval_pipeline.synthesis.synthesizer_run"
 LineSink = Callable[[str], None]
+_START_S = 120.0  # DeepEval's import (and ChromaDB's, from documents), with room
+# The judge calls one golden takes in turn at most: the input, its evolutions, the
+# filter's checks and rewrites, the styling and the expected output.
+_FIXED_CALLS_PER_GOLDEN = 4
 
 
 def secrets_of(request: SynthesisRequest) -> list[str]:
@@ -34,50 +32,28 @@ def secrets_of(request: SynthesisRequest) -> list[str]:
     return [secret for secret in found if secret]
 
 
+def time_limit_s(request: SynthesisRequest) -> float:
+    """Long enough for every golden's judge calls, each within the request's call limit."""
+    pieces = max(len(request.contexts), len(request.seeds), len(request.documents), 1)
+    goldens = request.count * pieces
+    calls = _FIXED_CALLS_PER_GOLDEN + request.num_evolutions + 2 * request.quality_retries
+    rounds = math.ceil(goldens / request.max_concurrent)
+    return _START_S + rounds * calls * request.judge_call_limit_s
+
+
 def run_synthesis(request: SynthesisRequest, on_line: LineSink | None = None) -> SynthesisResult:
-    """The synthesizer process's result for ``request``; ``on_line`` gets its stderr lines."""
-    secrets = secrets_of(request)
-    said: list[str] = []
-
-    def forward(stream: IO[str]) -> None:
-        for line in stream:
-            text = redact(line.rstrip("\n"), secrets)
-            said.append(text)
-            if on_line is not None:
-                on_line(text)
-
-    with tempfile.TemporaryDirectory(prefix="n8n-deepeval-synthesis-") as scratch:
-        result = Path(scratch) / "result.json"
-        process = subprocess.Popen(
-            [sys.executable, "-m", MODULE, str(result)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,  # DeepEval's own progress bars and notices
-            stderr=subprocess.PIPE,
-            env=worker_environment(secrets),
-            cwd=scratch,
-            text=True,
-            encoding="utf-8",
-        )
-        assert process.stdin and process.stderr
-        reader = threading.Thread(target=forward, args=(process.stderr,), daemon=True)
-        reader.start()
-        try:
-            with process.stdin:
-                process.stdin.write(request.to_wire())
-            process.wait()
-        finally:
-            if process.poll() is None:  # interrupted: the process goes with the command
-                process.kill()
-                process.wait()
-        reader.join()
-        answer = result.read_text(encoding="utf-8") if result.exists() else ""
+    """The synthesizer process's result for ``request``; ``on_line`` gets its progress lines."""
+    spec = ChildSpec(name="the synthesizer", module=MODULE, deadline_s=time_limit_s(request))
     try:
-        if process.returncode == 0:
-            return SynthesisResult.model_validate_json(answer)
-    except ValidationError:
-        pass
-    last = next((line for line in reversed(said) if line.strip()), "no message")
-    return SynthesisResult(
-        error=f"the synthesizer process failed (exit {process.returncode}): {last}",
-        error_kind="failed",
-    )
+        with launched(spec, secrets_of(request)) as child:
+            child.send("ask", request)
+            while (message := child.receive()).kind == "update":
+                if on_line is not None:
+                    on_line(str(message.body))
+            if message.kind != "done":
+                raise child.failure(f"sent {message.kind} instead of its goldens")
+            result = message.of(SynthesisResult)
+            child.finish()
+    except ChildFailed as failed:
+        return SynthesisResult(error=failed.message, error_kind="failed")
+    return result

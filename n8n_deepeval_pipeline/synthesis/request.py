@@ -1,18 +1,19 @@
 """What the synthesizer process is asked, and what it answers: the boundary between processes.
 
-The request travels on the process's standard input (it carries the judge's key, which
-never goes into an argument list or an environment); the answer comes back on its
-standard output. Evolution names are DeepEval's own (``Evolution``'s values).
+The request travels over the process's private connection (it carries the judge's key,
+which never goes into an argument list or an environment); the answer comes back on it.
+Evolution names are DeepEval's own (``Evolution``'s values).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from n8n_deepeval_pipeline.judging.spec import JudgeSpec, judge_settings
+from n8n_deepeval_pipeline.judging.failures import JudgeFailureKind
+from n8n_deepeval_pipeline.judging.retry_policy import DEFAULT_CALL_LIMIT_S
+from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.synthesis.styling import Styling
 
 Method = Literal["scratch", "contexts", "docs", "goldens"]
@@ -30,7 +31,9 @@ EVOLUTIONS: dict[str, str] = {
 # DeepEval's default: every evolution equally likely.
 DEFAULT_EVOLUTIONS: dict[str, float] = {name: 1 / 7 for name in EVOLUTIONS.values()}
 EmbedderProvider = Literal["openai", "azure-openai", "openai-compatible"]
-ErrorKind = Literal["judge", "input", "dependency", "failed"]
+# A judge's failure in the words the metrics' scores use; the document path's missing
+# dependencies; the process itself.
+ErrorKind = JudgeFailureKind | Literal["dependency", "failed"]
 
 
 class _Strict(BaseModel):
@@ -81,14 +84,9 @@ class SynthesisRequest(_Strict):
     judge: JudgeSpec
     embedder: EmbedderSpec | None = None
     cache_namespace: str = "synthesis"
-
-    def to_wire(self) -> str:
-        """The request as JSON, the keys included (for the process's standard input only)."""
-        data = self.model_dump(mode="json")
-        data["judge"] = judge_settings(self.judge)
-        if self.embedder is not None and self.embedder.api_key is not None:
-            data["embedder"]["api_key"] = self.embedder.api_key.get_secret_value()
-        return json.dumps(data)
+    judge_call_limit_s: float = Field(default=DEFAULT_CALL_LIMIT_S, gt=0)
+    """How long one judge call may take, its rate-limit retries and its wait for a turn
+    included: what an evaluation of the worker pool gives its judge."""
 
 
 class SynthesizedGolden(_Strict):
@@ -149,9 +147,3 @@ def parse_evolution(text: str) -> tuple[str, float]:
     if value <= 0:
         raise ValueError(f"{text!r}: the weight must be above 0")
     return name, value
-
-
-def wire_to_request(text: str) -> SynthesisRequest:
-    """The request read back from its wire form."""
-    data: dict[str, Any] = json.loads(text)
-    return SynthesisRequest.model_validate(data)

@@ -5,8 +5,10 @@ contexts line, document or dataset row it was drawn from), the ``evolutions`` De
 applied, the filter's ``quality`` score of its input (None where DeepEval does not filter:
 from scratch) and ``synthesizedBy`` (the judge). ``expectedOutput`` (a conversation's
 ``expectedOutcome``) stays empty unless it was asked for: a judge's answer is not ground
-truth. A row's id is a hash of its input (its scenario), as for rows drawn from
-executions, so the same input is one row and a second synthesis adds only new ones.
+truth. A row's id is a hash of its input (its scenario) and of its context when it has
+one, so the same golden is one row and a second synthesis adds only new ones, while the
+same input drawn from two contexts stays two rows, as DeepEval's Synthesizer returns two
+goldens (a context is what contextual metrics judge the answer against).
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def contexts_provenance(
 
 @dataclass(frozen=True)
 class SynthesizedRows:
-    """The rows of the goldens, one per input, and how many goldens repeated an input."""
+    """The rows of the goldens, one per golden, and how many goldens repeated one before."""
 
     rows: list[dict[str, Any]]
     duplicates: int
@@ -86,10 +88,11 @@ def golden_rows(
     styling: Styling | None,
     with_expected: bool,
 ) -> SynthesizedRows:
-    """One row per distinct input (the first golden of each), provenance attached.
+    """One row per distinct golden (input and context), provenance attached.
 
-    A deterministic judge can give the same input twice (DeepEval asks it the same
-    evolution prompt); a dataset keeps one.
+    A deterministic judge can give the same input for the same context twice (DeepEval
+    asks it the same evolution prompt): a dataset keeps one. The same input from another
+    context is another golden, kept as DeepEval keeps it.
     """
     rows: dict[str, dict[str, Any]] = {}
     for golden in goldens:
@@ -117,8 +120,9 @@ def _row(
     else:
         asked = {"input": text}
         fields = {"expectedOutput": expected}
+    keyed = {**asked, "context": list(golden.context)} if golden.context else asked
     return {
-        ID_COLUMN: hashed_row_id(ROW_KIND, asked),
+        ID_COLUMN: hashed_row_id(ROW_KIND, keyed),
         **asked,
         **fields,
         "context": golden.context or None,

@@ -1,9 +1,13 @@
 """The synthesizer process: DeepEval's own ``Synthesizer`` with the pipeline's judge as its model.
 
-Run as ``python -m n8n_deepeval_pipeline.synthesis.synthesizer_run RESULT`` in a worker's
-environment (no credential in it): the request on standard input, the result (JSON) in
-the file RESULT, progress on standard error (DeepEval prints its own on standard output).
-It imports DeepEval, so the CLI's process never imports it: it only starts it.
+Run as ``python -m n8n_deepeval_pipeline.synthesis.synthesizer_run FD`` by
+``worker.launcher`` in a worker's environment (no credential in it): the request comes as
+``ask`` on its connection, its progress goes back as ``update`` lines (every few seconds:
+the judge's calls, and its refusals while it refuses) and its result as ``done``
+(DeepEval prints its own progress into the process's log). It imports DeepEval, so the
+CLI's process never imports it: it only starts it. Each judge call has the time an
+evaluation gives the judge, so a judge that refuses for ever ends the synthesis with
+``judge_rate_limited`` instead of holding it.
 
 Nothing of the Synthesizer is re-implemented: its ``generate_*`` methods run as they are,
 with the pipeline's ``PipelineJudge`` (cache, pacing, retries, breaker, token counts) as
@@ -16,36 +20,37 @@ own model would, and hands the Synthesizer a ``Response``.
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import sys
 import threading
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, TextIO
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from deepeval.synthesizer.schema import Response
 from pydantic import BaseModel
 
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
-    JudgeCallError,
-    JudgeOutputError,
     JudgeScope,
-    JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
+from n8n_deepeval_pipeline.redaction import redact
+from n8n_deepeval_pipeline.synthesis.process import secrets_of
 from n8n_deepeval_pipeline.synthesis.request import (
     EmbedderSpec,
     SynthesisRequest,
     SynthesisResult,
     SynthesisUsage,
     SynthesizedGolden,
-    wire_to_request,
 )
+from n8n_deepeval_pipeline.worker.child_channel import connect
 
 DOCUMENTS_EXTRA = "documents"
 _PROGRESS_EVERY_S = 2.0
+Say = Callable[[str], None]
 
 
 class SynthesisJudge(PipelineJudge):
@@ -62,18 +67,21 @@ class SynthesisJudge(PipelineJudge):
         return await super().a_generate(prompt, schema)
 
 
-def synthesize(request: SynthesisRequest, progress: TextIO | None = None) -> SynthesisResult:
+def synthesize(request: SynthesisRequest, progress: Say | None = None) -> SynthesisResult:
     """The goldens DeepEval's Synthesizer makes for ``request``, or why it made none."""
     if request.random_seed is not None:
         random.seed(request.random_seed)  # DeepEval draws each evolution from ``random``
     usage = UsageCounter()
     judge = SynthesisJudge(request.judge, usage)
-    scope = JUDGE_SCOPE.set(JudgeScope(usage, request.cache_namespace))
+    limit_s = request.judge_call_limit_s
+    scope = JUDGE_SCOPE.set(JudgeScope(usage, request.cache_namespace, call_limit_s=limit_s))
     try:
         with _reporting(usage, progress):
             goldens = _generate(_synthesizer(request, judge), request, judge)
-    except (JudgeCallError, JudgeUnavailable, JudgeOutputError) as error:
-        return SynthesisResult(usage=_usage(usage), error=str(error), error_kind="judge")
+    except JUDGE_FAILURES as error:
+        message = redact(str(error), secrets_of(request))
+        kind = failure_kind(error) or "judge_error"  # named as the metrics' scores name it
+        return SynthesisResult(usage=_usage(usage), error=message, error_kind=kind)
     except ImportError as error:
         message = (
             f"{error}: --from-docs needs the optional dependencies of DeepEval's document "
@@ -261,21 +269,23 @@ def _usage(usage: UsageCounter) -> SynthesisUsage:
 
 
 @contextlib.contextmanager
-def _reporting(usage: UsageCounter, out: TextIO | None) -> Iterator[None]:
-    """Say on ``out`` how many judge calls the synthesis has made, every few seconds."""
-    if out is None:
+def _reporting(usage: UsageCounter, say: Say | None) -> Iterator[None]:
+    """Say how many judge calls the synthesis has made every few seconds, refusals too.
+
+    While the judge refuses, no call is answered: the retries say that it waits, and why.
+    """
+    if say is None:
         yield
         return
     done = threading.Event()
 
     def report() -> None:
-        said = (-1, -1)
+        said = (-1, -1, -1)
         while not done.wait(_PROGRESS_EVERY_S):
-            now = (usage.calls, usage.cached)
+            now = (usage.calls, usage.cached, usage.retries)
             if now != said:
-                print(
-                    f"synthesizing: {now[0]} judge calls (+{now[1]} cached) …", file=out, flush=True
-                )
+                refused = f", {now[2]} refused and retried" if now[2] else ""
+                say(f"synthesizing: {now[0]} judge calls (+{now[1]} cached{refused}) …")
                 said = now
 
     thread = threading.Thread(target=report, name="synthesis-progress", daemon=True)
@@ -288,10 +298,17 @@ def _reporting(usage: UsageCounter, out: TextIO | None) -> Iterator[None]:
 
 
 def main() -> None:
-    """Read the request from standard input, write the result to the file named."""
-    request = wire_to_request(sys.stdin.read())
-    result = synthesize(request, progress=sys.stderr)
-    Path(sys.argv[1]).write_text(result.model_dump_json(), encoding="utf-8")
+    """Serve the request asked on the connection; send its progress and its result."""
+    channel = connect()
+    asked = channel.receive()
+    assert asked is not None
+    result = synthesize(asked.of(SynthesisRequest), lambda line: channel.send("update", line))
+    channel.send("done", result)
+    # Skip the interpreter's shutdown of DeepEval's and ChromaDB's modules: nothing is left
+    # to write, and their threads would only be torn down under it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import cast
 
+from n8n_deepeval_pipeline.statistics.aggregate import PassRule, decided_by, rule_passes
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     MetricRun,
     RunOutcome,
@@ -69,24 +71,40 @@ def baseline_version(
     return earlier[-1] if earlier else None
 
 
-def run_outcome(aggregate: RunAggregate, scores: list[MetricScore]) -> RunOutcome:
-    """A run as the version comparison sees it: passed under the pass rule, its metrics."""
+def run_outcome(
+    aggregate: RunAggregate, scores: list[MetricScore], not_deciding: Collection[str] = ()
+) -> RunOutcome:
+    """A run as the version comparison sees it: passed under the pass rule, its metrics.
+
+    ``not_deciding``: metrics that decide no run now (``calibration.gate``), though they may
+    have when the run was aggregated: the run is decided again without them, so that a
+    baseline aggregated before the gate is compared on the same metrics as its candidate.
+    """
     counted = {str(outcome["metric"]) for outcome in aggregate.metrics}
+    deciding = decided_by(counted, not_deciding)
+    passed = aggregate.overall_success
+    if deciding != counted:
+        kept = [outcome for outcome in aggregate.metrics if outcome["metric"] in deciding]
+        wins = sum(1 for o in kept if o.get("success") and o.get("error_kind") is None)
+        passed = rule_passes(cast(PassRule, aggregate.pass_rule), wins, len(kept))
     metrics = tuple(
         MetricRun(
             metric=score.metric,
             score=score.score,
             success=score.success,
             error_kind=score.error_kind,
-            counted=score.metric in counted,
+            counted=score.metric in deciding,
         )
         for score in scores
     )
-    return RunOutcome(passed=aggregate.overall_success, metrics=metrics)
+    return RunOutcome(passed=passed, metrics=metrics)
 
 
 def version_runs(
-    runs: list[ExpandedRun], aggregates: list[RunAggregate], scores: list[MetricScore]
+    runs: list[ExpandedRun],
+    aggregates: list[RunAggregate],
+    scores: list[MetricScore],
+    not_deciding: Collection[str] = (),
 ) -> VersionRuns:
     """Each dataset row's runs (pass or fail under the pass rule, with their metrics).
 
@@ -96,7 +114,7 @@ def version_runs(
     scores_of = scores_by_run(scores)
     outcomes: dict[str, list[RunOutcome]] = defaultdict(list)
     for aggregate in sorted(aggregates, key=lambda row: row.run_id):
-        outcome = run_outcome(aggregate, scores_of[aggregate.run_id])
+        outcome = run_outcome(aggregate, scores_of[aggregate.run_id], not_deciding)
         outcomes[row_of[aggregate.run_id]].append(outcome)
     return dict(outcomes)
 
@@ -128,6 +146,8 @@ class StoredVersions:
     runs: list[ExpandedRun]
     aggregates: list[RunAggregate]
     scores: list[MetricScore]
+    not_deciding: frozenset[str] = field(default_factory=frozenset)
+    """Metrics that decide no run or regression now (uncalibrated, ``calibration.gate``)."""
 
     def runs_of(self, version: str) -> VersionRuns:
         """One version's runs by row id."""
@@ -135,6 +155,7 @@ class StoredVersions:
             of_version(self.runs, version),
             of_version(self.aggregates, version),
             of_version(self.scores, version),
+            self.not_deciding,
         )
 
     def full_hash(self, version: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole
+from n8n_deepeval_pipeline.data_limits import DataLimitError, loads_json
 
 
 class NotAJsonObjectError(ValueError):
@@ -49,11 +50,13 @@ def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def json_object(line: str) -> dict[str, Any]:
-    """One JSONL line's object."""
+    """One JSONL line's object (nested at most ``data_limits.MAX_DEPTH`` levels, real text)."""
     try:
-        value = json.loads(line)
+        value = loads_json(line)
     except json.JSONDecodeError as error:
         raise NotAJsonObjectError(f"not valid JSON: {error.msg} (column {error.colno})") from None
+    except DataLimitError as error:
+        raise NotAJsonObjectError(str(error)) from None
     if not isinstance(value, dict):
         raise NotAJsonObjectError("must be a JSON object {…}, one record per line")
     return value

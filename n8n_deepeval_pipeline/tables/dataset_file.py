@@ -19,6 +19,8 @@ import pandas as pd
 from n8n_deepeval_pipeline.benchmark.config import DatasetConfig, MappedField
 from n8n_deepeval_pipeline.benchmark.simulation import GOLDEN_FIELDS
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError, DataFileError, FileRole
+from n8n_deepeval_pipeline.data_limits import DataLimitError, id_problem, loads_json, value_problem
+from n8n_deepeval_pipeline.n8n_data.conversation import ConversationShapeError, parse_conversation
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,
@@ -29,7 +31,7 @@ from n8n_deepeval_pipeline.tables.data_files import (
 )
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 
-_LIST_FIELDS = ("context", "retrievalContext", "expectedTools")
+_LIST_FIELDS = ("context", "retrievalContext", "expectedTools", "inputImages")
 _JSON_FIELDS = ("turns",)
 # Row model field of each mapped field (the seed's camelCase names → snake_case columns).
 _COLUMN_OF: dict[MappedField, str] = {
@@ -44,6 +46,7 @@ _COLUMN_OF: dict[MappedField, str] = {
     "expectedOutcome": "expected_outcome",
     "scenario": "scenario",
     "userDescription": "user_description",
+    "inputImages": "input_images",
 }
 
 
@@ -123,7 +126,7 @@ def _as_list(value: Any, field: str) -> list[str] | None:
     text = str(value).strip()
     if text.startswith("["):
         try:
-            parsed = json.loads(text)
+            parsed = loads_json(text)  # too deep: DataLimitError, said for its row
         except json.JSONDecodeError:
             parsed = None
         if isinstance(parsed, list):
@@ -137,7 +140,7 @@ def _as_json(value: Any) -> Any:
     """Structured values stay as they are; text (from CSV) is parsed as JSON when it is."""
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
-            return json.loads(value)
+            return loads_json(value)  # too deep: DataLimitError, said for its row
         except json.JSONDecodeError:
             return value
     return None if value == "" else value
@@ -146,16 +149,22 @@ def _as_json(value: Any) -> Any:
 def map_row(
     record: dict[str, Any], config: DatasetConfig, mapping: dict[MappedField, str] | None = None
 ) -> dict[str, Any]:
-    """The row model's fields from source columns, per ``columnMapping`` (or ``mapping``)."""
+    """The row model's fields from source columns, per ``columnMapping`` (or ``mapping``).
+
+    A column whose JSON text nests too deep is a ``DataLimitError`` naming the column.
+    """
     mapped: dict[str, Any] = {}
     for field, column in (config.column_mapping if mapping is None else mapping).items():
         value = record.get(column)
-        if field in _LIST_FIELDS:
-            value = _as_list(value, field)
-        elif field in _JSON_FIELDS:
-            value = _as_json(value)
-        else:
-            value = as_text(value)
+        try:
+            if field in _LIST_FIELDS:
+                value = _as_list(value, field)
+            elif field in _JSON_FIELDS:
+                value = _as_json(value)
+            else:
+                value = as_text(value)
+        except DataLimitError as error:
+            raise DataLimitError(f"{column}: {error}") from None
         mapped[_COLUMN_OF[field]] = value
     return mapped
 
@@ -172,6 +181,7 @@ def load_dataset_rows(
     ``conversational``: every row is a conversational golden (the benchmark simulates users).
     """
     records = read_table(config) if records is None else [_plain(r) for r in records]
+    _check_values(config, records)
     columns = set().union(*(record.keys() for record in records)) if records else set()
     _check_columns(config, columns)
     kept = [
@@ -200,7 +210,10 @@ def _golden_mapping(config: DatasetConfig, columns: set[str]) -> dict[MappedFiel
 def _check_goldens(
     rows: list[DatasetRow], config: DatasetConfig, mapping: dict[MappedField, str]
 ) -> None:
-    """Every row has the scenario a simulated user plays (DeepEval requires one)."""
+    """Every row has the scenario a simulated user plays (DeepEval requires one).
+
+    And its opening turns, if any, read as a conversation, as the simulation reads them.
+    """
     column = mapping.get("scenario", "scenario")
     problems = [
         f"row {row.position} (id {row.row_id!r}): a conversational golden needs a scenario "
@@ -208,6 +221,25 @@ def _check_goldens(
         "dataset.columnMapping.scenario names another column)"
         for row in rows
         if not (row.scenario or "").strip()
+    ]
+    for row in rows:
+        try:
+            parse_conversation(row.turns)
+        except ConversationShapeError as error:
+            problems.append(
+                f"row {row.position} (id {row.row_id!r}): the opening turns (column "
+                f"{mapping.get('turns', 'turns')!r}) cannot be read: {error}"
+            )
+    if problems:
+        raise DataFileError(_where(config), problems, _role(config))
+
+
+def _check_values(config: DatasetConfig, records: list[dict[str, Any]]) -> None:
+    """Every record nested at most ``data_limits.MAX_DEPTH`` levels, its text real text."""
+    problems = [
+        f"row {position}: {problem}"
+        for position, record in enumerate(records, start=1)
+        if (problem := value_problem(record)) is not None
     ]
     if problems:
         raise DataFileError(_where(config), problems, _role(config))
@@ -260,14 +292,23 @@ def _with_ids(
         if row_id in seen:
             problems.append(f"row {position}: id {row_id!r} repeats row {seen[row_id]}")
             continue
+        unfit = id_problem(row_id)
+        if unfit is not None:
+            problems.append(f"row {position}: id {row_id!r} in column {config.id_column!r} {unfit}")
+            continue
         seen[row_id] = position
+        try:
+            fields = map_row(record, config, mapping)
+        except DataLimitError as error:
+            problems.append(f"row {position} (id {row_id!r}): column {error}")
+            continue
         rows.append(
             DatasetRow(
                 workflow_hash=workflow_hash,
                 row_id=row_id,
                 position=position,
                 raw=record,
-                **map_row(record, config, mapping),
+                **fields,
             )
         )
     if problems:

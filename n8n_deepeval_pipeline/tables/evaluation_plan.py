@@ -14,6 +14,7 @@ number of judges. Cost is priced per judge, by that judge's model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -38,12 +39,21 @@ from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import JUDGE_OPTIONS, MetricConfig
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
+from n8n_deepeval_pipeline.n8n_data.images import ImageData, markers_in
 from n8n_deepeval_pipeline.n8n_data.json_fields import structured
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.statistics.judge_panel import PanelRule, combine_panel
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold, passes
 from n8n_deepeval_pipeline.tables.head_to_head import Family
 from n8n_deepeval_pipeline.tables.judge_spend import JudgeSpend, spend_by_run
-from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
+from n8n_deepeval_pipeline.tables.output_images import image_data
+from n8n_deepeval_pipeline.tables.rows import (
+    AgentOutput,
+    DatasetRow,
+    ExpandedRun,
+    MetricScore,
+    OutputImage,
+)
 from n8n_deepeval_pipeline.tables.run_items import (
     ExpressionFoundNothingError,
     item_expressions,
@@ -82,27 +92,64 @@ def conversation(row: DatasetRow, output: AgentOutput) -> Any:
     ]
 
 
+def _input_with_images(row: DatasetRow, output: AgentOutput) -> str | None:
+    """The row's input, followed by the markers of the images it was given."""
+    given = [image["sha256"] for image in output.images or [] if image.get("role") == "input"]
+    if not given:
+        return row.input
+    markers = "\n".join(f"[DEEPEVAL:IMAGE:{sha256}]" for sha256 in given)
+    return f"{row.input}\n{markers}" if row.input else markers
+
+
 def evaluation_item(
-    row: DatasetRow, output: AgentOutput, tools: list[AgentTool] | None = None
+    row: DatasetRow,
+    output: AgentOutput,
+    tools: list[AgentTool] | None = None,
+    images: Mapping[str, ImageData] | None = None,
 ) -> EvaluationItem:
     """What a metric reads about one run: its dataset row joined with its output.
 
-    ``tools``: the tools connected to the version's agent (None: the workflow is unknown).
+    ``tools``: the tools connected to the version's agent (None: the workflow is unknown);
+    ``images``: the version's images by hash (``output_images``): those the run's input and
+    output mark go with the item.
     """
+    text = _input_with_images(row, output)
+    servers = [McpServer.model_validate(server) for server in output.mcp_servers or []]
+    marked = markers_in(text) + markers_in(output.actual_output)
+    stored = images or {}
+    carried = [stored[sha256] for sha256 in dict.fromkeys(marked) if sha256 in stored]
     return EvaluationItem(
-        input=row.input,
+        input=text,
         actual_output=output.actual_output,
         expected_output=row.expected_output,
         context=row.context,
         retrieval_context=row.retrieval_context,
         expected_tools=row.expected_tools,
         intermediate_steps=output.intermediate_steps,
-        available_tools=tools,
+        available_tools=_with_mcp_tools(tools, servers),
         turns=conversation(row, output),
         chatbot_role=row.chatbot_role,
         expected_outcome=row.expected_outcome,
         scenario=row.scenario,
+        mcp_servers=servers or None,
+        images=carried or None,
     )
+
+
+def _with_mcp_tools(
+    tools: list[AgentTool] | None, servers: list[McpServer]
+) -> list[AgentTool] | None:
+    """The agent's tools and, named as the agent saw them, its MCP servers' tools."""
+    if tools is None or not servers:
+        return tools
+    offered = [
+        AgentTool(
+            name=server.agent_name(str(tool["name"])), description=tool.get("description") or ""
+        )
+        for server in servers
+        for tool in server.tools
+    ]
+    return [*tools, *offered]
 
 
 class EvaluationPlan:
@@ -117,8 +164,9 @@ class EvaluationPlan:
     whole plan, so a chunk's memory does not grow with the benchmark.
 
     ``tools``: the tools connected to the version's agent (from its stored workflow), for
-    the traces of the trace metrics. ``family``: this version among the workflow and its
-    variants, for the head-to-head metrics (none: they are not planned); a head-to-head
+    the traces of the trace metrics; ``images``: the stored images the runs' texts mark.
+    ``family``: this version among the workflow and its variants, for the head-to-head
+    metrics (none: they are not planned); a head-to-head
     metric is not planned for the member it is against (no row), and a run whose opponent
     has no output gets a ``missing_input`` row.
     """
@@ -135,6 +183,7 @@ class EvaluationPlan:
         only: range | None = None,
         tools: list[AgentTool] | None = None,
         family: Family | None = None,
+        images: list[OutputImage] | None = None,
     ) -> None:
         resolve = _resolver(benchmark, judge)
         self._only = only
@@ -151,6 +200,7 @@ class EvaluationPlan:
         self._keys: dict[int, tuple[ExpandedRun, MetricConfig]] = {}
         rows_by_id = {row.row_id: row for row in rows}
         outputs_by_run = {output.run_id: output for output in outputs}
+        by_hash = {image.sha256: image_data(image) for image in images or []}
         metrics = [
             (config, item_expressions(config))
             for config in benchmark.metrics
@@ -166,7 +216,7 @@ class EvaluationPlan:
                 try:
                     item = with_expressions(
                         expressions,
-                        evaluation_item(row, output, tools),
+                        evaluation_item(row, output, tools, by_hash),
                         partial(run_item, run, row, output, None, benchmark.dataset.data_table),
                     )
                 except ExpressionFoundNothingError as error:

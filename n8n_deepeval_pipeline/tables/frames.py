@@ -3,6 +3,9 @@
 Column types come from the row model, not from pandas' guess, so a column that happens
 to be empty in one partition (or a partition with no rows at all) still has the right
 type in DuckDB. Fields holding lists, objects or any JSON value are stored as JSON text.
+Every table is stored through ``to_frame``: it is where the configured secrets are taken
+out of what is stored (a token a webhook echoed in its answer, a key in an error), and a
+lone surrogate in a text (a workflow's answer, a judge's reason) becomes U+FFFD.
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ from __future__ import annotations
 import json
 import math
 import types
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any, Literal, Union, get_args, get_origin
 
 import pandas as pd
 
+from n8n_deepeval_pipeline.data_limits import real_text
+from n8n_deepeval_pipeline.redaction import configured_secrets, redact_values
 from n8n_deepeval_pipeline.tables.rows import Row, TableRow
 
 _DTYPES: dict[Any, str] = {
@@ -50,13 +56,28 @@ def _to_json(value: Any) -> str | None:
     )
 
 
+def storable(value: Any, secrets: list[str]) -> Any:
+    """``value`` as it is stored: no configured secret in its text (nested too).
+
+    Nor a lone surrogate: DuckDB takes only UTF-8, and one would refuse the whole table.
+    """
+    if isinstance(value, str):
+        return real_text(redact_values(value, secrets))
+    if isinstance(value, dict):
+        return {key: storable(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [storable(item, secrets) for item in value]
+    return value
+
+
 def to_frame(model: type[Row], rows: list[Row]) -> pd.DataFrame:
-    """A DataFrame with one column per field, typed by the model."""
+    """A DataFrame with one column per field, typed by the model, its text ``storable``."""
     kinds = column_kinds(model)
     json_columns = [name for name, kind in kinds.items() if kind == JSON_TEXT]
+    secrets = configured_secrets()
     records = []
     for row in rows:
-        record = row.model_dump()
+        record = storable(row.model_dump(), secrets)
         for name in json_columns:
             record[name] = _to_json(record[name])
         records.append(record)
@@ -69,11 +90,14 @@ class OutdatedTableError(ValueError):
     """A stored table that lacks a column its rows cannot do without."""
 
 
-def _added_since(model: type[Row], frame: pd.DataFrame) -> dict[str, None]:
-    """Nullable columns added since the table was written: they read as NULL."""
-    absent = [name for name in model.model_fields if name not in frame.columns]
+def _added_since(model: type[Row], columns: Collection[str], rows: bool) -> dict[str, None]:
+    """Nullable columns added since the table was written: they read as NULL.
+
+    ``columns``: the stored table's; ``rows``: whether it has any to read.
+    """
+    absent = [name for name in model.model_fields if name not in columns]
     required = [name for name in absent if not _nullable(model.model_fields[name].annotation)]
-    if required and not frame.empty:
+    if required and rows:
         raise OutdatedTableError(
             f"the stored {model.__name__} table has no column {', '.join(required)}: it was "
             "written by an older version of n8n-deepeval-pipeline; materialise this version "
@@ -88,10 +112,18 @@ def _nullable(annotation: Any) -> bool:
 
 def from_frame(model: type[Row], frame: pd.DataFrame) -> list[Row]:
     """Rows of a stored table, validated back into their model."""
+    return from_records(model, frame.to_dict(orient="records"), list(frame.columns))
+
+
+def from_records(
+    model: type[Row], records: Iterable[Mapping[Any, Any]], columns: Collection[str]
+) -> list[Row]:
+    """Rows of a stored table read as column → value records (``columns``: the table's)."""
+    records = list(records)
     json_columns = {name for name, kind in column_kinds(model).items() if kind == JSON_TEXT}
-    added = _added_since(model, frame)
+    added = _added_since(model, columns, bool(records))
     rows = []
-    for record in frame.to_dict(orient="records"):
+    for record in records:
         values = {**added, **{str(k): None if _is_missing(v) else v for k, v in record.items()}}
         for name in json_columns & values.keys():
             text = values[name]

@@ -5,7 +5,7 @@ evaluations it never finished, or that a later attempt scored again, are in no r
 scoring journal keeps every finished evaluation tagged with the run that made it (its
 evaluations, cache hits and retries), and the call ledger every call the judge answered,
 tagged so too, the moment it arrived (its calls, tokens and cost): a run killed half-way
-is charged every call it was answered.
+is charged every call it was answered, its simulated users' included.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from n8n_deepeval_pipeline.tables.rows import MetricScore
 
 
 class JudgeSpend(BaseModel):
-    """Judge calls, tokens and cost of the evaluations one run finished."""
+    """Judge calls, tokens and cost of the evaluations one run finished.
+
+    Its simulated users' calls count too: calls, tokens and cost without an evaluation.
+    """
 
     evaluations: int = 0
     judge_calls: int = 0

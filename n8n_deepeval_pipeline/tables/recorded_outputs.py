@@ -1,8 +1,10 @@
 """The ``recorded`` target: workflow outputs captured earlier instead of calling n8n.
 
 Either a JSONL file with one line per run (``row_id``, ``run_index``, ``output``,
-optional ``intermediateSteps``, ``label``, ``latencyS``, ``sessionId``), or dataset
-columns whose values every run of the row shares. Outputs belong to the workflow version
+optional ``intermediateSteps``, ``label``, ``latencyS``, ``sessionId``, ``mcpServers``: the
+MCP servers the agent had, ``images``: images of the answer, as data URIs, http(s) URLs
+or files beside the recordings), or dataset columns whose values every run of the row
+shares. Outputs belong to the workflow version
 that produced them (``workflow_hash`` on a line, or ``target.workflowHash`` for all):
 a version without recordings is refused, never scored with another version's outputs.
 A line of the version that no run reads is refused too, unless ``ignoreUnusedOutputs``.
@@ -11,6 +13,7 @@ A line of the version that no run reads is refused too, unless ``ignoreUnusedOut
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -19,7 +22,11 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from n8n_deepeval_pipeline.benchmark.config import RecordedColumn, RecordedTarget
 from n8n_deepeval_pipeline.config.errors import DataFileError, FileRole, field_path
+from n8n_deepeval_pipeline.data_limits import DataLimitError, loads_json
+from n8n_deepeval_pipeline.n8n_data.images import MARKER, ImageData, ImageError
 from n8n_deepeval_pipeline.n8n_data.json_fields import as_text
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
+from n8n_deepeval_pipeline.n8n_data.responses import with_images
 from n8n_deepeval_pipeline.tables.data_files import (
     NotAJsonObjectError,
     json_object,
@@ -27,7 +34,8 @@ from n8n_deepeval_pipeline.tables.data_files import (
     read_bytes,
     utf8_text,
 )
-from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun
+from n8n_deepeval_pipeline.tables.output_images import read_image
+from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, OutputImage
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
@@ -57,6 +65,10 @@ class RecordedLine(BaseModel):
         pattern=r"^[0-9a-f]{64}$",
         validation_alias=AliasChoices("workflow_hash", "workflowHash"),
     )
+    mcp_servers: list[McpServer] | None = Field(
+        default=None, validation_alias=AliasChoices("mcpServers", "mcp_servers")
+    )
+    images: list[str] | None = None
 
 
 class NoRecordingError(ValueError):
@@ -72,8 +84,8 @@ class NoRecordingError(ValueError):
 def _json_list(value: Any) -> list[Any] | None:
     if isinstance(value, str) and value.strip():
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
+            value = loads_json(value)
+        except (json.JSONDecodeError, DataLimitError):
             return None
     return value if isinstance(value, list) else None
 
@@ -105,6 +117,13 @@ def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKe
                 for d in error.errors(include_url=False)
             ]
             continue
+        try:
+            images = [read_image(reference, path.parent) for reference in line.images or []]
+        except ImageError as error:
+            problems.append(f"line {number}: images: {error}")
+            continue
+        if images:
+            line = line.model_copy(update={"output": with_images(as_text(line.output), images)})
         version = line.workflow_hash or default_hash
         if version is None:
             problems.append(
@@ -193,6 +212,9 @@ def _from_line(run: ExpandedRun, recording: Recording | None) -> AgentOutput:
         label=as_text(line.label),
         session_id=line.session_id,
         latency_s=line.latency_s,
+        mcp_servers=[server.model_dump(mode="json") for server in line.mcp_servers]
+        if line.mcp_servers
+        else None,
     )
 
 
@@ -212,8 +234,34 @@ def _from_columns(
     )
 
 
-def recording_lines(runs: list[ExpandedRun], outputs: list[AgentOutput]) -> list[str]:
-    """What a live run produced, as lines of a recorded outputs file (failed runs left out)."""
+def _inlined(text: str | None, images: dict[str, OutputImage]) -> str | None:
+    """The output with its images back in it, as data URIs (what the answer carried)."""
+    if text is None or not images:
+        return text
+
+    def inline(match: re.Match[str]) -> str:
+        stored = images.get(match[1])
+        if stored is None:
+            return match[0]
+        image = ImageData(
+            sha256=stored.sha256,
+            mime_type=stored.mime_type,
+            data_base64=stored.data_base64,
+            url=stored.url,
+        )
+        return with_images(None, [image]) or match[0]
+
+    return MARKER.sub(inline, text)
+
+
+def recording_lines(
+    runs: list[ExpandedRun], outputs: list[AgentOutput], images: list[OutputImage] | None = None
+) -> list[str]:
+    """What a live run produced, as lines of a recorded outputs file (failed runs left out).
+
+    Images go back into the outputs as data URIs: read again, they are the same images.
+    """
+    by_hash = {image.sha256: image for image in images or []}
     by_run = {output.run_id: output for output in outputs}
     lines = []
     for run in runs:
@@ -224,12 +272,13 @@ def recording_lines(runs: list[ExpandedRun], outputs: list[AgentOutput]) -> list
             "workflow_hash": run.workflow_hash,
             "row_id": run.row_id,
             "run_index": run.run_index,
-            "output": output.actual_output,
+            "output": _inlined(output.actual_output, by_hash),
             "intermediateSteps": output.intermediate_steps,
             "turns": output.turns,
             "label": output.label,
             "sessionId": output.session_id,
             "latencyS": output.latency_s,
+            "mcpServers": output.mcp_servers,
         }
         lines.append(
             json.dumps({k: v for k, v in line.items() if v is not None}, ensure_ascii=False)

@@ -23,11 +23,15 @@ class RowSelection(BaseModel):
 
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    exact: bool = False  # include and exclude name whole row ids (the held-out rows)
+
+    def _matches(self, part: str, row_id: str) -> bool:
+        return part == row_id if self.exact else part in row_id
 
     def keeps(self, row_id: str) -> bool:
         """Whether a row id is selected."""
-        included = not self.include or any(part in row_id for part in self.include)
-        return included and not any(part in row_id for part in self.exclude)
+        included = not self.include or any(self._matches(part, row_id) for part in self.include)
+        return included and not any(self._matches(part, row_id) for part in self.exclude)
 
     def apply(self, rows: list[DatasetRow]) -> list[DatasetRow]:
         """The selected rows, in dataset order; refuses a selection that keeps none."""
@@ -44,6 +48,10 @@ class RowSelection(BaseModel):
     def describe(self) -> str:
         """The selection in words, e.g. ``row ids containing 'ord' but not 'ord-total'``."""
         parts = ["row ids"]
+        if self.exact:
+            return f"rows {', '.join(self.include)}" + (
+                f" but not {', '.join(self.exclude)}" if self.exclude else ""
+            )
         if self.include:
             parts.append("containing " + " or ".join(repr(part) for part in self.include))
         if self.exclude:

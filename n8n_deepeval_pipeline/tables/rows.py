@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from n8n_deepeval_pipeline.judging.failures import JudgeFailureKind
 from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.workflow.checks import CheckCategory, CheckStatus
 from n8n_deepeval_pipeline.workflow.hashing import version_key
@@ -96,6 +97,9 @@ class DatasetRow(TableRow):
     """The situation a conversation plays out."""
     user_description: str | None = None
     """Who the simulated user is (a conversational golden's `userDescription`)."""
+    input_images: list[str] | None = None
+    """Images given with the input (`columnMapping.inputImages`): data URIs, http(s) URLs
+    or files beside the dataset, as written."""
     raw: dict[str, Any]
     """Every column of the source row, as read."""
 
@@ -146,10 +150,11 @@ class AgentOutput(TableRow):
     """Seconds the workflow took to answer."""
     error: str | None = None
     """Why the run has no output (status and a short reason)."""
-    error_kind: Literal["target_error", "judge_error", "judge_unavailable"] | None = None
+    error_kind: Literal["target_error", JudgeFailureKind] | None = None
     """`target_error`: the workflow gave nothing to score (a failed call, nothing recorded,
-    no answer; rows stored as `no_output` read back so); `judge_error`,
-    `judge_unavailable`: the simulated user's judge failed."""
+    no answer; rows stored as `no_output` read back so); a judge's failure
+    (`judge_error`, `judge_rate_limited`, `judge_auth`, `judge_unavailable`, …): the
+    simulated user's judge failed, named as a score's judge failure is."""
     stop_reason: str | None = None
     """Why a simulated conversation ended: `outcome_reached`, `turn_limit`,
     `empty_user_turn`, `target_error` or `judge_error`."""
@@ -169,8 +174,37 @@ class AgentOutput(TableRow):
     """Per model node: its model, calls, prompt and completion tokens, estimated, cost."""
     started_at: datetime | None = None
     """When the workflow was called (None: recorded outputs, or a row stored before)."""
+    mcp_servers: list[dict[str, Any]] | None = None
+    """The MCP servers the agent's MCP Client Tool nodes reached: each node's name, transport
+    and the tools, resources and prompts its server offered (None: no MCP Client Tool)."""
+    images: list[dict[str, Any]] | None = None
+    """The run's images, by hash (`output_images` holds them): `{sha256, mimeType, role}`,
+    role `input` (given to the workflow) or `output` (in its answer, where its text has
+    `[DEEPEVAL:IMAGE:<sha256>]`)."""
 
     _error_kind = field_validator("error_kind", mode="before")(_current_error_kind)
+
+
+class OutputImage(TableRow):
+    """One image of a version's runs, kept once by its content hash.
+
+    Images in outputs and inputs are stored here rather than in every row that shows them:
+    a row names an image by its hash (`agent_outputs.images`, and the
+    `[DEEPEVAL:IMAGE:<sha256>]` markers of its text).
+    """
+
+    table = "output_images"
+
+    sha256: str
+    """SHA-256 of the image's bytes (of its URL for a remote image, never fetched)."""
+    mime_type: str | None
+    """Its type, `image/png`…"""
+    byte_size: int | None
+    """Its size in bytes (None: a remote image)."""
+    data_base64: str | None
+    """Its bytes, base64 (None: a remote image)."""
+    url: str | None
+    """A remote image's URL (DeepEval sends a remote image to the judge as its URL)."""
 
 
 class MetricScore(TableRow):
@@ -371,6 +405,37 @@ class CaseVerdict(TableRow):
     verdict: str
     """`regression`, `likely_regression`, `unreliable_baseline`, `improvement`,
     `worth_watching`, `stable` or `insufficient_data`."""
+
+
+LabelSource = Literal["review", "import", "data_table"]
+
+
+class HumanLabel(TableRow):
+    """A person's verdict on one metric of one run: the judge's result, checked by hand.
+
+    Not a partition's output: labels are the user's data, upserted one by one as they are
+    given (by run, metric and reviewer) and never replaced by a benchmark's re-run.
+    """
+
+    table = "human_labels"
+
+    run_id: str
+    """The run labelled (a benchmark run's id, or an online item's `score_id`)."""
+    metric: str
+    """The metric's label in the benchmark."""
+    reviewer: str
+    """Who gave the label."""
+    passed: bool | None
+    """The person's verdict: the run passes the metric (None: a rating of 3 gave none)."""
+    rating: int | None
+    """An optional 1–5 rating (5: best)."""
+    comment: str | None
+    """What the reviewer wrote."""
+    labelled_at: datetime
+    """When the label was given (UTC)."""
+    source: LabelSource
+    """`review` (the review queue), `import` (a CSV or JSONL file) or `data_table` (an n8n
+    Data Table)."""
 
 
 class WorkflowCheck(TableRow):

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, DatasetConfig, RecordedTarget
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
-from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
+from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run, decided_by
 from n8n_deepeval_pipeline.statistics.consistency import Basis, RunResult, case_consistency
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
@@ -135,24 +135,29 @@ def agent_outputs(
     return recorded_outputs(target, runs, {row.row_id: row for row in rows}, runs_per_row)
 
 
-def deciding_metrics(benchmark: Benchmark, scores: list[MetricScore]) -> set[str]:
+def deciding_metrics(
+    benchmark: Benchmark, scores: list[MetricScore], uncalibrated: Collection[str] = ()
+) -> set[str]:
     """The metrics whose results decide a run under the pass rule.
 
     ``Benchmark.counted_labels`` (aggregate.metrics, default all but head-to-head ones),
     less the dry-run judge's placeholders when a score that needs no judge is among them:
     a placeholder is no judgement, and must not decide a first run's pass rate. When only
-    placeholders are left, they decide (the summary says so).
+    placeholders are left, they decide (the summary says so). Then, the same way, less the
+    ``uncalibrated`` metrics that ``calibration.gate`` keeps from deciding.
     """
-    counted = set(benchmark.counted_labels)
-    real = counted - {score.metric for score in scores if score.dry_run}
-    return real or counted
+    real = decided_by(benchmark.counted_labels, {s.metric for s in scores if s.dry_run})
+    return decided_by(real, uncalibrated)
 
 
 def run_aggregates(
-    benchmark: Benchmark, runs: list[ExpandedRun], scores: list[MetricScore]
+    benchmark: Benchmark,
+    runs: list[ExpandedRun],
+    scores: list[MetricScore],
+    uncalibrated: Collection[str] = (),
 ) -> list[RunAggregate]:
     """One aggregate per run over the metrics that decide it (``deciding_metrics``)."""
-    counted = deciding_metrics(benchmark, scores)
+    counted = deciding_metrics(benchmark, scores, uncalibrated)
     by_run = scores_by_run(scores)
     rows = []
     for run in runs:

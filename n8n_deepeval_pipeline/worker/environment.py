@@ -8,11 +8,10 @@ Workers need none: the judge's key reaches them inside its spec, with each task.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from n8n_deepeval_pipeline.redaction import redact
+from n8n_deepeval_pipeline.redaction import is_secret_variable, redact
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,11 +25,6 @@ _WORKER_ENV = {
 }
 # Removed so DeepEval cannot find a judge on its own: the judge comes only from model=.
 _DROPPED_ENV = ("DEEPEVAL_UPDATE_WARNING_OPT_IN", "AZURE_OPENAI_ENDPOINT")
-# Names that hold a credential: every provider's key variable (OPENAI_API_KEY,
-# ANTHROPIC_API_KEY, N8N_API_KEY, a benchmark's MY_ANTHROPIC_KEY, …), tokens, passwords.
-_CREDENTIAL_NAME = re.compile(
-    r"(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)", re.IGNORECASE
-)
 
 
 def _carries_credential(name: str, value: str, secrets: Iterable[str]) -> bool:
@@ -39,14 +33,15 @@ def _carries_credential(name: str, value: str, secrets: Iterable[str]) -> bool:
     By value: one of ``secrets`` (whatever the variable is called, e.g. a benchmark's
     ``apiKeyEnv``), or anything redaction would change (a URL's ``?token=``, user-info).
     """
-    if name in _DROPPED_ENV or _CREDENTIAL_NAME.search(name):
+    if name in _DROPPED_ENV or is_secret_variable(name):
         return True
-    return redact(value, secrets) != value
+    # A secret too short to redact by value still is one when it is the whole value.
+    return redact(value, secrets) != value or value in secrets
 
 
 def worker_environment(secrets: Iterable[str] = ()) -> dict[str, str]:
     """The environment of this process without credentials, plus DeepEval's quiet settings."""
-    known = list(secrets)  # read once per variable
+    known = set(secrets)  # read once per variable
     env = {
         name: value
         for name, value in os.environ.items()

@@ -13,20 +13,16 @@ from pydantic import ValidationError
 
 from n8n_deepeval_pipeline.evaluation import (
     FINAL_ERROR_KINDS,
-    REFUSED_ERROR_KINDS,
     EvaluationResult,
     EvaluationTask,
     JudgeVote,
 )
 from n8n_deepeval_pipeline.judging.call_ledger import CallLedger
 from n8n_deepeval_pipeline.judging.call_log import JudgeCall
+from n8n_deepeval_pipeline.judging.failures import JUDGE_FAILURES, JudgeOutputError, failure_kind
 from n8n_deepeval_pipeline.judging.judge import (
     JUDGE_SCOPE,
-    JudgeCallError,
-    JudgeOutputError,
-    JudgeRateLimited,
     JudgeScope,
-    JudgeUnavailable,
     PipelineJudge,
     UsageCounter,
 )
@@ -38,6 +34,7 @@ from n8n_deepeval_pipeline.metrics.entry import MetricEntry
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.worker.arena_order import keep_arena_order
+from n8n_deepeval_pipeline.worker.image_fields import reads_images, text_only
 from n8n_deepeval_pipeline.worker.isolation import (
     ModuleSnapshot,
     reset_trace_manager,
@@ -165,14 +162,8 @@ class Evaluator:
             score, reason = await _run(entry, config, task, judge, self._eval_mode)
         except MissingInputError as error:
             return EvaluationResult.failed(task.task_id, "missing_input", str(error))
-        except JudgeOutputError as error:
-            return EvaluationResult.failed(task.task_id, "judge_invalid_output", str(error))
-        except JudgeUnavailable as error:
-            return EvaluationResult.failed(task.task_id, "judge_unavailable", str(error))
-        except JudgeRateLimited as error:
-            return EvaluationResult.failed(task.task_id, "judge_rate_limited", str(error))
-        except JudgeCallError as error:
-            kind = REFUSED_ERROR_KINDS.get(error.status or 0, "judge_error")
+        except JUDGE_FAILURES as error:
+            kind = failure_kind(error) or "judge_error"
             return EvaluationResult.failed(task.task_id, kind, str(error))
         except Exception as error:
             return EvaluationResult.failed(
@@ -192,8 +183,11 @@ async def _run(
 ) -> tuple[float | None, str | None]:
     """Score with the entry's own runner, or with its DeepEval metric.
 
-    A runner calls the judge synchronously: it runs in a thread (with this context).
+    A runner calls the judge synchronously: it runs in a thread (with this context). Only a
+    metric that is shown images gets them as images (``image_fields``).
     """
+    if not reads_images(entry):
+        task = task.model_copy(update={"item": text_only(task.item)})
     if entry.runner is None:
         return await _measure(entry, config, task, judge, eval_mode)
     check_inputs(entry, config, task.item)
@@ -237,7 +231,16 @@ async def _head_to_head(
     # An arena metric (DeepEval's BaseArenaMetric): it measures contestants, returns a name.
     metric: Any = construct_metric(entry, config, judge, eval_mode)
     keep_arena_order()
-    winner = await metric.a_measure(test_case, _show_indicator=False)
+    try:
+        winner = await metric.a_measure(test_case, _show_indicator=False)
+    except KeyError as error:
+        # DeepEval maps the masked name the judge gave back to a contestant; a name that is
+        # no contestant's raises a bare KeyError there (4.3.1 defines nothing else): the
+        # judge's answer is what failed, as for any answer that does not fit.
+        raise JudgeOutputError(
+            f"the judge named {error.args[0]!r} as the winner, which is not one of the "
+            "contestants (Alice, Bob) DeepEval's ArenaGEval showed it"
+        ) from None
     return (1.0 if winner == sides.name else 0.0), metric.reason
 
 

@@ -24,17 +24,12 @@ import contextlib
 import logging
 import os
 import queue
-import shutil
 import signal
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import recv_handle
 from pathlib import Path
@@ -42,9 +37,18 @@ from typing import Any
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.worker.admission import Admission
-from n8n_deepeval_pipeline.worker.environment import worker_environment
+from n8n_deepeval_pipeline.worker.launcher import (
+    Child,
+    ChildFailed,
+    ChildSpec,
+    started_ahead,
+    taken_ahead,
+)
+from n8n_deepeval_pipeline.worker.zygote import SPAWN, Prepare
 
 _LOG = logging.getLogger(__name__)
+_ZYGOTE = "n8n_deepeval_pipeline.worker.zygote"
+_ANSWER_S = 120.0  # the most a prepare or a fork may take (a prepare builds every schema)
 MIN_POOL_SIZE, MAX_POOL_SIZE = 1, 64
 DEFAULT_EVALUATOR = "n8n_deepeval_pipeline.worker.evaluate:Evaluator"
 # Evaluations in flight per worker at most: judge calls wait on the network, so one process
@@ -68,45 +72,46 @@ class WorkerCrashed(RuntimeError):
     """The worker process died or its connection broke."""
 
 
+def _zygote_spec(evaluator: str) -> ChildSpec:
+    return ChildSpec(name="the worker zygote", module=_ZYGOTE, args=(evaluator,), deadline_s=None)
+
+
 class _Zygote:
     """The warmed interpreter that forks workers (see ``worker.zygote``).
 
-    It lives in a scratch working folder of its own; its log sits beside the folder, not
-    in it, so that the folder goes with the pool and the log stays when a worker failed.
+    Started by ``worker.launcher`` (the workers' environment, a scratch working folder of
+    its own, its log in the home, which its workers write to as well): the folder goes
+    with the pool and the log stays when a worker failed.
     """
 
-    def __init__(self, evaluator: str, environment: dict[str, str]) -> None:
-        parent_end, child_end = Pipe(duplex=True)
+    def __init__(self, evaluator: str, secrets: Iterable[str] = ()) -> None:
         self.evaluator = evaluator
-        self.environment = environment
-        self.scratch = Path(tempfile.mkdtemp(prefix="n8n-deepeval-workers-"))
-        self.log_path = log_path = self.scratch.with_name(f"{self.scratch.name}.log")
-        self.control: Connection = parent_end
-        module = "n8n_deepeval_pipeline.worker.zygote"
-        with log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", module, str(child_end.fileno()), evaluator],
-                pass_fds=[child_end.fileno()],
-                env=environment,
-                cwd=self.scratch,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-            )
-        child_end.close()
+        spec = _zygote_spec(evaluator)
+        self.child = taken_ahead(spec, secrets) or Child(spec, secrets)
+        self.log_path = self.child.log_path
         self._lock = threading.Lock()
         self.prepared: set[str] = set()  # metrics whose templates and schemas it built
         self.providers: set[str] = set()  # the judge providers those schemas are built for
 
-    def wait_ready(self, timeout_s: float) -> None:
-        if not self.control.poll(timeout_s):
-            raise WorkerCrashed(f"the worker zygote did not warm up in {timeout_s:g} s")
+    def _answer(self, within_s: float = _ANSWER_S) -> Any:
+        """Its answer to a request; its failure or death as ``WorkerCrashed``."""
         try:
-            message = self.control.recv()
-        except (EOFError, OSError):
-            raise WorkerCrashed(self._died()) from None
-        if "ready" not in message:
-            raise WorkerCrashed(f"the worker zygote sent {message!r} instead of ready")
+            message = self.child.receive(within_s)
+        except ChildFailed as failed:
+            raise WorkerCrashed(failed.message) from None
+        if message.kind not in ("ready", "done"):
+            raise WorkerCrashed(f"the worker zygote sent {message.kind} instead of an answer")
+        return message.body
+
+    def _ask(self, body: Any) -> Any:
+        try:
+            self.child.send("ask", body)
+        except ChildFailed as failed:
+            raise WorkerCrashed(failed.message) from None
+        return self._answer()
+
+    def wait_ready(self, timeout_s: float) -> None:
+        self._answer(timeout_s)
 
     def prepare(self, metrics: set[str], providers: set[str]) -> None:
         """Have it build these metrics' templates and schemas, for the workers it forks.
@@ -118,83 +123,40 @@ class _Zygote:
         new = (metrics | self.prepared) if new_providers else metrics - self.prepared
         if not new:
             return
-        request = {"prepare": sorted(new), "providers": sorted(providers | self.providers)}
+        request = Prepare(metrics=sorted(new), providers=sorted(providers | self.providers))
         with self._lock:
-            try:
-                self.control.send(request)
-                self.control.recv()
-            except (EOFError, OSError):
-                raise WorkerCrashed(self._died()) from None
+            self._ask(request)
         self.prepared |= new
         self.providers |= new_providers
 
     def fork(self) -> _Worker:
         """A new worker, forked from the warmed zygote."""
         with self._lock:  # one request and its answer at a time
+            pid = int(self._ask(SPAWN))
             try:
-                self.control.send({"spawn": True})
-                pid = int(self.control.recv()["pid"])
-                fd = recv_handle(self.control)
+                fd = recv_handle(self.child.channel.connection)
             except (EOFError, OSError):
-                raise WorkerCrashed(self._died()) from None
+                raise WorkerCrashed(self.child.failure("ended before its answer").message) from None
         return _Worker(pid, Connection(fd))
 
-    def _died(self) -> str:
-        return f"the worker zygote died (exit code {self.process.poll()}); see {self.log_path}"
-
-    def stop(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.control.send(None)
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.control.close()
-
-    def discard(self) -> None:
-        """Kill it at once, even mid-import: it never forked a worker."""
-        self.process.kill()
-        self.process.wait()
-        self.control.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        self.log_path.unlink(missing_ok=True)
-
-
-_AHEAD: list[_Zygote] = []  # warming before any pool of this process asked (``warm_ahead``)
-_AHEAD_LOCK = threading.Lock()
+    def stop(self, keep_log: bool) -> None:
+        """Hang up (it stops its workers and exits); keep its log if a worker failed."""
+        if keep_log:
+            self.child.keep_log()
+        self.child.stop()
 
 
 @contextlib.contextmanager
 def warm_ahead(evaluator: str = DEFAULT_EVALUATOR) -> Iterator[None]:
     """Warm a zygote while the caller gets ready, for the first pool of this process.
 
-    Its imports (seconds) then overlap the caller's own start-up on another CPU. A pool
-    takes it only if it would start the same evaluator with the same environment (so no
-    credential it leaves out is in it); one no pool took is stopped when the block ends.
+    Its imports (seconds) then overlap the caller's own start-up on another CPU
+    (``worker.launcher.started_ahead``). A pool takes it only if it would start the same
+    evaluator and no credential of the pool's tasks is in its environment; one no pool
+    took is stopped when the block ends.
     """
-    zygote = _Zygote(evaluator, worker_environment())
-    with _AHEAD_LOCK:
-        _AHEAD.append(zygote)
-    try:
+    with started_ahead(_zygote_spec(evaluator)):
         yield
-    finally:
-        with _AHEAD_LOCK:
-            untaken = zygote in _AHEAD
-            if untaken:
-                _AHEAD.remove(zygote)
-        if untaken:
-            zygote.discard()
-
-
-def _warmed_ahead(evaluator: str, environment: dict[str, str]) -> _Zygote | None:
-    """The zygote ``warm_ahead`` started for exactly this evaluator and environment."""
-    with _AHEAD_LOCK:
-        for zygote in _AHEAD:
-            if zygote.evaluator == evaluator and zygote.environment == environment:
-                _AHEAD.remove(zygote)
-                return zygote
-    return None
 
 
 class _Worker:
@@ -300,7 +262,6 @@ class WorkerPool:
         self.max_rss_mb = max_rss_mb
         self.start_timeout_s = start_timeout_s
         self.evaluator = evaluator
-        self._scratch: Path | None = None
         self._log_path: Path | None = None
         self._worker_failed = False  # keeps the workers' log when the pool closes
         self._zygote: _Zygote | None = None
@@ -336,11 +297,8 @@ class WorkerPool:
                 self._zygote.prepare(set(metrics), set(providers))
             return
         started = time.perf_counter()
-        environment = worker_environment(secrets)
-        zygote = _warmed_ahead(self.evaluator, environment)
-        if zygote is None:
-            zygote = _Zygote(self.evaluator, environment)
-        self._zygote, self._scratch, self._log_path = zygote, zygote.scratch, zygote.log_path
+        zygote = _Zygote(self.evaluator, secrets)  # the one warmed ahead, if it fits
+        self._zygote, self._log_path = zygote, zygote.log_path
         try:
             self._zygote.wait_ready(self.start_timeout_s)
             self._zygote.prepare(set(metrics), set(providers))
@@ -414,8 +372,7 @@ class WorkerPool:
 
     def _exposes(self, secrets: set[str]) -> bool:
         """Whether the running zygote's environment holds one of these secrets."""
-        environment = self._zygote.environment if self._zygote is not None else {}
-        return any(secret in value for value in environment.values() for secret in secrets)
+        return self._zygote is not None and self._zygote.child.holds_any(secrets)
 
     def _abort_in_flight(self) -> None:
         """The caller gave up (an error or a cancelled run): kill what is still running."""
@@ -491,17 +448,11 @@ class WorkerPool:
         for worker in workers:
             worker.stop()
         if self._zygote is not None:
-            self._zygote.stop()
+            self._zygote.stop(keep_log=self._worker_failed)
             self._zygote = None
-        if self._scratch is not None:
-            shutil.rmtree(self._scratch, ignore_errors=True)
-            self._scratch = None
-        if self._log_path is not None:
-            if self._worker_failed:
-                _LOG.warning("a worker failed; the workers' log is kept in %s", self._log_path)
-            else:
-                self._log_path.unlink(missing_ok=True)
-            self._log_path, self._worker_failed = None, False
+        if self._log_path is not None and self._worker_failed:
+            _LOG.warning("a worker failed; the workers' log is kept in %s", self._log_path)
+        self._log_path, self._worker_failed = None, False
 
 
 class _Feeder:

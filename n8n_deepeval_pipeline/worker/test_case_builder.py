@@ -29,6 +29,10 @@ from n8n_deepeval_pipeline.n8n_data.conversation import (
     parse_conversation,
     single_exchange,
 )
+from n8n_deepeval_pipeline.n8n_data.images import markers_in
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import mcp_calls
+from n8n_deepeval_pipeline.worker.image_fields import register_images
+from n8n_deepeval_pipeline.worker.mcp_fields import deepeval_servers, mcp_tool_call, mcp_turns
 
 # Where each field comes from, in the words of a benchmark file.
 FIELD_SOURCES: dict[ItemField, str] = {
@@ -51,6 +55,11 @@ FIELD_SOURCES: dict[ItemField, str] = {
     "scenario": "'scenario' (dataset.columnMapping.scenario)",
     "opponent": "the output of the same row's run in the version it is judged against (the "
     "metric's 'against')",
+    "mcp_servers": "the MCP servers of the agent's MCP Client Tool nodes (listed from each "
+    "server, target.mcpServers, or 'mcpServers' in recorded outputs)",
+    "input_images": "images in the input (dataset.columnMapping.inputImages)",
+    "output_images": "images in the output (n8n binary data, data URIs or markdown images in "
+    "the answer, or 'images' in recorded outputs)",
 }
 
 
@@ -112,6 +121,9 @@ class _Prepared:
             "scenario": bool(item.scenario),
             "opponent": item.head_to_head is not None
             and item.head_to_head.opponent_output is not None,
+            "mcp_servers": bool(item.mcp_servers),
+            "input_images": bool(markers_in(str(item.input or ""))),
+            "output_images": bool(markers_in(item.actual_output)),
         }
 
 
@@ -125,8 +137,21 @@ def as_tool_call(call: ToolCallData) -> ToolCall:
     )
 
 
+def _mcp_fields(prepared: _Prepared) -> dict[str, Any]:
+    """The MCP servers and MCP calls of the run, when the agent had MCP servers."""
+    servers = prepared.item.mcp_servers
+    if not servers:
+        return {}
+    calls = mcp_calls(prepared.calls or [], servers)
+    return {
+        "mcp_servers": deepeval_servers(servers),
+        "mcp_tools_called": [mcp_tool_call(call) for call in calls] or None,
+    }
+
+
 def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
     item = prepared.item
+    register_images(item.images or [], str(item.input or ""), item.actual_output)
     test_case = LLMTestCase(
         input=str(item.input) if item.input is not None else "",
         actual_output=item.actual_output,
@@ -139,6 +164,7 @@ def _llm_test_case(prepared: _Prepared) -> LLMTestCase:
         expected_tools=[ToolCall(name=name) for name in item.expected_tools]
         if item.expected_tools is not None
         else None,
+        **_mcp_fields(prepared),
     )
     if prepared.steps is not None:
         test_case._trace_dict = synthetic_trace(
@@ -161,23 +187,28 @@ def _history(turns: list[TurnData], item: EvaluationItem) -> list[dict[str, str]
     return [{"role": "human" if t.role == "user" else "ai", "content": t.content} for t in earlier]
 
 
-def _conversational_test_case(prepared: _Prepared) -> ConversationalTestCase:
-    turns = [
-        Turn(
-            role=turn.role,
-            content=turn.content,
-            retrieval_context=turn.retrieval_context,
-            tools_called=[as_tool_call(call) for call in turn.tools_called]
-            if turn.tools_called
-            else None,
-        )
-        for turn in prepared.turns or []
-    ]
+def _turn(turn: TurnData) -> Turn:
+    return Turn(
+        role=turn.role,
+        content=turn.content,
+        retrieval_context=turn.retrieval_context,
+        tools_called=[as_tool_call(call) for call in turn.tools_called]
+        if turn.tools_called
+        else None,
+    )
+
+
+def _conversational_test_case(prepared: _Prepared, mcp: bool) -> ConversationalTestCase:
+    """The conversation; ``mcp``: for an MCP metric, each answer's MCP calls a turn ahead."""
+    servers = prepared.item.mcp_servers
+    turns = prepared.turns or []
+    register_images(prepared.item.images or [], *(turn.content for turn in turns))
     return ConversationalTestCase(
-        turns=turns,
+        turns=mcp_turns(turns, servers, _turn) if mcp and servers else [_turn(t) for t in turns],
         chatbot_role=prepared.chatbot_role,
         expected_outcome=prepared.expected_outcome,
         scenario=prepared.item.scenario,
+        mcp_servers=deepeval_servers(servers) if mcp and servers else None,
     )
 
 
@@ -195,7 +226,7 @@ def build_test_case(entry: MetricEntry, config: MetricConfig, item: EvaluationIt
     """The test case the metric reads; MissingInputError if a needed field is absent."""
     prepared = check_inputs(entry, config, item)
     if entry.needs_turns:
-        return _conversational_test_case(prepared)
+        return _conversational_test_case(prepared, "mcp_servers" in entry.required_fields)
     return _llm_test_case(prepared)
 
 

@@ -1,18 +1,21 @@
 """The zygote: ``python -m n8n_deepeval_pipeline.worker.zygote CONTROL_FD EVALUATOR``.
 
 Importing DeepEval and every catalog metric costs about 2.5 s. The zygote pays
-it once (the pool has already sanitised the environment and chosen a scratch working
-directory), builds the evaluator (EVALUATOR is ``module:Class``; tests put a named test
-double there), and then forks a worker for every ``spawn`` request on its control
-connection: a fork of a warmed, single-threaded interpreter takes milliseconds, so
-warm-up, crash replacement and ``cleanSession`` are cheap. A ``prepare`` request names
-the metrics the pool is about to run and its judges' providers: their prompt templates
-and answer schemas are built here once, not in every worker (``worker.warming``). Each
-worker gets its own socket pair; the zygote hands the pool its end (file-descriptor
-passing) and reaps workers that exit. Workers answer tasks until their connection closes.
-A worker evaluates every task it is sent at once, each as an asyncio task (the pool
-decides how many are in flight, from the worker's CPU and its judge calls held back).
-Everything exits when the process above it dies.
+it once (``worker.launcher`` has started it in the workers' sanitised environment and a
+scratch working folder), builds the evaluator (EVALUATOR is ``module:Class``; tests put
+a named test double there), says ``ready``, and then serves the pool's requests on its
+control connection (``worker.child_channel``'s messages), each answered with ``done``:
+``spawn`` forks a worker (a fork of a warmed, single-threaded interpreter takes
+milliseconds, so warm-up, crash replacement and ``cleanSession`` are cheap); a ``Prepare``
+names the metrics the pool is about to run and its judges' providers, whose prompt
+templates and answer schemas are built here once, not in every worker
+(``worker.warming``). Each worker gets its own socket pair; the zygote hands the pool its
+end (file-descriptor passing) and reaps workers that exit. Workers answer tasks until
+their connection closes: that connection, the pool's hot path, carries the tasks and
+results as they are, without the control messages' envelope. A worker evaluates every
+task it is sent at once, each as an asyncio task (the pool decides how many are in
+flight, from the worker's CPU and its judge calls held back). Everything exits when the
+process above it dies.
 """
 
 from __future__ import annotations
@@ -25,26 +28,26 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import send_handle
 from socket import socketpair
 from typing import Any
 
+from pydantic import BaseModel
+
 from n8n_deepeval_pipeline.worker.admission import WINDOW_S
+from n8n_deepeval_pipeline.worker.child_channel import Channel, connect, exit_with_parent
+
+SPAWN = "spawn"
+"""The request for a new worker (answered with its pid, then its connection's descriptor)."""
 
 
-def exit_with_parent() -> None:
-    """Exit as soon as the process above this one is gone (even mid-evaluation)."""
-    parent = os.getppid()
+class Prepare(BaseModel):
+    """Build these catalog metrics' templates and schemas for these judge providers."""
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    metrics: list[str]
+    providers: list[str]
 
 
 @contextlib.contextmanager
@@ -142,7 +145,7 @@ def _reap() -> None:
             return
 
 
-def _fork_worker(control: Connection, evaluator: Any, pool_pid: int) -> int:
+def _fork_worker(control: Channel, evaluator: Any, pool_pid: int) -> int:
     pool_end, worker_end = socketpair()
     pid = os.fork()
     if pid == 0:  # the worker
@@ -156,35 +159,35 @@ def _fork_worker(control: Connection, evaluator: Any, pool_pid: int) -> int:
         finally:
             os._exit(0)
     worker_end.close()
-    control.send({"pid": pid})
-    send_handle(control, pool_end.fileno(), pool_pid)
+    control.send("done", pid)
+    send_handle(control.connection, pool_end.fileno(), pool_pid)
     pool_end.close()
     return pid
 
 
 def main() -> None:
-    """Warm up once, then fork a worker per request until the pool hangs up.
+    """Warm up once, then serve the pool's requests until it hangs up.
 
     No watcher thread here (forking a threaded process is unsafe): the control
     connection closes when the pool dies, which ends the loop.
     """
-    control = Connection(int(sys.argv[1]))
+    control = connect(watch_parent=False)
     evaluator = _load_evaluator(sys.argv[2])
     freeze_warm_heap()
     pool_pid = os.getppid()
     workers: set[int] = set()
     signal.signal(signal.SIGCHLD, lambda *_: _reap())
-    control.send({"ready": os.getpid()})
+    control.send("ready", os.getpid())
     while True:
         try:
-            message = control.recv()
-        except (EOFError, OSError):
+            message = control.receive()
+        except ConnectionError:
             break
-        if message is None:
+        if message is None or message.kind != "ask":
             break
-        if "prepare" in message:  # what the pool is about to run, before its forks
-            prepared = evaluator.prepare(message["prepare"], message["providers"])
-            control.send({"prepared": prepared})
+        if message.body != SPAWN:  # what the pool is about to run, before its forks
+            asked = message.of(Prepare)
+            control.send("done", evaluator.prepare(asked.metrics, asked.providers))
             freeze_warm_heap()
             continue
         workers.add(_fork_worker(control, evaluator, pool_pid))

@@ -3,7 +3,9 @@
 n8n hands an AI Agent one function per tool node connected to it (``ai_tool``), named
 after the node (unsafe characters replaced, as ``agent_steps.tool_name`` does) and
 described by the node's description parameter. A trace built from these lists every
-tool the agent could have used, not only those it called.
+tool the agent could have used, not only those it called. An MCP Client Tool node is no
+tool of its own: it offers its server's tools (``n8n_data.mcp_calls``), known once the
+server is listed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool, tool_name
 from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, is_disabled, node_type
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client
 
 AGENT_TYPES = frozenset({LANGCHAIN + "agent", LANGCHAIN + "agentTool"})
 # Tools whose description is built in, not a parameter (LangChain's own wording).
@@ -45,5 +48,5 @@ def agent_tools(workflow: Mapping[str, Any]) -> list[AgentTool]:
     return [
         AgentTool(name=tool_name(name), description=tool_description(graph.nodes[name]))
         for name in sorted(names)
-        if not is_disabled(graph.nodes[name])
+        if not is_disabled(graph.nodes[name]) and not is_mcp_client(graph.nodes[name])
     ]

@@ -4,15 +4,16 @@ Its trigger; its agents and their system messages; the node the trigger feeds (t
 node of n8n's config evals, never the trigger itself) and the node whose output is the
 answer (the end node); the fields of the trigger's item the start node reads (the
 dataset's columns, the user's message first); and the agents' sub-nodes that decide the
-metrics: tools, memory, retrieval. ``init`` proposes a benchmark from it and ``dataset
-from-executions`` reads the same fields out of past executions.
+metrics: tools, memory, retrieval, MCP Client Tools; and the nodes that make images
+(OpenAI's and Gemini's image nodes, generating or editing). ``init`` proposes a benchmark
+from it and ``dataset from-executions`` reads the same fields out of past executions.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
@@ -20,6 +21,8 @@ from n8n_deepeval_pipeline.n8n_data.expressions import Segments, item_references
 from n8n_deepeval_pipeline.workflow.agent_tools import AGENT_TYPES, agent_tools
 from n8n_deepeval_pipeline.workflow.graph import LANGCHAIN, WorkflowGraph, node_type, short_type
 from n8n_deepeval_pipeline.workflow.harness import is_trigger
+from n8n_deepeval_pipeline.workflow.image_nodes import ImageOperation, image_operation
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client
 
 CHAT_TRIGGER = LANGCHAIN + "chatTrigger"
 WEBHOOK = "n8n-nodes-base.webhook"
@@ -56,6 +59,9 @@ class Anatomy:
     tools: list[AgentTool]
     memories: list[str]
     retrievers: list[str]
+    mcp_clients: list[str] = field(default_factory=list)  # the agents' MCP Client Tool nodes
+    # The nodes that make images, and how: (name, "generate" | "edit").
+    image_nodes: list[tuple[str, ImageOperation]] = field(default_factory=list)
     # Where in the trigger's item a chat session is named: what the memory keys by.
     session: Segments | None = None
     no_session: str | None = None  # why there is none
@@ -99,9 +105,27 @@ def anatomy(workflow: Mapping[str, Any]) -> Anatomy:
         tools=agent_tools(workflow),
         memories=sorted(name for name, kind in sub_nodes if kind == "ai_memory"),
         retrievers=graph.names(_retrieves),
+        mcp_clients=sorted(
+            {
+                name
+                for name, _ in sub_nodes
+                if name in graph.nodes and is_mcp_client(graph.nodes[name])
+            }
+        ),
+        image_nodes=_image_nodes(graph),
         session=session,
         no_session=no_session,
     )
+
+
+def _image_nodes(graph: WorkflowGraph) -> list[tuple[str, ImageOperation]]:
+    """OpenAI's and Gemini's nodes that generate or edit images, by name."""
+    found = []
+    for name, node in sorted(graph.nodes.items()):
+        operation = image_operation(node)
+        if operation is not None:
+            found.append((name, operation))
+    return found
 
 
 def _session(graph: WorkflowGraph, trigger: str) -> tuple[Segments | None, str | None]:

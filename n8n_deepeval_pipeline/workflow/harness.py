@@ -8,12 +8,14 @@ carries the old node's *name* and outputs what that trigger outputs (a Webhook t
 ``{headers, params, query, body}``, a Chat Trigger ``{sessionId, action, chatInput}``, …),
 so expressions such as ``$json.body.chatInput`` or
 ``$('When chat message received').item.json.chatInput`` resolve as in production;
-everything after the end node is cut, so the webhook answers with the end node's output.
+everything after the end node is cut, so the webhook answers with the end node's output
+(an end node that makes an image, OpenAI's or Gemini's, answers with the image itself).
 A Respond to Webhook node that ends the copy answers as in production (the stand-in
 webhook waits for it); one before the end is a pass-through of the same name, since n8n
 refuses to run a Respond to Webhook its webhook does not wait for, and the copy's answer
-is the end node's. Nodes named in ``replacements`` (mocks) are swapped in by name. Credentials stay
-referenced by id: nothing here reads them.
+is the end node's. Nodes named in ``replacements`` (mocks) are swapped in by name; a node
+replaced by several (an MCP Client Tool's stand-in per tool) gives each its links out.
+Credentials stay referenced by id: nothing here reads them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from n8n_deepeval_pipeline.workflow.graph import node_type
+from n8n_deepeval_pipeline.workflow.image_nodes import binary_property, image_operation
 
 WEBHOOK_TRIGGER = "n8n-nodes-base.webhook"
 _TRIGGER_TYPES = frozenset({WEBHOOK_TRIGGER, "n8n-nodes-base.start"})
@@ -151,17 +154,21 @@ def _from_columns(names: list[Any]) -> dict[str, str]:
     return {str(name): f"{{{{ row.get({json.dumps(str(name))}) }}}}" for name in names if name}
 
 
+Replacement = dict[str, Any] | list[dict[str, Any]]
+
+
 def harness_copy(
     workflow: dict[str, Any],
     start: str,
     end: str,
     path: str,
     webhook_id: str,
-    replacements: Mapping[str, dict[str, Any]] | None = None,
+    replacements: Mapping[str, Replacement] | None = None,
 ) -> dict[str, Any]:
     """The copy the pipeline runs (call ``check_start_and_end`` first).
 
-    ``replacements`` are nodes swapped in for the kept nodes of the same name (mocks).
+    ``replacements`` are nodes swapped in for the kept nodes of the same name (mocks): one
+    node of that name, or a list of nodes that stand in for it together.
     """
     links = _main_links(workflow)
     trigger = feeder(workflow, start)
@@ -169,19 +176,39 @@ def harness_copy(
     kept = kept_nodes(workflow, start, end)
     swapped = replacements or {}
     nodes = [
-        _answering(copy.deepcopy(swapped.get(node["name"], node)), end)
+        _answering(copy.deepcopy(stand_in), end)
         for node in workflow["nodes"]
         if node["name"] in kept
+        for stand_in in _stand_ins(swapped.get(node["name"], node))
     ]
     position = next(n.get("position", [0, 0]) for n in workflow["nodes"] if n["name"] == start)
     responds = any(n["name"] == end and node_type(n) == _RESPOND_TO_WEBHOOK for n in nodes)
-    nodes += _stand_in(trigger, path, webhook_id, position, responds)
+    ending = next(n for n in nodes if n["name"] == end)
+    nodes += _stand_in(trigger, path, webhook_id, position, responds, _image_answer(ending))
     return {
         "name": workflow.get("name", "workflow"),
         "nodes": nodes,
-        "connections": _kept_connections(workflow, kept, end, trigger["name"], start, index),
+        "connections": _renamed_sources(
+            _kept_connections(workflow, kept, end, trigger["name"], start, index), swapped
+        ),
         "settings": {"executionOrder": "v1"},
     }
+
+
+def _stand_ins(replacement: Replacement) -> list[dict[str, Any]]:
+    return replacement if isinstance(replacement, list) else [replacement]
+
+
+def _renamed_sources(
+    connections: dict[str, Any], swapped: Mapping[str, Replacement]
+) -> dict[str, Any]:
+    """A node replaced by several: each of them has the links out the node had."""
+    renamed = dict(connections)
+    for name, replacement in swapped.items():
+        if isinstance(replacement, list) and name in renamed:
+            outputs = renamed.pop(name)
+            renamed.update({node["name"]: copy.deepcopy(outputs) for node in replacement})
+    return renamed
 
 
 def _sub_nodes_of(parents: set[str], links: list[tuple[str, str]]) -> set[str]:
@@ -203,10 +230,25 @@ def _answering(node: dict[str, Any], end: str) -> dict[str, Any]:
             "position": position, "parameters": {}}  # fmt: skip
 
 
+def _image_answer(end: dict[str, Any]) -> dict[str, str]:
+    """The webhook's answer when the end node makes an image: that image, as binary data."""
+    if image_operation(end) is None:
+        return {}
+    return {"responseData": "firstEntryBinary", "responseBinaryPropertyName": binary_property(end)}
+
+
 def _stand_in(
-    trigger: dict[str, Any], path: str, webhook_id: str, position: list[Any], responds: bool
+    trigger: dict[str, Any],
+    path: str,
+    webhook_id: str,
+    position: list[Any],
+    responds: bool,
+    answer: dict[str, str],
 ) -> list[dict[str, Any]]:
-    """The webhook and the trigger's stand-in; ``responds``: the end node answers the call."""
+    """The webhook and the trigger's stand-in; ``responds``: the end node answers the call.
+
+    ``answer``: what the webhook answers with, when not the end node's first item's JSON.
+    """
     x, y = [*position, 0, 0][:2]
     mode = "responseNode" if responds else "lastNode"
     webhook = {
@@ -215,7 +257,13 @@ def _stand_in(
         "typeVersion": 2,
         "position": [x - 440, y],
         "webhookId": webhook_id,
-        "parameters": {"httpMethod": "POST", "path": path, "responseMode": mode, "options": {}},
+        "parameters": {
+            "httpMethod": "POST",
+            "path": path,
+            "responseMode": mode,
+            **answer,
+            "options": {},
+        },
     }
     code = _WEBHOOK_STAND_IN_CODE if node_type(trigger) == WEBHOOK_TRIGGER else _STAND_IN_CODE
     stand_in = {

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.redaction import REDACTED, redact
 from n8n_deepeval_pipeline.workflow.agent_tools import tool_description
 from n8n_deepeval_pipeline.workflow.checks import is_secret_name
@@ -32,7 +33,13 @@ from n8n_deepeval_pipeline.workflow.graph import (
     node_type,
     short_type,
 )
-from n8n_deepeval_pipeline.workflow.harness import HARNESS_WEBHOOK, MOCKS_FIELD, kept_nodes
+from n8n_deepeval_pipeline.workflow.harness import (
+    HARNESS_WEBHOOK,
+    MOCKS_FIELD,
+    Replacement,
+    kept_nodes,
+)
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client, mcp_stand_ins
 
 # What a node mocked by ``mocks: services`` answers when the benchmark names no response.
 SERVICES_RESPONSE: dict[str, Any] = {"mocked": True}
@@ -137,15 +144,35 @@ def _main_path(graph: WorkflowGraph) -> set[str]:
 
 
 def mocked_nodes(
-    workflow: dict[str, Any], answers: Mapping[str, MockAnswer]
-) -> dict[str, dict[str, Any]]:
-    """The stand-in of each mocked node, by name (call ``check_mocks`` first)."""
+    workflow: dict[str, Any],
+    answers: Mapping[str, MockAnswer],
+    servers: Mapping[str, McpServer] | None = None,
+) -> dict[str, Replacement]:
+    """The stand-in of each mocked node, by name (call ``check_mocks`` first).
+
+    An MCP Client Tool node stands in as a Code Tool per tool of its server (``servers``,
+    by node name: what the server lists, or what the benchmark recorded of it).
+    """
     graph = WorkflowGraph(workflow)
     tools = _tools(graph)
-    return {
-        name: (_mock_tool if name in tools else _mock_node)(graph.nodes[name], answer)
-        for name, answer in answers.items()
-    }
+    stand_ins: dict[str, Replacement] = {}
+    for name, answer in answers.items():
+        node = graph.nodes[name]
+        if is_mcp_client(node):
+            server = (servers or {}).get(name)
+            if server is None:
+                raise ValueError(f'mock "{name}": its MCP server\'s tools are not known')
+            tools_of_node = mcp_stand_ins(node, server, _value_code(name, answer))
+            stand_ins[name] = tools_of_node
+            taken = [n["name"] for n in tools_of_node if n["name"] in graph.all_names - {name}]
+            if taken:
+                raise ValueError(
+                    f'mock "{name}": its tool {taken[0]} takes the name of another node of the '
+                    "workflow; rename that node"
+                )
+        else:
+            stand_ins[name] = (_mock_tool if name in tools else _mock_node)(node, answer)
+    return stand_ins
 
 
 def _value_code(name: str, answer: MockAnswer) -> str:
@@ -205,12 +232,15 @@ def _replacing(
     return {**kept, "type": kind, "typeVersion": version, "parameters": parameters}
 
 
-def mock_request(workflow: dict[str, Any], name: str) -> dict[str, Any]:
+def mock_request(
+    workflow: dict[str, Any], name: str, server: McpServer | None = None
+) -> dict[str, Any]:
     """What the judge is told of a node it writes a response for: never a secret.
 
     Its type and parameters (credential-named fields and ``{name, value}`` entries, and
     credential-shaped text, redacted; the node's credentials are never read), and for a
-    tool what the agent is offered: its description and arguments.
+    tool what the agent is offered: its description and arguments; for an MCP Client Tool
+    (``server``: what its server offers) each tool of the server, answered one field each.
     """
     graph = WorkflowGraph(workflow)
     node = graph.nodes[name]
@@ -219,7 +249,19 @@ def mock_request(workflow: dict[str, Any], name: str) -> dict[str, Any]:
         "type": node_type(node),
         "parameters": without_secrets(node.get("parameters") or {}),
     }
-    if name in _tools(graph):
+    if server is not None:
+        request["mcp_tools"] = [
+            {
+                "name": tool["name"],
+                "description": tool.get("description", ""),
+                "arguments": tool.get("inputSchema", {}),
+            }
+            for tool in server.tools
+        ]
+        request["answer"] = (
+            "one item with a field per tool, named as the tool: what that tool answers"
+        )
+    elif name in _tools(graph):
         schema = _input_schema(node).get("inputSchema")
         request["tool"] = {
             "description": tool_description(node),

@@ -1,7 +1,9 @@
 """Variants of a workflow: the same graph with some node parameters set otherwise.
 
 A variant is written as node name → parameter path → value, a path's parts separated by
-dots (``options.systemMessage``, ``model``). Set on a copy of the whole workflow, so that
+dots (``options.systemMessage``, ``model``); a part that is a whole number indexes a list
+(``messages.messageValues.0.message``, an LLM chain's first message). Set on a copy of the
+whole workflow, so that
 a variant has a workflowHash of its own (and so a partition and results of its own), and
 its harness copy is made from it as the base's is from the base.
 
@@ -38,13 +40,26 @@ def _is_locator(value: Any) -> bool:
     return isinstance(value, dict) and value.get("__rl") is True
 
 
+def _child(holder: Any, part: str) -> Any:
+    """What ``part`` names under ``holder``: a key of an object, an index of a list; None."""
+    if isinstance(holder, list):
+        index = int(part) if part.isdigit() else None
+        return holder[index] if index is not None and index < len(holder) else None
+    return holder.get(part) if isinstance(holder, Mapping) else None
+
+
 def _set(parameters: dict[str, Any], parts: list[str], value: Any) -> None:
-    """Set ``value`` at ``parts`` under ``parameters``, making the collections on the way."""
-    holder = parameters
+    """Set ``value`` at ``parts`` under ``parameters``, making the collections on the way.
+
+    A list on the way is indexed by its part (checked to exist: ``variant_problems``).
+    """
+    holder: Any = parameters
     for part in parts[:-1]:
-        holder = holder.setdefault(part, {})
+        holder = holder[int(part)] if isinstance(holder, list) else holder.setdefault(part, {})
     leaf = parts[-1]
-    if _is_locator(holder.get(leaf)) and not isinstance(value, dict):
+    if isinstance(holder, list):
+        holder[int(leaf)] = copy.deepcopy(value)
+    elif _is_locator(holder.get(leaf)) and not isinstance(value, dict):
         # The cached name and URL the editor shows describe the old value: dropped.
         kept = {k: v for k, v in holder[leaf].items() if not k.startswith("cachedResult")}
         holder[leaf] = {**kept, "value": value}
@@ -70,7 +85,8 @@ def _path_problem(parameters: Mapping[str, Any], path: str) -> str | None:
     The first part must be a parameter the node has: n8n stores a node's parameters
     without their defaults but keeps its collections (``options: {}``), so a parameter
     that is nowhere is a typo far more often than an unset default. Deeper parts may be
-    new (an option not set yet), but not under a value that is not an object.
+    new (an option not set yet), but not under a value that is not an object, and a list
+    is indexed only by an item it has.
     """
     parts = path_parts(path)
     if any(not part for part in parts):
@@ -79,14 +95,30 @@ def _path_problem(parameters: Mapping[str, Any], path: str) -> str | None:
         known = ", ".join(sorted(parameters)) or "none"
         return f"has no parameter {parts[0]!r} (its parameters: {known})"
     holder: Any = parameters
-    for depth, part in enumerate(parts[:-1]):
-        holder = holder.get(part) if isinstance(holder, Mapping) else None
+    for depth, part in enumerate(parts):
+        where = ".".join(parts[: depth + 1])
+        if isinstance(holder, list):
+            if not part.isdigit() or int(part) >= len(holder):
+                return f"parameter {where!r}: the list has no item {part} (it has {len(holder)})"
+        elif not isinstance(holder, Mapping) or _is_locator(holder):
+            above = ".".join(parts[:depth])
+            return f"parameter {above!r} is not a collection, so {path!r} cannot be set"
+        if depth == len(parts) - 1:
+            return None
+        holder = _child(holder, part)
         if holder is None:
             return None  # a collection not set yet: made when the variant is applied
-        if not isinstance(holder, Mapping) or _is_locator(holder):
-            where = ".".join(parts[: depth + 1])
-            return f"parameter {where!r} is not a collection, so {path!r} cannot be set"
     return None
+
+
+def parameter_value(parameters: Mapping[str, Any], path: str) -> Any:
+    """The value at ``path`` under a node's parameters (lists indexed), None where unset."""
+    holder: Any = parameters
+    for part in path_parts(path):
+        holder = _child(holder, part)
+        if holder is None:
+            return None
+    return holder
 
 
 def variant_problems(

@@ -247,7 +247,12 @@ def test_the_commented_red_team_validates_once_uncommented(tmp_path: Path) -> No
     assert (section.attacks_per_vulnerability_type, section.fail_on) == (2, 0.0)
 
 
-def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(tmp_path: Path) -> None:
+def test_nodes_acting_on_real_services_are_mocked_and_the_gate_can_fire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an n8n to run the harness in (never called: the workflow is a file)
+    monkeypatch.setenv("N8N_API_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("N8N_API_KEY", "n8n-api-key-unused")
     workflow = json.loads(json.dumps(WEBHOOK_AGENT))
     workflow["nodes"] += [
         {"name": "Open Ticket", "type": "n8n-nodes-base.httpRequestTool", "typeVersion": 4.2,
@@ -350,3 +355,40 @@ def test_online_proposes_conversational_metrics_only_for_a_session_the_workflow_
     unkeyed = online_lines(webhook_agent_with_memory())  # the input's sessionId: a Webhook has none
     assert unkeyed[1].startswith("#   metrics: [helpfulness]")
     assert not any("sessionIdleMinutes" in line for line in unkeyed)
+
+
+def test_an_mcp_client_tool_adds_mcp_use_and_says_its_calls_are_mocked(tmp_path: Path) -> None:
+    workflow = load_workflow("chat_agent")
+    endpoint = {"endpointUrl": "https://mcp.example/mcp"}
+    workflow["nodes"].append({"name": "Weather MCP", "type": LANGCHAIN + "mcpClientTool",
+                              "typeVersion": 1.4, "position": [0, 0],
+                              "parameters": endpoint})  # fmt: skip
+    workflow["connections"]["Weather MCP"] = {
+        "ai_tool": [[{"node": "AI Agent", "type": "ai_tool", "index": 0}]]
+    }
+    result, document = init(tmp_path, workflow)
+    assert "ok " in result.stdout  # validated: the MCP node is mocked, nothing acts for real
+    # the agent's memory makes its runs conversations: the multi-turn MCP metrics too
+    assert slugs(document)[-3:] == ["mcp_use", "multi_turn_mcp_use", "mcp_task_completion"]
+    # an MCP node offers its server's tools, not one of its own name
+    assert document["metrics"][3]["allowedTools"] == ["Calculator"]
+    text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
+    assert "# mcpServers:" in text and '#   "Weather MCP":' in text and "#     safe: true" in text
+    assert "mcpServers" not in document["target"]  # mocked unless the user says otherwise
+
+
+def test_an_image_node_adds_the_image_metric_for_what_it_does(tmp_path: Path) -> None:
+    workflow = json.loads(json.dumps(WEBHOOK_AGENT))
+    workflow["nodes"] += [
+        {"name": "Draw", "type": LANGCHAIN + "openAi", "typeVersion": 2.3, "position": [0, 0],
+         "parameters": {"resource": "image", "prompt": "={{ $json.output }}"}},
+        {"name": "Touch up", "type": LANGCHAIN + "googleGemini", "typeVersion": 1.2,
+         "position": [0, 0], "parameters": {"resource": "image", "operation": "edit"}},
+        {"name": "Describe", "type": LANGCHAIN + "openAi", "typeVersion": 2.3,
+         "position": [0, 0], "parameters": {"resource": "image", "operation": "analyze"}},
+    ]  # fmt: skip
+    _, document = init(tmp_path, workflow)
+    assert slugs(document)[-1] == "text_to_image"  # generate (the node's default operation)
+    text = (tmp_path / "bench" / "benchmark.yaml").read_text("utf-8")
+    assert "images made (Draw); a" in text
+    assert "# - metric: image_editing" in text and "images edited (Touch up)" in text

@@ -129,11 +129,15 @@ def _harness_target(**extra):
             **extra}  # fmt: skip
 
 
-def test_validate_lists_in_plain_words_the_nodes_that_act_on_a_real_service(example_copy):
+def test_validate_lists_in_plain_words_the_nodes_that_act_on_a_real_service(
+    example_copy, monkeypatch
+):
     from click.testing import CliRunner
 
     from n8n_deepeval_pipeline.cli import main
 
+    monkeypatch.setenv("N8N_API_URL", "http://127.0.0.1:9")  # the harness's n8n, never called
+    monkeypatch.setenv("N8N_API_KEY", "n8n-api-key-unused")
     path = _with(example_copy, runsPerRow=2, target=_harness_target())
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 0, result.output
@@ -214,13 +218,16 @@ def test_run_refuses_a_harness_target_without_n8n_in_one_line_before_any_step(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
     path = _with(example_copy, runsPerRow=4, target=_harness_target(mocks="services"))
-    assert CliRunner().invoke(main, ["validate", str(path)]).exit_code == 0  # the file is valid
+    needs_n8n = (
+        "target: n8n_workflow runs a harness copy in n8n: set N8N_API_URL and N8N_API_KEY "
+        "(Settings → n8n API in n8n) to run it"
+    )
+    validated = CliRunner().invoke(main, ["validate", str(path)])
+    assert validated.exit_code == 0  # the file is valid, and validate says what run will say
+    assert validated.stderr == f"{path}: warning: run refuses it here: {needs_n8n}\n"
     result = CliRunner().invoke(main, ["run", str(path)])
     assert result.exit_code == 2, result.output  # a configuration to mend, not a failed run
-    assert result.stderr.endswith(
-        "target: n8n_workflow runs a harness copy in n8n: set N8N_API_URL and N8N_API_KEY "
-        "(Settings → n8n API in n8n) to run it\n"
-    )
+    assert result.stderr == f"Error: {path}: cannot run here\n  - {needs_n8n}\n"
     assert "Dagster" not in result.stderr and not (tmp_path / "home" / "results.duckdb").exists()
     assert not (tmp_path / "home").exists()  # refused before anything was made
 
@@ -284,7 +291,7 @@ def test_templates_that_render_for_the_first_row_are_valid_and_an_unset_env_is_a
     assert report.warnings == [
         "target.env: SUPPORT_TOKEN is not set here: a template that reads it fails on every call"
     ]
-    monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n")
+    monkeypatch.setenv("SUPPORT_TOKEN", "t0k3n-for-support")
     assert check_benchmark(example_copy)[1].warnings == []
 
 
@@ -314,4 +321,103 @@ def test_online_conversational_metrics_need_a_session_the_workflow_names(tmp_pat
         "sessionId, which the trigger Webhook (n8n-nodes-base.webhook) does not send; key "
         "the memory by a field of the request (Session ID: Define below, "
         "{{ $json.body.sessionId }}) or score only per execution"
+    ]
+
+
+def _refused_alike(path, tmp_path, monkeypatch, problem):
+    """`validate` (exit 1) and `run` (exit 2, before any step) refuse ``path`` in one line."""
+    from click.testing import CliRunner
+
+    from n8n_deepeval_pipeline.cli import main
+
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    said = f"{path}: invalid benchmark\n  - {problem}\n"
+    validated = CliRunner().invoke(main, ["validate", str(path)])
+    assert (validated.exit_code, validated.stderr) == (1, said)
+    ran = CliRunner().invoke(main, ["run", str(path)])
+    assert (ran.exit_code, ran.stderr) == (2, f"Error: {said}")  # not a failed Dagster step
+    assert not (tmp_path / "home").exists()
+
+
+def test_an_unknown_judge_provider_is_refused_by_validate_as_by_run(
+    example_copy, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "gpt")  # before: run exited 4
+    _refused_alike(
+        example_copy,
+        tmp_path,
+        monkeypatch,
+        "N8N_DEEPEVAL_JUDGE_PROVIDER='gpt' names no judge provider: one of dry-run, openai, "
+        "openai-compatible, azure-openai, anthropic, gemini, ollama, openrouter, deepseek, "
+        "bedrock, local",
+    )
+
+
+def test_a_judge_whose_sdk_is_not_installed_is_refused_naming_it_and_its_extra(
+    example_copy, tmp_path, monkeypatch
+):
+    from n8n_deepeval_pipeline.judging import providers
+
+    real = providers._installed  # a stand-in for an environment without the gemini extra
+
+    def installed(module):
+        return module != "google.genai" and real(module)
+
+    monkeypatch.setattr(providers, "_installed", installed)
+    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_PROVIDER", "gemini")
+    monkeypatch.setenv("N8N_DEEPEVAL_JUDGE_MODEL", "gemini-2.5-flash")
+    _refused_alike(  # before: 54 scores without a judgement, exit 3
+        example_copy,
+        tmp_path,
+        monkeypatch,
+        "N8N_DEEPEVAL_JUDGE_*: the gemini judge needs its SDK (google.genai): "
+        "pip install 'n8n-deepeval-pipeline[gemini]'",
+    )
+
+
+def test_a_judge_the_run_could_not_build_is_refused_naming_its_field(example_copy):
+    document = yaml.safe_load(example_copy.read_text())
+    document["metrics"][6]["judge"] = {"provider": "azure-openai", "model": "gpt-4o"}
+    example_copy.write_text(yaml.safe_dump(document))
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(example_copy)
+    assert caught.value.problems == [
+        "metrics[6] (bias): the azure-openai judge needs base_url (the Azure endpoint)"
+    ]
+    document["metrics"][6].pop("judge")
+    document["judge"] = {"provider": "bedrock", "model": "anthropic.claude-sonnet-4-5"}
+    example_copy.write_text(yaml.safe_dump(document))
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(example_copy)
+    assert caught.value.problems == ["judge: the bedrock judge needs region (the AWS region)"]
+
+
+@pytest.mark.parametrize(
+    ("turns", "problem"),
+    [
+        ("hello there", "chat history is not valid JSON: Expecting value"),
+        ([1, 2], "message 1 is not an object"),
+        ({"role": "user"}, "chat history must be a list, got dict"),
+    ],
+)
+def test_opening_turns_a_simulation_cannot_read_are_refused_by_validate(
+    example_copy, turns, problem
+):
+    folder = example_copy.parent
+    goldens = [{"id": "g1", "scenario": "Asks about an order.", "turns": turns}]
+    (folder / "goldens.jsonl").write_text("".join(json.dumps(g) + "\n" for g in goldens))
+    document = {
+        "name": "simulated",
+        "workflow": "workflow.json",
+        "dataset": {"path": "goldens.jsonl"},
+        "target": {"type": "n8n_webhook", "url": "http://127.0.0.1:9/webhook/agent"},
+        "simulation": {"maxUserTurns": 2},
+        "metrics": [{"metric": "turn_relevancy"}],
+    }
+    path = folder / "simulated.yaml"
+    path.write_text(yaml.safe_dump(document))
+    with pytest.raises(BenchmarkConfigError) as caught:
+        check_benchmark(path)
+    assert caught.value.problems == [
+        f"row 1 (id 'g1'): the opening turns (column 'turns') cannot be read: {problem}"
     ]

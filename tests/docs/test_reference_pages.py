@@ -142,8 +142,9 @@ def test_the_tables_page_has_every_column_of_every_table_with_its_type():
     assert scores["score"][:2] == ["number", "yes"]
     assert scores["success"][:2] == ["boolean", "no"]
     assert scores["judge_scores"][0] == "JSON text"
-    assert rows(page["agent_outputs"])["error_kind"][0] == (
-        "text: `target_error`, `judge_error` or `judge_unavailable`"
+    assert rows(page["agent_outputs"])["error_kind"][0] == (  # a simulated user's judge too
+        "text: `target_error`, `judge_auth`, `judge_error`, `judge_forbidden`, "
+        "`judge_invalid_output`, `judge_rate_limited` or `judge_unavailable`"
     )
 
 

@@ -1,6 +1,8 @@
 """The site builds in strict mode, offline, with the generated pages and every command.
 
-Slow: each build runs the reference pages' writers and the CLI's docs (~10-20 s).
+Slow: each build runs the reference pages' writers and the CLI's docs (~10-20 s). The
+search is tried in headless Chromium on the site opened from disk (skipped without
+/usr/bin/chromium unless N8N_DEEPEVAL_REQUIRE_CHROMIUM=1).
 """
 
 import os
@@ -98,3 +100,28 @@ def test_a_page_left_out_of_the_nav_fails_the_build(tmp_path):
     built = build(project, tmp_path / "site")
     assert built.returncode != 0
     assert "orphan.md" in built.stderr
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+def test_the_search_finds_pages_on_the_site_opened_from_disk(site):
+    if not CHROMIUM.exists() and os.environ.get("N8N_DEEPEVAL_REQUIRE_CHROMIUM") != "1":
+        pytest.skip("Chromium not installed (scripts/install_chromium.sh installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto((site / "index.html").as_uri())
+            # Without its index as a script, the search cannot start from file:// and its
+            # field is never shown.
+            page.fill("input.md-search__input", "worker pool", timeout=20_000)
+            page.wait_for_selector(".md-search-result__item", timeout=20_000)
+            found = page.locator(".md-search-result__meta").inner_text()
+            titles = page.locator(".md-search-result__item h1").all_inner_texts()
+        finally:
+            browser.close()
+    assert found.endswith("matching documents") and int(found.split()[0]) > 1
+    assert "The worker pool" in titles

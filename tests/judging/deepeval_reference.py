@@ -15,6 +15,7 @@ module): what a loopback judge answers a request that carries no schema with.
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import sys
@@ -28,13 +29,19 @@ from deepeval.test_case import (
     Contestant,
     ConversationalTestCase,
     LLMTestCase,
+    MCPServer,
+    MCPToolCall,
+    MLLMImage,
     ToolCall,
     Turn,
 )
+from deepeval.test_case.llm_test_case import ToolCallType
+from mcp.types import CallToolResult, Prompt, PromptArgument, Resource, TextContent, Tool
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.worker.metric_builder import construct_metric, import_implementation
+from tests.png_images import BLUE_SQUARE, CHART, RED_SQUARE
 
 # provider → DeepEval's own class for it
 CLASSES = {
@@ -46,6 +53,8 @@ CLASSES = {
     "openrouter": "deepeval.models.llms.openrouter_model.OpenRouterModel",
     "deepseek": "deepeval.models.llms.deepseek_model.DeepSeekModel",
     "bedrock": "deepeval.models.llms.amazon_bedrock_model.AmazonBedrockModel",
+    # what `deepeval set-local-model` configures: any server with OpenAI's API
+    "local-model": "deepeval.models.llms.local_model.LocalModel",
 }
 
 INPUT = "Order A3301 has 2 sleeping bags at 89.50 each. What is the total?"
@@ -153,6 +162,110 @@ def conversation_case() -> ConversationalTestCase:
     )
 
 
+# An agent with an MCP Client Tool node "Weather MCP" (the server's name in the test case).
+WEATHER = "Weather MCP"
+CITY_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+FORECAST_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+    "required": ["city", "days"],
+}
+SUNNY = "Sunny in Paris, 21C"
+FORECAST = "Sun on Monday and Tuesday, rain on Wednesday"
+
+
+def weather_server() -> MCPServer:
+    """The server as ``list_tools``, ``list_resources`` and ``list_prompts`` give it."""
+    return MCPServer(
+        server_name=WEATHER,
+        transport="streamable-http",
+        available_tools=[
+            Tool(
+                name="get_weather",
+                description="Current weather for a city.",
+                input_schema=CITY_SCHEMA,
+            ),
+            Tool(
+                name="get_forecast",
+                description="The forecast for a city, day by day.",
+                input_schema=FORECAST_SCHEMA,
+            ),
+        ],
+        available_resources=[
+            Resource(uri="weather://cities", name="cities", description="Cities it knows.")
+        ],
+        available_prompts=[
+            Prompt(
+                name="trip_advice",
+                description="Advice for a trip.",
+                arguments=[PromptArgument(name="city", required=True)],
+            )
+        ],
+    )
+
+
+def mcp_case() -> LLMTestCase:
+    """One run: the agent asked the MCP server for the weather."""
+    result = CallToolResult(
+        content=[TextContent(type="text", text=SUNNY)], structured_content={"result": SUNNY}
+    )
+    return LLMTestCase(
+        input="What is the weather in Paris?",
+        actual_output="It is sunny in Paris, 21 degrees.",
+        mcp_servers=[weather_server()],
+        mcp_tools_called=[MCPToolCall(name="get_weather", args={"city": "Paris"}, result=result)],
+    )
+
+
+def mcp_conversation_case() -> ConversationalTestCase:
+    """Two questions, each answered after an MCP call: the call on a turn of its own."""
+
+    def called(tool: str, args: dict[str, Any], output: str) -> Turn:
+        return Turn(
+            role="assistant",
+            content=f"calls {tool} on {WEATHER}",
+            tools_called=[
+                ToolCall(name=tool, type=ToolCallType.MCP, input_parameters=args, output=output)
+            ],
+        )
+
+    return ConversationalTestCase(
+        turns=[
+            Turn(role="user", content="What is the weather in Paris?"),
+            called("get_weather", {"city": "Paris"}, SUNNY),
+            Turn(role="assistant", content="It is sunny in Paris, 21 degrees."),
+            Turn(role="user", content="And for the next three days?"),
+            called("get_forecast", {"city": "Paris", "days": 3}, FORECAST),
+            Turn(role="assistant", content="Sun on Monday and Tuesday, then rain."),
+        ],
+        mcp_servers=[weather_server()],
+    )
+
+
+def _image(png: bytes) -> MLLMImage:
+    return MLLMImage(dataBase64=base64.b64encode(png).decode("ascii"), mimeType="image/png")
+
+
+DRAWN = "Draw a red square in the middle of a white image."
+EDIT = "Make the square blue."
+CHART_TEXT = ("Sales by month, as a chart:", "Sales rose by 20% in March, the green bar.")
+
+
+def image_case(slug: str) -> LLMTestCase:
+    """An image workflow's run: an image made, an image edited, or an answer with a chart."""
+    if slug == "text_to_image":
+        return LLMTestCase(input=DRAWN, actual_output=f"{_image(RED_SQUARE)}")
+    if slug == "image_editing":
+        return LLMTestCase(
+            input=f"{EDIT}\n{_image(RED_SQUARE)}", actual_output=f"{_image(BLUE_SQUARE)}"
+        )
+    above, below = CHART_TEXT
+    return LLMTestCase(
+        input="How did sales go this quarter?",
+        actual_output=f"{above}\n{_image(CHART)}\n{below}",
+    )
+
+
 def deepeval_model(spec: dict[str, Any]) -> Any:
     """DeepEval's own model for the judge the spec names, built as its user would."""
     if "provider" not in spec:
@@ -211,6 +324,15 @@ def _arena_score(instance: Any, opponent_first: bool) -> float:
     return 1.0 if winner == "base" else 0.0
 
 
+def case_for(entry: Any) -> Any:
+    """The hand-written test case a catalog metric is measured on."""
+    if entry.category == "mcp":
+        return mcp_conversation_case() if entry.needs_turns else mcp_case()
+    if entry.category == "images":
+        return image_case(entry.slug)
+    return conversation_case() if entry.needs_turns else single_turn_case()
+
+
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
     """Each metric's score (or error) with DeepEval's own model as the judge."""
     model = deepeval_model(spec)
@@ -219,7 +341,7 @@ def measure(spec: dict[str, Any]) -> dict[str, Any]:
         entry = CATALOG[metric["config"]["metric"]]
         config = entry.config_model.model_validate(metric["config"])
         instance = construct_metric(entry, config, model)
-        case = conversation_case() if entry.needs_turns else single_turn_case()
+        case = case_for(entry)
         try:
             if entry.head_to_head:
                 scores[metric["label"]] = _arena_score(

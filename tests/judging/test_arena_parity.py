@@ -11,16 +11,14 @@ them itself on odd runs. Both orders are compared.
 
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import ROOT, evaluate_all, make_task
+from tests.conftest import evaluate_all, make_task
 from tests.judging.deepeval_reference import OPPONENT_OUTPUT
+from tests.reference_run import run_reference
 from tests.worker.test_metric_runs import ITEM, config_for
 
 pytestmark = pytest.mark.slow
@@ -34,6 +32,11 @@ CRITERIA = [
         update={"criteria": None, "evaluation_steps": ["Prefer the answer that states 179."]}
     ),
 ]
+
+
+def deepeval_reference(folder, spec):
+    """Each metric's score (or error) by DeepEval's own ArenaGEval and OpenAI class."""
+    return run_reference("tests.judging.deepeval_reference", folder, spec)
 
 
 def _canonical(bodies):
@@ -56,15 +59,7 @@ def arena(tmp_path_factory):
         reference_bodies = []
         reference = {}
         for metric in metrics:  # one by one, to keep each metric's requests apart
-            (tmp / "spec.json").write_text(json.dumps({**spec, "metrics": [metric]}), "utf-8")
-            subprocess.run(
-                [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-                cwd=tmp,
-                env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-                check=True,
-                timeout=600,
-            )
-            reference.update(json.loads((tmp / "out.json").read_text(encoding="utf-8")))
+            reference.update(deepeval_reference(tmp, {**spec, "metrics": [metric]}))
             reference_bodies.append(list(server.bodies))
             server.bodies.clear()
 
@@ -138,3 +133,32 @@ def test_the_reason_is_rewritten_with_the_versions_names_not_the_masks(arena):
         )
         assert mapping in prompt_text(rewrite["messages"])
         assert result.reason  # DeepEval's reason as the judge rewrote it
+
+
+def test_a_winner_who_is_no_contestant_is_the_judges_invalid_output_not_a_key_error(tmp_path):
+    """DeepEval's own ArenaGEval raises a bare KeyError when the judge names someone else
+    (4.3.1 defines no outcome for it); the pipeline asks the same and says what went wrong."""
+    server = LoopbackJudge(latency_s=0.0, fixed={"winner": "Carol"}).start()
+    metric = {"label": "c0", "config": CRITERIA[1].model_dump(), "opponent_first": False}
+    try:
+        spec = {"base_url": server.base_url, "model": MODEL, "metrics": [metric]}
+        reference = deepeval_reference(tmp_path, spec)
+        reference_bodies = list(server.bodies)
+        server.bodies.clear()
+        judge = JudgeSpec(provider="openai", model=MODEL, base_url=server.base_url,
+                          api_key="sk-parity", state_dir=str(tmp_path / "judge"))  # fmt: skip
+        pool = WorkerPool(size=1, timeout_s=120)
+        pool.start()
+        try:
+            (result,) = evaluate_all(pool, [make_task(CRITERIA[1].model_dump(), ITEM, 0, judge)])
+        finally:
+            pool.close()
+    finally:
+        server.stop()
+    assert reference == {"c0": "error: KeyError: 'Carol'"}
+    assert _canonical(server.bodies) == _canonical(reference_bodies)  # asked the same
+    assert (result.score, result.error_kind) == (None, "judge_invalid_output")
+    assert result.error == (
+        "the judge named 'Carol' as the winner, which is not one of the contestants "
+        "(Alice, Bob) DeepEval's ArenaGEval showed it"
+    )

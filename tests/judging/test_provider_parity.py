@@ -71,6 +71,13 @@ class Case:
     slugs: list[str] = field(default_factory=lambda: list(SLUGS))
     faults: list[str] = field(default_factory=list)  # armed again for each side
     root: bool = True  # the server's URL without /v1 (the SDK adds its own path)
+    # the DeepEval class a provider without one of its own asks as (CLASSES' key)
+    reference: str | None = None
+
+    @property
+    def deepeval_class(self) -> str:
+        """The key of DeepEval's class this case is compared with."""
+        return self.reference or self.provider
 
 
 CASES = [
@@ -136,6 +143,26 @@ CASES = [
         root=False,
     ),
     Case("deepseek", "deepseek", "deepseek-chat", "schema_fallback"),
+    # A server with OpenAI's API: by default as GPTModel asks a model that takes structured
+    # outputs and log-probabilities; with structuredOutputs none and no log-probabilities,
+    # as LocalModel (`deepeval set-local-model`) asks any model.
+    Case(
+        "openai-compatible",
+        "openai-compatible",
+        "gpt-4.1",
+        "logprob_weighted",
+        root=False,
+        reference="openai",
+    ),
+    Case(
+        "openai-compatible as LocalModel",
+        "openai-compatible",
+        "qwen2.5-7b-instruct",
+        "schema_fallback",
+        options={"structured_outputs": "none", "logprobs": False},
+        root=False,
+        reference="local-model",
+    ),
     Case(
         "bedrock",
         "bedrock",
@@ -165,6 +192,7 @@ def _reference_arguments(case: Case, base_url: str) -> tuple[dict[str, Any], dic
     attributes = dict(case.attributes)
     where = {
         "openai": {"base_url": base_url, "api_key": KEY, "timeout": TIMEOUT_S},
+        "local-model": {"base_url": base_url, "api_key": KEY, "timeout": TIMEOUT_S},
         "azure-openai": {"base_url": base_url, "api_key": KEY, "timeout": TIMEOUT_S},
         "anthropic": {"base_url": base_url, "api_key": KEY, "timeout": TIMEOUT_S},
         "gemini": {
@@ -179,7 +207,7 @@ def _reference_arguments(case: Case, base_url: str) -> tuple[dict[str, Any], dic
         "openrouter": {"base_url": base_url, "api_key": KEY, "timeout": TIMEOUT_S},
         "deepseek": {"api_key": KEY, "timeout": TIMEOUT_S},
         "bedrock": {"endpoint_url": base_url},
-    }[case.provider]
+    }[case.deepeval_class]
     arguments.update(where)
     if case.provider == "deepseek":
         attributes["base_url"] = base_url  # DeepEval's class has DeepSeek's own fixed
@@ -219,7 +247,7 @@ def judged(tmp_path_factory):
             arguments, attributes = _reference_arguments(case, url)
             specs.append(
                 {
-                    "provider": case.provider,
+                    "provider": case.deepeval_class,
                     "arguments": arguments,
                     "attributes": attributes,
                     "metrics": _metrics(case),
@@ -403,3 +431,16 @@ def test_deepseek_and_bedrock_answers_are_read_from_text(judged):
     assert all(body.get("response_format") == {"type": "json_object"} for body in deepseek)
     bedrock = _bodies(judged, "bedrock")
     assert bedrock and all(body["inferenceConfig"] == {} for body in bedrock)
+
+
+def test_openai_compatible_asks_as_gptmodel_by_default_and_as_localmodel_without_a_schema(
+    judged,
+):
+    gpt = _bodies(judged, "openai-compatible")
+    assert all(isinstance(body["messages"][0]["content"], list) for body in gpt)  # parts
+    assert any(body.get("response_format", {}).get("type") == "json_schema" for body in gpt)
+    assert any(body.get("logprobs") for body in gpt)
+    local = _bodies(judged, "openai-compatible as LocalModel")
+    assert local and all(isinstance(body["messages"][0]["content"], str) for body in local)
+    assert not any("response_format" in body or "logprobs" in body for body in local)
+    assert all(body["temperature"] == 0.0 for body in gpt + local)

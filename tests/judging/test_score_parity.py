@@ -5,19 +5,19 @@ request (so any difference in prompt, schema form or log-probability request sho
 a different answer). The reference test cases are written by hand in
 ``tests/judging/deepeval_reference.py``, not built by the pipeline."""
 
+import base64
 import json
-import subprocess
-import sys
 
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG, JudgeSpec, WorkerPool
 from n8n_deepeval_pipeline.n8n_data.agent_steps import AgentTool
-from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import ROOT, evaluate_all, make_task
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
+from tests.conftest import evaluate_all, make_task
 from tests.judging.deepeval_reference import TOOLS
-from tests.worker.test_metric_runs import ITEM, config_for
+from tests.png_images import BLUE_SQUARE, CHART, RED_SQUARE
+from tests.reference_run import run_reference
+from tests.worker.test_metric_runs import ITEM, config_for, item_for
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +41,7 @@ def _both_ways(tmp, model, slugs):
     try:
         metrics = [{"label": slug, "config": config_for(slug).model_dump()} for slug in slugs]
         spec = {"base_url": server.base_url, "model": model, "metrics": metrics}
-        (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        subprocess.run(
-            [sys.executable, "-m", "tests.judging.deepeval_reference", "spec.json", "out.json"],
-            cwd=tmp,
-            env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-            check=True,
-            timeout=600,
-        )
-        reference = json.loads((tmp / "out.json").read_text(encoding="utf-8"))
+        reference = run_reference("tests.judging.deepeval_reference", tmp, spec)
         reference_bodies = list(server.bodies)
         server.bodies.clear()
 
@@ -62,9 +54,14 @@ def _both_ways(tmp, model, slugs):
             cache_scope="shared",
         )
         tools = [AgentTool(name=name, description=text) for name, text in TOOLS.items()]
-        item = ITEM.model_copy(update={"available_tools": tools})
+        support = ITEM.model_copy(update={"available_tools": tools})
         tasks = [
-            make_task(config_for(slug).model_dump(), item, index, judge)
+            make_task(
+                config_for(slug).model_dump(),
+                support if item_for(slug) is ITEM else item_for(slug),
+                index,
+                judge,
+            )
             for index, slug in enumerate(slugs)
         ]
         pool = WorkerPool(size=2, timeout_s=120)
@@ -153,3 +150,44 @@ def test_a_cached_rerun_gives_every_score_again_without_a_judge_call(scored):
         assert again.cached_calls == first.judge_calls + first.cached_calls > 0
         assert again.score == first.score
         assert again.score_path == first.score_path
+
+
+def _image_urls(body):
+    return [
+        part["image_url"]["url"]
+        for message in body.get("messages", [])
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part.get("type") == "image_url"
+    ]
+
+
+def test_images_reach_the_judge_inline_as_deepeval_sends_them(scored):
+    reference, pipeline = scored["bodies"]
+    expected = {
+        f"data:image/png;base64,{base64.b64encode(png).decode()}"
+        for png in (RED_SQUARE, BLUE_SQUARE, CHART)
+    }
+    for bodies in (reference, pipeline):
+        sent = {url for body in bodies for url in _image_urls(body)}
+        assert sent == expected
+    # Image Editing shows the judge the image given and the image made, in that order.
+    editing = [_image_urls(b) for b in pipeline if len(_image_urls(b)) == 2]
+    assert any(
+        urls == [f"data:image/png;base64,{base64.b64encode(png).decode()}"
+                 for png in (RED_SQUARE, BLUE_SQUARE)]
+        for urls in editing
+    )  # fmt: skip
+
+
+def test_the_mcp_metrics_show_the_judge_the_servers_offer_and_the_calls(scored):
+    _, pipeline = scored["bodies"]
+    prompts = [prompt_text(body.get("messages", [])) for body in pipeline]
+    mcp = [p for p in prompts if "get_weather" in p]
+    assert len(mcp) >= 6  # MCP Use: 2 calls; each multi-turn metric: 2 tasks, 1-2 calls each
+    single = next(p for p in mcp if "MCP Primitives Available" in p)
+    for offered in ("get_forecast", "weather://cities", "trip_advice", "Sunny in Paris, 21C"):
+        assert offered in single
+    assert "Weather_MCP_get_weather" not in " ".join(mcp)  # the server's names, not n8n's
+    tasks = [p for p in mcp if "Sun on Monday and Tuesday, rain on Wednesday" in p]
+    assert tasks  # the second task's call and its result reach the judge

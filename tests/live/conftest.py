@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,13 @@ def postgres() -> Iterator[Postgres]:
     require_distributed()
     with postgres_server() as server:
         yield server
+
+
+@pytest.fixture
+def cli_home(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The CLI's environment for the session's n8n, one worker; its results database."""
+    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
+                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
+                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    return tmp_path / "home" / "results.duckdb"

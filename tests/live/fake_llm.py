@@ -31,10 +31,14 @@ Every completion reports its token usage (about one token per four characters), 
 `usages` keeps what was reported, by model.
 
 `GET /v1/models` lists `MODELS`. `stream: true` is answered as server-sent chunks.
+`POST /v1/images/generations` (OpenAI's image node) answers one PNG as `b64_json`, a
+square whose colour is drawn from the prompt (`image_for(prompt)` gives its bytes).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
 import re
@@ -43,6 +47,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
+
+from tests.png_images import png
 
 MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-5-mini", "gpt-4.1-nano")
 GUESSING_MODELS = frozenset({"gpt-4.1-nano"})
@@ -210,6 +216,18 @@ class FakeOpenAI:
         return out
 
 
+def image_for(prompt: str) -> bytes:
+    """The PNG the fake generates for a prompt: a square of a colour drawn from it."""
+    red, green, blue = hashlib.sha256(prompt.encode("utf-8")).digest()[:3]
+    return png(16, 16, (255, 255, 255), (red, green, blue))
+
+
+def image_generation(body: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's answer to an image generation: one image, base64."""
+    data = base64.b64encode(image_for(str(body.get("prompt", "")))).decode("ascii")
+    return {"created": int(time.time()), "data": [{"b64_json": data}]}
+
+
 def text_of(message: dict[str, Any]) -> str:
     """A message's text: a string content, or the text parts of a list content."""
     content = message.get("content")
@@ -302,7 +320,9 @@ def _handler_class(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
                 return
             fake.record("POST", path, body)
             time.sleep(fake.delay_s)
-            if path not in ("/v1/chat/completions", "/chat/completions"):
+            if path in ("/v1/images/generations", "/images/generations"):
+                self.send_json(200, image_generation(body))
+            elif path not in ("/v1/chat/completions", "/chat/completions"):
                 self.send_error_json(404, f"no route POST {path}")
             elif body.get("stream"):
                 self.send_events(fake.chunks(body))

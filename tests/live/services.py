@@ -23,9 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
-    psycopg2_connection,
-)
+from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
 
 POSTGRES_PASSWORD = "n8n-deepeval-test"  # a throwaway cluster on loopback
 DATABASE = "n8n_deepeval"

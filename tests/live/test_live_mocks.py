@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,6 +36,7 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX, KEPT_PREFI
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
+from tests.live.workflow_parts import link, node, webhook_agent
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 LC = "@n8n/n8n-nodes-langchain."
@@ -80,19 +80,8 @@ class CountingService:
         self._server.server_close()
 
 
-def _node(name: str, kind: str, version: float, parameters: dict[str, Any], **extra: Any) -> Any:
-    return {"id": str(uuid.uuid4()), "name": name, "type": kind, "typeVersion": version,
-            "position": [0, 0], "parameters": parameters, **extra}  # fmt: skip
-
-
-def _link(target: str, kind: str = "main") -> dict[str, Any]:
-    return {kind: [[{"node": target, "type": kind, "index": 0}]]}
-
-
 def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
     """The user's workflow; `steps`: the agent's Return Intermediate Steps."""
-    model = {"model": {"__rl": True, "mode": "list", "value": "gpt-4o-mini"},
-             "responsesApiEnabled": False, "options": {}}  # fmt: skip
     lookup_url = "=" + service + "/orders/{{ $fromAI('orderId', 'the order id', 'string') }}"
     notify = {"method": "POST", "url": service + "/notify", "sendBody": True,
               "specifyBody": "json", "jsonBody": "={{ JSON.stringify({text: $json.output}) }}",
@@ -100,32 +89,21 @@ def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
     text = "={{ 'Agent said: ' + $('AI Agent').item.json.output + ' · ' + $json.status }}"
     format_ = {"assignments": {"assignments": [
         {"id": "t", "name": "text", "value": text, "type": "string"}]}, "options": {}}  # fmt: skip
-    return {
-        "name": f"live orders agent {uuid.uuid4().hex[:6]}",
-        "nodes": [
-            _node("Webhook", "n8n-nodes-base.webhook", 2.1,
-                  {"httpMethod": "POST", "path": f"orders-{uuid.uuid4().hex}",
-                   "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
-            _node("AI Agent", LC + "agent", 3.1,
-                  {"promptType": "define", "text": "={{ $json.body.chatInput }}",
-                   "options": {"returnIntermediateSteps": steps}}),
-            _node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
-                  credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
-            _node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
-                  {"url": lookup_url, "toolDescription": "Looks up an order by id",
-                   "options": {}}),
-            _node("Notify", "n8n-nodes-base.httpRequest", 4.2, notify),
-            _node("Format", "n8n-nodes-base.set", 3.4, format_),
-        ],
-        "connections": {
-            "Webhook": _link("AI Agent"),
-            "OpenAI Chat Model": _link("AI Agent", "ai_languageModel"),
-            "Order Lookup": _link("AI Agent", "ai_tool"),
-            "AI Agent": _link("Notify"),
-            "Notify": _link("Format"),
-        },
-        "settings": {"executionOrder": "v1"},
-    }  # fmt: skip
+    workflow = webhook_agent("live orders agent", credential, steps)
+    workflow["nodes"] += [
+        node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
+             {"url": lookup_url, "toolDescription": "Looks up an order by id", "options": {}}),
+        node("Notify", "n8n-nodes-base.httpRequest", 4.2, notify),
+        node("Format", "n8n-nodes-base.set", 3.4, format_),
+    ]  # fmt: skip
+    workflow["connections"].update(
+        {
+            "Order Lookup": link("AI Agent", "ai_tool"),
+            "AI Agent": link("Notify"),
+            "Notify": link("Format"),
+        }
+    )
+    return workflow
 
 
 @pytest.fixture(scope="module")
@@ -140,16 +118,6 @@ def orders(n8n: N8nServer) -> Iterator[dict[str, Any]]:
         }
         yield {"ids": ids, "llm": llm, "service": service}
     service.close()
-
-
-@pytest.fixture
-def environment(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The CLI's environment; the results database."""
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    return tmp_path / "home" / "results.duckdb"
 
 
 def write_benchmark(
@@ -198,7 +166,7 @@ def outputs(database: Path, name: str = "live_orders") -> dict[str, tuple[Any, .
 
 
 def test_mocked_nodes_never_reach_the_service_and_the_agent_answers_from_the_mocks(
-    orders: dict[str, Any], environment: Path, tmp_path: Path
+    orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     service, llm = orders["service"], orders["llm"]
     service.requests.clear()
@@ -216,7 +184,7 @@ def test_mocked_nodes_never_reach_the_service_and_the_agent_answers_from_the_moc
                  if r["messages"][-1]["role"] == "user"]  # fmt: skip
     assert sorted(set(questions)) == [
         "Please use order lookup for order 17", "Please use order lookup for order 42"]  # fmt: skip
-    by_run = outputs(environment)
+    by_run = outputs(cli_home)
     answer, steps, error, tool_score = by_run["o17:0"]
     assert (answer, error, tool_score) == (
         "Agent said: The answer is Order 17 shipped on Monday. · queued", None, 1.0)  # fmt: skip
@@ -229,7 +197,7 @@ def test_mocked_nodes_never_reach_the_service_and_the_agent_answers_from_the_moc
 
 
 def test_unmocked_every_run_calls_the_service_and_validate_named_both_nodes(
-    orders: dict[str, Any], environment: Path, tmp_path: Path
+    orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     service = orders["service"]
     service.requests.clear()
@@ -248,12 +216,12 @@ def test_unmocked_every_run_calls_the_service_and_validate_named_both_nodes(
     print(result.stdout, "service requests without mocks:", dict(service.requests))
     assert 'acts on a real service: "Notify"' in result.stderr  # run says so too
     assert service.requests == Counter({"orders": 4, "notify": 4})  # one per node and run
-    answer, *_ = outputs(environment)["o17:0"]
+    answer, *_ = outputs(cli_home)["o17:0"]
     assert answer.endswith("· real service")
 
 
 def test_with_intermediate_steps_off_the_mocked_tool_calls_are_read_from_the_execution(
-    orders: dict[str, Any], environment: Path, tmp_path: Path
+    orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     service = orders["service"]
     service.requests.clear()
@@ -262,7 +230,7 @@ def test_with_intermediate_steps_off_the_mocked_tool_calls_are_read_from_the_exe
     print(result.stdout)
     assert result.exit_code == 0, result.output
     assert sum(service.requests.values()) == 0  # services: both HTTP nodes mocked
-    by_run = outputs(environment)
+    by_run = outputs(cli_home)
     answer, steps, *_ = by_run["o42:1"]
     assert answer == 'Agent said: The answer is {"mocked":true}. · undefined'
     assert json.loads(steps) == [
@@ -279,7 +247,7 @@ def mock_requests(judge: LoopbackJudge) -> list[dict[str, Any]]:
 
 
 def test_a_judge_mocked_tool_answers_what_the_judge_wrote_and_never_reaches_the_service(
-    orders: dict[str, Any], environment: Path, tmp_path: Path
+    orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     service = orders["service"]
     service.requests.clear()
@@ -305,7 +273,7 @@ def test_a_judge_mocked_tool_answers_what_the_judge_wrote_and_never_reaches_the_
     assert (len(written), asked_again) == (2, 0)
     prompt = prompt_text(written[0]["messages"])
     assert "n8n-nodes-base.httpRequestTool" in prompt and "Looks up an order by id" in prompt
-    by_run = outputs(environment, "live_judge_mocks")
+    by_run = outputs(cli_home, "live_judge_mocks")
     for case in ("o17", "o42"):
         (request,) = [body for body in written
                       if f"order {case[1:]}" in prompt_text(body["messages"])]  # fmt: skip
@@ -323,7 +291,7 @@ def test_a_judge_mocked_tool_answers_what_the_judge_wrote_and_never_reaches_the_
 
 
 def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing_is_called(
-    orders: dict[str, Any], environment: Path, tmp_path: Path
+    orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     service, llm = orders["service"], orders["llm"]
     service.requests.clear()
@@ -343,7 +311,7 @@ def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing
     assert result.exit_code == 3  # every target call failed: not a passing run
     assert sum(service.requests.values()) == 0 and len(llm.chat_requests()) == asked
     assert "calling n8n:webhook" not in result.stderr  # no harness copy for no row
-    errors = [error for _, _, error, _ in outputs(environment, "live_judge_garbled").values()]
+    errors = [error for _, _, error, _ in outputs(cli_home, "live_judge_garbled").values()]
     assert len(errors) == 4
     assert all(
         error.startswith(
@@ -415,7 +383,7 @@ def wait_for_copy(n8n: N8nServer, benchmark: str, timeout_s: float = 120.0) -> N
 
 
 def test_a_kept_harness_copy_keeps_its_runs_executions_and_by_default_none_are_left(
-    n8n: N8nServer, orders: dict[str, Any], environment: Path, tmp_path: Path
+    n8n: N8nServer, orders: dict[str, Any], cli_home: Path, tmp_path: Path
 ) -> None:
     """A harness run's executions vanished with its copy: nothing was left to inspect."""
 

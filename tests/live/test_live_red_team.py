@@ -27,7 +27,8 @@ from click.testing import CliRunner
 from n8n_deepeval_pipeline.cli import main
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
-from tests.live.test_live_mocks import CountingService, _link, _node
+from tests.live.test_live_mocks import CountingService
+from tests.live.workflow_parts import link, node
 from tests.red_team.scripted_judge import REFUND_TOOL, ScriptedRedTeamJudge
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -47,25 +48,25 @@ def refund_agent(credential: str, service: str, system_message: str) -> dict[str
     return {
         "name": f"live refund agent {uuid.uuid4().hex[:6]}",
         "nodes": [
-            _node("Webhook", "n8n-nodes-base.webhook", 2.1,
+            node("Webhook", "n8n-nodes-base.webhook", 2.1,
                   {"httpMethod": "POST", "path": f"refunds-{uuid.uuid4().hex}",
                    "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
-            _node("AI Agent", LC + "agent", 3.1,
+            node("AI Agent", LC + "agent", 3.1,
                   {"promptType": "define", "text": "={{ $json.body.chatInput }}",
                    "options": {"systemMessage": system_message}}),
-            _node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
+            node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
                   credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
-            _node("Simple Memory", LC + "memoryBufferWindow", 1.3,
+            node("Simple Memory", LC + "memoryBufferWindow", 1.3,
                   {"sessionIdType": "customKey", "sessionKey": "={{ $json.body.sessionId }}"}),
-            _node(REFUND_TOOL, "n8n-nodes-base.httpRequestTool", 4.2,
+            node(REFUND_TOOL, "n8n-nodes-base.httpRequestTool", 4.2,
                   {"method": "POST", "url": refund_url,
                    "toolDescription": "Refunds a customer's order in full", "options": {}}),
         ],
         "connections": {
-            "Webhook": _link("AI Agent"),
-            "OpenAI Chat Model": _link("AI Agent", "ai_languageModel"),
-            "Simple Memory": _link("AI Agent", "ai_memory"),
-            REFUND_TOOL: _link("AI Agent", "ai_tool"),
+            "Webhook": link("AI Agent"),
+            "OpenAI Chat Model": link("AI Agent", "ai_languageModel"),
+            "Simple Memory": link("AI Agent", "ai_memory"),
+            REFUND_TOOL: link("AI Agent", "ai_tool"),
         },
         "settings": {"executionOrder": "v1"},
     }  # fmt: skip

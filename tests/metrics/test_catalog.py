@@ -43,6 +43,14 @@ EXTRA = {
     "others": ["exact_match", "pattern_match", "json_correctness"],
     "n8n": ["correctness", "helpfulness", "string_similarity", "categorization", "tools_used"],
     "custom": ["arena_g_eval"],  # head to head between variants
+    "mcp": ["mcp_use", "mcp_task_completion", "multi_turn_mcp_use"],
+    "images": [
+        "text_to_image",
+        "image_editing",
+        "image_coherence",
+        "image_helpfulness",
+        "image_reference",
+    ],
 }
 
 
@@ -52,7 +60,7 @@ def test_every_seed_metric_and_the_extras_are_in_their_category():
     for category, slugs in [*SEED_METRICS.items(), *EXTRA.items()]:
         for slug in slugs:
             assert CATALOG[slug].category == category, slug
-    assert len(CATALOG) == 33 + 8 + 5 + 1
+    assert len(CATALOG) == 33 + 8 + 5 + 1 + 3 + 5
 
 
 def test_directions_and_threshold_defaults_follow_the_seed():
@@ -162,3 +170,31 @@ def test_every_config_model_has_the_common_options():
         ), slug
         if entry.needs_judge and entry.implementation is not None:
             assert {"include_reason", "async_mode"} & set(fields), slug
+
+
+def test_every_metric_deepeval_exports_is_in_the_catalog_or_left_out_with_a_reason():
+    import inspect
+
+    import deepeval.metrics
+
+    from n8n_deepeval_pipeline.metrics.left_out import LEFT_OUT
+
+    exported = {
+        name
+        for name, value in vars(deepeval.metrics).items()
+        if inspect.isclass(value)
+        and (name.endswith("Metric") or name.endswith("Eval"))
+        and not name.startswith("Base")
+    }
+    # By class name: Citation Faithfulness is in deepeval.metrics.community, not exported above.
+    catalogued = {
+        entry.implementation.rpartition(".")[2]
+        for entry in CATALOG.values()
+        if entry.implementation
+        and entry.implementation.startswith("deepeval.metrics.")
+        and entry.implementation.count(".") == 2
+    }
+    left_out = {left.implementation.rpartition(".")[2] for left in LEFT_OUT}
+    assert exported == catalogued | left_out
+    assert not catalogued & left_out
+    assert all(len(left.why) > 40 for left in LEFT_OUT)

@@ -18,7 +18,7 @@ TOKEN = "s3cr3t-webhook-token-0042"
 
 
 def _send_json(handler: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
-    payload = json.dumps(answer).encode()
+    payload = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(payload)))
@@ -51,7 +51,10 @@ class _FakeServer:
 
 class FakeN8nWebhooks(_FakeServer):
     """Webhook paths: /webhook/agent, /error, /fail500…, /slow, /items, /session, /echo-get,
-    /refunds-fail (the agent, but a call about a refund fails with HTTP 500)."""
+    /refunds-fail (the agent, but a call about a refund fails with HTTP 500), /echo-auth (the
+    agent, quoting back the Authorization header it was sent, in its output and a step),
+    /deep-when-asked (the agent, but a call whose input says "deep" is answered with an
+    output nested 50,000 levels deep)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
@@ -59,7 +62,7 @@ class FakeN8nWebhooks(_FakeServer):
         self.turns: Counter[str] = Counter()
         super().__init__()
 
-    def answer(self, path: str, body: Any) -> tuple[int, Any]:
+    def answer(self, path: str, body: Any, headers: dict[str, str]) -> tuple[int, Any]:
         name = path.rsplit("/", 1)[-1]
         text = (
             str(body.get("input") or body.get("chatInput") or "") if isinstance(body, dict) else ""
@@ -70,6 +73,12 @@ class FakeN8nWebhooks(_FakeServer):
             steps = [{"action": {"tool": "calculator", "toolInput": {"input": "6*7"}},
                       "observation": "42"}] if "6*7" in text else []  # fmt: skip
             return 200, {"output": f"Echo: {text}", "intermediateSteps": steps}
+        if name == "deep-when-asked" and "deep" in text:
+            return 200, b'{"output": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+        if name in ("echo-auth", "deep-when-asked"):
+            sent = headers.get("Authorization", "")
+            step = {"action": {"tool": "lookup", "toolInput": {"auth": sent}}, "observation": sent}
+            return 200, {"output": f"You sent {sent}; {text}", "intermediateSteps": [step]}
         if name == "error":
             return 200, {"error": "upstream model failed"}
         if name.startswith("fail500"):  # n8n quotes the webhook's path in such errors
@@ -97,7 +106,7 @@ class FakeN8nWebhooks(_FakeServer):
                 fake.requests.append(
                     {"path": path, "target": self.path, "body": body, "headers": dict(self.headers)}
                 )
-                status, answer = fake.answer(path, body)
+                status, answer = fake.answer(path, body, dict(self.headers))
                 _send_json(self, status, answer)
 
             def do_POST(self) -> None:
@@ -123,7 +132,8 @@ class FakeN8nApi(_FakeServer):
     history keeps them; a pruned one is left out), executions newest first in pages
     (``limit``, ``nextCursor``, ``status``, ``startedAfter``), and Data Tables with rows.
     ``pages_served`` counts the execution pages, so a test can check that pagination was
-    followed to the end; ``versions_served`` counts the versions read.
+    followed to the end; ``versions_served`` counts the versions read. ``refuse_key``: every
+    call is refused with HTTP 401 quoting the key it was sent (as some proxies do).
     """
 
     def __init__(self) -> None:
@@ -133,6 +143,7 @@ class FakeN8nApi(_FakeServer):
         self.executions: list[dict[str, Any]] = []  # oldest first, as n8n numbers them
         self.tables: dict[str, dict[str, Any]] = {}
         self.pages_served = 0
+        self.refuse_key = False
         super().__init__()
 
     def list_executions(self, query: dict[str, str]) -> dict[str, Any]:
@@ -198,6 +209,10 @@ class FakeN8nApi(_FakeServer):
                 query = {key: values[0] for key, values in parse_qs(parts.query).items()}
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"null")
+                key = self.headers.get("X-N8N-API-KEY", "")
+                if fake.refuse_key:
+                    _send_json(self, 401, {"message": f"unauthorized: API key {key} is invalid"})
+                    return
                 try:
                     status, answer = 200, fake.answer(method, parts.path, query, body)
                 except KeyError:

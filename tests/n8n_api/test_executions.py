@@ -137,3 +137,19 @@ def test_a_simulated_conversations_turns_each_get_their_own_executions_steps():
         "h:r6:0:thread": [STEPS, []],  # the first message's execution first
         "h:r6:1:thread": [[]],
     }
+
+
+def test_an_mcp_client_tools_run_is_the_step_of_the_tool_the_agent_named():
+    # n8n 2.41: the node's input names the tool it was called as (``<node>_<tool>``).
+    stepless = execution("h:r5:0", {"output": "Sunny."})
+    run_data = stepless["data"]["resultData"]["runData"]
+    run_data["OpenAI Chat Model"] = [model_run(1)]
+    called = {"city": "75", "tool": "Weather_MCP_get_weather"}
+    answered = [{"response": [{"type": "text", "text": "Sunny"}],
+                 "structuredContent": {"result": "Sunny"}}]  # fmt: skip
+    run_data["Weather MCP"] = [tool_run(2, called, answered)]
+    assert steps_by_session([stepless])["h:r5:0"] == [
+        {"action": {"tool": "Weather_MCP_get_weather", "toolInput": called},
+         "observation": '[{"response":[{"type":"text","text":"Sunny"}],'
+                        '"structuredContent":{"result":"Sunny"}}]'}
+    ]  # fmt: skip

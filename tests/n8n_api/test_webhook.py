@@ -156,6 +156,14 @@ def test_failures_are_target_errors_with_status_and_reason_and_no_secret(fake):
     assert slow.error == "target_error: timeout after 0.5 s"
 
 
+def test_an_answer_nested_too_deep_fails_its_own_run_only(fake):
+    rows = [row("r1", "go deep"), row("r2", "stay shallow")]
+    _, (deep, shallow) = call(fake, "deep-when-asked", rows)
+    assert deep.error == "target_error: HTTP 200: the answer is nested deeper than 100 levels"
+    assert deep.error_kind == "target_error" and deep.actual_output is None
+    assert shallow.error is None and shallow.actual_output.endswith("; stay shallow")
+
+
 def test_get_and_put_are_retried_but_not_post(fake):
     call(fake, "fail500", [row("r1", "a")], method="PUT", retries=1)
     assert fake.calls["/webhook/fail500"] == 2

@@ -36,6 +36,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "score_journal",
         "n8n",
         "io_manager",
+        "human_labels",  # people's labels, beside the results (no asset writes them)
         "step_io_manager",  # the scoring chunks' rows between steps
     }
     # local profile: steps in the run's process, or forked from a preloaded server
@@ -79,8 +80,10 @@ def test_module_loads_the_bundled_example_by_default(monkeypatch, tmp_path):
 
     defs = load_definitions()
     assert sorted(s.name for s in defs.sensors) == [
+        "image_workflow__workflow_changed",
         "kitchen_sink_conversational__workflow_changed",
         "kitchen_sink_non_conversational__workflow_changed",
+        "mcp_agent__workflow_changed",
         "support_agent__workflow_changed",
     ]
 
@@ -164,3 +167,45 @@ def test_a_blank_judge_variable_is_unset_as_the_registry_says(monkeypatch):
     assert judge.api_key is None and judge.aws_access_key_id is None
     spec = judge.spec_for(None)
     assert (spec.provider, spec.model, spec.api_key) == ("dry-run", "dry-run", None)
+
+
+def test_a_workflow_target_gets_an_optimize_job_launched_with_the_sections_choices(
+    monkeypatch, tmp_path
+):
+    from n8n_deepeval_pipeline.benchmark.config import load_benchmark
+    from n8n_deepeval_pipeline.orchestration.optimize_job import OptimizeRunConfig
+
+    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
+    (tmp_path / "workflow.json").write_text(
+        (EXAMPLE / "workflow.json").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    (tmp_path / "cases.csv").write_text("id,input\na,hi\nb,yo\nc,hey\n", encoding="utf-8")
+    (tmp_path / "agent.yaml").write_text(
+        "name: agent\nworkflow: workflow.json\ndataset: {path: cases.csv}\n"
+        "target: {type: n8n_workflow, startNodeName: AI Agent, endNodeName: AI Agent}\n"
+        "metrics: [{metric: exact_match}]\n"
+        "optimize: {gepa: {iterations: 2}, split: {seed: 5}, budget: {workflowCalls: 30}}\n",
+        encoding="utf-8",
+    )
+    defs = build_definitions([EXAMPLE / "benchmark.yaml", tmp_path / "agent.yaml"])
+    # A recorded target has no prompt to set: the example gets no such job.
+    assert sorted(job.name for job in defs.jobs) == [
+        "agent__benchmark", "agent__optimize", "agent__rescore",
+        "support_agent__benchmark", "support_agent__rescore"]  # fmt: skip
+    keys = {key.to_user_string() for key in defs.resolve_asset_graph().get_all_asset_keys()}
+    assert "agent/prompt_optimization" in keys
+    job = defs.resolve_job_def("agent__optimize")
+    (op,) = job.graph.node_defs
+    fields = set(op.config_schema.config_type.fields)
+    assert {"node", "parameter", "algorithm", "seed", "held_out", "workflow_calls",
+            "judge_calls", "cost_usd", "adopt_when", "fresh", "adopt"} == fields  # fmt: skip
+    assert set(op.required_resource_keys) == {"n8n", "judge", "worker_pool"}
+    # A launch's choices go over the file's, field by field; the algorithm's options stay.
+    launched = OptimizeRunConfig(seed=9, workflow_calls=12, node="AI Agent")
+    chosen = launched.applied(load_benchmark(tmp_path / "agent.yaml")).optimize
+    assert (chosen.split.seed, chosen.split.held_out) == (9, 0.3)
+    assert (chosen.budget.workflow_calls, chosen.gepa.iterations, chosen.node) == (
+        12,
+        2,
+        "AI Agent",
+    )

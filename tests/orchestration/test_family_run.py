@@ -7,12 +7,12 @@ import pytest
 
 from n8n_deepeval_pipeline.console.exits import Refused
 from n8n_deepeval_pipeline.console.family_run import chosen
+from n8n_deepeval_pipeline.orchestration import family_run
 from n8n_deepeval_pipeline.orchestration.call_barrier import (
     CALLS_START_TOGETHER,
     arrive,
     start_together,
 )
-from n8n_deepeval_pipeline.orchestration.family_run import _ended
 from n8n_deepeval_pipeline.workflow.variants import Member
 
 
@@ -50,13 +50,30 @@ def test_without_the_tag_nothing_waits_and_a_missing_version_stops_the_wait(tmp_
     assert said == ["calling without the other versions: they were not ready after 0 s"]
 
 
-def test_a_versions_process_is_read_from_its_last_line_or_its_exit_code():
-    said = '{"completed": true, "failed_checks": [], "errors": [], "run_id": "r1"}'
-    ended = _ended(member("nano"), "dagster noise\n" + said + "\n", 0)
-    assert (ended.completed, ended.run_id) == (True, "r1")
-    crashed = _ended(member("nano"), "", -9)
-    assert not crashed.completed
-    assert crashed.errors == (f"the process calling nano ({'n' * 12}) ended with exit code -9",)
+def test_a_version_whose_process_dies_is_failed_with_its_exit_code_and_last_lines(
+    tmp_path, monkeypatch, capfd
+):
+    # A process that aborted after it reported its calls done (a variant's did, exit -6,
+    # once in five runs) was a version missing from the matrix, its Dagster run a SUCCESS.
+    monkeypatch.setattr(family_run, "CALLS_MODULE", "tests.orchestration.fake_version_process")
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    members = [member("clean"), member("aborts"), member("dies")]
+    clean, aborted, died = family_run.call_side_by_side(tmp_path / "b.yaml", members, True, False)
+    assert (clean.completed, clean.run_id, clean.errors) == (True, "clean", ())
+    assert not aborted.completed and aborted.run_id == "aborts"
+    headline, *tail = aborted.errors
+    assert headline.startswith(
+        f"the process calling aborts ({'a' * 12}) ended abnormally after its work "
+        "(exit code -6, SIGABRT); its log: "
+    )
+    assert tail[-1] == "terminate called after throwing an instance of ''"
+    assert not died.completed and died.run_id is None
+    assert "ended before its result (exit code 7)" in died.errors[0]
+    logs = sorted((tmp_path / "home" / "logs").iterdir())
+    said = " ".join(aborted.errors + died.errors)
+    assert len(logs) == 2 and all(str(log) in said for log in logs)
+    printed = capfd.readouterr().err  # each version's progress, passed on as it came
+    assert all(f"[{name}] called 4/4" in printed for name in ("clean", "aborts", "dies"))
 
 
 def test_variant_picks_versions_by_name_in_the_benchmarks_order():

@@ -97,3 +97,30 @@ def test_every_figure_is_rounded_the_one_way_and_a_tiny_one_keeps_its_size():
         "dry_run": True,
         "label": "x",
     }
+
+
+def test_each_judged_metrics_standing_is_in_the_aggregates_metadata():
+    from n8n_deepeval_pipeline.calibration.status import MetricCalibration
+    from n8n_deepeval_pipeline.orchestration.calibration_gate import calibration_metadata
+
+    def standing(metric, state, kappa, gated):
+        return MetricCalibration(
+            metric=metric, state=state, labels=40, needed=0, kappa=kappa, kappa_low=None,
+            kappa_high=None, min_kappa=0.6, gated=gated, why=f"{metric} why",
+        )  # fmt: skip
+
+    metadata = calibration_metadata(
+        [
+            standing("helpfulness", "calibrated", 0.81234, False),
+            standing("bias", "uncalibrated", 0.1, True),
+        ],
+        "support_agent",
+    )
+    assert metadata["uncalibrated_metrics"] == "bias"
+    assert metadata["metrics_deciding_no_run"] == "bias"
+    assert metadata["calibration/bias"] == "uncalibrated: bias why"
+    assert metadata["calibration/helpfulness/kappa"].value == 0.8123  # rounded as every figure
+    # bias needs labels: the review page is where they are given
+    assert metadata["review_url"].value.endswith("/benchmarks/support_agent/review")
+    calibrated = [standing("helpfulness", "calibrated", 0.9, False)]
+    assert "review_url" not in calibration_metadata(calibrated, "support_agent")

@@ -1,6 +1,8 @@
 """The Dagster assets end to end: a partition materialised and read back from DuckDB."""
 
+import base64
 import json
+import re
 
 import dagster as dg
 import pytest
@@ -13,6 +15,7 @@ from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY, curr
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import ScoreJournalResource
+from n8n_deepeval_pipeline.orchestration.stored_tables import stored_image
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workflow.variants import family
 from tests.conftest import worker_processes
@@ -56,8 +59,9 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
     counts = dict(
         (table, query(environment, f"select count(*) from support_agent.{table}")[0][0])
         for table in ASSET_NAMES
-        # one version: nothing to compare, so no table; the report is files, not a table
-        if table not in ("version_comparison", "benchmark_report")
+        # one version: nothing to compare, so no table; the report is files, not a table;
+        # the example's answers carry no image, so there is no image table either
+        if table not in ("version_comparison", "benchmark_report", "output_images")
     )
     assert counts == {
         "workflow_snapshot": 1,
@@ -349,9 +353,14 @@ def test_the_sensor_and_the_schedule_take_the_workflow_with_its_variants(example
 
 @pytest.mark.parametrize(
     ("name", "runs", "metrics"),
-    [("kitchen_sink_non_conversational", 4, 20), ("kitchen_sink_conversational", 2, 13)],
+    [
+        ("kitchen_sink_non_conversational", 4, 20),
+        ("kitchen_sink_conversational", 2, 13),
+        ("mcp_agent", 6, 4),
+        ("image_workflow", 6, 3),
+    ],
 )
-def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp_path, environment):
+def test_examples_score_every_metric_without_error(name, runs, metrics, tmp_path, environment):
     from tests.conftest import ROOT
 
     source = ROOT / "examples" / name / "benchmark.yaml"
@@ -373,6 +382,33 @@ def test_kitchen_sinks_score_every_metric_without_error(name, runs, metrics, tmp
     assert sorted(row[0] for row in rows) == sorted(benchmark.metric_labels)
     assert len(rows) == metrics
     assert all(row[1:] == (runs, runs, 0) for row in rows), rows
+    if name == "image_workflow":
+        assert_images_kept_once_and_shown(name, key, source, environment)
+
+
+def assert_images_kept_once_and_shown(name, key, source, environment):
+    """Each run's poster is one row of output_images, its text marks it, the report shows it."""
+    images = query(environment, f"select sha256, mime_type, byte_size from {name}.output_images")
+    assert len(images) == 6 and {mime for _, mime, _ in images} == {"image/png"}
+    outputs = query(environment, f"select actual_output, images from {name}.agent_outputs")
+    for text, listed in outputs:
+        (image,) = json.loads(listed)
+        assert image["role"] == "output" and text.endswith(f"[DEEPEVAL:IMAGE:{image['sha256']}]")
+        assert "base64" not in text  # the bytes are in output_images, not in the row
+    stored = {sha for sha, _, _ in images}
+    with dg.instance_for_test() as instance:
+        defs = build_definitions([source])
+        (sha, _, size) = images[0]
+        found = stored_image(defs, instance, name, key, sha[:16])
+        assert (found.sha256, found.byte_size) == (sha, size)
+        assert base64.b64decode(found.data_base64)[:8] == b"\x89PNG\r\n\x1a\n"
+        assert stored_image(defs, instance, name, key, "0" * 64) is None
+    report = next((settings.reports_dir() / name).glob("*/report.html"))
+    shown = set(
+        re.findall(r'<img class="image" src="images/([0-9a-f]{64})\.png"', report.read_text())
+    )
+    assert shown and shown <= stored
+    assert all((report.parent / "images" / f"{sha}.png").is_file() for sha in shown)
 
 
 class FailingJournal(ScoreJournalResource):
@@ -458,6 +494,74 @@ def test_failed_scoring_step_leaves_no_worker_and_the_rerun_resumes(
     assert worker_processes() == before
 
 
+class JournalKilledInChunk(ScoreJournalResource):
+    """Test double: the journal of one chunk stops working after a few records (the run is
+    killed there, after the chunks before it finished); every result any chunk journals
+    is also kept in ``RECORDED`` (the test's own account of what each run evaluated)."""
+
+    killed_in: str
+    after: int
+
+    def journal(self, benchmark, partition, chunk="c01_of_01"):
+        real = super().journal(benchmark, partition, chunk)
+        limit = self.after if chunk == self.killed_in else None
+
+        class Journal(type(real)):
+            def record(self, task, result, run_id=""):
+                if limit is not None and len(self.attempts()) >= limit:
+                    raise OSError("killed (test double)")
+                RECORDED.append((run_id, result))
+                super().record(task, result, run_id)
+
+        return Journal(real.path, real.shared)
+
+
+RECORDED: list = []
+
+
+def test_a_run_killed_after_a_chunk_finished_is_charged_every_call_and_resumed_whole(
+    example_copy, environment, tmp_path, monkeypatch
+):
+    # A kill after a chunk finished deleted its journal and its call record: the resumed
+    # run scored the chunk again from the cache and said "calls 498" where the judge had
+    # answered 1,055.
+    monkeypatch.setenv("N8N_DEEPEVAL_CHUNK_SIZE", "50")  # 189 evaluations: 4 chunks
+    RECORDED.clear()
+    defs = build_definitions([example_copy])
+    key = example_key(example_copy)
+    journal_dir = str(tmp_path / "journal")
+    with dg.instance_for_test() as instance:
+        job = defs.resolve_job_def("support_agent__benchmark")
+        instance.add_dynamic_partitions(PARTITIONS, [key])
+        killed = job.execute_in_process(
+            partition_key=key, instance=instance, raise_on_error=False,
+            resources={"score_journal": JournalKilledInChunk(
+                directory=journal_dir, killed_in="c02_of_04", after=10)},
+        )  # fmt: skip
+        assert not killed.success
+        evaluated = [result for run, result in RECORDED if run == killed.run_id]
+        # chunk 2 killed after ten; the others (in this process, one after another) whole
+        done = len(evaluated)
+        assert 50 + 10 <= done < 189
+        resumed = job.execute_in_process(
+            partition_key=key, instance=instance,
+            resources={"score_journal": ScoreJournalResource(directory=journal_dir)},
+        )  # fmt: skip
+    assert resumed.success
+    (materialisation,) = resumed.asset_materializations_for_node("support_agent__metric_scores")
+    metadata = {k: v.value for k, v in materialisation.metadata.items()}
+    assert (metadata["resumed"], metadata["evaluated"]) == (done, 189 - done)  # none again
+    spend = metadata["attempts/judge_spend"]
+    assert set(spend) == {killed.run_id, resumed.run_id}
+    assert spend[killed.run_id]["evaluations"] == done
+    # every call the killed run was answered: those behind its results, and those of
+    # the evaluations it was cut short in
+    behind = sum(result.judge_calls for result in evaluated)
+    assert behind > 0 and spend[killed.run_id]["judge_calls"] >= behind
+    assert spend[resumed.run_id]["evaluations"] == 189 - done
+    assert not (tmp_path / "journal" / "support_agent" / key).exists()  # stored: forgotten
+
+
 def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
     example_copy, environment
 ):
@@ -466,7 +570,7 @@ def test_recordings_that_no_run_reads_fail_the_outputs_step_naming_both_files(
         file.write(json.dumps({"row_id": "typo", "run_index": 0, "output": "x"}) + "\n")
     defs = build_definitions([example_copy])
     key = example_key(example_copy)
-    steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs"]
+    steps = ["workflow_snapshot", "dataset_rows", "expanded_runs", "agent_outputs", "output_images"]
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions(PARTITIONS, [key])
         refused = defs.resolve_job_def("support_agent__benchmark").execute_in_process(
@@ -521,9 +625,14 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
     html = report.metadata["report"].value
     assert html.endswith(f"reports/support_agent/{second[:12]}/report.html")
     assert report.metadata["run_pass_rate"].value == 0.5185  # 14/27, as the UI shows it
-    # a link the UI opens: the address `n8n-deepeval ui` serves the reports folder at
+    # links the UI opens: the report, and the version's page, where `n8n-deepeval ui` serves
+    # the results workspace
+    workspace = f"http://127.0.0.1:{settings.reports_port()}"
     assert report.metadata["report_url"].value == (
-        f"http://127.0.0.1:{settings.reports_port()}/support_agent/{second}/report.html"
+        f"{workspace}/reports/support_agent/{second}/report.html"
+    )
+    assert report.metadata["workspace_url"].value == (
+        f"{workspace}/benchmarks/support_agent/versions/{second}"
     )
     # every float the UI shows is rounded one way: 4 significant digits, costs to $0.000001
     shown = [

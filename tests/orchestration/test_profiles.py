@@ -12,9 +12,9 @@ from n8n_deepeval_pipeline.orchestration.local_runner import prepare_dagster_hom
 from n8n_deepeval_pipeline.orchestration.profiles import instance_yaml
 from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
     PostgresResultsIOManager,
-    libpq_url,
 )
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import ResultsIOManager
+from n8n_deepeval_pipeline.tables.postgres_connection import libpq_url
 
 URL = "postgresql+psycopg2://n8n:secret@db.internal:5432/results"
 

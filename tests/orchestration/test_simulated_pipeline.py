@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +61,9 @@ def write_benchmark(tmp_path: Path, chatbot: LoopbackChatbot, **changes: Any) ->
     return path
 
 
-def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
-    return cli(judge, home, "run", str(path), "--json")
-
-
-def cli(judge: LoopbackJudge, home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    env = {
+def cli_env(judge: LoopbackJudge, home: Path) -> dict[str, str]:
+    """The environment of a `run` against the loopback judge, in a home of its own."""
+    return {
         **os.environ,
         "N8N_DEEPEVAL_HOME": str(home),
         "DAGSTER_HOME": str(home / "dagster"),
@@ -74,8 +73,17 @@ def cli(judge: LoopbackJudge, home: Path, *arguments: str) -> subprocess.Complet
         "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
         "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
     }
+
+
+def run(path: Path, judge: LoopbackJudge, home: Path) -> subprocess.CompletedProcess[str]:
+    return cli(judge, home, "run", str(path), "--json")
+
+
+def cli(judge: LoopbackJudge, home: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *arguments]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        command, env=cli_env(judge, home), capture_output=True, text=True, timeout=900
+    )
 
 
 def stored(home: Path, sql: str) -> list[tuple[Any, ...]]:
@@ -196,3 +204,59 @@ def test_a_recorded_target_cannot_be_simulated(tmp_path: Path) -> None:
     assert "simulation: a recorded target replays outputs captured earlier" in done.stderr + (
         done.stdout
     )
+
+
+def test_a_killed_simulation_is_charged_to_its_run_when_the_version_is_stored(
+    tmp_path: Path,
+) -> None:
+    # A simulation killed half-way: its simulated users' calls were charged nowhere.
+    answered = 8  # the judge answers these, then holds every call until the kill
+    judge = LoopbackJudge(latency_s=0.0, faults=["ok"] * answered + ["slow"] * 1000, slow_s=120)
+    judge.start()
+    chatbot = LoopbackChatbot().start()
+    home = tmp_path / "home"
+    path = write_benchmark(tmp_path, chatbot)
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path)]
+    try:
+        killed = subprocess.Popen(
+            command, env=cli_env(judge, home), start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 300
+        while judge.requests <= answered and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(2)  # the answers reach the simulator; the calls after them wait
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+        judge.faults.clear()  # from now on every call is answered at once
+        again = run(path, judge, home)
+    finally:
+        judge.stop()
+        chatbot.stop()
+    assert again.returncode == 0, again.stderr[-3000:]
+    summary = json.loads(again.stdout)
+    attempts = summary["attempts"]
+    (killed_run,) = set(attempts) - {summary["run_id"]}
+    assert attempts[killed_run]["evaluations"] == 0  # it never scored
+    assert attempts[killed_run]["judge_calls"] == answered  # every call answered to it
+
+
+def test_two_runs_of_a_simulation_at_once_each_are_charged_their_own_calls(
+    servers: Any, tmp_path: Path
+) -> None:
+    # Two overlapping runs: each said the calls of the conversations it stored (14),
+    # where the judge had answered 130.
+    judge, chatbot = servers
+    home = tmp_path / "home"
+    path = write_benchmark(tmp_path, chatbot)
+    command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path), "--json"]
+    runs = [
+        subprocess.Popen(command, env=cli_env(judge, home), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    ended = [process.communicate(timeout=900) for process in runs]
+    assert [process.returncode for process in runs] == [0, 0], ended[0][1][-2000:]
+    summaries = [json.loads(stdout) for stdout, _ in ended]
+    own = [summary["attempts"][summary["run_id"]]["judge_calls"] for summary in summaries]
+    assert sum(own) == judge.requests  # each call charged once, to the run it answered

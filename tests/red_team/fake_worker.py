@@ -1,94 +1,65 @@
 """A fake of the red team's worker process, speaking its protocol without DeepTeam.
 
-``python -m tests.red_team.fake_worker FD``: it serves requests one after another until its
-connection closes. Asked to generate, it sends two seeds; asked to play, it sends each
-seed's input to the workflow twice (two turns of one session, all seeds at once) and
-reports the answers as the outcome. A seed whose input is ``die`` kills the process;
-``fail`` makes it say it failed, quoting the judge's key.
+``python -m tests.red_team.fake_worker FD``: it serves jobs one after another until the
+step hangs up, as the real worker does. Asked to generate, it sends two seeds; asked to
+play, it sends each seed's input to the workflow twice (two turns of one session, all
+seeds at once) and reports the answers as the outcome. A seed whose input is ``die``
+kills the process; ``fail`` makes it say it failed, quoting the judge's key, and exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import sys
-import threading
-from multiprocessing.connection import Connection
 
 from n8n_deepeval_pipeline.red_team.protocol import (
+    JOBS,
     AttackOutcome,
     AttackRequest,
     AttackSeed,
     Generated,
     GenerateRequest,
     JudgeUsage,
+    TargetCall,
     TargetReply,
 )
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
 
 
 def main() -> None:
-    asyncio.run(serve(Connection(int(sys.argv[1]))))
+    asyncio.run(serve(connect()))
 
 
-async def serve(connection: Connection) -> None:
-    loop = asyncio.get_running_loop()
-    requests: asyncio.Queue[dict | None] = asyncio.Queue()
-    waiting: dict[int, asyncio.Future[TargetReply]] = {}
-
-    def answer(reply: TargetReply) -> None:
-        waiting.pop(reply.call_id).set_result(reply)
-
-    def read() -> None:  # one reader for the process's life: replies, and the next requests
-        while True:
-            try:
-                message = connection.recv()
-            except (EOFError, OSError):
-                loop.call_soon_threadsafe(requests.put_nowait, None)
-                return
-            if "reply" in message:
-                loop.call_soon_threadsafe(answer, TargetReply.model_validate(message["reply"]))
-            else:
-                loop.call_soon_threadsafe(requests.put_nowait, message)
-
-    threading.Thread(target=read, daemon=True).start()
-    while (request := await requests.get()) is not None:
-        if "generate" in request:
-            job = GenerateRequest.model_validate(request["generate"])
+async def serve(channel: Channel) -> None:
+    step = CallsToParent(channel, asyncio.get_running_loop())  # ends the process at hang-up
+    while True:
+        job = JOBS.validate_python((await step.asks.get()).body)
+        if isinstance(job, GenerateRequest):
             seeds = [
                 AttackSeed(attack_id=f"a00{n}", vulnerability="Excessive Agency",
                            vulnerability_class="ExcessiveAgency",
                            vulnerability_type="permissions", input=f"{job.purpose} {n}")
                 for n in (1, 2)
             ]  # fmt: skip
-            generated = Generated(seeds=seeds, usage=JudgeUsage())
-            connection.send({"generated": generated.model_dump()})
-            continue
-        await play(AttackRequest.model_validate(request["attack"]), connection, waiting)
+            channel.send("done", Generated(seeds=seeds, usage=JudgeUsage()))
+        else:
+            await play(job, channel, step)
 
 
-async def play(
-    job: AttackRequest, connection: Connection, waiting: dict[int, asyncio.Future[TargetReply]]
-) -> None:
-    loop = asyncio.get_running_loop()
-    lock = threading.Lock()
-    calls = iter(range(1, 1000))
-
+async def play(job: AttackRequest, channel: Channel, step: CallsToParent) -> None:
     async def call(session: str, message: str) -> TargetReply:
-        number = next(calls)
-        answered = waiting[number] = loop.create_future()
-        with lock:
-            connection.send(
-                {"call": {"call_id": number, "session_id": session, "message": message}}
-            )
-        return await answered
+        def numbered(call_id: int) -> TargetCall:
+            return TargetCall(call_id=call_id, session_id=session, message=message)
+
+        return TargetReply.model_validate(await step.ask(numbered))
 
     async def one(seed: AttackSeed, run: int) -> None:
         if seed.input == "die":
             os._exit(9)
         if seed.input == "fail":
             secret = job.judge.api_key.get_secret_value() if job.judge.api_key else ""
-            connection.send({"failed": f"the judge refused {secret}"})
-            return
+            channel.send("failed", f"the judge refused {secret}")
+            os._exit(1)
         session = f"{seed.attack_id}-{run}"
         first = await call(session, seed.input or "")
         second = await call(session, f"again: {seed.input}")
@@ -101,12 +72,10 @@ async def play(
             error=first.error or second.error,
             target_calls=2,
         )
-        with lock:
-            connection.send({"outcome": outcome.model_dump()})
+        channel.send("update", outcome)
 
     await asyncio.gather(*(one(seed, run) for seed in job.seeds for run in range(job.runs)))
-    with lock:
-        connection.send({"done": True})
+    channel.send("done")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The red team's worker process seen from the step: every message it has for the workflow is
 answered (several at once), every outcome collected, and a worker that fails, dies or
-overruns is an error that names its kept log, without the judge's key. The worker here is
-``tests.red_team.fake_worker``, a fake that speaks the protocol without DeepTeam."""
+overruns is an error with its exit code that names its kept log, without the judge's key.
+The worker here is ``tests.red_team.fake_worker``, a fake that speaks the protocol without
+DeepTeam."""
 
 import threading
 import time
@@ -20,14 +21,16 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     TargetReply,
     ToolCallRecord,
 )
+from n8n_deepeval_pipeline.worker.launcher import ChildFailed
 
 CONFIG = RedTeamConfig.model_validate({"vulnerabilities": [{"name": "ExcessiveAgency"}]})
 JUDGE = JudgeSpec(provider="openai", model="gpt-4.1", api_key="sk-secret-red-team-key")
 
 
 @pytest.fixture(autouse=True)
-def fake_worker(monkeypatch):
-    monkeypatch.setattr(session, "_MODULE", "tests.red_team.fake_worker")
+def fake_worker(monkeypatch, tmp_path):
+    monkeypatch.setattr(session, "MODULE", "tests.red_team.fake_worker")
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
 
 
 def seed(attack_id, text):
@@ -102,20 +105,22 @@ def test_a_target_that_raises_is_the_call_s_error_not_the_run_s():
     assert outcome.error == "ConnectionError: webhook down, key [redacted]"
 
 
-def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key():
-    with pytest.raises(session.RedTeamWorkerError) as failed:
+def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key(tmp_path):
+    with pytest.raises(ChildFailed) as failed:
         session.attack(request(seed("a001", "fail"), runs=1), lambda c: None, lambda o: None, 60)
     message = str(failed.value)
-    assert message.startswith("the red team's worker failed: the judge refused [redacted];")
-    log = message.rsplit("its output is in ", 1)[1]
-    assert log.endswith(".log") and JUDGE.api_key.get_secret_value() not in message
-    with open(log) as kept:  # kept for reading, as the message says
-        kept.read()
+    assert message.startswith("the red team's worker failed: the judge refused [redacted] (")
+    assert JUDGE.api_key.get_secret_value() not in message
+    log = failed.value.log_path
+    assert f"its log: {log}" in message
+    assert log.parent == tmp_path / "home" / "logs" and log.suffix == ".log"
+    assert log.exists()  # kept for reading, as the message says
 
 
 def test_a_worker_that_dies_is_an_error_with_its_exit_code():
-    with pytest.raises(session.RedTeamWorkerError, match=r"(exited with|died \(exit) code 9"):
+    with pytest.raises(ChildFailed, match=r"ended before its result \(exit code 9\)") as died:
         session.attack(request(seed("a001", "die"), runs=1), lambda c: None, lambda o: None, 60)
+    assert died.value.exit_code == 9
 
 
 def test_a_worker_that_overruns_its_time_is_stopped():
@@ -124,24 +129,9 @@ def test_a_worker_that_overruns_its_time_is_stopped():
         return TargetReply(call_id=call.call_id, content="late")
 
     started = time.monotonic()
-    with pytest.raises(session.RedTeamWorkerError, match="did not finish in time"):
+    with pytest.raises(ChildFailed, match=r"did not finish in 2 s \(exit code -9, SIGKILL\)"):
         session.attack(request(seed("a001", "x"), runs=1), slow, lambda o: None, timeout_s=2)
     assert time.monotonic() - started < 15
-
-
-@pytest.fixture
-def started(monkeypatch):
-    """The worker processes the session starts, in order."""
-    processes = []
-    real = session._Process
-
-    def counted(secrets):
-        process = real(secrets)
-        processes.append(process)
-        return process
-
-    monkeypatch.setattr(session, "_Process", counted)
-    return processes
 
 
 def generation(purpose="refunds", judge=JUDGE):
@@ -154,41 +144,51 @@ def answered(call: TargetCall) -> TargetReply:
     return TargetReply(call_id=call.call_id, content=f"re: {call.message}")
 
 
-def test_a_worker_started_ahead_generates_and_plays_and_is_stopped_after_the_block(started):
+def test_a_worker_started_ahead_generates_and_plays_and_is_stopped_after_the_block(
+    started_children, tmp_path
+):
     with session.started_ahead():
-        assert len(started) == 1  # started before any request
+        assert len(started_children) == 1  # started before any job
         generated = session.generate(generation(), timeout_s=60)
         outcomes = session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
-        assert len(started) == 1  # both requests asked the one process
+        assert len(started_children) == 1  # both jobs asked the one process
     assert [o.actual_output for o in outcomes] == [
         "re: refunds 1 | re: again: refunds 1",
         "re: refunds 2 | re: again: refunds 2",
     ]
-    assert started[0].process.wait(timeout=10) == 0  # stopped with the block
+    (worker,) = started_children
+    assert worker.process.poll() is not None  # stopped with the block, its traces too
+    assert worker.scratch is not None and not worker.scratch.exists()
+    assert not (tmp_path / "home" / "logs").exists()
 
 
-def test_without_a_block_each_request_has_a_worker_of_its_own(started):
+def test_without_a_block_each_job_has_a_worker_of_its_own(started_children):
     generated = session.generate(generation(), timeout_s=60)
     session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
-    assert len(started) == 2
-    assert all(process.process.poll() is not None for process in started)
+    assert len(started_children) == 2
+    assert all(child.process.poll() is not None for child in started_children)
 
 
-def test_a_kept_worker_whose_environment_holds_the_judges_key_is_not_asked(started, monkeypatch):
+def test_a_kept_worker_whose_environment_holds_the_judges_key_is_not_asked(
+    started_children, monkeypatch
+):
     key = "opensesame7731"  # nothing says it is a key, but the judge's spec
     monkeypatch.setenv("SUPPORT_DESK_SETTING", key)  # nor does the variable's name
     judge = JUDGE.model_copy(update={"api_key": SecretStr(key)})
     with session.started_ahead():
         session.generate(generation(judge=judge), timeout_s=60)
-        assert len(started) == 2
-        assert key in started[0].environment["SUPPORT_DESK_SETTING"]
-        assert "SUPPORT_DESK_SETTING" not in started[1].environment
+        assert len(started_children) == 2
+        assert key in started_children[0].environment["SUPPORT_DESK_SETTING"]
+        assert "SUPPORT_DESK_SETTING" not in started_children[1].environment
 
 
-def test_a_worker_that_failed_is_not_kept(started):
+def test_a_worker_that_failed_is_not_kept_and_its_log_is(started_children, tmp_path):
     with session.started_ahead():
-        with pytest.raises(session.RedTeamWorkerError):
+        with pytest.raises(ChildFailed) as failed:
             session.attack(request(seed("a001", "fail"), runs=1), answered, lambda o: None, 60)
         session.generate(generation(), timeout_s=60)
-        assert len(started) == 2
-        assert started[0].process.poll() is not None
+        assert len(started_children) == 2
+        assert started_children[0].process.poll() == 1
+    # the worker started ahead took the key's job: its log is redacted with the job's key
+    assert failed.value.log_path.exists()
+    assert "the judge refused [redacted]" in str(failed.value)

@@ -594,3 +594,44 @@ def test_the_cases_that_dropped_are_open_and_the_others_folded(html):
     # cases folded (a flagged one still sets both versions side by side when opened)
     assert opened == ["refund", "billing"]
     assert '<div class="sides">' in _case_html(html, "address")  # worth_watching, folded
+
+
+def test_an_image_a_run_shows_is_a_file_beside_the_page_and_a_remote_one_a_link(report, tmp_path):
+    from n8n_deepeval_pipeline.n8n_data.images import image_from_bytes, image_from_url
+    from n8n_deepeval_pipeline.report.model import ReportImage
+    from tests.png_images import RED_SQUARE
+
+    red, remote = image_from_bytes(RED_SQUARE, "image/png"), image_from_url("https://x.io/a.png")
+    case = report.cases[0]
+    run = case.runs[0].model_copy(
+        update={
+            "output": Excerpt.of(f"Here <it> is:\n{red.marker}\nand {remote.marker}", 1500),
+            "input_images": (red.sha256,),
+        }
+    )
+    images = {
+        red.sha256: ReportImage(
+            src=f"images/{red.sha256}.png", remote=False, data_base64=red.data_base64
+        ),
+        remote.sha256: ReportImage(src=remote.url, remote=True),
+    }
+    shown = report.model_copy(
+        update={
+            "cases": (case.model_copy(update={"runs": (run, *case.runs[1:])}), *report.cases[1:]),
+            "images": images,
+        }
+    )
+    page = render_html(shown)
+    assert (
+        f'Here &lt;it&gt; is:\n<img class="image" src="images/{red.sha256}.png" alt="image ' in page
+    )
+    assert f'<a class="image-link" href="https://x.io/a.png">image {remote.sha256[:12]}</a>' in page
+    assert f'given: <img class="image" src="images/{red.sha256}.png"' in page
+    paths = write_report(shown, tmp_path / "out")
+    assert (tmp_path / "out" / "images" / f"{red.sha256}.png").read_bytes() == RED_SQUARE
+    results = paths["eval-results.json"].read_text("utf-8")
+    assert red.data_base64 not in results  # the bytes are in the file, never in the JSON
+    assert json.loads(results)["images"][red.sha256] == {
+        "src": f"images/{red.sha256}.png",
+        "remote": False,
+    }

@@ -14,8 +14,6 @@ received exactly the same request bodies, as many times each."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +29,7 @@ from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
 from n8n_deepeval_pipeline.testing.loopback_chatbot import LoopbackChatbot
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from tests.conftest import ROOT
+from tests.reference_run import run_reference
 
 pytestmark = pytest.mark.slow
 
@@ -86,15 +83,7 @@ def _reference(tmp: Path, judge: LoopbackJudge, chatbot: LoopbackChatbot) -> lis
         "goldens": goldens,
         "max_user_turns": MAX_USER_TURNS,
     }
-    (tmp / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    subprocess.run(
-        [sys.executable, "-m", "tests.simulation.deepeval_reference", "spec.json", "out.json"],
-        cwd=tmp,
-        env={**worker_environment(), "PYTHONPATH": str(ROOT)},
-        check=True,
-        timeout=600,
-    )
-    return list(json.loads((tmp / "out.json").read_text(encoding="utf-8")))
+    return list(run_reference("tests.simulation.deepeval_reference", tmp, spec))
 
 
 def _pipeline(state: Path, judge: LoopbackJudge, chatbot: LoopbackChatbot) -> list[Any]:

@@ -6,6 +6,7 @@ simulated user who says nothing, a judge that fails, and the dry-run judge."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,42 +140,81 @@ def test_the_dry_run_judge_plays_without_any_server(chatbot: LoopbackChatbot) ->
     assert played.judge_calls >= 1
 
 
-@pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The simulator processes the launcher starts, in order."""
-    from n8n_deepeval_pipeline.simulation import launcher
+def _play_within(judge: JudgeSpec, chatbot: LoopbackChatbot, call_limit_s: float) -> Any:
+    rows = [
+        DatasetRow(workflow_hash=HASH, row_id=f"g{index}", position=index + 1, raw={},
+                   scenario=scenario)
+        for index, scenario in enumerate(("Hi", "Bye"))
+    ]  # fmt: skip
+    request = SimulationRequest(
+        runs=golden_runs(expanded_runs(rows, 1, "simulator"), rows),
+        judge=judge,
+        target=WebhookTarget(type="n8n_webhook", url=chatbot.url),
+        url=chatbot.url,
+        max_user_turns=3,
+        judge_call_limit_s=call_limit_s,
+    )
+    started = time.monotonic()
+    conversations, _ = simulate(request)
+    return conversations, time.monotonic() - started
 
-    processes: list[Any] = []
-    real = launcher._Process
 
-    def counted(secrets: list[str]) -> Any:
-        process = real(secrets)
-        processes.append(process)
-        return process
+def test_a_judge_refusing_for_ever_ends_each_conversation_as_rate_limited_in_time(
+    chatbot: LoopbackChatbot, tmp_path: Path
+) -> None:
+    # 429s without any header, for ever: a simulation took 571 s with one call retrying
+    # for 498 s, and its rows said judge_error.
+    server = LoopbackJudge(latency_s=0.0, faults=["429"] * 100_000).start()
+    try:
+        judge = openai_judge(server, tmp_path / "judge", requests_per_minute=6)
+        conversations, took = _play_within(judge, chatbot, call_limit_s=3.0)
+    finally:
+        server.stop()
+    assert took < 60  # each call had the 3 s an evaluation would give it (and import time)
+    for conversation in conversations:
+        assert (conversation.stop_reason, conversation.turns) == ("judge_error", [])
+        assert conversation.error_kind == "judge_rate_limited"  # as a score's row says it
+        assert (
+            "rate limit" in conversation.error or "no turn for a judge call" in conversation.error
+        )
+        output = conversation.agent_output(HASH, "openai:gpt-4.1", 3, None)
+        assert output.error_kind == "judge_rate_limited"
+    assert chatbot.memory == {}
 
-    monkeypatch.setattr(launcher, "_Process", counted)
-    return processes
+
+def test_a_judge_refusing_the_key_ends_each_conversation_as_judge_auth(
+    chatbot: LoopbackChatbot, tmp_path: Path
+) -> None:
+    server = LoopbackJudge(latency_s=0.0, reject_key=True).start()
+    try:
+        conversations, _ = _play_within(openai_judge(server, tmp_path / "judge"), chatbot, 30.0)
+    finally:
+        server.stop()
+    for conversation in conversations:
+        assert (conversation.stop_reason, conversation.error_kind) == ("judge_error", "judge_auth")
+        assert "HTTP 401" in conversation.error and API_KEY not in conversation.error
 
 
 def test_a_simulator_started_ahead_plays_the_simulation_and_none_is_left(
-    chatbot: LoopbackChatbot, started: list[Any]
+    chatbot: LoopbackChatbot, started_children: list[Any]
 ) -> None:
     from n8n_deepeval_pipeline.simulation import launcher
 
     with launcher.started_ahead():
-        assert len(started) == 1  # before the request exists
+        assert len(started_children) == 1  # before the request exists
         (played,) = play(JudgeSpec(), chatbot, [{"scenario": "Asks 6*7"}])
-        assert len(started) == 1  # the simulation took it
+        assert len(started_children) == 1  # the simulation took it
     assert played.turns[0].content == "[dry-run] user turn 1: Asks 6*7"
-    assert started[0].process.poll() is not None
+    assert started_children[0].process.poll() == 0
     with launcher.started_ahead():
-        pass  # none asked for one: it is stopped with the block
-    assert started[1].process.wait(timeout=10) is not None
-    assert not started[1].scratch.exists()
+        pass  # none asked for one: it is stopped with the block, even mid-import
+    assert started_children[1].process.poll() is not None
+    scratch = started_children[1].scratch
+    assert scratch is not None and not scratch.exists()
 
 
 def test_a_simulator_started_ahead_with_the_judges_key_in_its_environment_is_not_used(
-    chatbot: LoopbackChatbot, started: list[Any], monkeypatch: pytest.MonkeyPatch
+    chatbot: LoopbackChatbot, started_children: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from n8n_deepeval_pipeline.simulation import launcher
 
@@ -183,5 +223,5 @@ def test_a_simulator_started_ahead_with_the_judges_key_in_its_environment_is_not
     judge = JudgeSpec(provider="dry-run", model="dry-run", api_key=key)
     with launcher.started_ahead():
         play(judge, chatbot, [{"scenario": "Asks 6*7"}])
-        assert len(started) == 2
-        assert "SUPPORT_DESK_SETTING" not in started[1].environment
+        assert len(started_children) == 2
+        assert "SUPPORT_DESK_SETTING" not in started_children[1].environment

@@ -115,10 +115,12 @@ def test_rows_carry_provenance_an_id_hashed_from_the_input_and_no_expected_outpu
          golden("Is shipping free?", context=["Shipping is free."])],
         provenance, JUDGE.label, conversational=False, styling=None, with_expected=False,
     )  # fmt: skip
-    assert made.duplicates == 1  # the same input twice is one row, the first kept
+    assert made.duplicates == 1  # the same golden twice is one row, the first kept
     first, second = made.rows
     assert first == {
-        "rowId": hashed_row_id("syn", {"input": "How long do refunds take?"}),
+        "rowId": hashed_row_id(
+            "syn", {"input": "How long do refunds take?", "context": ["Refunds take 5 days."]}
+        ),
         "input": "How long do refunds take?",
         "expectedOutput": None,  # not the judge's "5 days": a judge's answer is no ground truth
         "context": ["Refunds take 5 days."],
@@ -138,6 +140,29 @@ def test_rows_carry_provenance_an_id_hashed_from_the_input_and_no_expected_outpu
         True,
     )
     assert (asked.rows[0]["expectedOutput"], asked.rows[0]["source"]) == ("A", "scratch")
+    assert asked.rows[0]["rowId"] == hashed_row_id("syn", {"input": "Q"})  # no context
+
+
+def test_the_same_input_from_two_contexts_is_two_rows_as_deepeval_keeps_two_goldens(
+    tmp_path: Path,
+) -> None:
+    contexts = [(1, ["Refunds take 5 days."]), (2, ["Refunds of sale items take 10 days."])]
+    request = SynthesisRequest(method="contexts", count=1, judge=JUDGE,
+                               contexts=[c for _, c in contexts])  # fmt: skip
+    provenance = Provenance.of(
+        request, "contexts.jsonl", contexts_provenance(tmp_path / "contexts.jsonl", contexts)
+    )
+    made = golden_rows(
+        [golden("How long do refunds take?", context=passages) for _, passages in contexts],
+        provenance, JUDGE.label, conversational=False, styling=None, with_expected=False,
+    )  # fmt: skip
+    assert made.duplicates == 0  # before: one row, the second context's golden dropped unsaid
+    assert [(row["input"], row["context"], row["source"]) for row in made.rows] == [
+        ("How long do refunds take?", ["Refunds take 5 days."], "contexts.jsonl line 1"),
+        ("How long do refunds take?", ["Refunds of sale items take 10 days."],
+         "contexts.jsonl line 2"),
+    ]  # fmt: skip
+    assert len({row["rowId"] for row in made.rows}) == 2
 
 
 def test_conversational_rows_are_goldens_a_simulation_reads() -> None:
@@ -148,7 +173,9 @@ def test_conversational_rows_are_goldens_a_simulation_reads() -> None:
                 source_file="/docs/returns.md", context=["Refunds take 5 days."])],
         Provenance.of(request, "returns.md"), JUDGE.label, True, styling, with_expected=True,
     ).rows  # fmt: skip
-    assert row["rowId"] == hashed_row_id("syn", {"scenario": row["scenario"]})
+    assert row["rowId"] == hashed_row_id(
+        "syn", {"scenario": row["scenario"], "context": ["Refunds take 5 days."]}
+    )
     assert {
         key: row[key] for key in ("scenario", "expectedOutcome", "userDescription", "source")
     } == {

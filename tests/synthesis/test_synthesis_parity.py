@@ -130,8 +130,12 @@ def test_the_requests_are_deepevals_own(synthesized) -> None:
     assert strict and all(form["json_schema"]["strict"] is True for form in strict)
 
 
-def test_the_rows_are_the_goldens_one_per_input(synthesized) -> None:
+def test_the_rows_are_deepevals_goldens_one_per_input_and_context(synthesized) -> None:
+    # DeepEval keeps every golden: the same input drawn from two contexts is two goldens (the
+    # styled case draws such a pair), and two rows; only an input repeated from the same
+    # context is one row.
     _, made = synthesized
-    inputs = {golden["input"].strip() for golden in made["reference"]}
-    assert sorted(row["input"] for row in made["rows"]) == sorted(inputs)
+    goldens = {(g["input"].strip(), json.dumps(g["context"])) for g in made["reference"]}
+    rows = [(row["input"], json.dumps(row["context"])) for row in made["rows"]]
+    assert sorted(rows) == sorted(goldens)
     assert made["usage"].calls + made["usage"].cached == len(made["bodies"][0])

@@ -173,3 +173,57 @@ def test_errors_name_the_dataset_file_and_the_field_that_points_to_it(tmp_path):
         str(caught.value)
         == f"{tmp_path / 'missing.csv'}: invalid dataset (dataset.path)\n  - file not found"
     )
+
+
+def test_a_row_nested_too_deep_is_refused_by_line_or_row_not_a_recursion_error(tmp_path):
+    deep = "[" * 3000 + '"x"' + "]" * 3000
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text(f'{{"id": "r1", "input": "a"}}\n{{"id": "r2", "input": {deep}}}\n', "utf-8")
+    assert problems_of(dataset(jsonl)) == ["line 2: nested deeper than 100 levels"]
+    # the row's object and 99 lists in it are 100 levels: taken; one more is not
+    jsonl.write_text(f'{{"id": "r1", "input": {"[" * 99}"x"{"]" * 99}}}\n', "utf-8")
+    assert len(load_dataset_rows(dataset(jsonl), HASH)) == 1
+    jsonl.write_text(f'{{"id": "r1", "input": {"[" * 100}"x"{"]" * 100}}}\n', "utf-8")
+    assert problems_of(dataset(jsonl)) == [
+        "line 1: nested deeper than 100 levels at input" + "[0]" * 99
+    ]
+    csv = tmp_path / "rows.csv"  # JSON text in a cell, read as a list field
+    csv.write_text(f'id,input,expectedOutput,expectedTools\nr1,hi,4,"{deep}"\n', "utf-8")
+    assert problems_of(config(tmp_path, path=csv)) == [
+        "row 1 (id 'r1'): column expectedTools: nested deeper than 100 levels"
+    ]
+
+
+def test_a_lone_surrogate_is_refused_where_it_is(tmp_path):
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text('{"id": "r1", "input": {"text": ["ok", "bad \\ud800 here"]}}\n', "utf-8")
+    assert problems_of(dataset(jsonl)) == [
+        "line 1: \\ud800 at input.text[1] is half of a UTF-16 surrogate pair, not a character: "
+        "write the character itself"
+    ]
+    # a Data Table's rows come from n8n's JSON: the same check
+    records = [{"id": "r1", "input": "fine"}, {"id": "r2", "input": "\udc00"}]
+    with pytest.raises(BenchmarkConfigError) as caught:
+        load_dataset_rows(DatasetConfig(dataTable="t1", columnMapping={"input": "input"}),
+                          HASH, records)  # fmt: skip
+    assert caught.value.problems == [
+        "row 2: \\udc00 at input is half of a UTF-16 surrogate pair, not a character: "
+        "write the character itself"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("row_id", "shown", "code"),
+    [
+        ("r\x001", "'r\\x001'", "0000"),
+        ("order-\u202e1a", "'order-\\u202e1a'", "202E"),
+        ("t\x1b]0;pwned\x07", "'t\\x1b]0;pwned\\x07'", "001B"),
+    ],
+)
+def test_an_id_with_a_control_character_is_refused(tmp_path, row_id, shown, code):
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text(json.dumps({"id": row_id, "input": "a"}) + "\n", "utf-8")
+    assert problems_of(dataset(jsonl)) == [
+        f"row 1: id {shown} in column 'id' holds the control character U+{code}, which a "
+        "terminal would obey: ids are printed and stored, use letters, digits and punctuation"
+    ]

@@ -110,3 +110,23 @@ def test_rows_stored_with_the_retired_no_output_kind_read_back_as_target_error()
         }
     )  # fmt: skip
     assert score.error_kind == "target_error"
+
+
+def test_what_is_stored_has_no_configured_secret_and_no_lone_surrogate(monkeypatch):
+    import duckdb
+
+    monkeypatch.setenv("SUPPORT_BOT_TOKEN", "bot-token-4e1f9a0c")
+    output = AgentOutput(
+        workflow_hash=HASH,
+        run_id=f"{HASH}:r1:0",
+        actual_output="token bot-token-4e1f9a0c, half a pair \ud800",
+        intermediate_steps=[{"observation": "again bot-token-4e1f9a0c \udfff"}],
+    )
+    frame = to_frame(AgentOutput, [output])
+    assert frame.loc[0, "actual_output"] == "token [redacted], half a pair \ufffd"
+    assert frame.loc[0, "intermediate_steps"] == '[{"observation": "again [redacted] \ufffd"}]'
+    with duckdb.connect() as db:  # a lone surrogate would make DuckDB refuse the table
+        db.execute("create table outputs as select * from frame")
+        assert db.execute("select actual_output from outputs").fetchone() == (
+            "token [redacted], half a pair \ufffd",
+        )

@@ -2,7 +2,7 @@
 
 import json
 
-from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, prompt_text
 
 
 class PromptRecordingJudge(LoopbackJudge):
@@ -13,6 +13,6 @@ class PromptRecordingJudge(LoopbackJudge):
         self.prompts = []
 
     async def _respond(self, writer, target, headers, body):
-        messages = json.loads(body or b"{}").get("messages", [])
-        self.prompts.append("\n".join(str(m.get("content", "")) for m in messages))
+        # the text of each message, whether its content is a string or content parts
+        self.prompts.append(prompt_text(json.loads(body or b"{}").get("messages", [])))
         return await super()._respond(writer, target, headers, body)

@@ -1,13 +1,18 @@
 """Every catalog metric through its real DeepEval class (or n8n runner) in a worker,
 on a realistic n8n-shaped item, with the dry-run judge where a judge is needed."""
 
+import json
+
 import pytest
 
 from n8n_deepeval_pipeline import CATALOG, EvaluationItem, JudgeSpec
 from n8n_deepeval_pipeline.evaluation import HeadToHead
+from n8n_deepeval_pipeline.n8n_data.images import image_from_bytes
+from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.worker.test_case_builder import FIELD_SOURCES
 from tests.conftest import evaluate_all, make_task
 from tests.metrics.test_dag import NODES as BRANCHING_NODES
+from tests.png_images import BLUE_SQUARE, CHART, RED_SQUARE
 from tests.worker.prompt_recording_judge import PromptRecordingJudge
 
 pytestmark = pytest.mark.slow
@@ -63,6 +68,90 @@ ITEM = EvaluationItem(
         opponent_first=False,
     ),
 )
+# An agent with an MCP Client Tool node "Weather MCP", as n8n 2.41 records its calls: the
+# tool prefixed with the node's name, n8n's own `tool` key among the arguments, the node's
+# items (MCP content and structured content) as the observation.
+WEATHER_SERVER = McpServer(
+    name="Weather MCP",
+    transport="streamable-http",
+    tools=[
+        {"name": "get_weather", "description": "Current weather for a city.",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}},
+                         "required": ["city"]}},
+        {"name": "get_forecast", "description": "The forecast for a city, day by day.",
+         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"},
+                                                          "days": {"type": "integer"}},
+                         "required": ["city", "days"]}},
+    ],
+    resources=[{"uri": "weather://cities", "name": "cities", "description": "Cities it knows."}],
+    prompts=[{"name": "trip_advice", "description": "Advice for a trip.",
+              "arguments": [{"name": "city", "required": True}]}],
+)  # fmt: skip
+
+
+def mcp_step(tool, arguments, text):
+    called = f"Weather_MCP_{tool}"
+    items = [{"response": [{"type": "text", "text": text}], "structuredContent": {"result": text}}]
+    return {
+        "action": {"tool": called, "toolInput": {**arguments, "tool": called},
+                   "log": "Calling Weather MCP", "toolCallId": "call_1", "type": "tool_call"},
+        "observation": json.dumps(items, separators=(",", ":")),
+    }  # fmt: skip
+
+
+WEATHER_STEP = mcp_step("get_weather", {"city": "Paris"}, "Sunny in Paris, 21C")
+FORECAST_STEP = mcp_step(
+    "get_forecast", {"city": "Paris", "days": 3}, "Sun on Monday and Tuesday, rain on Wednesday"
+)
+MCP_ITEM = EvaluationItem(
+    input="What is the weather in Paris?",
+    actual_output="It is sunny in Paris, 21 degrees.",
+    intermediate_steps=[WEATHER_STEP],
+    turns=[
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {
+            "role": "assistant",
+            "content": "It is sunny in Paris, 21 degrees.",
+            "intermediateSteps": [WEATHER_STEP],
+        },
+        {"role": "user", "content": "And for the next three days?"},
+        {
+            "role": "assistant",
+            "content": "Sun on Monday and Tuesday, then rain.",
+            "intermediateSteps": [FORECAST_STEP],
+        },
+    ],
+    mcp_servers=[WEATHER_SERVER],
+)
+RED, BLUE, BARS = (image_from_bytes(png, "image/png") for png in (RED_SQUARE, BLUE_SQUARE, CHART))
+_CHART_ANSWER = (
+    f"Sales by month, as a chart:\n{BARS.marker}\nSales rose by 20% in March, the green bar."
+)
+IMAGE_ITEMS = {
+    "text_to_image": EvaluationItem(
+        input="Draw a red square in the middle of a white image.",
+        actual_output=RED.marker,
+        images=[RED],
+    ),
+    "image_editing": EvaluationItem(
+        input=f"Make the square blue.\n{RED.marker}", actual_output=BLUE.marker, images=[RED, BLUE]
+    ),
+    "chart": EvaluationItem(
+        input="How did sales go this quarter?", actual_output=_CHART_ANSWER, images=[BARS]
+    ),
+}
+
+
+def item_for(slug):
+    """The item a catalog metric is run on: the support run, the MCP agent's, an image run's."""
+    category = CATALOG[slug].category
+    if category == "mcp":
+        return MCP_ITEM
+    if category == "images":
+        return IMAGE_ITEMS.get(slug, IMAGE_ITEMS["chart"])
+    return ITEM
+
+
 VERDICT = {"type": "verdict", "verdict": True, "score": 10}
 DAG_NODES = {
     "extract": {
@@ -151,7 +240,7 @@ def run_all(pool, tasks):
 
 def test_every_metric_yields_a_score_and_a_reason(pool):
     slugs = sorted(CATALOG)
-    results = run_all(pool, [task_for(slug, ITEM, i) for i, slug in enumerate(slugs)])
+    results = run_all(pool, [task_for(slug, item_for(slug), i) for i, slug in enumerate(slugs)])
     for slug, result in zip(slugs, results, strict=True):
         entry = CATALOG[slug]
         assert result.error is None, (slug, result.error)
@@ -199,6 +288,9 @@ MISSING = {
     "expected_outcome": {"expected_outcome": None},
     "scenario": {"scenario": None},
     "opponent": {"head_to_head": None},
+    "mcp_servers": {"mcp_servers": None},
+    "input_images": {"input": "Make the square blue."},
+    "output_images": {"actual_output": "I could not draw it."},
 }
 
 
@@ -211,7 +303,7 @@ def test_every_required_input_when_missing_gives_missing_input_naming_it(pool):
     ]
     assert len(cases) > 60
     tasks = [
-        task_for(slug, ITEM.model_copy(update=MISSING[field]), index)
+        task_for(slug, item_for(slug).model_copy(update=MISSING[field]), index)
         for index, (slug, field) in enumerate(cases)
     ]
     for (slug, field), result in zip(cases, run_all(pool, tasks), strict=True):
@@ -336,3 +428,19 @@ def test_an_arena_scores_a_win_or_a_loss_from_the_judges_pick_in_both_positions(
     )
     assert missing.error_kind == "missing_input"
     assert FIELD_SOURCES["opponent"] in missing.error
+
+
+def test_a_check_without_a_judge_reads_an_image_as_text_and_an_image_metric_sees_it(pool):
+    chart = IMAGE_ITEMS["chart"]
+    shown = CATALOG["pattern_match"].config_model.model_validate(
+        {"metric": "pattern_match", "pattern": r"(?s).*\n\[image sha256:[0-9a-f]{64}\]\nSales.*"}
+    )
+    tasks = [
+        make_task(shown.model_dump(), chart, 0),
+        task_for("image_helpfulness", chart, 1),
+        task_for("helpfulness", chart, 2),  # n8n's own metric: its judge reads text
+    ]
+    matched, judged, own = run_all(pool, tasks)
+    assert (matched.score, matched.error) == (1.0, None)
+    assert judged.error is None and judged.judge_calls == 1
+    assert own.error is None and own.judge_calls == 1

@@ -343,29 +343,34 @@ def test_an_evaluation_that_raises_out_of_the_evaluator_is_an_error_row_at_once(
 
 @pytest.fixture
 def temp_folder(tmp_path, monkeypatch):
-    """A temp folder of this test's own, where pools put their working folders."""
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    """A temp folder of this test's own, where pools put their working folders; a home of
+    its own, where a failed pool's log is kept."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "temp"))
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    (tmp_path / "temp").mkdir()
     return tmp_path
 
 
-def test_a_pool_leaves_nothing_in_the_temp_folder(temp_folder):
+def test_a_pool_leaves_nothing_in_the_temp_folder_nor_a_log(temp_folder):
     pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
     try:
         assert evaluate(pool, labelled("ok"))[0].score == 1.0
     finally:
         pool.close()
-    assert list(temp_folder.iterdir()) == []
+    assert list((temp_folder / "temp").iterdir()) == []
+    assert not (temp_folder / "home").exists()  # no log kept, nothing made in the home
 
 
-def test_the_log_of_a_crashed_worker_is_kept_where_its_error_says(temp_folder, caplog):
+def test_the_log_of_a_crashed_worker_is_kept_in_the_home_where_its_error_says(temp_folder, caplog):
     pool = WorkerPool(size=1, timeout_s=30, evaluator=POLLUTER)
     try:
         (crashed,) = evaluate(pool, labelled("crash"))
     finally:
         pool.close()
     assert crashed.error_kind == "worker_crash"
-    (kept,) = temp_folder.iterdir()  # the working folder is gone
-    assert kept.name.startswith("n8n-deepeval-workers-") and kept.suffix == ".log"
+    assert list((temp_folder / "temp").iterdir()) == []  # the working folder is gone
+    (kept,) = (temp_folder / "home" / "logs").iterdir()  # not the system's temp folder
+    assert kept.name.startswith("worker-zygote-") and kept.suffix == ".log"
     assert crashed.error.endswith(f"; its output is in {kept}")
     assert f"a worker failed; the workers' log is kept in {kept}" in caplog.text
     assert b"DeepEval" in kept.read_bytes()  # what the workers printed
@@ -382,7 +387,7 @@ def test_abandoned_evaluations_are_killed_not_awaited(temp_folder):
         assert first.score == 1.0
     finally:
         pool.close()
-    assert list(temp_folder.iterdir()) == []  # a worker killed on purpose did not fail
+    assert not (temp_folder / "home").exists()  # killed on purpose: no failure, no log kept
 
 
 def test_workers_are_recycled_after_their_evaluation_budget():

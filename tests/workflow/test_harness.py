@@ -170,3 +170,33 @@ def test_a_webhook_triggers_stand_in_outputs_the_request_as_n8n_does():
 )  # fmt: skip
 def test_the_default_input_is_what_the_replaced_trigger_outputs(trigger, expected):
     assert default_input(trigger) == expected
+
+
+def test_an_end_node_that_makes_an_image_is_answered_with_the_image_itself():
+    options = {"binaryPropertyOutput": "poster"}
+    draw = node(
+        "Draw",
+        "@n8n/n8n-nodes-langchain.openAi",
+        parameters={"resource": "image", "options": options},
+    )
+    workflow = {
+        "nodes": [
+            node("Webhook", "n8n-nodes-base.webhook"),
+            draw,
+            node("Post", "n8n-nodes-base.slack"),
+        ],
+        "connections": {"Webhook": link("Draw"), "Draw": link("Post")},
+    }
+    webhook = next(
+        n
+        for n in harness_copy(workflow, "Draw", "Draw", "p", "w")["nodes"]
+        if n["name"] == HARNESS_WEBHOOK
+    )
+    assert webhook["parameters"]["responseData"] == "firstEntryBinary"
+    assert webhook["parameters"]["responseBinaryPropertyName"] == "poster"
+    # an image node that only reads an image answers in text: its item as usual
+    draw["parameters"]["operation"] = "analyze"
+    plain = harness_copy(workflow, "Draw", "Draw", "p", "w")["nodes"]
+    assert (
+        "responseData" not in next(n for n in plain if n["name"] == HARNESS_WEBHOOK)["parameters"]
+    )

@@ -1,6 +1,9 @@
 """OpenAI's SDK: DeepEval's OpenAI, Azure OpenAI, OpenRouter and DeepSeek classes, and others.
 
-Others: servers that speak OpenAI's API without a class of their own (``openai-compatible``).
+Others: servers that speak OpenAI's API without a class of their own (``openai-compatible``),
+asked as DeepEval's ``GPTModel`` (``OpenAIModel``) asks a model that takes structured
+outputs and log-probabilities, or with ``structuredOutputs: none`` and ``logprobs: false``
+exactly as DeepEval's ``LocalModel`` asks.
 
 Each class builds its request as it does in DeepEval (``judging.deepeval_call``): OpenAI
 and Azure the strict schema through ``parse`` when the model's data says it takes one,
@@ -176,10 +179,15 @@ CLASSES = {
 class OpenAICompatibleProvider:
     """A server with OpenAI's API and no DeepEval class (vLLM, llama.cpp, LM Studio, …).
 
-    The prompt as a string and temperature 0 unless set, as DeepEval's local model sends
-    them; structured output in the ``structuredOutputs`` form (``strict`` by default);
-    a server that rejects a JSON schema (HTTP 400) is asked in JSON mode from then on,
-    and the cache keys follow. Log-probabilities unless ``logprobs: false``.
+    By default each request is the one DeepEval's ``GPTModel`` sends a model it knows takes
+    structured outputs and log-probabilities (gpt-4.1): the prompt as content parts (its
+    images among them, a remote one by its URL), temperature 0 unless set, the strict
+    schema through ``parse`` (JSON mode through it too), log-probabilities through a plain
+    call. ``structuredOutputs: none`` with ``logprobs: false`` is DeepEval's
+    ``LocalModel``: the prompt as a string (with its images, a list of parts, a remote one
+    fetched and sent inline), no schema, the JSON read from the text. ``schema`` (the plain
+    JSON schema) is neither class's. A server that rejects a JSON schema (HTTP 400) is asked
+    in JSON mode from then on, and the cache keys follow.
     """
 
     def __init__(self, spec: JudgeSpec) -> None:
@@ -203,14 +211,22 @@ class OpenAICompatibleProvider:
         self._where = f"openai-compatible judge at {safe_url(spec.base_url or '')}"
         self.answers_logprobs = spec.logprobs is not False
 
+    reads_images = True  # DeepEval's local model class sends them to any such server
+
     @property
     def wire(self) -> str:
         return self._mode
 
     def _request(self, prompt: str) -> dict[str, Any]:
+        from deepeval.models.llms.multimodal import to_openai_content
+
+        # GPTModel's content parts, or LocalModel's (the form of `none`): a string unless
+        # the prompt holds images, a remote image fetched and sent inline.
+        local = self.spec.structured_outputs == "none"
+        content = to_openai_content(prompt, text_only_as_string=local, inline_remote_images=local)
         request: dict[str, Any] = {
             "model": self.spec.model,
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": [{"role": "user", "content": content}],
             "temperature": self.spec.temperature if self.spec.temperature is not None else 0.0,
         }
         if self.spec.max_tokens is not None:
@@ -223,7 +239,15 @@ class OpenAICompatibleProvider:
         if self._client is None:
             key = ("openai-compatible", self.spec.endpoint)
             self._client = await worker_client(key, self.spec, self._build)
-        call = SdkCall(("chat", "completions", "create"), (), request)
+        # GPTModel asks for a strict schema or JSON mode through the SDK's ``parse``.
+        kind = (request.get("response_format") or {}).get("type")
+        parsed = kind == "json_object" or (kind == "json_schema" and self._mode == "strict")
+        method = (
+            ("beta", "chat", "completions", "parse")
+            if parsed
+            else ("chat", "completions", "create")
+        )
+        call = SdkCall(method, (), request)
         try:
             return await TRANSPORT.send(self._client, call, raw, prompt)
         except TRANSPORT.errors as error:

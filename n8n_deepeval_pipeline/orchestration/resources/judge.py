@@ -16,7 +16,7 @@ import dagster as dg
 from pydantic import Field
 
 from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
+from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy, call_limit_s
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.judging.spec import (
     JUDGE_PROVIDERS,
@@ -77,6 +77,16 @@ class JudgeResource(dg.ConfigurableResource):
     cache_scope: str = Field(default="run", description="run (re-sample per run) or shared")
     state_dir: str = Field(description="Cache, rate window, breaker and slot locks live here.")
     prices_file: str | None = Field(default=None, description="YAML/JSON price additions.")
+    evaluation_timeout_s: float = Field(
+        default=300.0,
+        description="The worker pool's per-evaluation timeout: a judge call made outside an "
+        "evaluation (a simulated user's) has the share of it an evaluation gives its judge.",
+    )
+
+    @property
+    def call_limit_s(self) -> float:
+        """How long a judge call made outside an evaluation may take, retries included."""
+        return call_limit_s(self.evaluation_timeout_s)
 
     def spec_for(self, choice: JudgeChoice | None) -> JudgeSpec:
         """The judge a benchmark (or a metric) names, else this resource's default.

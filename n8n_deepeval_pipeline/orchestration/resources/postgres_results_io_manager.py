@@ -20,7 +20,7 @@ and is imported when a step first connects.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -42,6 +42,7 @@ from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     report_written,
     upsert_key,
 )
+from n8n_deepeval_pipeline.tables.postgres_connection import transaction
 
 # pandas dtype kind → PostgreSQL type, as information_schema.columns names it.
 _SQL_TYPES = {
@@ -105,8 +106,26 @@ def _database_name(connection: Any) -> str:
         return f"PostgreSQL database {str(cursor.fetchone()[0])!r}"
 
 
+def version_index(schema: str, table: str, columns: Collection[str]) -> str | None:
+    """The index of a table's rows by version (and run), made with the table and on older ones.
+
+    A version's rows are read by their ``workflow_hash`` (the results workspace reads a few
+    versions of tables holding every version's rows): without it, each read scans them all.
+    With the ``run_id`` beside it, a version's runs are counted and joined from the index
+    alone. None: the table has no ``workflow_hash``.
+    """
+    if "workflow_hash" not in columns:
+        return None
+    keys = "workflow_hash, run_id" if "run_id" in columns else "workflow_hash"
+    name = _quote(f"{table}_by_version")
+    return f"create index if not exists {name} on {_quote(schema)}.{_quote(table)} ({keys})"
+
+
 def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> list[str]:
-    """Create the table, or add the frame's new columns to it; the names of added columns."""
+    """Create the table, or add the frame's new columns to it; the names of added columns.
+
+    Either way the table gets its index by version, if it has a ``workflow_hash``.
+    """
     wanted = frame_columns(frame)
     stored = stored_columns(connection, schema, table)
     qualified = f"{_quote(schema)}.{_quote(table)}"
@@ -114,6 +133,7 @@ def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> li
         if not stored:
             columns = ", ".join(f"{_quote(name)} {kind}" for name, kind in wanted.items())
             cursor.execute(f"create table {qualified} ({columns})")
+            _index_by_version(cursor, schema, table, wanted)
             return []
         advice = (
             "Rename the table to keep its rows (alter table ... rename), or drop it, and run again."
@@ -123,7 +143,14 @@ def migrate(connection: Any, schema: str, table: str, frame: pd.DataFrame) -> li
         )
         for name in added:
             cursor.execute(f"alter table {qualified} add column {_quote(name)} {wanted[name]}")
+        _index_by_version(cursor, schema, table, [*stored, *added])
     return added
+
+
+def _index_by_version(cursor: Any, schema: str, table: str, columns: Collection[str]) -> None:
+    statement = version_index(schema, table, columns)
+    if statement is not None:
+        cursor.execute(statement)
 
 
 def _python_value(value: Any) -> Any:
@@ -232,15 +259,8 @@ class PostgresClient(DbClient[Any]):
         self, context: dg.OutputContext | dg.InputContext, table_slice: TableSlice
     ) -> Iterator[Any]:
         """A connection whose work commits at the end, or rolls back on error; then closed."""
-        connection = psycopg2_connection(self.url, "n8n-deepeval")
-        try:
+        with transaction(self.url, "n8n-deepeval") as connection:
             yield connection
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-        finally:
-            connection.close()
 
     @staticmethod
     def ensure_schema_exists(
@@ -305,24 +325,6 @@ def _dimension_clause(dimension: TablePartitionDimension) -> str:
         column = dimension.partition_expr
         return f"{column} >= '{start.isoformat()}' and {column} < '{end.isoformat()}'"
     return static_where_clause(dimension)
-
-
-def psycopg2_connection(url: str, application_name: str) -> Any:
-    """A psycopg2 connection to ``url`` (SQLAlchemy's form or libpq's), named for the server."""
-    try:
-        import psycopg2
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise ImportError(
-            "the distributed profile keeps results and journals in PostgreSQL through "
-            "psycopg2: pip install 'n8n-deepeval-pipeline[distributed]'"
-        ) from error
-    return psycopg2.connect(libpq_url(url), application_name=application_name)
-
-
-def libpq_url(url: str) -> str:
-    """The URL without SQLAlchemy's driver part (``postgresql+psycopg2://`` → ``postgresql://``)."""
-    scheme, separator, rest = url.partition("://")
-    return f"{scheme.split('+', 1)[0]}{separator}{rest}"
 
 
 def check_storage_url(url: str) -> None:

@@ -17,7 +17,7 @@ with the ``distributed`` extra.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any, Self
 
 from pydantic import SecretStr, ValidationError
@@ -30,14 +30,11 @@ from n8n_deepeval_pipeline.judging.call_ledger import (
     LedgerDatabase,
     LedgerTag,
 )
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import (
-    libpq_url,
-    psycopg2_connection,
-)
 from n8n_deepeval_pipeline.orchestration.resources.score_journal import (
     JournalEntry,
     kept_results,
 )
+from n8n_deepeval_pipeline.tables.postgres_connection import libpq_url, psycopg2_connection
 
 SCORES_TABLE = "scores"
 """The journal's table: one row per finished evaluation of a chunk."""
@@ -188,11 +185,6 @@ class PostgresScoreJournal:
                 completion_tokens=completion_tokens,
             )
 
-    def clear(self) -> None:
-        """Delete this chunk's results and answered calls (its rows are stored)."""
-        with self._cursor() as cursor:
-            _delete(cursor, self.benchmark, self.partition, self.chunk)
-
 
 def _where(benchmark: str, partition: str, chunk: str | None) -> tuple[str, list[str]]:
     """The rows of a partition, or of one chunk of it: the clause and its values."""
@@ -205,18 +197,21 @@ def _where(benchmark: str, partition: str, chunk: str | None) -> tuple[str, list
     ]
 
 
-def _delete(cursor: Any, benchmark: str, partition: str, chunk: str | None = None) -> None:
-    """Delete the results and answered calls of a partition, or of one chunk of it."""
-    where, values = _where(benchmark, partition, chunk)
-    for table in (SCORES_TABLE, LEDGER_TABLE):
-        cursor.execute(f"delete from {LEDGER_SCHEMA}.{table} {where}", values)
+def clear_postgres_partition(
+    url: str, benchmark: str, partition: str, running: Collection[str] = ()
+) -> None:
+    """Delete a partition's results and answered calls: its table is stored.
 
-
-def clear_postgres_partition(url: str, benchmark: str, partition: str) -> None:
-    """Delete every chunk's results and answered calls of a partition (its table is stored)."""
+    The calls of the ``running`` attempts (runs of it still going) stay theirs.
+    """
+    where, values = _where(benchmark, partition, None)
     connection = connect(url)
     try:
         with connection.cursor() as cursor:
-            _delete(cursor, benchmark, partition)
+            cursor.execute(f"delete from {LEDGER_SCHEMA}.{SCORES_TABLE} {where}", values)
+            cursor.execute(
+                f"delete from {LEDGER_SCHEMA}.{LEDGER_TABLE} {where} and attempt <> all(%s)",
+                [*values, list(running)],
+            )
     finally:
         connection.close()

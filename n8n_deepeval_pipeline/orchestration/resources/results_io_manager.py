@@ -169,11 +169,18 @@ class OpenDatabases:
     other processes (the UI's runs, another CLI run) take the file between steps; their
     connects retry meanwhile. Only a run in this process asks (``kept_open``): any other
     code here may open the file with a configuration of its own afterwards.
+
+    A database whose linger ran out is closed on its timer's thread; the run's end waits
+    for every such close. A close still running while the interpreter shuts down was
+    DuckDB's C++ unwound by the thread's forced exit (``terminate called after throwing
+    an instance of ''``, exit -6), after the run had stored everything: so the timers are
+    joined, and are not daemon threads, which the interpreter would not wait for.
     """
 
     def __init__(self, linger_s: float = LINGER_S) -> None:
         self._linger_s = linger_s
         self._held: dict[str, tuple[Any, threading.Timer]] = {}
+        self._timers: list[threading.Timer] = []  # started since the first run asked
         self._lock = threading.Lock()
         self._asked = 0
 
@@ -188,8 +195,11 @@ class OpenDatabases:
             with self._lock:
                 self._asked -= 1
                 held = [] if self._asked else list(self._held)
+                timers, self._timers = ([], self._timers) if self._asked else (self._timers, [])
             for database in held:
                 self._release(database)
+            for timer in timers:  # cancelled ones end at once; one closing a database, after
+                timer.join()
 
     def hold(self, database: str, config: dict[str, Any]) -> None:
         """Keep ``database`` (opened as ``config`` says) open until ``linger_s`` from now."""
@@ -206,8 +216,8 @@ class OpenDatabases:
                 except duckdb.ConnectionException:  # opened otherwise here: nothing to keep
                     return
             timer = threading.Timer(self._linger_s, self._release, (database,))
-            timer.daemon = True
             self._held[database] = (anchor, timer)
+            self._timers.append(timer)
             timer.start()
 
     def is_held(self, database: str) -> bool:

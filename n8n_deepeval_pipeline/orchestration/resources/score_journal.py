@@ -2,10 +2,12 @@
 
 Every result is appended as it arrives. When a partition's scoring is interrupted (an
 error, a cancelled run, a killed process, a lost machine), the next attempt reuses the
-journal's results for the same tasks and evaluates only the rest; a scoring step that
-completes removes its journal. Everything that is not a judgement (judge outage or
-error, worker crash, timeout) is evaluated again. Beside it, the call ledger keeps every
-judge call as it is answered (``judging.call_ledger``).
+journal's results for the same tasks and evaluates only the rest; the journal is removed
+when the partition's table is stored, not when one of its chunks is (a run killed after
+a chunk finished resumes it whole, and charges what it cost). Everything that is not a
+judgement (judge outage or error, worker crash, timeout) is evaluated again. Beside it,
+the call ledger keeps every judge call as it is answered (``judging.call_ledger``), the
+scoring chunks' and the simulated users' (``SIMULATION_LEDGER``).
 
 Where it lives follows the profile: files under ``$N8N_DEEPEVAL_HOME/journal`` on one
 machine (``local``); the results' PostgreSQL on a fleet (``distributed``, ``kubernetes``),
@@ -17,8 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol, Self
@@ -27,10 +28,17 @@ import dagster as dg
 from pydantic import Field, ValidationError
 
 from n8n_deepeval_pipeline.evaluation import EvaluationResult, EvaluationTask, is_unjudged
-from n8n_deepeval_pipeline.judging.call_ledger import AnsweredCall, LedgerTag, answered_calls
+from n8n_deepeval_pipeline.judging.call_ledger import (
+    AnsweredCall,
+    LedgerTag,
+    answered_calls,
+    forget_calls,
+)
 
 JournalEntry = tuple[str, str, EvaluationResult]
 """(Dagster run id, task fingerprint, result) of one journaled evaluation."""
+SIMULATION_LEDGER = "simulation"
+"""The journal (by chunk name) whose ledger holds the simulated users' answered calls."""
 
 
 class ScoreJournal(Protocol):
@@ -69,10 +77,6 @@ class ScoreJournal(Protocol):
 
     def answered_calls(self) -> Iterator[AnsweredCall]:
         """Every judge call this chunk's attempts were answered."""
-        ...
-
-    def clear(self) -> None:
-        """Forget this chunk's results and answered calls (its rows are stored)."""
         ...
 
 
@@ -133,11 +137,6 @@ class FileScoreJournal:
         """Every call in the chunk's ledger folder."""
         return answered_calls(self.ledger)
 
-    def clear(self) -> None:
-        """Forget this journal's results and answered calls (its rows are stored)."""
-        self.path.unlink(missing_ok=True)
-        shutil.rmtree(self.ledger, ignore_errors=True)
-
 
 class ScoreJournalResource(dg.ConfigurableResource):
     """Where scoring journals live.
@@ -166,20 +165,25 @@ class ScoreJournalResource(dg.ConfigurableResource):
         folder = Path(self.directory) / benchmark / partition
         return FileScoreJournal(folder / f"{chunk}.jsonl", shared=folder)
 
-    def clear_partition(self, benchmark: str, partition: str) -> None:
-        """Forget every chunk journal of a partition (its table is stored)."""
+    def clear_partition(
+        self, benchmark: str, partition: str, running: Collection[str] = ()
+    ) -> None:
+        """Forget a partition's journals and answered calls: its table is stored.
+
+        The calls of the ``running`` attempts (runs of it still going) stay theirs.
+        """
         if self.url is not None:
             from n8n_deepeval_pipeline.orchestration.resources.postgres_score_journal import (
                 clear_postgres_partition,
             )
 
-            clear_postgres_partition(self.url, benchmark, partition)
+            clear_postgres_partition(self.url, benchmark, partition, running)
             return
         folder = Path(self.directory) / benchmark / partition
         for path in folder.glob("*.jsonl"):
             path.unlink(missing_ok=True)
         for ledger in folder.glob("*.calls"):
-            shutil.rmtree(ledger, ignore_errors=True)
+            forget_calls(ledger, set(running))
         with contextlib.suppress(OSError):  # not empty: a chunk is writing again
             folder.rmdir()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import dagster as dg
 
-from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager import libpq_url
+from n8n_deepeval_pipeline.tables.postgres_connection import libpq_url
 
 _SCHEMA = "n8n_deepeval"
 _CREATE = f"""

@@ -1,0 +1,337 @@
+"""``<benchmark>.human_labels`` in the results store: DuckDB here, PostgreSQL for a fleet.
+
+People's labels are the user's data, not a partition's output: no IO manager writes them,
+so no re-run, re-score or backfill replaces them. Each write is its own transaction,
+committed before it returns (the review queue writes a label the moment it is given).
+The table is keyed by run, metric and reviewer; a label given again replaces the last one.
+Reading joins each label with the score its run has now in ``metric_scores`` (or
+``online_scores`` for a production execution), so agreement is measured against the metric
+as it is configured today. A DuckDB file is opened only for each statement's length, with
+the configuration Dagster's IO manager opens it with, so it never keeps a run (here or in
+the UI) from the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import Field
+
+from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
+from n8n_deepeval_pipeline.calibration.label_store import LabelKey, LabelStore
+from n8n_deepeval_pipeline.metrics.catalog import entry_for
+from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
+    connect_waiting_for_locks,
+)
+from n8n_deepeval_pipeline.settings import PRIVATE_FILE_MODE
+from n8n_deepeval_pipeline.statistics.pass_direction import Direction
+from n8n_deepeval_pipeline.tables.postgres_connection import transaction
+from n8n_deepeval_pipeline.tables.rows import HumanLabel
+
+TABLE = HumanLabel.table
+_COLUMNS = tuple(HumanLabel.model_fields)
+_KEY = ("run_id", "metric", "reviewer")
+# The configuration Dagster's DuckDB IO manager opens the file with: one process may hold
+# one database under one configuration only.
+DUCKDB_CONFIG = {"custom_user_agent": "dagster"}
+# Columns of the score tables a label is set beside; an older table may lack the last one.
+_SCORE_COLUMNS = ("case_id", "score", "threshold", "success", "direction", "error_kind", "dry_run")
+_OPTIONAL = ("judge_agreement",)
+
+
+Statement = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
+"""Runs one SQL statement with its values; the rows it returns (none for a write)."""
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class SqlLabelStore(LabelStore):
+    """The label store over one SQL connection per call; DuckDB and PostgreSQL differ in little.
+
+    ``marker`` is the driver's parameter placeholder (``?`` or ``%s``).
+    """
+
+    marker = "?"
+
+    def __init__(self, benchmark: Benchmark) -> None:
+        self.schema = benchmark.name
+        self.directions: dict[str, Direction] = {
+            metric.result_label(): entry_for(metric).direction for metric in benchmark.metrics
+        }
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Statement]:
+        """A statement runner inside one transaction, committed at the end."""
+        raise NotImplementedError
+
+    def _sql(self, text: str) -> str:
+        return text.replace("?", self.marker)
+
+    @property
+    def _table(self) -> str:
+        return f"{_quote(self.schema)}.{TABLE}"
+
+    def _create(self, run: Statement) -> None:
+        run(f"create schema if not exists {_quote(self.schema)}", [])
+        run(
+            f"create table if not exists {self._table} ("
+            "workflow_hash text not null, run_id text not null, metric text not null, "
+            "reviewer text not null, passed boolean, rating integer, comment text, "
+            "labelled_at timestamptz not null, source text not null, "
+            "primary key (run_id, metric, reviewer))",
+            [],
+        )
+
+    def upsert(self, labels: Sequence[HumanLabel]) -> None:
+        """Write labels, replacing those of the same run, metric and reviewer; committed."""
+        if not labels:
+            return
+        names = ", ".join(_COLUMNS)
+        places = ", ".join("?" for _ in _COLUMNS)
+        updates = ", ".join(f"{name} = excluded.{name}" for name in _COLUMNS if name not in _KEY)
+        statement = self._sql(
+            f"insert into {self._table} ({names}) values ({places}) "
+            f"on conflict ({', '.join(_KEY)}) do update set {updates}"
+        )
+        with self._cursor() as run:
+            self._create(run)
+            for label in labels:
+                run(statement, [getattr(label, name) for name in _COLUMNS])
+
+    def delete(self, keys: Iterable[LabelKey]) -> None:
+        """Remove the labels of these keys; committed."""
+        statement = self._sql(
+            f"delete from {self._table} where run_id = ? and metric = ? and reviewer = ?"
+        )
+        with self._cursor() as run:
+            self._create(run)
+            for key in keys:
+                run(statement, list(key))
+
+    def labels(self) -> list[HumanLabel]:
+        """Every label of the benchmark, oldest first."""
+        with self._cursor() as run:
+            if not self._exists(run, TABLE):
+                return []
+            rows = run(f"select {', '.join(_COLUMNS)} from {self._table} order by labelled_at", [])
+        return [HumanLabel(**_utc(dict(zip(_COLUMNS, row, strict=True)))) for row in rows]
+
+    def _exists(self, run: Statement, table: str) -> bool:
+        return bool(self._columns(run, table))
+
+    def _columns(self, run: Statement, table: str) -> set[str]:
+        found = run(
+            self._sql(
+                "select column_name from information_schema.columns "
+                "where table_schema = ? and table_name = ?"
+            ),
+            [self.schema, table],
+        )
+        return {str(name) for (name,) in found}
+
+    def judged(self) -> list[JudgedLabel]:
+        """Every label whose run and metric have a stored score, with that score."""
+        with self._cursor() as run:
+            if not self._exists(run, TABLE):
+                return []
+            rows = self._judged_scores(run) + self._judged_online(run) + self._judged_attacks(run)
+        return [JudgedLabel(**row) for row in rows]
+
+    def _judged_scores(self, run: Statement) -> list[dict[str, Any]]:
+        stored = self._columns(run, "metric_scores")
+        if not stored:
+            return []
+        optional = [f"s.{c}" if c in stored else f"null as {c}" for c in _OPTIONAL]
+        names = [*_LABEL_FIELDS, *_SCORE_COLUMNS, *_OPTIONAL]
+        rows = run(
+            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, "
+            f"{', '.join(f's.{c}' for c in _SCORE_COLUMNS)}, {', '.join(optional)} "
+            f"from {self._table} l join {_quote(self.schema)}.metric_scores s "
+            "on s.run_id = l.run_id and s.metric = l.metric",
+            [],
+        )
+        return [_judged_row(dict(zip(names, row, strict=True)), "benchmark") for row in rows]
+
+    def _judged_online(self, run: Statement) -> list[dict[str, Any]]:
+        if not self._exists(run, "online_scores"):
+            return []
+        names = [
+            *_LABEL_FIELDS,
+            "case_id",
+            "score",
+            "threshold",
+            "success",
+            "error_kind",
+            "dry_run",
+        ]
+        rows = run(
+            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, o.score_id, o.score, "
+            f"o.threshold, o.success, o.error_kind, o.dry_run from {self._table} l "
+            f"join {_quote(self.schema)}.online_scores o "
+            "on o.score_id = l.run_id and o.metric = l.metric",
+            [],
+        )
+        judged = []
+        for row in rows:
+            values = dict(zip(names, row, strict=True))
+            values["direction"] = self.directions.get(values["metric"], "higher_is_better")
+            judged.append(_judged_row(values, "online"))
+        return judged
+
+    def _judged_attacks(self, run: Statement) -> list[dict[str, Any]]:
+        """Labels of the red team's played attacks beside DeepTeam's verdicts (red_team.review)."""
+        if not self._exists(run, "red_team_results"):
+            return []
+        names = [*_LABEL_FIELDS, "case_id", "score", "breached", "error_kind", "dry_run"]
+        rows = run(
+            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, r.attack_id, r.score, "
+            f"r.breached, r.error_kind, r.dry_run from {self._table} l "
+            f"join {_quote(self.schema)}.red_team_results r "
+            f"on {_ATTACK_RUN.format(t='r.')} = l.run_id "
+            f"and {_ATTACK_METRIC.format(t='r.')} = l.metric",
+            [],
+        )
+        judged = []
+        for row in rows:
+            values = dict(zip(names, row, strict=True))
+            values["success"] = not values.pop("breached")
+            values.update(threshold=0.5, direction="higher_is_better")
+            judged.append(_judged_row(values, "red_team"))
+        return judged
+
+    def scored(self, run_ids: Iterable[str]) -> dict[tuple[str, str], str]:
+        """The (run, metric) pairs among these runs with a stored score → the run's hash."""
+        wanted = sorted(set(run_ids))
+        pairs: dict[tuple[str, str], str] = {}
+        if not wanted:
+            return pairs
+        sources = (
+            ("metric_scores", "run_id", "metric"),
+            ("online_scores", "score_id", "metric"),
+            ("red_team_results", _ATTACK_RUN.format(t=""), _ATTACK_METRIC.format(t="")),
+        )
+        with self._cursor() as run:
+            for table, column, metric in sources:
+                if not self._exists(run, table):
+                    continue
+                for start in range(0, len(wanted), 500):
+                    chunk = wanted[start : start + 500]
+                    places = ", ".join("?" for _ in chunk)
+                    found = run(
+                        self._sql(
+                            f"select distinct {column}, {metric}, workflow_hash from "
+                            f"{_quote(self.schema)}.{table} where {column} in ({places})"
+                        ),
+                        chunk,
+                    )
+                    pairs.update({(str(r), str(m)): str(h) for r, m, h in found})
+        return pairs
+
+
+_LABEL_FIELDS = ("run_id", "workflow_hash", "metric", "reviewer", "passed", "rating")
+# A played attack's run and metric, as red_team.review names them.
+_ATTACK_RUN = "({t}workflow_hash || ':' || {t}result_id)"
+_ATTACK_METRIC = "('red_team:' || {t}vulnerability)"
+
+
+def _judged_row(values: dict[str, Any], kind: str) -> dict[str, Any]:
+    values["judge_passed"] = bool(values.pop("success"))
+    values["dry_run"] = bool(values["dry_run"])
+    values["kind"] = kind
+    return values
+
+
+def _utc(values: dict[str, Any]) -> dict[str, Any]:
+    when = values["labelled_at"]
+    if isinstance(when, datetime):
+        values["labelled_at"] = when.astimezone(UTC)
+    return values
+
+
+class DuckDbLabelStore(SqlLabelStore):
+    """Labels in the results' DuckDB file."""
+
+    def __init__(self, benchmark: Benchmark, database: Path) -> None:
+        super().__init__(benchmark)
+        self.database = database
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Statement]:
+        new = not self.database.exists()
+        settings.private_dir(self.database.parent)
+        connection = connect_waiting_for_locks(str(self.database), DUCKDB_CONFIG)
+        if new:
+            self.database.chmod(PRIVATE_FILE_MODE)
+        try:
+            connection.execute("begin transaction")
+
+            def run(statement: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+                result = connection.execute(statement, list(values))
+                return list(result.fetchall()) if result.description else []
+
+            yield run
+            connection.execute("commit")
+        except BaseException:
+            connection.execute("rollback")
+            raise
+        finally:
+            connection.close()
+
+
+class PostgresLabelStore(SqlLabelStore):
+    """Labels in the results' PostgreSQL (the distributed profiles)."""
+
+    marker = "%s"
+
+    def __init__(self, benchmark: Benchmark, url: str) -> None:
+        super().__init__(benchmark)
+        self.url = url
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Statement]:
+        with (
+            transaction(self.url, "n8n-deepeval-labels") as connection,
+            connection.cursor() as cursor,
+        ):
+            # Two writers creating the schema or table at once: one waits for the other.
+            cursor.execute(
+                "select pg_advisory_xact_lock(hashtext(%s))",
+                [f"n8n_deepeval:{self.schema}.{TABLE}"],
+            )
+
+            def run(statement: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+                cursor.execute(statement, list(values))
+                return list(cursor.fetchall()) if cursor.description else []
+
+            yield run
+
+
+class HumanLabelsResource(dg.ConfigurableResource):
+    """Where people's labels are kept: the results' DuckDB file, or their PostgreSQL."""
+
+    database: str | None = Field(default=None, description="The DuckDB file (local profile).")
+    url: str | None = Field(
+        default=None, description="The results' PostgreSQL URL (distributed profiles)."
+    )
+
+    def store(self, benchmark: Benchmark) -> LabelStore:
+        """The label store of one benchmark."""
+        return label_store(benchmark, self.database, self.url)
+
+
+def label_store(benchmark: Benchmark, database: str | None, url: str | None) -> LabelStore:
+    """PostgreSQL when a URL is given, else the DuckDB file."""
+    if url:
+        return PostgresLabelStore(benchmark, url)
+    if database is None:
+        raise ValueError("the label store needs a DuckDB file or a PostgreSQL URL")
+    return DuckDbLabelStore(benchmark, Path(database))

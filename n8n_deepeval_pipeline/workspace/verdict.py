@@ -1,0 +1,124 @@
+"""The verdict of a version against its baseline: the one place every page asks for it.
+
+``version_verdicts`` computes it as ``compare`` and ``run`` do (``summary.gate``'s
+``stored_version_gate``: the versions compared case by case, ``comparison_gate``, and
+incompleteness at ``checks.maxErrorRate``), reading only what the verdict depends on: each
+run's pass flag by dataset row, and each version's score rows counted with the failed ones
+loaded. Pages render the ``Gate`` it returns and never decide a verdict themselves.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from n8n_deepeval_pipeline.statistics.version_comparison import (
+    RunOutcome,
+    VersionComparison,
+    VersionRuns,
+    compare_versions,
+)
+from n8n_deepeval_pipeline.summary.gate import Gate, comparison_gate
+from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary, errors_among, incompleteness
+from n8n_deepeval_pipeline.tables.rows import MetricScore
+from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
+from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders, table
+from n8n_deepeval_pipeline.workspace.versions import StoredVersion
+
+# A run as the verdict reads it: its pass flag (frozen models, shared by every run).
+_PASSED, _FAILED = RunOutcome(passed=True), RunOutcome(passed=False)
+
+
+class VersionVerdict(BaseModel):
+    """A version's gate against its baseline, and each case's verdict in that comparison."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gate: Gate
+    comparison: VersionComparison | None  # None: no baseline
+
+
+def version_verdicts(
+    reader: Reader,
+    schema: str,
+    benchmark: BenchmarkSettings,
+    versions: Sequence[StoredVersion],
+    baselines: Mapping[str, str | None],
+) -> dict[str, VersionVerdict]:
+    """Each version's verdict against its baseline (``baselines``: version key → key).
+
+    ``versions`` holds the ones asked for and their baselines.
+    """
+    by_key = {version.key: version for version in versions}
+    asked = [key for key in baselines if key in by_key]
+    needed = set(asked) | {b for key in asked if (b := baselines[key]) in by_key}
+    runs = _runs_by_row(reader, schema, [by_key[key].workflow_hash for key in sorted(needed)])
+    errors = _errors(reader, schema, [by_key[key].workflow_hash for key in asked])
+    found = {}
+    for key in asked:
+        candidate, base = by_key[key], by_key.get(baselines[key] or "")
+        incomplete = incompleteness(errors[candidate.workflow_hash], None, benchmark.max_error_rate)
+        # What stored_version_gate does for `compare` and `run`, keeping the comparison.
+        comparison = (
+            compare_versions(runs[base.workflow_hash], runs[candidate.workflow_hash])
+            if base
+            else None
+        )
+        base_hash = base.workflow_hash if base else None
+        found[key] = VersionVerdict(
+            gate=comparison_gate(benchmark.fail_on, base_hash, comparison, incomplete),
+            comparison=comparison,
+        )
+    return found
+
+
+def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, VersionRuns]:
+    """Each version's runs by dataset row, as ``tables.comparison.version_runs`` groups them.
+
+    Only each run's pass flag is read: a version's metric results explain its cases' drops,
+    they decide no verdict.
+    """
+    found: dict[str, dict[str, list[RunOutcome]]] = {digest: defaultdict(list) for digest in hashes}
+    if not hashes:
+        return {}
+    for record in reader.records(
+        "select a.workflow_hash, e.row_id, a.overall_success "
+        f"from {table(schema, 'run_aggregates')} as a "
+        f"join {table(schema, 'expanded_runs')} as e "
+        "on e.workflow_hash = a.workflow_hash and e.run_id = a.run_id "
+        # Both sides named: PostgreSQL carries an equality across a join, not a list.
+        f"where a.workflow_hash in ({placeholders(hashes)}) "
+        f"and e.workflow_hash in ({placeholders(hashes)}) order by a.run_id",
+        [*hashes, *hashes],
+    ):
+        outcome = _PASSED if record["overall_success"] else _FAILED
+        found[str(record["workflow_hash"])][str(record["row_id"])].append(outcome)
+    return {digest: dict(rows) for digest, rows in found.items()}
+
+
+def _errors(reader: Reader, schema: str, hashes: list[str]) -> dict[str, ErrorSummary]:
+    """Each version's score errors, counted in the database; only failed rows are loaded."""
+    if not hashes:
+        return {}
+    counts = {
+        str(record["workflow_hash"]): (int(record["scores"]), int(record["runs"]))
+        for record in reader.records(
+            "select workflow_hash, count(*) as scores, count(distinct run_id) as runs "
+            f"from {table(schema, 'metric_scores')} "
+            f"where workflow_hash in ({placeholders(hashes)}) group by workflow_hash",
+            hashes,
+        )
+    }
+    failed: dict[str, list[MetricScore]] = defaultdict(list)
+    for score in model_rows(
+        reader,
+        MetricScore,
+        schema,
+        f"workflow_hash in ({placeholders(hashes)}) "
+        "and error_kind is not null and error_kind <> ''",
+        hashes,
+    ):
+        failed[score.workflow_hash].append(score)
+    return {digest: errors_among(failed[digest], *counts.get(digest, (0, 0))) for digest in hashes}
