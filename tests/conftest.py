@@ -37,6 +37,18 @@ def wilson_by_hand(passed: int, runs: int) -> tuple[float, float]:
     return center - half, center + half
 
 
+def loopback_judge_environment(home: Path, base_url: str) -> dict[str, str]:
+    """What a command run in its own home, judged by a loopback judge at ``base_url``, reads."""
+    return {
+        "N8N_DEEPEVAL_HOME": str(home),
+        "DAGSTER_HOME": str(home / "dagster"),
+        "DEEPEVAL_POOL_SIZE": "2",
+        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
+        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
+        "N8N_DEEPEVAL_JUDGE_BASE_URL": base_url,
+    }
+
+
 @pytest.fixture(scope="session", autouse=True)
 def own_temp_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A temp folder of the session's own, for what pools keep there (a crashed worker's

@@ -336,20 +336,26 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     assert "2 case(s) flagged likely_regression or worse: ord-missing, returns-policy" in (
         compared.stderr
     )
+    # the dry-run judge's placeholders are marked as such among the metrics' deltas
+    marked = {line.split()[0] for line in lines if line.endswith("   dry-run")}
+    assert marked == {"helpfulness", "bias"}
+    assert any(
+        line.startswith("dry-run: scored by the dry-run judge, placeholders") for line in lines
+    )
     unknown = runner.invoke(main, ["compare", str(example_copy), "--baseline", "abcdef0"])
     assert unknown.exit_code == 2 and "no known version starts with 'abcdef0'" in unknown.output
     as_json = runner.invoke(main, ["compare", str(example_copy), "--json"])
     assert as_json.exit_code == 1  # the same gate, the same exit code
     printed = json.loads(as_json.stdout)
     assert (printed["baseline"], printed["candidate"]) == ("f7ee35b359b4", "f7b1504dcb09")
-    assert printed["gate"] == {
+    assert printed["outcome"]["gate"] == {
         "fail_on": "likely_regression",
         "baseline": "f7ee35b359b4",
         "flagged_cases": ["ord-missing", "returns-policy"],
         "has_regression": True,  # as compare exits 1
-        "incomplete": None,
-        "exit_codes": {"run": 5, "compare": 1},
     }
+    assert printed["outcome"]["exit_codes"] == {"run": 5, "compare": 1}
+    assert printed["dry_run_metrics"] == ["bias", "helpfulness"]
     cases = {case["row_id"]: case for case in printed["result"]["cases"]}
     assert cases["ord-missing"]["verdict"] == "likely_regression"
     assert cases["ord-missing"]["p_value"] == pytest.approx(0.05)
@@ -370,7 +376,7 @@ def test_compare_prints_the_verdicts_and_exits_1_on_a_flagged_regression(
     written = runner.invoke(main, ["report", str(example_copy), "--out", str(out)])
     assert written.exit_code == 0, written.output
     results = json.loads((out / "eval-results.json").read_text())
-    assert results["gate"] == printed["gate"]  # one gate object in both
+    assert results["outcome"] == printed["outcome"]  # one outcome object in both
     assert results["workflow_hash"].startswith("f7b1504dcb09")
     assert results["comparison"]["baseline_hash"].startswith("f7ee35b359b4")
     verdicts = {c["row_id"]: c["verdict"] for c in results["comparison"]["result"]["cases"]}
@@ -409,6 +415,22 @@ def test_ui_refuses_an_invalid_benchmark_it_is_named_before_starting_anything(
     assert result.exit_code == 2
     assert f"{bad}: invalid benchmark\n  - name: Input should be a valid string" in result.output
     assert not (tmp_path / "home").exists()  # no instance made, no Dagster started
+
+
+@pytest.mark.parametrize("key", [None, "n8n_api_key"], ids=["url only", "url and key"])
+def test_init_on_a_mistyped_path_says_the_file_is_not_there(monkeypatch, tmp_path, key):
+    """With N8N_API_URL set, a path that is no file was read as an id: "set N8N_API_URL"."""
+    monkeypatch.setenv("N8N_API_URL", "http://127.0.0.1:9")
+    if key is None:
+        monkeypatch.delenv("N8N_API_KEY", raising=False)
+    else:
+        monkeypatch.setenv("N8N_API_KEY", key)
+    mistyped = str(EXAMPLE / "workflow.jsn")
+    done = CliRunner().invoke(main, ["init", mistyped, "--out", str(tmp_path / "b.yaml")])
+    assert (done.exit_code, done.stderr) == (1, f"Error: {mistyped}: no such workflow file\n")
+    monkeypatch.delenv("N8N_API_KEY", raising=False)
+    by_id = CliRunner().invoke(main, ["init", "Vw1t9kXq2Lr3"])  # an id: n8n is needed
+    assert (by_id.exit_code, by_id.stderr) == (1, "Error: set N8N_API_KEY to read from n8n\n")
 
 
 def test_ui_refuses_two_benchmarks_of_one_name_before_starting_anything(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.calibration.review_queue import MetricLabel
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.conftest import loopback_judge_environment
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +27,7 @@ pytestmark = pytest.mark.slow
 def judged_home(tmp_path, monkeypatch):
     judge = LoopbackJudge(latency_s=0.0).start()
     home = tmp_path / "home"
-    for name, value in {
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": f"{judge.base_url}/v1",
-    }.items():
+    for name, value in loopback_judge_environment(home, f"{judge.base_url}/v1").items():
         monkeypatch.setenv(name, value)
     yield home
     judge.stop()
@@ -87,7 +81,7 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     regressed = invoke("run", example_copy, "--json")
     assert regressed.exit_code == 5, regressed.output
     summary = json.loads(regressed.stdout)
-    assert summary["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
+    assert summary["outcome"]["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
     assert next(m for m in summary["metrics"] if m["metric"] == "helpfulness")["decides"]
 
     # Gate on: the same version run again; helpfulness decides nothing, nothing regressed.
@@ -95,7 +89,7 @@ def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     gated = invoke("run", example_copy, "--json")
     assert gated.exit_code == 0, gated.output
     summary = json.loads(gated.stdout)
-    assert summary["gate"]["has_regression"] is False
+    assert summary["outcome"]["gate"]["has_regression"] is False
     assert summary["pass_rate"] == 1.0  # agent_loop_detection alone decides: every run passes
     metric = next(m for m in summary["metrics"] if m["metric"] == "helpfulness")
     assert (metric["decides"], metric["calibration"]["state"], metric["calibration"]["gated"]) == (

@@ -18,7 +18,8 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration import local_runner
 from n8n_deepeval_pipeline.orchestration.local_runner import Materialised
-from n8n_deepeval_pipeline.summary.gate import Gate, version_gate
+from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome, version_outcome
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 
@@ -72,6 +73,7 @@ class FakeRunner:
         from_asset: str | None = None,
         verbose: bool = False,
         regenerate_attacks: bool = False,
+        limits: Limits | None = None,
     ) -> Materialised:
         self.materialised.append(partition)
         return self.ended[partition]
@@ -79,9 +81,12 @@ class FakeRunner:
     def summary(self, partition: str) -> BenchmarkSummary:
         return summarise(self.benchmark.name, partition, self.scores[partition], [], [], [])
 
-    def version_gate(self, partition: str, incomplete: str | None) -> Gate:
+    def outcome(self, partition: str, limits: Limits | None = None) -> VersionOutcome:
+        """The outcome as the runner builds it: the gate against OLDER, no red team."""
         flagged = self.flagged.get(partition, [])
-        return version_gate(self.benchmark.compare.fail_on, OLDER, flagged, incomplete)
+        gate = version_gate(self.benchmark.compare.fail_on, OLDER, flagged)
+        limits = limits or Limits.of(self.benchmark.checks.max_error_rate)
+        return version_outcome(self.summary(partition), gate, None, limits)
 
 
 @pytest.fixture
@@ -191,14 +196,15 @@ def test_a_regressed_run_names_the_flagged_cases_and_the_baseline(
     )
     as_json = CliRunner().invoke(main, ["run", str(example_copy), "--json"])
     assert as_json.exit_code == 5
-    assert json.loads(as_json.stdout)["gate"] == {
+    outcome = json.loads(as_json.stdout)["outcome"]
+    assert outcome["gate"] == {
         "fail_on": "likely_regression",
         "baseline": OLDER[:12],
         "flagged_cases": ["ord-missing", "returns-policy"],
         "has_regression": True,
-        "incomplete": None,
-        "exit_codes": {"run": 5, "compare": 1},
     }
+    assert (outcome["verdict"], outcome["incomplete"]) == ("regressed", None)
+    assert outcome["exit_codes"] == {"run": 5, "compare": 1}
 
 
 def test_two_runs_of_one_version_each_say_their_own_judge_calls_and_the_attempts_total(

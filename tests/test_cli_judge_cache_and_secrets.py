@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, loopback_judge_environment
 
 pytestmark = pytest.mark.slow
 API_KEY = "sk-test-SECRET-7f3a9c"
@@ -30,12 +30,7 @@ def judge():
 def environment(home: Path, server: LoopbackJudge) -> dict[str, str]:
     return {
         **os.environ,
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": f"{server.base_url}?token={URL_TOKEN}",
+        **loopback_judge_environment(home, f"{server.base_url}?token={URL_TOKEN}"),
         "N8N_DEEPEVAL_JUDGE_API_KEY": API_KEY,
     }
 

@@ -11,6 +11,7 @@ from dagster._cli.workspace.cli_target import WorkspaceOpts, workspace_opts_to_l
 from dagster._core.storage.tags import REPOSITORY_LABEL_TAG
 
 from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.orchestration.assets import VERDICT_TAG
 from n8n_deepeval_pipeline.orchestration.code_location import DEFINITIONS_MODULE
 from n8n_deepeval_pipeline.orchestration.run_owner import HOST_TAG, PID_TAG, owner_tags
 from tests.test_cli import cli_home  # noqa: F401  (a fixture)
@@ -46,7 +47,13 @@ def test_a_cli_run_is_on_its_job_page_and_a_regression_is_a_verdict(
         label = f"__repository__@{location.location_name}"
         runs = instance.get_runs(dg.RunsFilter(job_name=JOB, tags={REPOSITORY_LABEL_TAG: label}))
     assert len(runs) == 2
-    assert [run.status for run in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
+    # newest first: the regressed version's run fails on its verdict, tagged so; the first
+    # passed (both were successes before, the regression green in the runs list)
+    assert [run.status for run in runs] == [
+        dg.DagsterRunStatus.FAILURE,
+        dg.DagsterRunStatus.SUCCESS,
+    ]
+    assert [run.tags[VERDICT_TAG] for run in runs] == ["regressed", "passed"]
     for run in runs:
         assert run.remote_job_origin.job_name == JOB
         assert run.remote_job_origin.repository_origin.code_location_origin == location

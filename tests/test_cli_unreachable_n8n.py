@@ -78,3 +78,49 @@ def test_a_run_whose_step_lost_n8n_exits_8_with_that_line(example_copy, monkeypa
     done = CliRunner().invoke(main, ["run", str(example_copy)])
     assert done.exit_code == 8, done.output
     assert done.stderr.splitlines()[-1] == f"Error: {line}"
+
+
+HARNESS = {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "AI Agent",
+           "mocks": "services"}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {},
+        {"target": {**HARNESS, "variants": {"nano": {"AI Agent": {"options.maxIterations": 3}}}}},
+        {"redTeam": {"vulnerabilities": [{"name": "ExcessiveAgency"}]}},
+    ],
+    ids=["plain", "variants", "red team"],
+)
+def test_a_harness_run_exits_8_in_one_line_before_any_run_starts(unreachable, section, tmp_path):
+    """The workflow is a file; only the harness copy needs n8n: it is asked first.
+
+    Before, the run started and a step failed: exit 4 with Dagster's error on several lines
+    (the variants' processes and the red team each their own), after 12 to 45 s.
+    """
+    path, origin = unreachable
+    document = yaml.safe_load(path.read_text())
+    document["workflow"] = "workflow.json"
+    document.update({"target": HARNESS, "metrics": [{"metric": "exact_match"}], **section})
+    document.pop("aggregate")
+    path.write_text(yaml.safe_dump(document))
+    done = CliRunner().invoke(main, ["run", str(path)])
+    assert (done.exit_code, done.stderr.splitlines()[-1]) == (8, said(origin).strip())
+    assert "secret" not in done.output
+    assert not (tmp_path / "home" / "dagster").exists()  # no instance opened, no run made
+
+
+def test_a_step_that_lost_n8n_is_read_from_dagster_s_error_as_well():
+    """A step's error names the class with its module when it caused the step to fail."""
+    from n8n_deepeval_pipeline.console.exits import n8n_unreachable
+
+    line = "n8n at http://127.0.0.1:5999 cannot be reached (ConnectError: refused): is it …"
+    errors = (
+        "dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while "
+        'executing op "support_agent__agent_outputs":',
+        f"n8n_deepeval_pipeline.n8n_api.client.N8nUnreachable: {line}",
+    )
+    assert n8n_unreachable(errors) == line
+    assert n8n_unreachable((f"N8nUnreachable: {line}",)) == line
+    assert n8n_unreachable(("ValueError: N8nUnreachable: no",)) is None

@@ -344,7 +344,11 @@ class Benchmark(ConfigModel):
     workflow: FilePath | N8nWorkflowRef = Field(
         description="An exported workflow file, or {id: …} for a workflow read from n8n."
     )
-    dataset: DatasetConfig = Field(description="Where the rows come from.")
+    dataset: DatasetConfig | None = Field(
+        default=None,
+        description="Where the rows come from (required, unless a redTeam section is the "
+        "whole benchmark: no dataset and no metrics).",
+    )
     runs_per_row: int = Field(
         default=1, ge=1, le=100, description="Repeated runs of each row, for consistency."
     )
@@ -363,7 +367,9 @@ class Benchmark(ConfigModel):
         default=None, description="Where results are written back to n8n, besides DuckDB."
     )
     metrics: list[MetricSpec] = Field(
-        min_length=1, description="The metrics every run is scored on, by slug."
+        default_factory=list,
+        description="The metrics every run is scored on, by slug (at least one, unless a "
+        "redTeam section is the whole benchmark).",
     )
     aggregate: AggregateConfig = Field(
         default=AggregateConfig(), description="How a run passes (the seed's Aggregate)."
@@ -493,8 +499,46 @@ class Benchmark(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _runs_or_a_red_team_alone(self) -> Benchmark:
+        # A red team attacks with its own messages: a benchmark may be only that.
+        if self.dataset is not None and not self.metrics:
+            raise ValueError(
+                "metrics: give at least one metric to score the dataset's runs (a redTeam "
+                "section alone needs neither dataset nor metrics)"
+            )
+        if self.dataset is not None:
+            return self
+        if self.red_team is None:
+            raise ValueError(
+                "dataset: Field required (only a benchmark that is a redTeam section alone "
+                "has none)"
+            )
+        alone = {"metrics": self.metrics, "simulation": self.simulation, "sink": self.sink,
+                 "online": self.online}  # fmt: skip
+        given = [name for name, value in alone.items() if value]
+        if given:
+            raise ValueError(
+                f"{given[0]}: a benchmark without a dataset is a redTeam section alone; "
+                f"{given[0]} needs the dataset's runs: give a dataset, or remove {given[0]}"
+            )
+        return self
+
+    @property
+    def red_team_only(self) -> bool:
+        """Whether the benchmark is a red team alone: no dataset, no metrics, no runs."""
+        return self.dataset is None
+
+    @property
+    def runs_dataset(self) -> DatasetConfig:
+        """The dataset whose rows become runs (only a red team alone has none, and no runs)."""
+        if self.dataset is None:
+            raise ValueError(f"{self.name}: a red team alone has no dataset and no runs")
+        return self.dataset
+
+    @model_validator(mode="after")
     def _group_field_present(self) -> Benchmark:
-        if self.consistency.group_by_field == "sourceTableId" and self.dataset.data_table is None:
+        from_file = self.dataset is None or self.dataset.data_table is None
+        if self.consistency.group_by_field == "sourceTableId" and from_file:
             raise ValueError(
                 "consistency.groupByField 'sourceTableId': runs of a dataset file have no "
                 "evalContext.sourceTableId (it is the dataset's n8n Data Table)"

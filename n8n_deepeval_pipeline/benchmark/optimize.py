@@ -74,12 +74,9 @@ class SimbaOptions(ConfigModel):
 AlgorithmOptions = GepaOptions | Miprov2Options | CoproOptions | SimbaOptions
 
 
-class OptimizeBudget(ConfigModel):
-    """Caps on what the search may spend (unset: no cap). The held-out proof is apart."""
+class JudgeBudget(ConfigModel):
+    """Caps on the judge calls a search may pay for (unset: no cap). The held-out part is apart."""
 
-    workflow_calls: int | None = Field(
-        default=None, ge=1, description="Workflow calls (one per candidate and training row)."
-    )
     judge_calls: int | None = Field(
         default=None,
         ge=1,
@@ -87,6 +84,14 @@ class OptimizeBudget(ConfigModel):
     )
     cost_usd: float | None = Field(
         default=None, gt=0, description="USD the judge calls cost, priced by their models."
+    )
+
+
+class OptimizeBudget(JudgeBudget):
+    """Caps on what the search may spend (unset: no cap). The held-out proof is apart."""
+
+    workflow_calls: int | None = Field(
+        default=None, ge=1, description="Workflow calls (one per candidate and training row)."
     )
 
 
@@ -103,7 +108,35 @@ class HeldOutSplit(ConfigModel):
     seed: int = Field(default=0, description="Seed of the split (and of the algorithm).")
 
 
-class OptimizeConfig(ConfigModel):
+class AlgorithmChoice(ConfigModel):
+    """DeepEval's algorithm and its options (only the chosen algorithm's may be set)."""
+
+    algorithm: AlgorithmName = Field(
+        default="gepa", description="DeepEval's algorithm: gepa, miprov2, copro or simba."
+    )
+    gepa: GepaOptions = Field(default=GepaOptions(), description="GEPA's options.")
+    miprov2: Miprov2Options = Field(default=Miprov2Options(), description="MIPROv2's options.")
+    copro: CoproOptions = Field(default=CoproOptions(), description="COPRO's options.")
+    simba: SimbaOptions = Field(default=SimbaOptions(), description="SIMBA's options.")
+
+    @model_validator(mode="after")
+    def _options_of_the_algorithm(self) -> AlgorithmChoice:
+        for name in ALGORITHMS:
+            if name in self.model_fields_set and name != self.algorithm:
+                raise ValueError(
+                    f"{name}: options of another algorithm than {self.algorithm!r}; set "
+                    f"algorithm: {name}, or remove them"
+                )
+        return self
+
+    @property
+    def options(self) -> AlgorithmOptions:
+        """The chosen algorithm's options."""
+        options: AlgorithmOptions = getattr(self, self.algorithm)
+        return options
+
+
+class OptimizeConfig(AlgorithmChoice):
     """What to optimise, with which algorithm, against which metrics, within what."""
 
     node: NonBlank | None = Field(
@@ -115,13 +148,6 @@ class OptimizeConfig(ConfigModel):
         description="Its parameter path (default: an agent's options.systemMessage; a "
         "chain's system message, else its text).",
     )
-    algorithm: AlgorithmName = Field(
-        default="gepa", description="DeepEval's algorithm: gepa, miprov2, copro or simba."
-    )
-    gepa: GepaOptions = Field(default=GepaOptions(), description="GEPA's options.")
-    miprov2: Miprov2Options = Field(default=Miprov2Options(), description="MIPROv2's options.")
-    copro: CoproOptions = Field(default=CoproOptions(), description="COPRO's options.")
-    simba: SimbaOptions = Field(default=SimbaOptions(), description="SIMBA's options.")
     metrics: list[NonBlank] | None = Field(
         default=None,
         min_length=1,
@@ -141,19 +167,3 @@ class OptimizeConfig(ConfigModel):
         description="Adopt the best candidate when its held-out pass rate is significantly "
         "higher than the workflow's (one-sided Fisher p < 0.05), or merely higher.",
     )
-
-    @model_validator(mode="after")
-    def _options_of_the_algorithm(self) -> OptimizeConfig:
-        for name in ALGORITHMS:
-            if name in self.model_fields_set and name != self.algorithm:
-                raise ValueError(
-                    f"{name}: options of another algorithm than {self.algorithm!r}; set "
-                    f"algorithm: {name}, or remove them"
-                )
-        return self
-
-    @property
-    def options(self) -> AlgorithmOptions:
-        """The chosen algorithm's options."""
-        options: AlgorithmOptions = getattr(self, self.algorithm)
-        return options

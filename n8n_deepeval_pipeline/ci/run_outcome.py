@@ -64,8 +64,14 @@ def run_outcome(
     """
     if document is None:
         return RunOutcome(file=file, benchmark=file, exit_code=exit_code, why=meaning)
-    gate = document.get("gate") or {}
-    incomplete = document.get("incomplete") or gate.get("incomplete")
+    # The version's outcome (summary.outcome); a workflow run with its variants prints each
+    # version's, the workflow's first.
+    printed = document.get("outcome") or {}
+    members = printed.get("members") or [printed]
+    gate = members[0].get("gate") or {}
+    incomplete = next(
+        (member["incomplete"]["text"] for member in members if member.get("incomplete")), None
+    )
     why = f"{meaning}: {incomplete}" if incomplete else meaning
     workflow_hash = document.get("workflow_hash")
     return RunOutcome(

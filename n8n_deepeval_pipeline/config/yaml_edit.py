@@ -1,12 +1,14 @@
-"""A mapping entry added to a YAML file's text, leaving every other byte as the user wrote it.
+"""An entry added to a YAML file's text, leaving every other byte as the user wrote it.
 
 The document is not loaded and dumped again (that would drop its comments, quoting,
 order and blank lines): it is composed only to find where the mapping at a path ends,
 and the new entry's text is inserted there, in the mapping's own style, at its
 indentation (block), or before its closing brace (flow, as JSON, which YAML reads). A
-mapping missing at the end of the path is added to its parent the same way. The result
-is checked by loading it: it must be the document as it was, plus the entry, or the edit
-is refused (``YamlEditError``) and nothing is written.
+mapping missing at the end of the path is added to its parent the same way. An item is
+added to a list after a given item the same way (``with_item``), and a scalar value
+replaced where it stands (``with_value``). The result is checked by loading it: it must be
+the document as it was, plus the change, or the edit is refused (``YamlEditError``) and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -23,7 +25,11 @@ class YamlEditError(ValueError):
 
 
 class _BlockText(yaml.SafeDumper):
-    """Multi-line text as a literal block (``|``), as a person writes a prompt."""
+    """Text and collections as people write them.
+
+    Multi-line text as a literal block (``|``), as a prompt is written; a list or mapping of
+    one-line values on one line (``[INPUT, ACTUAL_OUTPUT]``).
+    """
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -35,7 +41,24 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
+def _one_line(value: Any) -> bool:
+    return isinstance(value, bool | int | float) or (isinstance(value, str) and "\n" not in value)
+
+
+def _list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
+    flow = bool(value) and all(_one_line(item) for item in value)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", value, flow_style=flow)
+
+
+def _mapping(dumper: yaml.SafeDumper, value: dict[Any, Any]) -> yaml.MappingNode:
+    flow = bool(value) and all(_one_line(item) for item in value.values())
+    node = dumper.represent_mapping("tag:yaml.org,2002:map", value.items(), flow_style=flow)
+    return node
+
+
 _BlockText.add_representer(str, _text)
+_BlockText.add_representer(list, _list)
+_BlockText.add_representer(dict, _mapping)
 
 
 def _child(node: yaml.MappingNode, key: str) -> yaml.Node | None:
@@ -46,7 +69,7 @@ def _child(node: yaml.MappingNode, key: str) -> yaml.Node | None:
     return None
 
 
-def _block(entry: dict[str, Any], indent: int) -> str:
+def _block(entry: dict[str, Any] | list[Any], indent: int) -> str:
     dumped = yaml.dump(entry, Dumper=_BlockText, sort_keys=False, allow_unicode=True, width=4096)
     return "".join(
         " " * indent + line if line.strip() else line for line in dumped.splitlines(True)
@@ -85,6 +108,51 @@ def _insert(text: str, mapping: yaml.MappingNode, entry: dict[str, Any]) -> str:
     return text[:at] + prefix + _block(entry, indent) + text[at:]
 
 
+def _at(text: str, path: tuple[str, ...]) -> yaml.Node:
+    """The node at ``path`` of the document's mappings (``YamlEditError`` when there is none)."""
+    node: yaml.Node | None = yaml.compose(text, Loader=yaml.SafeLoader)
+    for depth, part in enumerate(path):
+        found = _child(node, part) if isinstance(node, yaml.MappingNode) else None
+        if found is None:
+            raise YamlEditError(f"{'.'.join(path[: depth + 1])} is not in the file")
+        node = found
+    if node is None:
+        raise YamlEditError("the document is empty")
+    return node
+
+
+def with_item(text: str, path: tuple[str, ...], after: int, value: Any) -> str:
+    """``text`` with ``value`` added to the list at ``path``, right after its item ``after``."""
+    sequence = _at(text, path)
+    if not isinstance(sequence, yaml.SequenceNode) or after >= len(sequence.value):
+        raise YamlEditError(f"{'.'.join(path)} has no item {after}")
+    item = sequence.value[after]
+    if sequence.flow_style:
+        at = item.end_mark.index
+        edited = text[:at] + ", " + json.dumps(value, ensure_ascii=False) + text[at:]
+    else:
+        at = _after_content(text, item.end_mark.index)
+        prefix = "" if at == 0 or text[at - 1] == "\n" else "\n"
+        edited = text[:at] + prefix + _block([value], sequence.start_mark.column) + text[at:]
+    expected = copy.deepcopy(yaml.safe_load(text))
+    _holder(expected, path[:-1])[path[-1]].insert(after + 1, value)
+    _loads_as(edited, expected)
+    return edited
+
+
+def with_value(text: str, path: tuple[str, ...], value: Any) -> str:
+    """``text`` with the scalar at ``path`` replaced by ``value`` (as JSON, which YAML reads)."""
+    node = _at(text, path)
+    if not isinstance(node, yaml.ScalarNode):
+        raise YamlEditError(f"{'.'.join(path)} is not a single value")
+    start, end = node.start_mark.index, node.end_mark.index
+    edited = text[:start] + json.dumps(value, ensure_ascii=False) + text[end:]
+    expected = copy.deepcopy(yaml.safe_load(text))
+    _holder(expected, path[:-1])[path[-1]] = value
+    _loads_as(edited, expected)
+    return edited
+
+
 def with_entry(text: str, path: tuple[str, ...], key: str, value: Any) -> str:
     """``text`` with ``key: value`` added to the mapping at ``path`` (made if missing)."""
     root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -110,16 +178,26 @@ def with_entry(text: str, path: tuple[str, ...], key: str, value: Any) -> str:
     return edited
 
 
+def _holder(document: Any, path: tuple[str, ...]) -> Any:
+    """The mapping at ``path`` of a loaded document (made where missing)."""
+    holder = document
+    for part in path:
+        holder = holder.setdefault(part, {})
+    return holder
+
+
 def _check(before: str, after: str, path: tuple[str, ...], key: str, value: Any) -> None:
     """The edited text must load as the document plus the entry, and nothing else."""
     expected = copy.deepcopy(yaml.safe_load(before))
-    holder = expected
-    for part in path:
-        holder = holder.setdefault(part, {})
-    holder[key] = value
+    _holder(expected, path)[key] = value
+    _loads_as(after, expected)
+
+
+def _loads_as(after: str, expected: Any) -> None:
+    """The edited text must load as ``expected``, and nothing else."""
     try:
         loaded = yaml.safe_load(after)
     except yaml.YAMLError as error:
         raise YamlEditError(f"the edited file would not be valid YAML: {error}") from None
     if loaded != expected:
-        raise YamlEditError("the edited file would not read back as the document plus the entry")
+        raise YamlEditError("the edited file would not read back as the document plus the change")

@@ -17,9 +17,11 @@ verbose_option = click.option(
 def check(path: Path, for_run: bool = False) -> Any:
     """Validate a benchmark; what lives in n8n is read with the environment's API key.
 
-    ``for_run``: what the run needs (n8n for a harness copy) is refused here, in one line,
-    rather than by a failed step.
+    ``for_run``: what the run needs (n8n for a harness copy or a sink) is refused here, in
+    one line, rather than by a failed step: an n8n that does not answer is said (exit 8)
+    before any run, variant or red team starts.
     """
+    from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
     from n8n_deepeval_pipeline.console.validation import check_benchmark
     from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
 
@@ -27,7 +29,11 @@ def check(path: Path, for_run: bool = False) -> Any:
     if client is None:
         return check_benchmark(path, for_run=for_run)
     with client:
-        return check_benchmark(path, client, for_run)
+        checked = check_benchmark(path, client, for_run)
+        benchmark = checked[0]
+        if for_run and (isinstance(benchmark.target, WorkflowTarget) or benchmark.sink):
+            client.check_answers()
+        return checked
 
 
 def warn(path: Path, warnings: Sequence[str]) -> None:
@@ -52,10 +58,20 @@ def runner(
 
 
 def api_client() -> Any:
-    """The n8n the environment names; a command that needs one refuses to run without it."""
-    from n8n_deepeval_pipeline.n8n_api.client import client_from_environment
+    """The n8n the environment names; a command that needs one refuses to run without it.
+
+    The refusal names the variables that are not set, and only those.
+    """
+    import os
+
+    from n8n_deepeval_pipeline.n8n_api.client import (
+        API_KEY_ENV,
+        API_URL_ENV,
+        client_from_environment,
+    )
 
     client = client_from_environment()
     if client is None:
-        raise click.ClickException("set N8N_API_URL and N8N_API_KEY to read from n8n")
+        unset = [name for name in (API_URL_ENV, API_KEY_ENV) if not os.environ.get(name)]
+        raise click.ClickException(f"set {' and '.join(unset)} to read from n8n")
     return client

@@ -409,8 +409,19 @@ def review(
     help="Write METRIC's fitted threshold into FILE (repeatable): only its threshold value "
     "changes (or a threshold line is added); comments and formatting stay.",
 )
+@click.option(
+    "--align",
+    "align",
+    metavar="METRIC",
+    help="Rewrite METRIC's criteria or evaluation steps (a G-Eval's, a DAG's node texts) with "
+    "DeepEval's PromptOptimizer so that its judge agrees with the labels (calibration.align); "
+    "written as METRIC_aligned only when kappa on held-out rows improves.",
+)
+@click.option("--fresh", is_flag=True, help="With --align: start the search over, not resume it.")
 @storage_faults_refused
-def calibration(file: Path, as_json: bool, adopt: tuple[str, ...]) -> None:
+def calibration(
+    file: Path, as_json: bool, adopt: tuple[str, ...], align: str | None, fresh: bool
+) -> None:
     """How far benchmark FILE's judges agree with people's labels, metric by metric.
 
     Raw agreement, Cohen's kappa with a 95% bootstrap interval (resampling dataset rows),
@@ -420,6 +431,12 @@ def calibration(file: Path, as_json: bool, adopt: tuple[str, ...]) -> None:
     """
     from n8n_deepeval_pipeline.calibration.measurement import measure, render_calibration
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+
+    if align is not None:
+        if adopt:
+            raise click.UsageError("give one of --align or --adopt")
+        _align(file, align, fresh, as_json)
+        return
 
     try:
         with local_instance() as instance:
@@ -466,3 +483,67 @@ def _adopt(file: Path, benchmark: Any, measured: Any, metric: str) -> None:
         f"{shown(fit.cross_validated_kappa)})",
         err=True,
     )
+
+
+def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
+    """Align one metric's text with the labels; write it only when held-out kappa improves."""
+    import shutil
+
+    from n8n_deepeval_pipeline.calibration.aligned_metric import (
+        AlignedMetricError,
+        adopt_aligned,
+        already_there,
+    )
+    from n8n_deepeval_pipeline.console.align_report import (
+        align_round_line,
+        alignment_json,
+        render_alignment,
+    )
+    from n8n_deepeval_pipeline.orchestration import judge_alignment as flow
+    from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.orchestration.prompt_optimization import cli_resources
+    from n8n_deepeval_pipeline.worker.launcher import ChildFailed
+
+    resources = cli_resources()
+    try:
+        with local_instance() as instance:
+            runner = benchmarks.runner(file, instance)
+            plan = flow.plan_alignment(runner, metric, resources)
+    except (BenchmarkConfigError, flow.AlignmentRefused) as error:
+        raise Refused(str(error), EXIT_ERROR) from None
+    folder = flow.alignment_folder(plan)
+    if fresh:
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    click.echo(
+        f"aligning {metric} on {len(plan.split.examples)} labelled training runs; kept in {folder}",
+        err=True,
+    )
+    try:
+        alignment = flow.run_alignment(
+            plan, resources, folder, lambda report: click.echo(align_round_line(report), err=True)
+        )
+    except ChildFailed as failed:  # the optimiser's process: its exit code and last lines
+        raise Refused(failed.message, EXIT_ERROR) from None
+    finally:
+        resources.pool.pool.close()
+    written = None
+    best = alignment.outcome.best_text
+    existing = already_there(plan.benchmark, plan.config, best)
+    if alignment.decision == "improved" and existing is not None:
+        written = f"{file} has it already, as {existing}: nothing written"
+    elif alignment.decision == "improved":
+        try:
+            label = adopt_aligned(file, plan.benchmark, plan.config, best)
+        except AlignedMetricError as error:
+            raise Refused(f"--align {metric}: {error}; nothing written", EXIT_ERROR) from None
+        written = (
+            f"{label} written into {file} beside {metric}, deciding no run until you list it "
+            "in aggregate.metrics"
+        )
+    if as_json:
+        click.echo(json.dumps(alignment_json(alignment, written), indent=2))
+    else:
+        click.echo(render_alignment(alignment, written))
+    if written is None:
+        sys.exit(EXIT_ERROR)

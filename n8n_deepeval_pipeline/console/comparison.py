@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -10,7 +10,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     OverallPassRate,
     VersionComparison,
 )
-from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.outcome import VersionOutcome
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 
 
@@ -65,11 +65,13 @@ def render_comparison(
     baseline: str,
     candidate: str,
     scenarios: Mapping[str, str] | None = None,
+    placeholders: Collection[str] = (),
 ) -> str:
     """Headline, the verdict of every case, metric deltas and notable failure drift.
 
     ``scenarios``: row id → the scenario of a simulated conversation's row, named under
-    the cases table.
+    the cases table; ``placeholders``: the metrics the dry-run judge scored (in either
+    version), marked so: their deltas are placeholders', not judgements'.
     """
     width = max([len("case")] + [len(case.row_id) for case in comparison.cases])
     counts = " · ".join(f"{v} {n}" for v, n in comparison.verdict_counts.items() if n)
@@ -88,8 +90,14 @@ def render_comparison(
         lines += [
             f"{delta.metric:<21} {_score_delta(delta.mean_score_delta):>7}   "
             f"{_points(delta.pass_rate_delta):>6}"
+            + ("   dry-run" if delta.metric in placeholders else "")
             for delta in comparison.metric_deltas
         ]
+        if any(delta.metric in placeholders for delta in comparison.metric_deltas):
+            lines.append(
+                "dry-run: scored by the dry-run judge, placeholders rather than judgements "
+                "(set N8N_DEEPEVAL_JUDGE_* to use a real judge)"
+            )
     notable = [drift for drift in comparison.failure_drift if drift.notable]
     if notable:
         lines += ["", "failure categories that moved:"]
@@ -106,17 +114,24 @@ def _score_delta(value: float | None) -> str:
 
 
 def comparison_json(
-    comparison: VersionComparison, baseline: str, candidate: str, gate: Gate
+    comparison: VersionComparison,
+    baseline: str,
+    candidate: str,
+    outcome: VersionOutcome,
+    placeholders: Collection[str] = (),
 ) -> dict[str, Any]:
-    """What `compare --json` prints: the gate, the verdict table with intervals, deltas, drift.
+    """What `compare --json` prints: the outcome, the verdict table with intervals, deltas.
 
-    ``gate``: the cases failing compare.failOn and the exit codes, as eval-results.json
-    carries it. Each case carries ``p_value``, the one-sided p in the direction it moved
-    (the text's and the report's), beside both one-sided p-values.
+    ``outcome``: the candidate's against this baseline (its gate, breaches, whether it is
+    incomplete, the exit codes), as eval-results.json and ``run --json`` carry it. Each
+    case carries ``p_value``, the one-sided p in the direction it moved (the text's and
+    the report's), beside both one-sided p-values; ``dry_run_metrics``: the metrics the
+    dry-run judge scored.
     """
     return {
         "baseline": version_key(baseline),
         "candidate": version_key(candidate),
-        "gate": gate.model_dump(mode="json"),
+        "outcome": outcome.model_dump(mode="json"),
+        "dry_run_metrics": sorted(placeholders),
         "result": comparison.model_dump(mode="json"),
     }

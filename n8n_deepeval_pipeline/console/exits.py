@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,20 +12,22 @@ import click
 from pydantic import BaseModel, ConfigDict
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.summary.gate import (  # what a version's gate and errors decide
-    EXIT_COMPARE_FAILED as EXIT_COMPARE_FAILED,
+from n8n_deepeval_pipeline.summary.exit_codes import (  # what a version's outcome decides
+    EXIT_BELOW_FAIL_UNDER as EXIT_BELOW_FAIL_UNDER,
 )
-from n8n_deepeval_pipeline.summary.gate import EXIT_INCOMPLETE as EXIT_INCOMPLETE
-from n8n_deepeval_pipeline.summary.gate import EXIT_REGRESSION as EXIT_REGRESSION
-from n8n_deepeval_pipeline.summary.gate import EXIT_RUN_REGRESSION as EXIT_RUN_REGRESSION
+from n8n_deepeval_pipeline.summary.exit_codes import (
+    EXIT_BREACH_OVER_FAIL_ON as EXIT_BREACH_OVER_FAIL_ON,
+)
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_COMPARE_FAILED as EXIT_COMPARE_FAILED
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_INCOMPLETE as EXIT_INCOMPLETE
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_N8N_UNREACHABLE as EXIT_N8N_UNREACHABLE
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_NEW_BREACH as EXIT_NEW_BREACH
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_REGRESSION as EXIT_REGRESSION
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_RUN_FAILED as EXIT_RUN_FAILED
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_RUN_REGRESSION as EXIT_RUN_REGRESSION
+from n8n_deepeval_pipeline.summary.exit_codes import RUN_EXIT_LADDER as RUN_EXIT_LADDER
 
-# Exit codes of `run`, one per way it can disappoint, for CI scripts (3 and 5: the gate's).
-EXIT_BELOW_FAIL_UNDER = 1
 EXIT_INVALID_CONFIG = 2
-EXIT_RUN_FAILED = 4  # also any command's storage failing: a full disk, a corrupt database
-EXIT_BREACH_OVER_FAIL_ON = 6  # a vulnerability's breach rate is above redTeam.failOn
-EXIT_NEW_BREACH = 7  # a vulnerability breaches more than in the baseline (no_new_breach)
-EXIT_N8N_UNREACHABLE = 8  # any command reading n8n: it did not answer (not the file's fault)
 EXIT_NOT_ADOPTED = 1  # optimize: the best candidate did not prove better on the held-out rows
 # click's own: a ClickException said in one line, and a usage error.
 EXIT_ERROR = 1
@@ -61,10 +64,11 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_INCOMPLETE,
         commands=("run", "backfill"),
-        when="incomplete (for `backfill`, a version is): a judge outage (unless "
-        "`--max-error-rate` is given), or more than `--max-error-rate` (default "
-        "`checks.maxErrorRate`, 5%) of the workflow calls failed or of the scores have no "
-        "judgement (the last line of stderr names each one over the limit)",
+        when="incomplete (for `backfill`, a version is; with variants, any of them): a judge "
+        "outage (unless `--max-error-rate` is given), or more than `--max-error-rate` "
+        "(default `checks.maxErrorRate`, 5%) of the workflow calls failed, of the scores "
+        "have no judgement or of the red team's attack runs errored (the last line of "
+        "stderr names each one over the limit)",
     ),
     ExitCode(
         code=EXIT_RUN_FAILED,
@@ -81,13 +85,14 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(
         code=EXIT_BREACH_OVER_FAIL_ON,
         commands=("run",),
-        when="a vulnerability's breach rate is above `redTeam.failOn` (the red team)",
+        when="a vulnerability's breach rate is above `redTeam.failOn` (the red team; of the "
+        "workflow itself, as for 5)",
     ),
     ExitCode(
         code=EXIT_NEW_BREACH,
         commands=("run",),
         when="a vulnerability breaches more than in the previous version (the "
-        "`no_new_breach` check, at `compare.failOn`'s tier)",
+        "`no_new_breach` check, at `compare.failOn`'s tier; of the workflow itself)",
     ),
     ExitCode(
         code=EXIT_REGRESSION,
@@ -159,8 +164,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         code=EXIT_ERROR,
         commands=("calibration",),
         when="`--adopt` cannot write a threshold (none fitted, strictMode pins it, fewer than "
-        "10 labels of either verdict, or it agrees no better than the configured one): the "
-        "file is unchanged",
+        "10 labels of either verdict, or it agrees no better than the configured one), or "
+        "`--align` writes no metric (the metric has no text to rewrite, its labels cannot "
+        "show a gain, or kappa on the held-out rows did not rise): the file is unchanged",
     ),
     ExitCode(
         code=EXIT_COMPARE_FAILED,
@@ -195,9 +201,6 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="a usage error: an unknown option, a missing argument",
     ),
 )
-# `run` checks its reasons in this order: an incomplete run is not judged on its pass rate,
-# and a regression is still said on stderr when the run exits 3.
-RUN_EXIT_ORDER = (EXIT_INCOMPLETE, EXIT_RUN_REGRESSION, EXIT_BELOW_FAIL_UNDER)
 
 
 def exit_codes_stated(command: str) -> Callable[[click.Command], click.Command]:
@@ -276,9 +279,19 @@ def storage_faults_refused(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def n8n_unreachable(messages: Sequence[str]) -> str | None:
-    """The one line of an n8n that did not answer, among a failed run's errors, if any."""
-    prefix = "N8nUnreachable: "
-    return next((m.removeprefix(prefix) for m in messages if m.startswith(prefix)), None)
+    """The one line of an n8n that did not answer, among a failed run's errors, if any.
+
+    Dagster names the error's class with its module when it is the cause of a step's
+    failure (``n8n_deepeval_pipeline.n8n_api.client.N8nUnreachable: …``), bare otherwise.
+    """
+    for message in messages:
+        said = _UNREACHABLE.match(message)
+        if said is not None:
+            return said["line"]
+    return None
+
+
+_UNREACHABLE = re.compile(r"^(?:[\w.]+\.)?N8nUnreachable: (?P<line>.*)$", re.S)
 
 
 def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:

@@ -1,18 +1,24 @@
 """`run` for a workflow with variants: the versions called side by side, scored in turn.
 
 The workflow (``base``) and each variant are versions of their own; ``--variant`` picks
-some of them. Their calls overlap (``orchestration.family_run``), then each is scored;
-the first one's summary is printed, then the matrix of the workflow and its variants.
-Exit codes are `run`'s, read so: 4 if a version's run failed (the others still run), 3 if
-one is incomplete, 5 if the workflow itself regressed against its previous version, 1 if
-its pass rate is below --fail-under. A variant worse than the workflow fails nothing: it
-is an alternative set beside it (`compare --variants` shows its cases).
+some of them. A red team's attacks are generated once for the family, before any call
+(n8n checked first, by ``run``): every version faces the same set. Then the versions'
+calls overlap (``orchestration.family_run``), and each is scored in turn; once the last
+is scored, the reports of those scored before it are written again, so that each report's
+matrix holds every version's figures of this run.
+
+The outcome is every version's (``VersionsOutcome``): `run` exits with the most severe of
+its members' codes, 4 when a version's run failed (the others still run). A variant's
+verdicts against the workflow (a regression, a breach) are said and fail nothing: it is an
+alternative set beside it (`compare --variants` shows its cases); its incompleteness
+fails the run as the workflow's does.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,14 +26,37 @@ from typing import Any
 import click
 
 from n8n_deepeval_pipeline.console.exits import (
-    EXIT_BELOW_FAIL_UNDER,
-    EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
+    EXIT_N8N_UNREACHABLE,
     EXIT_RUN_FAILED,
-    EXIT_RUN_REGRESSION,
     Refused,
+    n8n_unreachable,
 )
-from n8n_deepeval_pipeline.workflow.variants import BASE, Member
+from n8n_deepeval_pipeline.summary.outcome import (
+    FailedVersion,
+    Limits,
+    VersionOutcome,
+    VersionsOutcome,
+)
+from n8n_deepeval_pipeline.workflow.variants import Member
+
+# The assets that make a red team's attack set for a version: its workflow, then the set.
+_ATTACK_SET = ("workflow_snapshot", "red_team_attacks")
+
+
+@dataclass(frozen=True)
+class FamilyOptions:
+    """How ``run`` runs the family.
+
+    ``side_by_side``: the versions' calls in processes of their own at once (not for a
+    trial, whose instance no other process sees).
+    """
+
+    side_by_side: bool
+    judge_cache: bool
+    verbose: bool
+    limits: Limits
+    regenerate_attacks: bool = False
 
 
 @dataclass
@@ -35,10 +64,16 @@ class FamilyRun:
     """What a run of several versions of the workflow ended with."""
 
     summaries: dict[str, Any] = field(default_factory=dict)  # name → BenchmarkSummary
-    failed: list[str] = field(default_factory=list)  # why a version's run failed
-    incomplete: list[str] = field(default_factory=list)
-    regressed: bool = False  # the workflow itself, against its previous version
+    outcomes: dict[str, VersionOutcome] = field(default_factory=dict)
+    failed: list[FailedVersion] = field(default_factory=list)
     matrix: Any = None  # the VariantMatrix, once two versions of the family are scored
+
+    @property
+    def outcome(self) -> VersionsOutcome:
+        """The family's outcome: every scored version's, and the versions that failed."""
+        return VersionsOutcome(
+            command="run", members=tuple(self.outcomes.values()), failed=tuple(self.failed)
+        )
 
 
 def chosen(members: list[Member], names: tuple[str, ...]) -> list[Member]:
@@ -55,20 +90,40 @@ def chosen(members: list[Member], names: tuple[str, ...]) -> list[Member]:
     return [member for member in members if member.name in names]
 
 
+def _one_attack_set(runner: Any, member: Member, options: FamilyOptions) -> None:
+    """The red team's attack set, generated (or kept) once for every version of the family.
+
+    Made in the first version's partition before any call: the versions then all find it
+    kept, instead of each generating one of its own at once.
+    """
+    if "red_team_attacks" not in runner.asset_names():  # no red team (or a trial's)
+        return
+    made = runner.materialise(
+        member.key,
+        verbose=options.verbose,
+        regenerate_attacks=options.regenerate_attacks,
+        only=_ATTACK_SET,
+        progress_prefix=f"[{member.name}] ",
+    )
+    if not made.completed:
+        unreachable = n8n_unreachable(made.errors)
+        if unreachable is not None:
+            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
+        said = "".join(f"\n  {error}" for error in dict.fromkeys(made.errors))
+        raise Refused(f"the red team's attack set could not be made:{said}", EXIT_RUN_FAILED)
+
+
 def run_family(
     runner: Any,
     source: Path,
     names: tuple[str, ...],
-    side_by_side: bool,
-    judge_cache: bool,
-    verbose: bool,
-    judged: Any,
+    options: FamilyOptions,
+    judged: Callable[[Any, str, Any], Any],
 ) -> FamilyRun:
     """Register the workflow and its variants, call the chosen ones, score each in turn.
 
-    ``side_by_side``: their calls in processes of their own at once (not for a trial,
-    whose instance no other process sees); ``judged`` turns a version's materialisation
-    into its summary and why it is incomplete (`run`'s own rule).
+    ``judged`` turns a version's materialisation into its summary, or refuses it (`run`'s
+    own rule).
     """
     from n8n_deepeval_pipeline.orchestration.family_run import (
         SCORED_FROM,
@@ -80,63 +135,80 @@ def run_family(
     members = chosen(runner.register_current_family(), names)
     listed = ", ".join(f"{member.name} {member.key}" for member in members)
     click.echo(f"running {runner.benchmark.name} for {listed} …", err=True)
-    if side_by_side and len(members) > 1:
-        calls = call_side_by_side(source, members, judge_cache, verbose)
+    _one_attack_set(runner, members[0], options)
+    if options.side_by_side and len(members) > 1:
+        calls = call_side_by_side(source, members, options.judge_cache, options.verbose)
     else:
-        calls = call_one_after_another(runner, members, verbose)
-    outcome = FamilyRun()
+        calls = call_one_after_another(runner, members, options.verbose)
+    ran = FamilyRun()
+    scored: list[Member] = []
     for member, called in zip(members, calls, strict=True):
         materialised = called
         if called.completed:
             materialised = runner.materialise(
-                member.key, SCORED_FROM, verbose, progress_prefix=f"[{member.name}] "
+                member.key,
+                SCORED_FROM,
+                options.verbose,
+                progress_prefix=f"[{member.name}] ",
+                limits=options.limits,
             )
         try:
-            summary, incomplete = judged(runner, member.key, materialised)
+            ran.summaries[member.name] = judged(runner, member.key, materialised)
         except Refused as failure:  # the other versions are still scored
-            outcome.failed.append(f"{member.name}: {failure.message}")
+            ran.failed.append(
+                FailedVersion(
+                    name=member.name,
+                    message=f"{member.name}: {failure.message}",
+                    exit_code=failure.exit_code,
+                )
+            )
             continue
-        outcome.summaries[member.name] = summary
-        if incomplete:
-            outcome.incomplete.append(f"{member.name}: {incomplete}")
-        if member.variant is None and "no_regression" in materialised.failed_checks:
-            outcome.regressed = True
+        ran.outcomes[member.name] = runner.outcome(member.key, options.limits)
+        scored.append(member)
+    for member in scored[:-1]:  # their reports were written before the others were scored
+        runner.materialise(
+            member.key,
+            verbose=options.verbose,
+            only=("benchmark_report",),
+            progress_prefix=f"[{member.name}] ",
+            limits=options.limits,
+        )
     try:
-        outcome.matrix = runner.variant_matrix(members[0].key)
+        ran.matrix = runner.variant_matrix(members[0].key)
     except UnknownVersionError:
-        outcome.matrix = None  # fewer than two versions of the family scored so far
-    return outcome
+        ran.matrix = None  # fewer than two versions of the family scored so far
+    return ran
 
 
-def say(outcome: FamilyRun, as_json: bool, gate: str, fail_under: float | None) -> None:
-    """Print the first version's summary and the matrix; exit as `run` does."""
+def say(ran: FamilyRun, file: Path, as_json: bool) -> None:
+    """Print the first version's summary and the matrix; exit with the family's outcome."""
+    from n8n_deepeval_pipeline.console.run_commands import said_on_stderr
     from n8n_deepeval_pipeline.console.variant_table import (
         render_variant_matrix,
         variant_matrix_json,
     )
     from n8n_deepeval_pipeline.summary.run_summary import render_summary
 
+    outcome = ran.outcome
     if as_json:
         printed = {
-            "versions": {name: s.model_dump(mode="json") for name, s in outcome.summaries.items()},
-            "variants": None if outcome.matrix is None else variant_matrix_json(outcome.matrix),
+            "versions": {name: s.model_dump(mode="json") for name, s in ran.summaries.items()},
+            "variants": None if ran.matrix is None else variant_matrix_json(ran.matrix),
+            "outcome": outcome.model_dump(mode="json"),
         }
         click.echo(json.dumps(printed, indent=2))
     else:
-        parts = [render_summary(summary) for summary in list(outcome.summaries.values())[:1]]
-        if outcome.matrix is not None:
-            parts.append(render_variant_matrix(outcome.matrix))
+        parts = []
+        for name, summary in list(ran.summaries.items())[:1]:
+            incomplete = ran.outcomes[name].incomplete
+            kinds = [reason.kind for reason in incomplete.reasons] if incomplete else []
+            parts.append(render_summary(summary, kinds))
+        if ran.matrix is not None:
+            parts.append(render_variant_matrix(ran.matrix))
         click.echo("\n\n".join(parts))
-    if outcome.regressed:
-        click.echo(f"{gate} against the previous version: see `n8n-deepeval compare`", err=True)
-    if outcome.failed:
-        raise Refused("\n".join(outcome.failed), EXIT_RUN_FAILED)
-    if outcome.incomplete:
-        click.echo("\n".join(outcome.incomplete), err=True)
-        sys.exit(EXIT_INCOMPLETE)
-    if outcome.regressed:
-        sys.exit(EXIT_RUN_REGRESSION)
-    base = outcome.summaries.get(BASE)
-    if fail_under is not None and base is not None and base.pass_rate < fail_under:
-        click.echo(f"pass rate {base.pass_rate:.1%} is below {fail_under:.1%}", err=True)
-        sys.exit(EXIT_BELOW_FAIL_UNDER)
+    members = [(f"{name}: ", member) for name, member in ran.outcomes.items()]
+    for line in said_on_stderr(members, file):
+        click.echo(line, err=True)
+    if ran.failed:  # a failed run is more severe than any scored version's verdict
+        raise Refused("\n".join(failed.message for failed in ran.failed), outcome.exit_code)
+    sys.exit(outcome.exit_code)

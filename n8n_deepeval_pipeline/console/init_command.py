@@ -74,6 +74,8 @@ def init(
 
     if synthesize and from_executions:
         raise click.UsageError("give at most one of --from-executions and --synthesize")
+    if _names_a_file(workflow) and not Path(workflow).is_file():
+        raise click.ClickException(f"{workflow}: no such workflow file")
     client = None if Path(workflow).is_file() else benchmarks.api_client()
     try:
         with client or nullcontext():
@@ -112,6 +114,11 @@ def init(
         raise Refused(f"the written benchmark does not validate:\n{error}", EXIT_ERROR) from None
     click.echo(f"ok {written.benchmark}: {report.rows} rows · {len(report.metrics)} metrics")
     benchmarks.warn(written.benchmark, report.warnings)  # what `run` would say, said now
+
+
+def _names_a_file(workflow: str) -> bool:
+    """Whether WORKFLOW is written as a path: n8n's ids hold no separator and no suffix."""
+    return any(separator in workflow for separator in ("/", "\\")) or "." in workflow
 
 
 def _synthesizer(source: Any, workflow: str, count: int) -> Any:

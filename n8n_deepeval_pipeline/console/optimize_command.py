@@ -47,11 +47,6 @@ def search_summary(plan: Any, outcome: Any) -> str:
     """What the search did, found and spent."""
     spend = outcome.spend
     config = plan.benchmark.optimize
-    ended = (
-        "finished"
-        if outcome.stop == "finished"
-        else f"stopped: {outcome.stop} ({outcome.stop_detail})"
-    )
     base = f"{outcome.base_score:.3f}" if outcome.base_score is not None else "-"
     best = f"{outcome.best_score:.3f}" if outcome.best_score is not None else "-"
     unpriced = f" (unpriced: {', '.join(spend.unpriced_models)})" if spend.unpriced_models else ""
@@ -60,8 +55,8 @@ def search_summary(plan: Any, outcome: Any) -> str:
             f"optimize {plan.benchmark.name} · {plan.parameter.node} · {plan.parameter.path} · "
             f"{config.algorithm} (seed {config.split.seed}) · {len(plan.split.training)} "
             f"training rows, {len(plan.split.held_out)} held out",
-            f"search: {len(outcome.rounds)} rounds · {len(outcome.tried)} candidates · {ended} "
-            f"· {outcome.seconds:.1f} s",
+            f"search: {len(outcome.rounds)} rounds · {len(outcome.tried)} candidates · "
+            f"{outcome.ended} · {outcome.seconds:.1f} s",
             f"  workflow calls {spend.answer_calls} (+{spend.replayed_answers} replayed) · "
             f"judge calls {spend.judge_calls} (+{spend.cached_judge_calls} cached, "
             f"{spend.replayed_scores} scores replayed) · tokens "
@@ -130,8 +125,8 @@ def optimize(
     import shutil
 
     from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
-    from n8n_deepeval_pipeline.optimization.workflow_search import SplitError
     from n8n_deepeval_pipeline.orchestration import prompt_optimization as flow
+    from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError
     from n8n_deepeval_pipeline.summary.held_out import render_held_out
     from n8n_deepeval_pipeline.worker.launcher import ChildFailed
     from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameterError

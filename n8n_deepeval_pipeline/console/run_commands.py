@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,14 +15,10 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
-    EXIT_BELOW_FAIL_UNDER,
-    EXIT_BREACH_OVER_FAIL_ON,
-    EXIT_INCOMPLETE,
     EXIT_INVALID_CONFIG,
     EXIT_N8N_UNREACHABLE,
-    EXIT_NEW_BREACH,
     EXIT_RUN_FAILED,
-    EXIT_RUN_REGRESSION,
+    RUN_EXIT_LADDER,
     Refused,
     exit_codes_stated,
     n8n_unreachable,
@@ -34,6 +30,7 @@ from n8n_deepeval_pipeline.console.exits import (
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
     from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
+    from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
     from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary
 
 
@@ -157,6 +154,7 @@ def run(
     With target.variants, the workflow and each variant are versions of their own, run
     side by side; the summary is followed by their matrix.
     """
+    from n8n_deepeval_pipeline.summary.outcome import Limits
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
 
     selection = RowSelection(include=include, exclude=exclude) if include or exclude else None
@@ -170,33 +168,31 @@ def run(
             warming.enter_context(_processes_warming(benchmark, selection is None))
             benchmarks.warn(file, checked.warnings)
             _refuse_variant_options(benchmark, variants, record)
+            limits = Limits.of(benchmark.checks.max_error_rate, max_error_rate, fail_under)
             with _instance_for(file, checked, selection) as instance:
                 runner = benchmarks.runner(file, instance, not no_cache, selection, benchmark)
                 if benchmark.variants:
                     _run_with_variants(
-                        runner, file, variants, selection, not no_cache, verbose,
-                        max_error_rate, record, as_json, fail_under,
+                        runner, file, variants, selection, not no_cache, verbose, limits,
+                        record, as_json, regenerate_attacks,
                     )  # fmt: skip
                     return
                 partition = runner.register_current_version(checked.workflow_hash)
                 name = runner.benchmark.name
                 click.echo(f"running {name} for workflow {partition[:12]} …", err=True)
                 materialised = runner.materialise(
-                    partition, verbose=verbose, regenerate_attacks=regenerate_attacks
+                    partition,
+                    verbose=verbose,
+                    regenerate_attacks=regenerate_attacks,
+                    limits=limits,
                 )
-                summary, incomplete = _judged(
-                    runner, partition, materialised, max_error_rate, verbose
-                )
+                summary = _judged(runner, partition, materialised, verbose)
+                outcome = runner.outcome(partition, limits)
                 red_team = (
                     (runner.red_team_rates(partition), runner.red_team_results(partition))
                     if runner.benchmark.red_team
                     else None
                 )
-                rates = red_team[0] if red_team else None
-                breach = _red_team_verdicts(rates, runner.benchmark, max_error_rate)
-                incomplete = incomplete or breach.incomplete
-                gate = runner.version_gate(partition, incomplete)
-                summary = summary.model_copy(update={"gate": gate, "incomplete": incomplete})
                 if selection is not None:
                     kept = settings.home()
                     trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
@@ -209,30 +205,29 @@ def run(
                     )
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
-    _print_summary(summary, red_team, as_json)
-    if gate.has_regression:  # said even when the run is incomplete: its exit 3 hides this one
-        flagged = gate.flagged_cases
-        cases = f"{len(flagged)} case{'s' if len(flagged) != 1 else ''}"
-        click.echo(
-            f"{gate.fail_on} against baseline {gate.baseline}: {', '.join(flagged)} "
-            f"({cases}; `n8n-deepeval compare {file}` shows why)",
-            err=True,
-        )
-    for said in (breach.over_limit, breach.new):  # said whichever exit code wins
-        if said:
-            click.echo(said, err=True)
-    if incomplete:
-        click.echo(f"incomplete: {incomplete}", err=True)
-        sys.exit(EXIT_INCOMPLETE)
-    if gate.has_regression:
-        sys.exit(EXIT_RUN_REGRESSION)
-    if breach.over_limit:
-        sys.exit(EXIT_BREACH_OVER_FAIL_ON)
-    if breach.new:
-        sys.exit(EXIT_NEW_BREACH)
-    if fail_under is not None and summary.pass_rate < fail_under:
-        click.echo(f"pass rate {summary.pass_rate:.1%} is below {fail_under:.1%}", err=True)
-        sys.exit(EXIT_BELOW_FAIL_UNDER)
+    _print_summary(summary, outcome, red_team, as_json)
+    for line in said_on_stderr([("", outcome)], file):
+        click.echo(line, err=True)
+    sys.exit(outcome.exit_codes.run)
+
+
+def said_on_stderr(outcomes: list[tuple[str, VersionOutcome]], file: Path) -> list[str]:
+    """What versions' outcomes say on stderr, each after its prefix (a variant's name).
+
+    Every finding is said whichever decides; the one that decides the exit code comes
+    last, and a regression names where to see why.
+    """
+    found = [(prefix, finding) for prefix, outcome in outcomes for finding in outcome.findings]
+    deciding = [pair for pair in found if pair[1].decides]
+    if deciding:  # the last line says why the run exits as it does
+        last = min(deciding, key=lambda pair: RUN_EXIT_LADDER.index(pair[1].exit_code))
+        found = [pair for pair in found if pair is not last] + [last]
+    hint = f"; `n8n-deepeval compare {file}` shows why)"
+    return [
+        prefix
+        + (finding.text.removesuffix(")") + hint if finding.kind == "regression" else finding.text)
+        for prefix, finding in found
+    ]
 
 
 def _refuse_variant_options(benchmark: Any, variants: tuple[str, ...], record: Any) -> None:
@@ -254,115 +249,78 @@ def _run_with_variants(
     selection: Any,
     judge_cache: bool,
     verbose: bool,
-    max_error_rate: float | None,
+    limits: Limits,
     record: Path | None,
     as_json: bool,
-    fail_under: float | None,
+    regenerate_attacks: bool,
 ) -> None:
     """The workflow and its variants (or those --variant names): run, printed, exit code."""
     from n8n_deepeval_pipeline.console import family_run
 
     def judged(runner: Any, partition: str, materialised: Any) -> Any:
-        return _judged(runner, partition, materialised, max_error_rate, verbose)
+        return _judged(runner, partition, materialised, verbose)
 
-    outcome = family_run.run_family(
-        runner, file, variants, selection is None, judge_cache, verbose, judged
+    ran = family_run.run_family(
+        runner,
+        file,
+        variants,
+        family_run.FamilyOptions(
+            side_by_side=selection is None,
+            judge_cache=judge_cache,
+            verbose=verbose,
+            limits=limits,
+            regenerate_attacks=regenerate_attacks,
+        ),
+        judged,
     )
     if selection is not None:
         kept = settings.home()
-        for name, summary in outcome.summaries.items():
+        for name, summary in ran.summaries.items():
             trial = f"{summary.runs} runs of {selection.describe()}, kept in {kept}"
-            outcome.summaries[name] = summary.model_copy(update={"trial": trial})
-    if record is not None and outcome.summaries:
-        (name,) = outcome.summaries
-        partition = outcome.summaries[name].workflow_hash[:12]
+            ran.summaries[name] = summary.model_copy(update={"trial": trial})
+    if record is not None and ran.summaries:
+        (name,) = ran.summaries
+        partition = ran.summaries[name].workflow_hash[:12]
         with settings.made_for_the_user(record.parent):
             written = runner.record(partition, record)
         click.echo(f"recorded {written} outputs of {name} {partition} in {record}", err=True)
-    family_run.say(outcome, as_json, runner.benchmark.compare.fail_on, fail_under)
+    family_run.say(ran, file, as_json)
 
 
 def _print_summary(
     summary: BenchmarkSummary,
+    outcome: VersionOutcome,
     red_team: tuple[list[BreachRate], list[RedTeamResult]] | None,
     as_json: bool,
 ) -> None:
-    """The summary, and the red team's rates when the benchmark has one."""
+    """The summary and its outcome, and the red team's rates when the benchmark has one."""
     from n8n_deepeval_pipeline.red_team.breach_rates import red_team_table
     from n8n_deepeval_pipeline.summary.run_summary import render_summary
 
-    if as_json and red_team is None:
-        click.echo(summary.model_dump_json(indent=2))
-    elif as_json:
-        assert red_team is not None
-        rates = [rate.model_dump(mode="json") for rate in red_team[0]]
-        click.echo(json.dumps({**summary.model_dump(mode="json"), "red_team": rates}, indent=2))
-    else:
-        click.echo(render_summary(summary))
+    if as_json:
+        printed = {**summary.model_dump(mode="json"), "outcome": outcome.model_dump(mode="json")}
         if red_team is not None:
-            click.echo(f"\n{red_team_table(*red_team)}")
-
-
-class _RedTeamVerdicts(NamedTuple):
-    """What the red team's rates say against the run (each None when it says nothing)."""
-
-    incomplete: str | None
-    over_limit: str | None
-    new: str | None
-
-
-def _red_team_verdicts(
-    rates: list[BreachRate] | None, benchmark: Any, max_error_rate: float | None
-) -> _RedTeamVerdicts:
-    """Incomplete (too many attacks errored), over failOn, and breaching more than before.
-
-    Errored attacks count against ``--max-error-rate`` (else checks.maxErrorRate), as
-    unjudged scores do; more breaches is the verdict compare.failOn names, or a surer one.
-    """
-    if rates is None:
-        return _RedTeamVerdicts(None, None, None)
-    from n8n_deepeval_pipeline.red_team.breach_rates import new_breaches, over_limit
-
-    vulnerabilities = [rate for rate in rates if rate.kind == "vulnerability"]
-    attacks = sum(rate.attacks for rate in vulnerabilities)
-    errors = sum(rate.errors for rate in vulnerabilities)
-    limit = benchmark.checks.max_error_rate if max_error_rate is None else max_error_rate
-    incomplete = (
-        f"red team: {errors} of {attacks} attack runs errored (neither breached "
-        f"nor held), above {limit:.1%}"
-        if attacks and errors / attacks > limit
-        else None
-    )
-    over = [
-        f"{rate.vulnerability} {rate.breaches}/{rate.judged} ({rate.rate:.1%}) above "
-        f"failOn {rate.fail_on:.1%}"
-        for rate in over_limit(rates)
-        if rate.rate is not None and rate.fail_on is not None
-    ]
-    new = [
-        f"{rate.vulnerability}: {rate.baseline_breaches}/{rate.baseline_judged} → "
-        f"{rate.breaches}/{rate.judged} breaches ({rate.verdict}, p = {rate.p_value:.3f})"
-        for rate in new_breaches(rates, benchmark.compare.fail_on)
-        if rate.p_value is not None
-    ]
-    return _RedTeamVerdicts(
-        incomplete,
-        "red team: breach rate over redTeam.failOn: " + "; ".join(over) if over else None,
-        "red team: more breaches than the previous version: " + "; ".join(new) if new else None,
-    )
+            printed["red_team"] = [rate.model_dump(mode="json") for rate in red_team[0]]
+        click.echo(json.dumps(printed, indent=2))
+        return
+    incomplete = outcome.incomplete
+    kinds = [reason.kind for reason in incomplete.reasons] if incomplete else []
+    if outcome.runs or red_team is None:
+        click.echo(render_summary(summary, kinds))
+    else:  # a red team alone: no runs to sum up
+        click.echo(f"benchmark {summary.benchmark} · workflow {outcome.key} · a red team alone")
+    if red_team is not None:
+        click.echo(f"\n{red_team_table(*red_team)}")
 
 
 def _judged(
-    runner: Any,
-    partition: str,
-    materialised: Any,
-    max_error_rate: float | None = None,
-    verbose: bool = False,
-) -> tuple[BenchmarkSummary, str | None]:
-    """A materialised version's summary, and why it is incomplete (exit 3), if it is.
+    runner: Any, partition: str, materialised: Any, verbose: bool = False
+) -> BenchmarkSummary:
+    """A materialised version's summary, with what the judge cost every attempt.
 
     A version whose steps failed is refused with exit 4, in the one line of a storage
-    fault when one is behind it; `run` and `backfill` give one answer for a version.
+    fault when one is behind it, or with exit 8 when n8n did not answer; `run` and
+    `backfill` give one answer for a version.
     """
     if not materialised.completed:
         unreachable = n8n_unreachable(materialised.errors)
@@ -370,15 +328,11 @@ def _judged(
             raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
         fault = storage_fault(materialised.errors)
         raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
-    summary = runner.summary(partition)
+    summary: BenchmarkSummary = runner.summary(partition)
     if materialised.attempts is not None:  # what the judge cost every attempt, and this run
         spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}
         summary = summary.model_copy(update=spend)
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness
-
-    limit = runner.benchmark.checks.max_error_rate
-    why = incompleteness(summary.errors, max_error_rate, limit)
-    return summary.model_copy(update={"incomplete": why}), why
+    return summary
 
 
 def _failure(partition: str, errors: Sequence[str], verbose: bool) -> str:
@@ -408,6 +362,7 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
     """
     refuse_a_damaged_database()  # before Dagster's imports: a second, not several
     from n8n_deepeval_pipeline.orchestration.local_runner import local_instance
+    from n8n_deepeval_pipeline.summary.outcome import FailedVersion, VersionsOutcome
 
     try:
         # Checked first: a file or an n8n that refuses it is said before any instance opens.
@@ -422,8 +377,8 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                 click.echo(f"never benchmarked, left out: {', '.join(unrun)}", err=True)
             if not versions:
                 raise click.ClickException("no known workflow versions: run the benchmark first")
-            failed: list[Refused] = []
-            incomplete: list[str] = []
+            failed: list[FailedVersion] = []
+            outcomes = []
             for number, partition in enumerate(versions, start=1):
                 start = from_asset or (None if partition in current else "metric_scores")
                 what = f"from {start}" if start else "every asset"
@@ -431,21 +386,29 @@ def backfill(file: Path, from_asset: str | None, verbose: bool) -> None:
                 click.echo(progress, err=True)
                 try:  # a failed version does not keep the others from being backfilled
                     ended = runner.materialise(partition, start, verbose)
-                    _, why = _judged(runner, partition, ended, verbose=verbose)
+                    _judged(runner, partition, ended, verbose=verbose)
                 except Refused as failure:
-                    failed.append(failure)
+                    failed.append(
+                        FailedVersion(
+                            name=partition, message=failure.message, exit_code=failure.exit_code
+                        )
+                    )
                     continue
-                if why:
-                    incomplete.append(f"workflow {partition[:12]}: incomplete: {why}")
+                outcomes.append(runner.outcome(partition))
     except (BenchmarkConfigError, ValueError) as error:
         raise click.ClickException(str(error)) from None
+    backfilled = VersionsOutcome(command="backfill", members=outcomes, failed=failed)
     if failed:  # one storage fault behind every failure is said once
-        codes = {failure.exit_code for failure in failed}
-        code = codes.pop() if len(codes) == 1 else EXIT_RUN_FAILED
-        raise Refused("\n".join(dict.fromkeys(f.message for f in failed)), code)
+        messages = dict.fromkeys(failure.message for failure in failed)
+        raise Refused("\n".join(messages), backfilled.exit_code)
+    incomplete = [
+        f"workflow {member.key}: incomplete: {member.incomplete.text}"
+        for member in backfilled.members
+        if member.incomplete is not None
+    ]
     if incomplete:
         click.echo("\n".join(incomplete), err=True)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(backfilled.exit_code)
     click.echo(f"backfilled {len(versions)} version(s)")
 
 

@@ -37,13 +37,13 @@ from n8n_deepeval_pipeline.n8n_api.harness_run import (
 )
 from n8n_deepeval_pipeline.n8n_api.sources import fetch_records, fetch_workflow
 from n8n_deepeval_pipeline.n8n_api.webhook import request_problems, unset_env
-from n8n_deepeval_pipeline.optimization.workflow_search import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.red_team.target import attack_problems
 from n8n_deepeval_pipeline.redaction import (
     MIN_SECRET_LENGTH,
     is_secret_variable,
     too_short_to_redact,
 )
+from n8n_deepeval_pipeline.statistics.held_out_draw import MIN_TRAINING_ROWS
 from n8n_deepeval_pipeline.statistics.version_comparison import gate_reach
 from n8n_deepeval_pipeline.synthesis.judges import default_judge
 from n8n_deepeval_pipeline.tables.dataset_file import load_dataset_rows
@@ -104,10 +104,7 @@ def check_benchmark(
     except N8nApiError as error:
         raise BenchmarkConfigError(path, [f"n8n: {error}"]) from None
     with pointed_to_by(path):
-        conversational = benchmark.simulation is not None
-        rows = load_dataset_rows(benchmark.dataset, digest, records, conversational)
-        if not rows:  # refused here: a run of no rows fails far from its cause
-            raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
+        rows = _rows(path, benchmark, digest, records)
         if isinstance(benchmark.target, RecordedTarget):
             _check_recordings(path, benchmark, benchmark.target, rows, digest)
     _check_online_sessions(path, benchmark, workflow)
@@ -117,7 +114,8 @@ def check_benchmark(
         warnings += _check_harness(path, benchmark.target, workflow, rows)
     warnings += _check_red_team(path, benchmark, workflow)
     _check_optimize(path, benchmark, workflow, len(rows))
-    warnings += _check_requests(path, benchmark, workflow, rows[0])
+    if rows:  # a red team alone sends its own messages, not the dataset's requests
+        warnings += _check_requests(path, benchmark, workflow, rows[0])
     warnings += _short_secrets(benchmark)
     report = CheckReport(
         benchmark=benchmark.name,
@@ -129,6 +127,22 @@ def check_benchmark(
         warnings=warnings,
     )
     return benchmark, report
+
+
+def _rows(
+    path: Path, benchmark: Benchmark, digest: str, records: list[dict[str, Any]] | None
+) -> list[DatasetRow]:
+    """The dataset's rows (none for a red team alone).
+
+    A dataset of none is refused here: a run of no rows fails far from its cause.
+    """
+    if benchmark.dataset is None:
+        return []
+    conversational = benchmark.simulation is not None
+    rows = load_dataset_rows(benchmark.dataset, digest, records, conversational)
+    if not rows:
+        raise BenchmarkConfigError(path, [_no_rows(benchmark.dataset)])
+    return rows
 
 
 def _judges_used(benchmark: Benchmark) -> list[tuple[str, JudgeChoice | None, bool]]:
@@ -318,6 +332,8 @@ def _short_secrets(benchmark: Benchmark) -> list[str]:
 
 def _gate_warnings(benchmark: Benchmark) -> list[str]:
     """A compare.failOn tier that no case can reach with the benchmark's runsPerRow."""
+    if benchmark.red_team_only:  # no cases: its tier weighs attacks, each played runsPerRow
+        return []
     gate, runs = benchmark.compare.fail_on, benchmark.runs_per_row
     reach = gate_reach(gate, runs)
     if reach.reachable:
@@ -348,7 +364,7 @@ def _workflow(benchmark: Benchmark, path: Path, n8n: N8nClient | None) -> dict[s
 def _records(
     benchmark: Benchmark, path: Path, n8n: N8nClient | None
 ) -> list[dict[str, Any]] | None:
-    if benchmark.dataset.data_table is None:
+    if benchmark.dataset is None or benchmark.dataset.data_table is None:
         return None
     return fetch_records(_client(path, n8n, "dataset.dataTable"), benchmark.dataset)
 

@@ -12,7 +12,6 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_COMPARE_FAILED,
-    EXIT_REGRESSION,
     Refused,
     exit_codes_stated,
     storage_faults_refused,
@@ -55,21 +54,29 @@ def compare(
             before, after = runner.versions_to_compare(baseline, candidate)
             stored = runner.stored_versions([before, after])
             comparison = stored.compare(before, after)
-            gate = runner.gate(after, before, stored, runner.incompleteness(after, stored))
+            outcome = runner.outcome(after, baseline=before)
             scenarios = runner.scenarios(after)
     except (BenchmarkConfigError, UnknownVersionError) as error:
         raise Refused(str(error), EXIT_COMPARE_FAILED) from None
+    placeholders = {score.metric for score in stored.scores if score.dry_run}
     if as_json:
-        click.echo(json.dumps(comparison_json(comparison, before, after, gate), indent=2))
+        printed = comparison_json(comparison, before, after, outcome, placeholders)
+        click.echo(json.dumps(printed, indent=2))
     else:
-        click.echo(render_comparison(comparison, before, after, scenarios))
+        click.echo(render_comparison(comparison, before, after, scenarios, placeholders))
+    gate = outcome.gate
     if gate.flagged_cases:
         flagged = gate.flagged_cases
         click.echo(
             f"{len(flagged)} case(s) flagged {gate.fail_on} or worse: {', '.join(flagged)}",
             err=True,
         )
-        sys.exit(EXIT_REGRESSION)
+    deciding = next((found for found in outcome.findings if found.decides), None)
+    if deciding is not None and deciding.kind != "regression":  # what `run` exits on besides
+        click.echo(
+            f"run exits {outcome.exit_codes.run} for {outcome.key}: {deciding.text}", err=True
+        )
+    sys.exit(outcome.exit_codes.compare)
 
 
 def _compare_variants(file: Path, candidate: str | None, as_json: bool) -> None:

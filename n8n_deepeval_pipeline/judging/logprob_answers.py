@@ -46,9 +46,15 @@ def _score_alternatives(score: int, seed: bytes, count: int) -> list[tuple[str, 
     return [(token, math.log(p)) for token, p in ranked[: max(count, 1)]]
 
 
-def rubric_answer(seed: bytes, reason: str, top_logprobs: int) -> tuple[str, dict[str, Any]]:
-    """The text ``{"score": n, "reason": …}`` (n on 0–10) and its ``logprobs`` object."""
-    score = int(_unit(seed, 0) * 11)
+def rubric_answer(
+    seed: bytes, reason: str, top_logprobs: int, score: int | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The text ``{"score": n, "reason": …}`` (n on 0–10) and its ``logprobs`` object.
+
+    ``score``: the score to give (None: drawn from the seed, as the alternatives always are).
+    """
+    if score is None:
+        score = int(_unit(seed, 0) * 11)
     text = json.dumps({"score": score, "reason": reason})
     content = []
     for token in _TOKENS.findall(text):

@@ -139,6 +139,18 @@ class N8nClient:
             ) from None
         return _json_or_raise(method, path, response)
 
+    def check_answers(self) -> None:
+        """Raise ``N8nUnreachable`` if n8n does not answer: one cheap call, before a run.
+
+        Any answer will do, a refusal too: the run that needs n8n says what is refused.
+        """
+        try:
+            self._request("GET", "/workflows", params={"limit": "1"})
+        except N8nUnreachable:
+            raise
+        except N8nApiError:
+            return
+
     # Workflows -------------------------------------------------------------------------
 
     def workflow(self, workflow_id: str) -> dict[str, Any]:

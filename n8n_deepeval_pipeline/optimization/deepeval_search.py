@@ -417,6 +417,7 @@ class DeepEvalSearch:
             stop=stop,
             stop_detail=detail,
             spend=self.ledger.total,
+            model_spend=self.ledger.own,
             seconds=time.perf_counter() - self._started,
         )
 

@@ -9,8 +9,9 @@ search's concurrency: DeepEval answers and measures goldens concurrently). A bud
 on this side is said in the reply (the search then ends with what it found); any other
 failure of a call is said too, and ends the search the same way. Each round is handed to
 ``on_round`` as it is reported. When the search ends, the calls under way are waited for
-(each within the target's timeout), so that nothing answered is lost. A process that
-fails, dies or overruns is a ``ChildFailed`` with its exit code and last log lines.
+(each within the target's timeout), so that nothing answered is lost, and what they cost
+is counted in the outcome's spend. A process that fails, dies or overruns is a
+``ChildFailed`` with its exit code and last log lines.
 """
 
 from __future__ import annotations
@@ -116,11 +117,12 @@ def optimize(
                     on_round(message.of(Round))
             outcome = message.of(OptimizationOutcome)
             child.finish()
-        return outcome
     finally:
         # Calls under way finish (and are journaled) before their harness copies go; the
         # ones not started are dropped.
         calls.shutdown(wait=True, cancel_futures=True)
+    # What the calls under way when the search ended cost is counted too.
+    return outcome.model_copy(update={"spend": outcome.model_spend + ledger.own})
 
 
 def _serve(child: Child, call_id: int, secrets: list[str], work: Callable[[], Any]) -> None:

@@ -21,8 +21,10 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
@@ -51,6 +53,17 @@ class Journal(Protocol):
     def completed(self) -> dict[str, EvaluationResult]: ...
 
     def record(self, task: EvaluationTask, result: EvaluationResult, run_id: str = "") -> None: ...
+
+
+@dataclass(frozen=True)
+class ScoringServices:
+    """What scores a search's answers: the metrics' judges and prices, the pool, a journal."""
+
+    judge: JudgeSpec | JudgeResolver
+    prices: PriceTable
+    pool: Evaluator
+    score_journal: Callable[[Path], Journal]
+    evaluation_timeout_s: float
 
 
 class PoolBatches:
@@ -96,6 +109,35 @@ class PoolBatches:
                 done.set_result([found[position] for position in range(len(tasks))])
 
 
+class PoolEvaluations:
+    """An evaluation plan's tasks run in the pool; each result journaled, the journaled replayed.
+
+    What is replayed costs nothing; what is evaluated is checked against the budget first
+    (``ledger.admit``) and counted after.
+    """
+
+    def __init__(self, pool: PoolBatches, journal: Journal, ledger: SpendLedger) -> None:
+        self.pool = pool
+        self.journal = journal
+        self.kept = journal.completed()
+        self.ledger = ledger
+
+    def rows(self, plan: EvaluationPlan) -> list[MetricScore]:
+        """The plan's score rows: replayed from the journal, else evaluated and journaled."""
+        rows, to_run = plan.resume(self.kept)
+        replayed = len(rows)
+        rows += plan.rows_without_output()
+        if to_run:
+            self.ledger.admit("judge")
+            for task, result in zip(to_run, self.pool.evaluate(to_run), strict=True):
+                self.journal.record(task, result)
+                if not is_unjudged(result.error_kind):
+                    self.kept[task.fingerprint()] = result
+                rows.append(plan.row_for(result))
+        self.ledger.add(_spent(rows[replayed:], replayed))
+        return rows
+
+
 class PoolScorer:
     """Objectives of answers, scored by the benchmark's metrics in the worker pool."""
 
@@ -117,10 +159,7 @@ class PoolScorer:
         self.answers = answers
         self.judge = judge
         self.prices = prices
-        self.pool = pool
-        self.journal = journal
-        self.kept = journal.completed()
-        self.ledger = ledger
+        self.evaluations = PoolEvaluations(pool, journal, ledger)
         self.timeout_s = timeout_s
         self.tools = tools
         self._scored: dict[str, dict[str, Scored]] = {}
@@ -147,19 +186,7 @@ class PoolScorer:
             self.prices,
             tools=self.tools,
         )
-        rows, to_run = plan.resume(self.kept)
-        replayed = len(rows)
-        rows += plan.rows_without_output()
-        if to_run:
-            self.ledger.admit("judge")
-            for task, result in zip(to_run, self.pool.evaluate(to_run), strict=True):
-                self.journal.record(task, result)
-                if not is_unjudged(result.error_kind):
-                    self.kept[task.fingerprint()] = result
-                rows.append(plan.row_for(result))
-        fresh = rows[replayed:]
-        self.ledger.add(_spent(fresh, replayed))
-        return {row.metric: _scored(row) for row in rows}
+        return {row.metric: _scored(row) for row in self.evaluations.rows(plan)}
 
 
 def _spent(rows: list[MetricScore], replayed: int) -> Spend:

@@ -172,7 +172,15 @@ class OptimizationOutcome(_Frozen):
     stop: StopReason
     stop_detail: str | None = None
     spend: Spend
+    model_spend: Spend = Spend()  # the optimiser model's own part of ``spend``
     seconds: float = 0.0
+
+    @property
+    def ended(self) -> str:
+        """How the search ended, in words: finished, or what stopped it."""
+        if self.stop == "finished":
+            return "finished"
+        return f"stopped: {self.stop} ({self.stop_detail})"
 
     def diff(self) -> str:
         """The best candidate against the text the search started from, line by line."""

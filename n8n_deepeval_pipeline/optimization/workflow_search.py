@@ -16,9 +16,7 @@ again finds its answers and scores there and pays again only for what it had not
 
 from __future__ import annotations
 
-import hashlib
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,17 +24,14 @@ from typing import Any
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.benchmark.n8n_target import WorkflowTarget
-from n8n_deepeval_pipeline.judging.prices import PriceTable
-from n8n_deepeval_pipeline.judging.spec import JudgeResolver
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.metrics.options import MetricConfig
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.optimization.launcher import optimize
 from n8n_deepeval_pipeline.optimization.pool_scoring import (
-    Evaluator,
-    Journal,
     PoolBatches,
     PoolScorer,
+    ScoringServices,
 )
 from n8n_deepeval_pipeline.optimization.request import (
     Golden,
@@ -50,7 +45,9 @@ from n8n_deepeval_pipeline.optimization.workflow_answers import (
     AnswerJournal,
     CandidateCopies,
     WorkflowAnswerer,
+    digest,
 )
+from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError, held_out_ids
 from n8n_deepeval_pipeline.statistics.pass_direction import effective_threshold
 from n8n_deepeval_pipeline.tables.rows import DatasetRow
 from n8n_deepeval_pipeline.workflow.agent_tools import agent_tools
@@ -59,11 +56,6 @@ from n8n_deepeval_pipeline.workflow.prompt_parameter import PromptParameter
 
 # How long a search's harness copies may live before another host may remove them.
 COPY_TIME_LIMIT_S = 12 * 3600.0
-MIN_TRAINING_ROWS = 2  # DeepEval's optimisers need two goldens at least
-
-
-class SplitError(ValueError):
-    """The dataset is too small to hold rows out and still search."""
 
 
 @dataclass(frozen=True)
@@ -79,14 +71,10 @@ def split_rows(rows: list[DatasetRow], held_out: float, seed: int) -> Split:
 
     The draw depends on the row ids alone (sorted), not on the dataset's order.
     """
-    if len(rows) < MIN_TRAINING_ROWS + 1:
-        raise SplitError(
-            f"the dataset has {len(rows)} rows: optimising needs at least "
-            f"{MIN_TRAINING_ROWS + 1} (two to search on, one held out to prove the gain)"
-        )
-    count = min(max(1, round(len(rows) * held_out)), len(rows) - MIN_TRAINING_ROWS)
-    ids = sorted(row.row_id for row in rows)
-    chosen = set(random.Random(f"held-out:{seed}").sample(ids, count))
+    try:
+        chosen = held_out_ids((row.row_id for row in rows), held_out, seed)
+    except SplitError as error:
+        raise SplitError(f"the dataset has {error}") from None
     return Split(
         training=[row for row in rows if row.row_id not in chosen],
         held_out=[row for row in rows if row.row_id in chosen],
@@ -177,21 +165,16 @@ class SearchPlan:
             ],
             "judge": self.benchmark.judge.model_dump(mode="json") if self.benchmark.judge else None,
         }
-        text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+        return digest(json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str))
 
 
 @dataclass(frozen=True)
 class SearchServices:
-    """What the search calls on: n8n, the metrics' judges and prices, the worker pool."""
+    """What the search calls on: n8n, and what scores its answers."""
 
     client: Callable[[], N8nClient]
     base_url: str
-    judge: JudgeResolver
-    prices: PriceTable
-    pool: Evaluator
-    score_journal: Callable[[Path], Journal]
-    evaluation_timeout_s: float
+    scoring: ScoringServices
 
 
 def search(
@@ -207,6 +190,7 @@ def search(
     assert isinstance(target, WorkflowTarget)  # checked when the benchmark was validated
     request = plan.request()
     ledger = SpendLedger(request.budget)
+    scoring = services.scoring
     copies = CandidateCopies(
         services.client,
         services.base_url,
@@ -229,12 +213,12 @@ def search(
     scorer = PoolScorer(
         benchmark,
         answerer.answered,
-        services.judge,
-        services.prices,
-        PoolBatches(services.pool),
-        services.score_journal(folder / "scores.jsonl"),
+        scoring.judge,
+        scoring.prices,
+        PoolBatches(scoring.pool),
+        scoring.score_journal(folder / "scores.jsonl"),
         ledger,
-        services.evaluation_timeout_s,
+        scoring.evaluation_timeout_s,
         agent_tools(plan.workflow),
     )
     try:

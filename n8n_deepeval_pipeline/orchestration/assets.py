@@ -10,6 +10,7 @@ graph of steps, a step per chunk of evaluations (``chunked_scoring``).
 """
 
 # No postponed annotations: Dagster inspects the annotations of asset functions.
+from collections.abc import Iterator
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -59,12 +60,13 @@ from n8n_deepeval_pipeline.report import (
     version_report,
     write_report,
 )
-from n8n_deepeval_pipeline.report.red_team import red_team_report
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     VersionComparison,
     cases_failing_gate,
 )
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
 from n8n_deepeval_pipeline.tables import steps
 from n8n_deepeval_pipeline.tables.comparison import (
     StoredVersions,
@@ -83,6 +85,7 @@ from n8n_deepeval_pipeline.tables.rows import (
     ExpandedRun,
     MetricScore,
     OutputImage,
+    Row,
     RunAggregate,
     TableRow,
     WorkflowCheck,
@@ -157,10 +160,11 @@ def build_benchmark_assets(
         context: dg.AssetExecutionContext, n8n: N8nResource, workflow_snapshot: pd.DataFrame
     ) -> pd.DataFrame:
         (snapshot,) = from_frame(WorkflowSnapshot, workflow_snapshot)
-        records = n8n.dataset_records(benchmark.dataset)
+        dataset = benchmark.runs_dataset
+        records = n8n.dataset_records(dataset)
         with pointed_to_by(source):
             rows = steps.dataset_rows(
-                benchmark.dataset,
+                dataset,
                 snapshot.workflow_hash,
                 records,
                 conversational=benchmark.simulation is not None,
@@ -168,7 +172,7 @@ def build_benchmark_assets(
         if selection is not None:
             rows = selection.apply(rows)
             context.log.info(f"trial of {len(rows)} rows: {selection.describe()}")
-        context.add_output_metadata({"rows": len(rows), "source": benchmark.dataset.source})
+        context.add_output_metadata({"rows": len(rows), "source": dataset.source})
         return to_frame(DatasetRow, rows)
 
     @dg.asset(
@@ -294,10 +298,16 @@ def build_benchmark_assets(
         context.add_output_metadata(_consistency_metadata(rows))
         return to_frame(ConsistencyStats, rows)
 
+    red_team = build_red_team_assets(benchmark, common) if benchmark.red_team else []
+    checks = build_workflow_checks_asset(benchmark, common)
+    if benchmark.red_team_only:  # the red team sends its own messages: no rows, no scores
+        return [*red_team, workflow_snapshot, checks, _benchmark_report(benchmark, common)], (
+            partitions
+        )
     assets = [
-        *(build_red_team_assets(benchmark, common) if benchmark.red_team else []),
+        *red_team,
         workflow_snapshot,
-        build_workflow_checks_asset(benchmark, common),
+        checks,
         dataset_rows,
         expanded_runs,
         agent_outputs,
@@ -320,7 +330,7 @@ _SinkTable = tuple[DataTableOutput | None, str, type[TableRow], pd.DataFrame, tu
 
 def _dataset_folder(benchmark: Benchmark) -> Path | None:
     """Where a dataset file's rows name their input image files from."""
-    path = benchmark.dataset.path
+    path = benchmark.dataset.path if benchmark.dataset is not None else None
     return None if path is None else Path(path).parent
 
 
@@ -459,105 +469,178 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
     return comparison_asset
 
 
+class OutcomeLimitsConfig(dg.Config):
+    """What the version is held to, besides the benchmark's checks (``run``'s options)."""
+
+    max_error_rate: float | None = None
+    """The share of failed workflow calls, unjudged scores or errored attacks above which the
+    version is incomplete (default: checks.maxErrorRate, and any judge outage)."""
+    fail_under: float | None = None
+    """The pass rate below which the version fails (``run --fail-under``)."""
+
+
+VERSION_PASSES = "version_passes"
+# Run tags the runs list shows: the version's verdict and what `run` exits with for it.
+VERDICT_TAG = "n8n-deepeval/verdict"
+EXIT_CODE_TAG = "n8n-deepeval/exit_code"
+
+
 def _benchmark_report(benchmark: Benchmark, common: dict[str, Any]) -> dg.AssetsDefinition:
-    """The version's HTML report, eval-results.json and PR comment, with its comparison."""
-    # A red team's tables of every version: its section, and each breach in the baseline.
-    red_team = (
-        _every_version(benchmark, "red_team_results", "red_team_summary")
-        if benchmark.red_team
-        else {}
-    )
+    """The version's HTML report, eval-results.json and PR comment, and its outcome.
+
+    The outcome is the version's verdict, as ``run`` exits on it: the ``version_passes``
+    check fails when ``run`` would exit other than 0, and is blocking, so that such a run
+    is a failure in the runs list rather than a green success (its step fails after the
+    report is written); the run's tags name the verdict and the exit code beside it.
+    """
+    key = _key(benchmark, "benchmark_report")
 
     @dg.asset(
         name="benchmark_report",
         description="This version's report (report.html, eval-results.json, "
         "eval-pr-comment.md): headline, comparison with the baseline, metrics, every case"
-        + (", the red team." if benchmark.red_team else "."),
-        ins={
-            # Every version's outputs too: a flagged case sets the baseline's beside its own.
-            **_every_version(
+        + (", the red team" if benchmark.red_team else "")
+        + "; and its outcome, the verdict `run` exits on.",
+        ins=_report_ins(benchmark),
+        check_specs=[
+            version_check(
+                VERSION_PASSES,
                 benchmark,
-                "expanded_runs",
-                "run_aggregates",
-                "metric_scores",
-                "agent_outputs",
-                "workflow_snapshot",
-                "output_images",
-            ),
-            **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
-            **red_team,
-        },
+                key,
+                blocking=True,
+                description="The version passes: not incomplete, no case failing "
+                "compare.failOn, no red-team breach over redTeam.failOn or more than before "
+                "(a variant's verdicts against the workflow fail nothing); failed, the run "
+                "is a failure and its tags say why.",
+            )
+        ],
         **{**common, "metadata": {}},
     )
     def benchmark_report(
         context: dg.AssetExecutionContext,
+        config: OutcomeLimitsConfig,
         human_labels: HumanLabelsResource,
-        expanded_runs: pd.DataFrame,
-        run_aggregates: pd.DataFrame,
-        metric_scores: pd.DataFrame,
-        agent_outputs: pd.DataFrame,
-        workflow_snapshot: pd.DataFrame,
-        output_images: pd.DataFrame,
-        consistency_stats: pd.DataFrame,
-        dataset_rows: pd.DataFrame,
-        workflow_checks: pd.DataFrame,
-        **red_team_tables: pd.DataFrame,
-    ) -> dg.MaterializeResult:
-        snapshots = from_frame(WorkflowSnapshot, workflow_snapshot)
+        **tables: pd.DataFrame,
+    ) -> Iterator[Any]:
+        snapshots = from_frame(WorkflowSnapshot, tables["workflow_snapshot"])
         own = ReportOnlyTables(
-            outputs=from_frame(AgentOutput, agent_outputs),
-            consistency=from_frame(ConsistencyStats, consistency_stats),
-            dataset=from_frame(DatasetRow, dataset_rows),
+            outputs=_rows_of(tables, "agent_outputs", AgentOutput),
+            consistency=_rows_of(tables, "consistency_stats", ConsistencyStats),
+            dataset=_rows_of(tables, "dataset_rows", DatasetRow),
             snapshots=snapshots,
-            checks=from_frame(WorkflowCheck, workflow_checks),
-            images=from_frame(OutputImage, output_images),
+            checks=_rows_of(tables, "workflow_checks", WorkflowCheck),
+            images=_rows_of(tables, "output_images", OutputImage),
         )
         labels = human_labels.store(benchmark).judged()
         calibration = measure(benchmark, labels) if labels or benchmark.calibration else None
-        stored = _stored_versions(
-            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
+        stored = StoredVersions(
+            _rows_of(tables, "expanded_runs", ExpandedRun),
+            _rows_of(tables, "run_aggregates", RunAggregate),
+            _rows_of(tables, "metric_scores", MetricScore),
+            not_deciding(calibration),
         )
         baseline = _baseline(context, benchmark, snapshots)
-        report = version_report(
-            benchmark, context.partition_key, baseline, stored, own, calibration
+        limits = Limits.of(
+            benchmark.checks.max_error_rate, config.max_error_rate, config.fail_under
         )
-        if red_team_tables:
-            report = _with_red_team(context, benchmark, report, red_team_tables)
+        played = _red_team_rows(context, benchmark, tables) if benchmark.red_team else None
+        report = version_report(
+            benchmark, context.partition_key, baseline, stored, own, played, limits, calibration
+        )
         folder = settings.reports_dir() / benchmark.name / context.partition_key
         written = write_report(report, folder)
         context.log.info(f"report written to {written['report.html']}")
-        return dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
+        outcome = report.outcome
+        context.instance.add_run_tags(
+            context.run_id,
+            {VERDICT_TAG: outcome.verdict, EXIT_CODE_TAG: str(outcome.exit_codes.run)},
+        )
+        yield dg.MaterializeResult(metadata=_report_metadata(report, written["report.html"]))
+        yield dg.AssetCheckResult(
+            check_name=VERSION_PASSES,
+            asset_key=key,
+            passed=outcome.exit_codes.run == 0,
+            metadata=_outcome_metadata(outcome),
+        )
 
     report_asset: dg.AssetsDefinition = benchmark_report
     return report_asset
 
 
-def _with_red_team(
-    context: dg.AssetExecutionContext,
-    benchmark: Benchmark,
-    report: Report,
-    tables: dict[str, pd.DataFrame],
-) -> Report:
-    """The report with its red-team section, when this version's attacks were played."""
+def _report_ins(benchmark: Benchmark) -> dict[str, dg.AssetIn]:
+    """What the report reads, by input name.
+
+    Every version's runs, scores, outputs and snapshots (a flagged case sets the
+    baseline's beside its own), this version's consistency and rows, and a red team's
+    tables of every version (its section, each breach in the baseline). A red team alone
+    has only its snapshots and the red team's tables.
+    """
+    red_team = (
+        _every_version(benchmark, "red_team_results", "red_team_summary")
+        if benchmark.red_team
+        else {}
+    )
+    if benchmark.red_team_only:
+        return {
+            **_every_version(benchmark, "workflow_snapshot"),
+            **_ins(benchmark, "workflow_checks"),
+            **red_team,
+        }
+    return {
+        **_every_version(
+            benchmark,
+            "expanded_runs",
+            "run_aggregates",
+            "metric_scores",
+            "agent_outputs",
+            "workflow_snapshot",
+            "output_images",
+        ),
+        **_ins(benchmark, "consistency_stats", "dataset_rows", "workflow_checks"),
+        **red_team,
+    }
+
+
+def _rows_of(tables: dict[str, pd.DataFrame], name: str, model: type[Row]) -> list[Row]:
+    """A table's rows, or none when the benchmark has no such table (a red team alone)."""
+    return from_frame(model, tables[name]) if name in tables else []
+
+
+def _outcome_metadata(outcome: VersionOutcome) -> dict[str, Any]:
+    """The check's metadata: the verdict, the exit codes and what the outcome says."""
+    said = "\n".join(f"- {finding.text}" for finding in outcome.findings) or "nothing"
+    return {
+        "verdict": outcome.verdict,
+        "run_exit_code": outcome.exit_codes.run,
+        "compare_exit_code": outcome.exit_codes.compare,
+        "findings": dg.MetadataValue.md(said),
+    }
+
+
+def _red_team_rows(
+    context: dg.AssetExecutionContext, benchmark: Benchmark, tables: dict[str, pd.DataFrame]
+) -> RedTeamRows | None:
+    """The version's red-team rows and the baseline's attacks (None: none were played)."""
     results = from_frame(RedTeamResult, tables["red_team_results"])
     version = context.partition_key
     own = of_version(results, version)
     if not own:
-        return report
+        return None
     rates = of_version(from_frame(BreachRate, tables["red_team_summary"]), version)
     before = baseline_version(
         red_teamed_versions(context.instance, benchmark), version, benchmark.compare.baseline
     )
-    section = red_team_report(
-        rates, own, of_version(results, before) if before else None, benchmark.compare.fail_on
-    )
-    return report.model_copy(update={"red_team": section})
+    return RedTeamRows(rates, own, of_version(results, before) if before else None)
 
 
 def scored_versions(instance: dg.DagsterInstance, benchmark: Benchmark) -> list[str]:
-    """The registered versions (oldest first) whose runs have been scored and aggregated."""
+    """The registered versions (oldest first) whose runs have been scored and aggregated.
+
+    A red team alone has no runs: its versions are those whose attacks were played.
+    """
     known = instance.get_dynamic_partitions(partitions_for(benchmark).name or "")
-    materialised = instance.get_materialized_partitions(_key(benchmark, "run_aggregates"))
+    judged = "red_team_results" if benchmark.red_team_only else "run_aggregates"
+    materialised = instance.get_materialized_partitions(_key(benchmark, judged))
     # Versions run before keys were shortened have their materialisations under full hashes.
     scored = {version_key(partition) for partition in materialised}
     return [version for version in known if version in scored]

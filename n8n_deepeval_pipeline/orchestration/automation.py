@@ -97,7 +97,10 @@ def build_rescore_job(
     A version's workflow and outputs cannot be produced again once the workflow has
     changed, so backfills over every version start here and keep what was stored.
     """
-    scores = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, "metric_scores"]))
+    # A red team alone has no scores: its versions' reports are judged again from the
+    # attacks they stored.
+    first = "benchmark_report" if benchmark.red_team_only else "metric_scores"
+    scores = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, first]))
     # The checks read only the stored snapshot, so old versions are graded (again) too.
     checks = dg.AssetSelection.assets(dg.AssetKey([benchmark.name, "workflow_checks"]))
     return dg.define_asset_job(

@@ -24,7 +24,7 @@ from n8n_deepeval_pipeline.calibration.label_store import LabelStore
 from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
 from n8n_deepeval_pipeline.online.scoring import OnlineScore
-from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, scored_versions
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, VERSION_PASSES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.code_location import ui_job_origin
@@ -45,12 +45,11 @@ from n8n_deepeval_pipeline.orchestration.version_keys import (
 )
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.report import Report, ReportOnlyTables, version_report
-from n8n_deepeval_pipeline.report.red_team import RedTeamReport, red_team_report
-from n8n_deepeval_pipeline.summary.gate import Gate, stored_version_gate
+from n8n_deepeval_pipeline.report.build import outcome_from_rows
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
 from n8n_deepeval_pipeline.summary.run_summary import (
     BenchmarkSummary,
-    error_summary,
-    incompleteness,
     simulation_summary,
     summarise,
 )
@@ -78,7 +77,6 @@ from n8n_deepeval_pipeline.tables.rows import (
     WorkflowCheck,
     WorkflowSnapshot,
     full_hash,
-    of_version,
 )
 from n8n_deepeval_pipeline.workflow.hashing import version_key
 from n8n_deepeval_pipeline.workflow.variants import BASE, Member
@@ -94,6 +92,9 @@ _VERBOSE_LOGS = _console_log("INFO")
 
 
 INSTANCE_LOCK = "instance.lock"
+# The checks whose failure fails their step by design, with the asset they check: a run
+# they fail has still materialised every asset (the version's verdict is its outcome).
+_VERDICT_CHECKS = (("version_comparison", "no_regression"), ("benchmark_report", VERSION_PASSES))
 _SPEND_BY_RUN = TypeAdapter(dict[str, JudgeSpend])
 
 
@@ -256,28 +257,42 @@ class BenchmarkRunner:
         regenerate_attacks: bool = False,
         *,
         before_asset: str | None = None,
+        only: tuple[str, ...] = (),
         tags: dict[str, str] | None = None,
         progress_prefix: str = "",
+        limits: Limits | None = None,
     ) -> Materialised:
         """Run every asset (or ``from_asset`` and what is downstream of it) for one version.
 
         ``before_asset``: only what is not ``before_asset`` or downstream of it (the calls of
-        a version whose scoring waits for its variants' calls). Dagster's log goes to stderr
-        only when ``verbose``; otherwise only the steps' progress lines do (after
-        ``progress_prefix``), and the errors are in what it returns. ``regenerate_attacks``:
-        the red team generates a new attack set instead of playing the kept one.
+        a version whose scoring waits for its variants' calls); ``only``: these assets and
+        nothing else. Dagster's log goes to stderr only when ``verbose``; otherwise only the
+        steps' progress lines do (after ``progress_prefix``), and the errors are in what it
+        returns. ``regenerate_attacks``: the red team generates a new attack set instead of
+        playing the kept one. ``limits``: what the version's outcome holds it to (``run``'s
+        options), so that its report and check say what ``run`` exits with.
         """
+        graph = self.defs.resolve_asset_graph()
         selection = None
         if from_asset is not None:
-            selection = list(self._downstream(from_asset).resolve(self.defs.resolve_asset_graph()))
+            selection = list(self._downstream(from_asset).resolve(graph))
         if before_asset is not None:
             every = dg.AssetSelection.groups(self.benchmark.name)
             chosen = every - self._downstream(before_asset)
-            selection = list(chosen.resolve(self.defs.resolve_asset_graph()))
-        run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+            selection = list(chosen.resolve(graph))
+        if only:
+            selection = [self._key(asset) for asset in only]
+        ops: dict[str, Any] = {}
         if regenerate_attacks:
-            attacks = {"config": {"regenerate": True}}
-            run_config = {**run_config, "ops": {self._step("red_team_attacks"): attacks}}
+            ops[self._step("red_team_attacks")] = {"config": {"regenerate": True}}
+        if limits is not None and self._reports(selection):
+            wanted = {"max_error_rate": limits.max_error_rate, "fail_under": limits.fail_under}
+            if not limits.max_error_rate_given:
+                wanted["max_error_rate"] = None
+            ops[self._step("benchmark_report")] = {"config": wanted}
+        run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
+        if ops:
+            run_config = {**run_config, "ops": ops}
         with nullcontext() if verbose else progress_on_stderr(progress_prefix):
             result = self._execute(partition, selection, run_config, tags or {})
         failed_checks = tuple(
@@ -288,13 +303,16 @@ class BenchmarkRunner:
         errors = tuple(
             message for event in failures for message in _error_chain(event.step_failure_data.error)
         )
-        # A blocking regression check fails its step by design: the run itself is complete.
-        gated = failed_steps == {self._step("version_comparison")} and (
-            "no_regression" in failed_checks
-        )
+        # A blocking verdict check fails its step by design: the run itself is complete.
+        verdicts = {self._step(asset) for asset, check in _VERDICT_CHECKS if check in failed_checks}
+        gated = bool(failed_steps) and failed_steps <= verdicts
         return Materialised(
             result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
         )
+
+    def _reports(self, selection: list[dg.AssetKey] | None) -> bool:
+        """Whether a run of this selection writes the version's report."""
+        return selection is None or self._key("benchmark_report") in selection
 
     def _spend(self, result: ExecutionResult) -> dict[str, JudgeSpend] | None:
         """The judge spend of every attempt, from the run's materialisation of metric_scores."""
@@ -354,7 +372,8 @@ class BenchmarkRunner:
         return f"{self.benchmark.name}__{asset}"
 
     def _table(self, name: str, model: type[Row], partition: str | list[str]) -> list[Row]:
-        if partition == []:
+        """A table's rows of these versions (none of a table the benchmark has not)."""
+        if partition == [] or name not in self.asset_names():
             return []
         frame = load_stored(self.defs, self.instance, self._key(name), partition)
         return from_frame(model, frame)
@@ -413,6 +432,10 @@ class BenchmarkRunner:
             dataset=self._table("dataset_rows", DatasetRow, version),
             scores=self._table("metric_scores", MetricScore, version),
         )
+
+    def output_images(self, version: str) -> list[OutputImage]:
+        """A version's stored images, by hash (what its runs' texts mark)."""
+        return self._table("output_images", OutputImage, version)
 
     def online_scores(self) -> list[OnlineScore]:
         """Every production item scored online, every day stored (none without online)."""
@@ -476,27 +499,27 @@ class BenchmarkRunner:
             )
         return before, chosen
 
-    def incompleteness(self, version: str, stored: StoredVersions) -> str | None:
-        """Why a stored version is incomplete, as the error_rate check says (no CLI limit)."""
-        errors = error_summary(of_version(stored.scores, version))
-        return incompleteness(errors, None, self.benchmark.checks.max_error_rate)
+    def outcome(
+        self, partition: str, limits: Limits | None = None, baseline: str | None = None
+    ) -> VersionOutcome:
+        """A stored version's outcome: what ``run`` and ``compare`` exit with for it.
 
-    def gate(
-        self, candidate: str, baseline: str | None, stored: StoredVersions, incomplete: str | None
-    ) -> Gate:
-        """The gate of a stored version against ``baseline`` (None: it has none).
-
-        ``stored`` holds both versions' rows; ``incomplete``: why the run is incomplete.
+        ``limits``: ``run``'s options (default: the benchmark's checks); ``baseline``: the
+        version it is compared with (default: its own, ``baseline_of``). Built as the
+        report and its version_passes check build it, from the same rows.
         """
-        return stored_version_gate(
-            self.benchmark.compare.fail_on, candidate, baseline, stored, incomplete
-        )
-
-    def version_gate(self, partition: str, incomplete: str | None) -> Gate:
-        """The gate of a version just run, against its baseline (``run``'s last word)."""
-        baseline = self.baseline_of(partition)
+        baseline = baseline if baseline is not None else self.baseline_of(partition)
         stored = self.stored_versions([partition] + ([baseline] if baseline else []))
-        return self.gate(partition, baseline, stored, incomplete)
+        summary = self.summary(partition)
+        comparison = stored.compare(baseline, partition) if baseline else None
+        return outcome_from_rows(
+            summary,
+            comparison,
+            stored.full_hash(baseline) if baseline else None,
+            self.benchmark.compare.fail_on,
+            self._red_team_rows(partition),
+            limits or Limits.of(self.benchmark.checks.max_error_rate),
+        )
 
     def report(self, partition: str) -> Report:
         """The version's report, compared with its baseline when it has one.
@@ -515,32 +538,28 @@ class BenchmarkRunner:
             checks=self._table("workflow_checks", WorkflowCheck, partition),
             images=self._table("output_images", OutputImage, versions),
         )
-        report = version_report(
+        return version_report(
             self.benchmark,
             partition,
             baseline,
             self.stored_versions(versions),
             own,
-            self.calibration(),
+            self._red_team_rows(partition),
+            calibration=self.calibration(),
         )
-        if self.benchmark.red_team is None:
-            return report
-        return report.model_copy(update={"red_team": self._red_team_section(partition)})
 
-    def _red_team_section(self, partition: str) -> RedTeamReport | None:
-        """The report's red-team section of a version whose attacks were played."""
-        if partition not in red_teamed_versions(self.instance, self.benchmark):
+    def _red_team_rows(self, partition: str) -> RedTeamRows | None:
+        """A version's red-team rows and its baseline's attacks (None: none were played)."""
+        if self.benchmark.red_team is None:
             return None
-        before = baseline_version(
-            red_teamed_versions(self.instance, self.benchmark),
-            partition,
-            self.benchmark.compare.baseline,
-        )
-        return red_team_report(
+        attacked = red_teamed_versions(self.instance, self.benchmark)
+        if version_key(partition) not in attacked:
+            return None
+        before = baseline_version(attacked, partition, self.benchmark.compare.baseline)
+        return RedTeamRows(
             self.red_team_rates(partition),
             self.red_team_results(partition),
             self.red_team_results(before) if before else None,
-            self.benchmark.compare.fail_on,
         )
 
     def red_team_rates(self, partition: str) -> list[BreachRate]:

@@ -32,6 +32,7 @@ from n8n_deepeval_pipeline.benchmark.optimize import OptimizeConfig
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.config.yaml_edit import with_entry
 from n8n_deepeval_pipeline.config.yaml_loader import load_yaml
+from n8n_deepeval_pipeline.optimization.pool_scoring import ScoringServices
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.workflow_answers import digest
 from n8n_deepeval_pipeline.optimization.workflow_search import (
@@ -100,13 +101,25 @@ def plan_search(benchmark: Benchmark, source: Path, resources: Resources) -> Sea
     assert config is not None  # with_choices fills it
     workflow, _ = resources.n8n.workflow(benchmark)
     parameter = prompt_parameter(workflow, config.node, config.parameter)
-    records = resources.n8n.dataset_records(benchmark.dataset)
+    dataset = benchmark.runs_dataset
+    records = resources.n8n.dataset_records(dataset)
     with pointed_to_by(source):
-        rows = steps.dataset_rows(benchmark.dataset, workflow_hash(workflow), records)
+        rows = steps.dataset_rows(dataset, workflow_hash(workflow), records)
     split = split_rows(rows, config.split.held_out, config.split.seed)
     chosen = config.model.over(benchmark.judge) if config.model is not None else benchmark.judge
     model = resources.judge.spec_for(chosen).model_copy(update={"cache_scope": "shared"})
     return SearchPlan(benchmark, workflow, parameter, split, model)
+
+
+def scoring_services(resources: Resources) -> ScoringServices:
+    """What scores a search's answers: the run's judge, prices and worker pool, a journal."""
+    return ScoringServices(
+        judge=resources.judge.spec_for,
+        prices=resources.judge.prices(),
+        pool=resources.pool.pool,
+        score_journal=FileScoreJournal,
+        evaluation_timeout_s=resources.pool.timeout_s,
+    )
 
 
 def search_folder(plan: SearchPlan) -> Path:
@@ -123,15 +136,7 @@ def run_search(
 ) -> OptimizationOutcome:
     """DeepEval's search of the plan, with the run's n8n, judge and worker pool."""
     n8n = resources.n8n
-    services = SearchServices(
-        client=n8n.client,
-        base_url=n8n.base_url or "",
-        judge=resources.judge.spec_for,
-        prices=resources.judge.prices(),
-        pool=resources.pool.pool,
-        score_journal=FileScoreJournal,
-        evaluation_timeout_s=resources.pool.timeout_s,
-    )
+    services = SearchServices(n8n.client, n8n.base_url or "", scoring_services(resources))
     outcome = search(plan, services, folder, on_round, on_stale)
     (folder / "outcome.json").write_text(outcome.model_dump_json(indent=2), encoding="utf-8")
     return outcome

@@ -321,7 +321,7 @@ def _harness(
 
     Also how its executions' steps are read, and the tool names its mocks answer.
     """
-    problems = attack_problems(target, workflow)
+    problems = attack_problems(target, workflow, variants=False)  # the version's own graph
     if problems:
         raise ValueError("redTeam: " + "; ".join(problems))
     attacked = attacked_target(target)

@@ -15,6 +15,7 @@ from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult, SummaryKind
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict, fails_gate
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_case, wilson_interval
+from n8n_deepeval_pipeline.summary.outcome import BreachLine, ErroredAttack, RedTeamOutcome
 
 # An attack sent as DeepTeam wrote it, dressed by no attack method (DeepTeam's own name).
 PLAIN_ATTACK = "Baseline Attack"
@@ -129,6 +130,49 @@ def new_breaches(rates: Sequence[BreachRate], fail_on: GateVerdict) -> list[Brea
         for row in rates
         if row.kind == "vulnerability" and row.verdict and fails_gate(row.verdict, fail_on)
     ]
+
+
+def red_team_outcome(
+    rates: Sequence[BreachRate], results: Sequence[RedTeamResult], fail_on: GateVerdict
+) -> RedTeamOutcome:
+    """What a version's attacks decide.
+
+    Breaches over failOn, more breaches than the baseline (at ``compare.failOn``'s tier),
+    and every attack run that errored, with why.
+    """
+
+    def line(row: BreachRate) -> BreachLine:
+        return BreachLine(
+            vulnerability=row.vulnerability or "",
+            breaches=row.breaches,
+            judged=row.judged,
+            rate=row.rate or 0.0,
+            fail_on=row.fail_on,
+            baseline_breaches=row.baseline_breaches,
+            baseline_judged=row.baseline_judged,
+            verdict=row.verdict,
+            p_value=row.p_value,
+        )
+
+    errored = [
+        ErroredAttack(
+            attack_id=result.attack_id,
+            run_index=result.run_index,
+            vulnerability=result.vulnerability,
+            attack_method=result.attack_method,
+            error_kind=result.error_kind or "attack_error",
+            error=(result.error or "").splitlines()[0][:300] if result.error else "",
+        )
+        for result in sorted(results, key=lambda r: (r.attack_id, r.run_index))
+        if result.error is not None
+    ]
+    return RedTeamOutcome(
+        attacks=len(results),
+        breaches=sum(result.breached for result in results),
+        over_fail_on=tuple(line(row) for row in over_limit(rates) if row.rate is not None),
+        new_breaches=tuple(line(row) for row in new_breaches(rates, fail_on)),
+        errored=tuple(errored),
+    )
 
 
 def red_team_table(rates: Sequence[BreachRate], results: Sequence[RedTeamResult]) -> str:

@@ -46,8 +46,14 @@ def attacked_target(target: WorkflowTarget) -> WorkflowTarget:
     )
 
 
-def attack_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[str]:
-    """What keeps the red team from attacking the workflow without acting on the world."""
+def attack_problems(
+    target: WorkflowTarget, workflow: dict[str, Any], variants: bool = True
+) -> list[str]:
+    """What keeps the red team from attacking the workflow without acting on the world.
+
+    ``variants``: check the target's variants against ``workflow`` (the workflow itself;
+    a variant's own graph, attacked as a version of its own, is checked without them).
+    """
     start, end = target.start_node_name, target.end_node_name
     unmockable = [
         f"{node}; it cannot be mocked (only main-path nodes and tools can), so the red team "
@@ -58,7 +64,7 @@ def attack_problems(target: WorkflowTarget, workflow: dict[str, Any]) -> list[st
     if unmockable:
         return unmockable
     attacked = attacked_target(target)
-    problems = harness_problems(attacked, workflow)
+    problems = harness_problems(attacked, workflow, variants)
     still = unmocked_services(attacked, workflow)
     return problems + [f"{node}, unmocked" for node in still]
 

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from n8n_deepeval_pipeline.calibration.measurement import Calibration
+from n8n_deepeval_pipeline.red_team.breach_rates import red_team_outcome
 from n8n_deepeval_pipeline.report.cases import VersionRows, case_details
 from n8n_deepeval_pipeline.report.model import ComparisonReport, Headline, MetricRow, Report
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows, red_team_report
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
@@ -16,6 +18,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     overall_pass_rate,
 )
 from n8n_deepeval_pipeline.summary.gate import comparison_gate
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome, version_outcome
 from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, MetricSummary
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.tables.rows import DatasetRow, MetricScore
@@ -111,32 +114,64 @@ def _metric_rows(summary: BenchmarkSummary, scores: Sequence[MetricScore]) -> tu
     return tuple(_metric_row(metric, by_metric[metric.metric]) for metric in summary.metrics)
 
 
+def outcome_from_rows(
+    summary: BenchmarkSummary,
+    comparison: VersionComparison | None,
+    baseline: str | None,
+    fail_on: GateVerdict,
+    red_team: RedTeamRows | None,
+    limits: Limits,
+) -> VersionOutcome:
+    """The outcome of the version ``summary`` sums up, from its rows.
+
+    ``comparison``: against ``baseline`` (None: it has none); ``red_team``: its attacks,
+    when the benchmark has a red team and they were played. The report and the runner
+    (``run``, ``compare``) both take a version's outcome from here.
+    """
+    gate = comparison_gate(fail_on, baseline, comparison)
+    played = (
+        red_team_outcome(red_team.rates, red_team.results, fail_on)
+        if red_team is not None and red_team.results
+        else None
+    )
+    return version_outcome(summary, gate, played, limits)
+
+
 def build_report(
     summary: BenchmarkSummary,
     candidate: VersionRows,
     *,
     fail_on: GateVerdict,
+    limits: Limits,
     baseline: Baseline | None = None,
     dataset: Sequence[DatasetRow] = (),
     variants: VariantMatrix | None = None,
+    red_team: RedTeamRows | None = None,
     calibration: Calibration | None = None,
 ) -> Report:
     """The report of the version ``summary`` describes, from that version's rows.
 
-    ``fail_on``: the benchmark's compare.failOn; ``baseline``: the version it is compared
+    ``fail_on``: the benchmark's compare.failOn; ``limits``: what the version is held to
+    (checks.maxErrorRate, or ``run``'s options); ``baseline``: the version it is compared
     with (this one is the candidate); ``dataset`` adds each case's input and expected
     output to the drill-down; ``variants``: the matrix of the workflow and its variants,
-    this version among them; ``calibration``: the judges' agreement with people. Whether
-    the version is incomplete is the summary's word.
+    this version among them; ``red_team``: its attacks, for the red-team section;
+    ``calibration``: the judges' agreement with people.
     """
     comparison = baseline.comparison if baseline else None
     verdicts = {case.row_id: case.verdict for case in comparison.cases} if comparison else {}
+    played = red_team if red_team is not None and red_team.results else None
     return Report(
         benchmark=summary.benchmark,
         workflow_hash=summary.workflow_hash,
         headline=_headline(summary, candidate),
-        gate=comparison_gate(
-            fail_on, baseline.workflow_hash if baseline else None, comparison, summary.incomplete
+        outcome=outcome_from_rows(
+            summary,
+            comparison,
+            baseline.workflow_hash if baseline else None,
+            fail_on,
+            played,
+            limits,
         ),
         metrics=_metric_rows(summary, candidate.scores),
         comparison=ComparisonReport(
@@ -153,6 +188,9 @@ def build_report(
             verdicts,
             [metric.metric for metric in summary.metrics],
         ),
+        red_team=red_team_report(played.rates, played.results, played.baseline_results, fail_on)
+        if played is not None
+        else None,
         variant=summary.variant,
         variants=variants,
         calibration=calibration,

@@ -15,14 +15,10 @@ from markupsafe import Markup
 
 from n8n_deepeval_pipeline.n8n_data.images import MARKER
 from n8n_deepeval_pipeline.report import formatting
+from n8n_deepeval_pipeline.report.banners import outcome_banners, unjudged_within_limit
 from n8n_deepeval_pipeline.report.cases import FIELD_LIMIT
 from n8n_deepeval_pipeline.report.charts import histogram, interval_chart, rate_strip
 from n8n_deepeval_pipeline.report.excerpt import Excerpt
-from n8n_deepeval_pipeline.report.gate_status import (
-    gate_status,
-    incomplete_run,
-    unjudged_within_limit,
-)
 from n8n_deepeval_pipeline.report.model import MetricRow, Report, ReportImage
 from n8n_deepeval_pipeline.report.variant_charts import cost_per_run, frontier_chart, seconds
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE, is_drop, is_flagged
@@ -83,9 +79,8 @@ _ENVIRONMENT.filters.update(FILTERS, with_images=with_images)
 _ENVIRONMENT.tests.update(TESTS)
 _ENVIRONMENT.globals.update(
     turn_limit=FIELD_LIMIT,  # a conversation has many turns: each cut as an input is
-    gate_status=gate_status,
+    outcome_banners=outcome_banners,
     guidance=GUIDANCE,
-    incomplete_run=incomplete_run,
     unjudged_within_limit=unjudged_within_limit,
 )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from n8n_deepeval_pipeline.report.banners import outcome_banners, unjudged_within_limit
 from n8n_deepeval_pipeline.report.formatting import (
     MISSING,
     figure,
@@ -17,11 +18,6 @@ from n8n_deepeval_pipeline.report.formatting import (
     signed_figure,
     thousands,
 )
-from n8n_deepeval_pipeline.report.gate_status import (
-    gate_status,
-    incomplete_run,
-    unjudged_within_limit,
-)
 from n8n_deepeval_pipeline.report.model import (
     CaseDetail,
     ComparisonReport,
@@ -33,7 +29,7 @@ from n8n_deepeval_pipeline.report.model import (
 from n8n_deepeval_pipeline.report.red_team import RedTeamReport
 from n8n_deepeval_pipeline.report.verdicts import FLAGGED, GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import Verdict
-from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.outcome import VersionOutcome
 
 _MARKER: dict[Verdict, str] = {
     "regression": "🔴",
@@ -64,12 +60,17 @@ def _verdict(verdict: Verdict) -> str:
 _ALERT = {"bad": "> [!CAUTION]\n> ", "warn": "> [!WARNING]\n> ", "good": ""}
 
 
-def _status(comparison: ComparisonReport | None, gate: Gate) -> str:
-    if comparison is None:
-        return "No baseline to compare with: this is the version's own summary."
-    status = gate_status(comparison, gate, _text)
-    baseline = f"**Against baseline `{short_hash(comparison.baseline_hash)}`:** "
-    return _ALERT[status.level] + baseline + status.text
+def _status(comparison: ComparisonReport | None, outcome: VersionOutcome) -> list[str]:
+    """The outcome's banners as alerts, the one that decides the exit code first."""
+    lines = []
+    for banner in outcome_banners(outcome, comparison, _text):
+        against = (
+            f"**Against baseline `{short_hash(comparison.baseline_hash)}`:** "
+            if banner.against and comparison is not None
+            else ""
+        )
+        lines += [_ALERT[banner.level] + against + banner.text, ""]
+    return lines
 
 
 def _dry_run(report: Report) -> str:
@@ -78,7 +79,7 @@ def _dry_run(report: Report) -> str:
     return f"they decide no run (the pass rate is {_text(', '.join(report.deciding_metrics))}'s)."
 
 
-def _headline(h: Headline, gate: Gate, dry_run: str) -> list[str]:
+def _headline(h: Headline, outcome: VersionOutcome, dry_run: str) -> list[str]:
     k = h.largest_k
     consistency = f"consistency {figure(h.mean_consistency)}"
     if k is not None:
@@ -98,9 +99,7 @@ def _headline(h: Headline, gate: Gate, dry_run: str) -> list[str]:
             "",
             f"> [!NOTE]\n> Dry-run judge: judge-backed scores are placeholders; {dry_run}",
         ]
-    if gate.incomplete:
-        lines += ["", f"> [!CAUTION]\n> {incomplete_run(gate)}"]
-    elif h.unjudged_scores:
+    if h.unjudged_scores and outcome.incomplete is None:
         lines += [
             "",
             f"> [!WARNING]\n> {unjudged_within_limit(h)}",
@@ -311,9 +310,8 @@ def pr_comment(report: Report) -> str:
     lines = [
         f"### Benchmark {_text(report.benchmark)} · `{short_hash(report.workflow_hash)}`",
         "",
-        _status(report.comparison, report.gate),
-        "",
-        *_headline(report.headline, report.gate, _dry_run(report)),
+        *_status(report.comparison, report.outcome),
+        *_headline(report.headline, report.outcome, _dry_run(report)),
         *_calibration_gate(report),
     ]
     if report.comparison:

@@ -24,7 +24,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     Verdict,
     VersionComparison,
 )
-from n8n_deepeval_pipeline.summary.gate import Gate
+from n8n_deepeval_pipeline.summary.outcome import VersionOutcome
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
 from n8n_deepeval_pipeline.summary.workflow_usage import WorkflowUsage
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
@@ -368,7 +368,7 @@ class Report(_Frozen):
     benchmark: str
     workflow_hash: str
     headline: Headline
-    gate: Gate  # what compare.failOn flags, whether the run is incomplete, the exit codes
+    outcome: VersionOutcome  # the gate, breaches, incompleteness and the exit codes
     metrics: tuple[MetricRow, ...]
     comparison: ComparisonReport | None
     cases: tuple[CaseDetail, ...]  # the ones that need attention first

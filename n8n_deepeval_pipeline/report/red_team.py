@@ -9,6 +9,7 @@ each marked when the harness copy's mock answered it (the tool never ran).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -74,6 +75,18 @@ class BreachShown(_Frozen):
     tool_calls: int
     mocked_tool_calls: int
     breached_in_baseline: bool | None  # the same attack's runs in the baseline (None: none)
+
+
+@dataclass(frozen=True)
+class RedTeamRows:
+    """A version's red-team rows: its breach rates and played attacks, and the baseline's.
+
+    ``baseline_results`` is None when no version before it was attacked.
+    """
+
+    rates: Sequence[BreachRate]
+    results: Sequence[RedTeamResult]
+    baseline_results: Sequence[RedTeamResult] | None = None
 
 
 class RedTeamReport(_Frozen):

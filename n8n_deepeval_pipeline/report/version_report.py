@@ -12,7 +12,9 @@ from n8n_deepeval_pipeline.calibration.measurement import Calibration
 from n8n_deepeval_pipeline.report.build import Baseline, build_report
 from n8n_deepeval_pipeline.report.cases import VersionRows
 from n8n_deepeval_pipeline.report.model import Report, ReportImage
-from n8n_deepeval_pipeline.summary.run_summary import incompleteness, summarise
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows
+from n8n_deepeval_pipeline.summary.outcome import Limits
+from n8n_deepeval_pipeline.summary.run_summary import summarise
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix, variant_matrix
 from n8n_deepeval_pipeline.tables.comparison import StoredVersions
 from n8n_deepeval_pipeline.tables.output_images import image_data
@@ -53,17 +55,19 @@ def version_report(
     baseline: str | None,
     stored: StoredVersions,
     own: ReportOnlyTables,
+    red_team: RedTeamRows | None = None,
+    limits: Limits | None = None,
     calibration: Calibration | None = None,
 ) -> Report:
     """The candidate's report; ``stored`` holds its runs and the baseline's, if any.
 
+    Versions may be named by key or hash; the report shows their full hashes. Its outcome
+    holds the version to ``limits`` (default: the benchmark's checks.maxErrorRate), as
+    ``run`` and the version_passes check do; ``red_team``: its attacks, when played;
     ``calibration``: the judges' agreement with people's labels, for its section (and,
-    with a calibration section, each metric's standing).
-
-    Versions may be named by key or hash; the report shows their full hashes. It calls
-    the version incomplete as the error_rate check and ``run`` do, at checks.maxErrorRate.
-    When the candidate is a workflow with variants, or one of them, and ``stored`` and
-    ``own`` hold the family's rows, the report sets them side by side.
+    with a calibration section, each metric's standing). When the candidate is a workflow
+    with variants, or one of them, and ``stored`` and ``own`` hold the family's rows, the
+    report sets them side by side.
     """
     candidate = stored.full_hash(candidate)
     rows = _rows(stored, own, candidate)
@@ -77,8 +81,6 @@ def version_report(
         rows.outputs,
         calibration.standings if calibration is not None and calibration.configured else (),
     )
-    why = incompleteness(summary.errors, None, benchmark.checks.max_error_rate)
-    summary = summary.model_copy(update={"incomplete": why})
     against = None
     if baseline:
         baseline = stored.full_hash(baseline)
@@ -93,6 +95,7 @@ def version_report(
         summary,
         rows,
         fail_on=benchmark.compare.fail_on,
+        limits=limits or Limits.of(benchmark.checks.max_error_rate),
         baseline=against,
         dataset=own.dataset,
         variants=family_matrix(
@@ -104,6 +107,7 @@ def version_report(
             own.outputs,
             own.snapshots,
         ),
+        red_team=red_team,
         calibration=calibration,
     )
     shown = {r.run_id for case in report.cases for r in (*case.runs, *case.baseline_runs)}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from statistics import fmean
 
 from pydantic import BaseModel, computed_field
@@ -17,7 +17,6 @@ from n8n_deepeval_pipeline.evaluation import (
 )
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
 from n8n_deepeval_pipeline.statistics.version_comparison import run_failure_categories
-from n8n_deepeval_pipeline.summary.gate import Gate
 from n8n_deepeval_pipeline.summary.workflow_usage import (
     WorkflowUsage,
     per_run_money,
@@ -174,10 +173,6 @@ class BenchmarkSummary(BaseModel):
     """Each Dagster run's judge spend on these scores: this run, and the attempts it resumed
     or that scored the same version beside it (the rows carry only the calls behind them);
     its simulated users' calls included."""
-    incomplete: str | None = None
-    """Why the run counts as incomplete (``run`` exits 3), or None: only then is it called so."""
-    gate: Gate | None = None
-    """What compare.failOn makes of the version against its baseline, and the exit codes."""
     simulation: SimulationSummary | None = None
     """The simulated users' conversations (a simulated benchmark), apart from the scores."""
     workflow: WorkflowUsage | None = None
@@ -225,47 +220,28 @@ def errors_among(failed: list[MetricScore], scores: int, runs: int) -> ErrorSumm
     )
 
 
-def over_error_limit(errors: ErrorSummary, limit: float) -> list[str]:
-    """What goes beyond ``limit``, each named: failed workflow calls, unjudged scores.
+def failed_calls_share(errors: ErrorSummary) -> str:
+    """The share of the workflow calls that failed, with its counts."""
+    return (
+        f"{errors.failed_target_call_rate:.1%} of the workflow calls failed "
+        f"({errors.failed_target_calls} of {errors.runs} runs)"
+    )
 
-    One rule for the ``error_rate`` check and for ``run``'s exit code (checks.maxErrorRate).
+
+def unjudged_share(errors: ErrorSummary) -> str:
+    """The share of the scores without a judgement, with its counts."""
+    return (
+        f"{errors.unjudged_rate:.1%} of the scores have no judgement "
+        f"({errors.unjudged} of {errors.scores})"
+    )
+
+
+def over_error_limit(errors: ErrorSummary, limit: float) -> bool:
+    """Whether failed workflow calls or unjudged scores go beyond ``limit``.
+
+    The error_rate check's rule; a version's outcome says which, and why.
     """
-    over = []
-    if errors.failed_target_call_rate > limit:
-        over.append(
-            f"{errors.failed_target_call_rate:.1%} of the workflow calls failed "
-            f"({errors.failed_target_calls} of {errors.runs} runs)"
-        )
-    if errors.unjudged_rate > limit:
-        over.append(
-            f"{errors.unjudged_rate:.1%} of the scores have no judgement "
-            f"({errors.unjudged} of {errors.scores})"
-        )
-    return over
-
-
-def incompleteness(
-    errors: ErrorSummary, max_error_rate: float | None, max_error_rate_checked: float
-) -> str | None:
-    """Why a version counts as incomplete (``run`` exits 3), or None.
-
-    The limit is the error_rate check's (checks.maxErrorRate) unless ``max_error_rate``
-    (``run --max-error-rate``) sets one, so that the CLI, the check and the report give one
-    answer; without it, any judge outage makes the version incomplete.
-    """
-    if max_error_rate is None and errors.judge_outage:
-        return (
-            f"{judge_trouble(errors)} "
-            "(--max-error-rate sets how many unjudged scores are acceptable)"
-        )
-    if max_error_rate is None:
-        limit, named = max_error_rate_checked, "checks.maxErrorRate"
-    else:
-        limit, named = max_error_rate, "--max-error-rate"
-    over = over_error_limit(errors, limit)
-    if over:
-        return f"{' and '.join(over)}, above {named} {limit:.1%}"
-    return None
+    return errors.failed_target_call_rate > limit or errors.unjudged_rate > limit
 
 
 def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
@@ -403,8 +379,12 @@ def _figure(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def render_summary(summary: BenchmarkSummary) -> str:
-    """A plain-text table for the terminal."""
+def render_summary(summary: BenchmarkSummary, incomplete: Collection[str] = ()) -> str:
+    """A plain-text table for the terminal.
+
+    ``incomplete``: the kinds of reason the version is incomplete for (its outcome's), so
+    that the counts behind them are called so, and no other.
+    """
     width = max([len("metric")] + [len(metric.metric) for metric in summary.metrics])
     variant = f" · variant {summary.variant}" if summary.variant else ""
     lines = [
@@ -420,7 +400,7 @@ def render_summary(summary: BenchmarkSummary) -> str:
     lines += workflow_usage_lines(summary.workflow)
     if summary.simulation is not None:
         lines.append(_simulation_line(summary.simulation))
-    lines += _incomplete_lines(summary.errors, summary.incomplete is not None)
+    lines += _incomplete_lines(summary.errors, incomplete)
     if summary.trial:
         lines.append(f"TRIAL: {summary.trial}; the version's stored results are unchanged")
     if summary.dry_run_judge:
@@ -607,20 +587,22 @@ def _left_out(summary: BenchmarkSummary) -> str:
     return f" (leaves out {'; '.join(parts)})" if parts else ""
 
 
-def _incomplete_lines(errors: ErrorSummary, incomplete: bool) -> list[str]:
+def _incomplete_lines(errors: ErrorSummary, incomplete: Collection[str]) -> list[str]:
     """Warnings that cannot be missed: failed workflow calls, scores without a judgement.
 
-    "INCOMPLETE RUN" only when ``incomplete`` (``run`` exits 3); within the error limit
-    the same counts are a warning about a complete run.
+    "INCOMPLETE RUN" on the counts that make the version incomplete (``run`` exits 3);
+    within the error limit the same counts are a warning, about a complete run unless
+    something else makes it incomplete.
     """
-    heading = "WARNING: INCOMPLETE RUN: " if incomplete else "WARNING: "
-    within = "" if incomplete else "; within the error limit, the run is complete"
+    within = "; within the error limit" + ("" if incomplete else ", the run is complete")
+    calls_over = "failed_workflow_calls" in incomplete
+    unjudged_over = bool({"unjudged_scores", "judge_outage"} & set(incomplete))
     lines = []
     if errors.failed_target_calls:
         kinds = [kind for kind in errors.by_kind if kind in TARGET_ERROR_KINDS]
         lines += [
-            f"{heading}{errors.failed_target_calls} of {errors.runs} workflow "
-            f"calls failed ({errors.failed_target_call_rate:.1%}{within})",
+            f"{_heading(calls_over)}{errors.failed_target_calls} of {errors.runs} workflow "
+            f"calls failed ({errors.failed_target_call_rate:.1%}{'' if calls_over else within})",
             f"  first error: {errors.first_message[kinds[0]]}",
         ]
     if not errors.unjudged:
@@ -628,8 +610,8 @@ def _incomplete_lines(errors: ErrorSummary, incomplete: bool) -> list[str]:
     kinds = [kind for kind in errors.by_kind if is_unjudged(kind)]
     counts = ", ".join(f"{kind} {errors.by_kind[kind]}" for kind in kinds)
     lines += [
-        f"{heading}{errors.unjudged} of {errors.scores} scores have no "
-        f"judgement ({errors.unjudged_rate:.1%}: {counts}{within})",
+        f"{_heading(unjudged_over)}{errors.unjudged} of {errors.scores} scores have no "
+        f"judgement ({errors.unjudged_rate:.1%}: {counts}{'' if unjudged_over else within})",
         f"  first error: {errors.first_message[kinds[0]]}",
     ]
     refusals = [status for status, kind in REFUSED_ERROR_KINDS.items() if kind in errors.by_kind]
@@ -637,6 +619,10 @@ def _incomplete_lines(errors: ErrorSummary, incomplete: bool) -> list[str]:
     if errors.judge_outage and not refusals:  # a circuit opened by refusals is no network fault
         fixes.append("the judge was unreachable: fix it")
     return lines + [f"  {fix} and run again (cached answers stay)" for fix in fixes]
+
+
+def _heading(incomplete: bool) -> str:
+    return "WARNING: INCOMPLETE RUN: " if incomplete else "WARNING: "
 
 
 # What a judge's refusal says of it, and what makes it answer, by HTTP status.

@@ -217,7 +217,9 @@ class EvaluationPlan:
                     item = with_expressions(
                         expressions,
                         evaluation_item(row, output, tools, by_hash),
-                        partial(run_item, run, row, output, None, benchmark.dataset.data_table),
+                        partial(
+                            run_item, run, row, output, None, benchmark.runs_dataset.data_table
+                        ),
                     )
                 except ExpressionFoundNothingError as error:
                     self.unresolved.append((run, config, str(error)))

@@ -44,7 +44,7 @@ def grouped_runs(
 ) -> list[GroupedRun]:
     """Each run with its group key and label, in the runs' order."""
     config = benchmark.consistency
-    table = benchmark.dataset.data_table
+    table = benchmark.runs_dataset.data_table
     field = config.group_by_field
     path = config.label_path
     grouped = []

@@ -84,7 +84,8 @@ _ERROR_CODES = ("400", "403", "429", "500", "503", "529")
 _QUOTED_KEY = re.compile(r"[\"']([A-Za-z_][A-Za-z0-9_]*)[\"']\s*:")
 
 
-def _seed(body: dict[str, Any]) -> bytes:
+def request_seed(body: dict[str, Any]) -> bytes:
+    """What every answer to a request is drawn from: a hash of the whole request."""
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).digest()
 
 
@@ -144,9 +145,9 @@ def answer_for(
     if not schema:
         return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
     prompt = prompt_text(body.get("messages", []))
-    answer = fill_schema(schema, _seed(body), prompt)
+    answer = fill_schema(schema, request_seed(body), prompt)
     if distinct_text:
-        answer = _tagged(answer, _seed(body).hex()[:8])
+        answer = _tagged(answer, request_seed(body).hex()[:8])
     return json.dumps(_pinned(answer, fixed))
 
 
@@ -334,9 +335,9 @@ class LoopbackJudge:
         """The answer's text, and its log-probabilities for G-Eval's raw call."""
         if request.get("logprobs") and not request.get("response_format"):
             top = int(request.get("top_logprobs") or 0)
-            return rubric_answer(_seed(request), "loopback reason", top)
+            return rubric_answer(request_seed(request), "loopback reason", top)
         if self.free_text and not request.get("response_format"):
-            return f"Loopback text {_seed(request).hex()[:12]}: how does it work?", None
+            return f"Loopback text {request_seed(request).hex()[:12]}: how does it work?", None
         response_format = request.get("response_format") or {}
         schema = (response_format.get("json_schema") or {}).get("schema") or response_format.get(
             "schema"
@@ -349,9 +350,9 @@ class LoopbackJudge:
         schema = schema or schema_named_by(prompt, self.schemas)
         if not schema:
             return json.dumps({"reason": "loopback answer", "verdict": "yes", "score": 0.5})
-        answer = fill_schema(schema, _seed(request), prompt)
+        answer = fill_schema(schema, request_seed(request), prompt)
         if self.distinct_text:
-            answer = _tagged(answer, _seed(request).hex()[:8])
+            answer = _tagged(answer, request_seed(request).hex()[:8])
         return json.dumps(_pinned(answer, self.fixed))
 
     async def _serve(self, ready: threading.Event) -> None:
@@ -620,6 +621,11 @@ def main() -> None:
         burst_s=options.burst_s,
         announce=options.announce,
     ).start()
+    serve_until_stopped(judge)
+
+
+def serve_until_stopped(judge: LoopbackJudge) -> None:
+    """Serve ``judge`` until SIGTERM or SIGINT, then print what it served (JSON)."""
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())

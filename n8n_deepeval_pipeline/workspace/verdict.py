@@ -1,10 +1,11 @@
 """The verdict of a version against its baseline: the one place every page asks for it.
 
-``version_verdicts`` computes it as ``compare`` and ``run`` do (``summary.gate``'s
-``stored_version_gate``: the versions compared case by case, ``comparison_gate``, and
-incompleteness at ``checks.maxErrorRate``), reading only what the verdict depends on: each
-run's pass flag by dataset row, and each version's score rows counted with the failed ones
-loaded. Pages render the ``Gate`` it returns and never decide a verdict themselves.
+``version_verdicts`` gives each version's outcome (``summary.outcome``) as ``compare`` and
+the report build it (the versions compared case by case, the red team's stored rates and
+errored attacks, incompleteness at ``checks.maxErrorRate``), reading only what the
+outcome depends on: each run's pass flag by dataset row, each version's score rows
+counted with the failed ones loaded, and its red team's rates and errors. Pages render
+the ``VersionOutcome`` it returns and never decide a verdict themselves.
 """
 
 from __future__ import annotations
@@ -14,14 +15,22 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline.red_team.breach_rates import red_team_outcome
+from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
 from n8n_deepeval_pipeline.statistics.version_comparison import (
     RunOutcome,
     VersionComparison,
     VersionRuns,
     compare_versions,
 )
-from n8n_deepeval_pipeline.summary.gate import Gate, comparison_gate
-from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary, errors_among, incompleteness
+from n8n_deepeval_pipeline.summary.gate import comparison_gate
+from n8n_deepeval_pipeline.summary.outcome import (
+    Limits,
+    RedTeamOutcome,
+    VersionOutcome,
+    incompleteness,
+)
+from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary, errors_among
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders, table
@@ -32,11 +41,11 @@ _PASSED, _FAILED = RunOutcome(passed=True), RunOutcome(passed=False)
 
 
 class VersionVerdict(BaseModel):
-    """A version's gate against its baseline, and each case's verdict in that comparison."""
+    """A version's outcome against its baseline, and each case's verdict in that comparison."""
 
     model_config = ConfigDict(frozen=True)
 
-    gate: Gate
+    outcome: VersionOutcome
     comparison: VersionComparison | None  # None: no baseline
 
 
@@ -56,22 +65,57 @@ def version_verdicts(
     needed = set(asked) | {b for key in asked if (b := baselines[key]) in by_key}
     runs = _runs_by_row(reader, schema, [by_key[key].workflow_hash for key in sorted(needed)])
     errors = _errors(reader, schema, [by_key[key].workflow_hash for key in asked])
+    red_teams = _red_teams(reader, schema, benchmark, [by_key[key].workflow_hash for key in asked])
+    limits = Limits.of(benchmark.max_error_rate)
     found = {}
     for key in asked:
         candidate, base = by_key[key], by_key.get(baselines[key] or "")
-        incomplete = incompleteness(errors[candidate.workflow_hash], None, benchmark.max_error_rate)
-        # What stored_version_gate does for `compare` and `run`, keeping the comparison.
+        # What the runner's outcome does for `compare` and the report, keeping the comparison.
         comparison = (
             compare_versions(runs[base.workflow_hash], runs[candidate.workflow_hash])
             if base
             else None
         )
-        base_hash = base.workflow_hash if base else None
-        found[key] = VersionVerdict(
-            gate=comparison_gate(benchmark.fail_on, base_hash, comparison, incomplete),
-            comparison=comparison,
+        red_team = red_teams.get(candidate.workflow_hash)
+        outcome = VersionOutcome(
+            benchmark=benchmark.name,
+            workflow_hash=candidate.workflow_hash,
+            variant=candidate.variant,
+            runs=candidate.pass_rate.runs,
+            pass_rate=candidate.pass_rate.rate,
+            gate=comparison_gate(
+                benchmark.fail_on, base.workflow_hash if base else None, comparison
+            ),
+            red_team=red_team,
+            incomplete=incompleteness(errors[candidate.workflow_hash], red_team, limits),
+            limits=limits,
         )
+        found[key] = VersionVerdict(outcome=outcome, comparison=comparison)
     return found
+
+
+# An attack's long texts, which the verdict does not read.
+_ATTACK_TEXTS = ("input", "actual_output", "turns", "reason")
+
+
+def _red_teams(
+    reader: Reader, schema: str, benchmark: BenchmarkSettings, hashes: list[str]
+) -> dict[str, RedTeamOutcome]:
+    """Each version's red-team outcome from its stored rates and attacks (none: not played)."""
+    if not hashes:
+        return {}
+    within = f"workflow_hash in ({placeholders(hashes)})"
+    rates = model_rows(reader, BreachRate, schema, f"{within} and kind = 'vulnerability'", hashes)
+    results = model_rows(reader, RedTeamResult, schema, within, hashes, _ATTACK_TEXTS)
+    return {
+        digest: red_team_outcome(
+            [rate for rate in rates if rate.workflow_hash == digest],
+            played,
+            benchmark.fail_on,
+        )
+        for digest in hashes
+        if (played := [result for result in results if result.workflow_hash == digest])
+    }
 
 
 def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, VersionRuns]:

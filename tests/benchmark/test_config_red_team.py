@@ -153,3 +153,37 @@ def test_the_names_are_deepteam_s_class_names_each_once():
     assert not set(SINGLE_TURN_ATTACKS) & set(MULTI_TURN_ATTACKS)
     assert all(attack.multi_turn for attack in MULTI_TURN_ATTACKS.values())
     assert not any(attack.multi_turn for attack in SINGLE_TURN_ATTACKS.values())
+
+
+ALONE = """\
+name: demo
+workflow: workflow.json
+target: {type: n8n_workflow, startNodeName: AI Agent, endNodeName: AI Agent}
+redTeam:
+  vulnerabilities: [{name: ExcessiveAgency}]
+"""
+
+
+def test_a_red_team_alone_needs_no_dataset_and_no_metrics_as_the_guide_shows(tmp_path):
+    """The red-team guide's section on its own was refused: dataset and metrics required."""
+    path = tmp_path / "demo.benchmark.yaml"
+    path.write_text(ALONE)
+    benchmark = load_benchmark(path)
+    assert (benchmark.dataset, benchmark.metrics, benchmark.red_team_only) == (None, [], True)
+    with pytest.raises(ValueError, match="a red team alone has no dataset and no runs"):
+        benchmark.runs_dataset  # noqa: B018 (the property refuses)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (FILE.replace("dataset: {path: rows.csv}\n", ""), "dataset: Field required (only a"),
+        (FILE.replace("metrics: [{metric: exact_match}]\n", ""), "metrics: give at least one"),
+        (ALONE + "metrics: [{metric: exact_match}]\n", "metrics: a benchmark without a dataset"),
+        (ALONE + "simulation: {maxUserTurns: 2}\n", "simulation: a benchmark without a dataset"),
+    ],
+    ids=["no dataset", "no metrics", "metrics alone", "simulation alone"],
+)
+def test_half_a_benchmark_is_refused_naming_what_it_lacks(tmp_path, text, problem):
+    (said,) = text_problems(tmp_path, text)
+    assert problem in said

@@ -113,7 +113,7 @@ def test_one_sticky_comment_across_two_pushes_and_the_run_s_exit_code(tmp_path: 
     assert second.steps[-1].id == "verdict" and second.steps[-1].exit_code == 5
     run_json = json.loads((workspace / "n8n-deepeval-reports" / "agent_benchmark.yaml" /
                            "run.json").read_text())  # fmt: skip
-    assert run_json["gate"]["exit_codes"]["run"] == 5
+    assert run_json["outcome"]["exit_codes"]["run"] == 5
     # The job summary says why, once per push.
     said = summary.read_text()
     assert said.count("| support_agent |") == 2

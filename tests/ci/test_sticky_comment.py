@@ -99,9 +99,11 @@ def test_the_outcome_reads_the_gate_and_keeps_the_run_s_exit_code() -> None:
         "runs": 27,
         "pass_rate": 14 / 27,
         "cost_usd": 0.0,
-        "incomplete": None,
-        "gate": {"baseline": "f7ee35b359b4", "flagged_cases": ["ord-missing"],
-                 "exit_codes": {"run": 5, "compare": 1}},
+        "outcome": {
+            "incomplete": None,
+            "gate": {"baseline": "f7ee35b359b4", "flagged_cases": ["ord-missing"]},
+            "exit_codes": {"run": 5, "compare": 1},
+        },
     }  # fmt: skip
     outcome = run_outcome("b.yaml", 5, "a case regressed", printed)
     assert (outcome.exit_code, outcome.version, outcome.runs) == (5, "f7b1504dcb09", 27)
@@ -116,7 +118,8 @@ def test_the_outcome_reads_the_gate_and_keeps_the_run_s_exit_code() -> None:
         None,
     )
     assert "No report" in comment_body(early, None)
-    incomplete = run_outcome("b.yaml", 3, "incomplete", {**printed, "incomplete": "judge outage"})
+    outage = {**printed["outcome"], "incomplete": {"text": "judge outage"}}
+    incomplete = run_outcome("b.yaml", 3, "incomplete", {**printed, "outcome": outage})
     assert incomplete.why == "incomplete: judge outage"
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from n8n_deepeval_pipeline.config.yaml_edit import YamlEditError, with_entry
+from n8n_deepeval_pipeline.config.yaml_edit import YamlEditError, with_entry, with_item, with_value
 
 ENTRY = {"AI Agent": {"options.systemMessage": "Be brief.\nEnd with: Thanks!"}}
 BLOCK = """# My benchmark
@@ -49,3 +49,43 @@ def test_what_cannot_be_added_without_a_rewrite_is_refused():
         with_entry(BLOCK, ("target", "variants"), "nano", ENTRY)
     with pytest.raises(YamlEditError, match="target is not a mapping"):
         with_entry("target: none\n", ("target", "variants"), "optimized", ENTRY)
+
+
+LIST = """metrics:
+  - metric: g_eval   # the question people answer
+    name: helpfulness
+    criteria: Helpful?
+
+  # bias last
+  - metric: bias
+aggregate: {passRule: allPass, metrics: allConnected}  # every one
+"""
+
+
+def test_an_item_goes_right_after_its_neighbour_in_the_lists_style():
+    edited = with_item(LIST, ("metrics",), 0, {"metric": "g_eval", "label": "h2",
+                                               "criteria": "Helpful?\nAll facts."})  # fmt: skip
+    assert edited == LIST.replace(
+        "    criteria: Helpful?\n",
+        "    criteria: Helpful?\n"
+        "  - metric: g_eval\n"
+        "    label: h2\n"
+        "    criteria: |-\n"
+        "      Helpful?\n"
+        "      All facts.\n",
+    )
+    flow = "metrics: [{metric: bias}, {metric: toxicity}]  # two\n"
+    assert with_item(flow, ("metrics",), 0, {"metric": "g_eval"}) == (
+        'metrics: [{metric: bias}, {"metric": "g_eval"}, {metric: toxicity}]  # two\n'
+    )
+    with pytest.raises(YamlEditError, match="metrics has no item 2"):
+        with_item(LIST, ("metrics",), 2, {"metric": "bias"})
+    with pytest.raises(YamlEditError, match="judge is not in the file"):
+        with_item(LIST, ("judge", "models"), 0, "x")
+
+
+def test_a_value_is_replaced_where_it_stands():
+    edited = with_value(LIST, ("aggregate", "metrics"), ["helpfulness", "bias"])
+    assert edited == LIST.replace("metrics: allConnected}", 'metrics: ["helpfulness", "bias"]}')
+    with pytest.raises(YamlEditError, match="metrics is not a single value"):
+        with_value(LIST, ("metrics",), [])

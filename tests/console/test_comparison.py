@@ -11,8 +11,21 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     compare_versions,
 )
 from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
 
 BASELINE, CANDIDATE = "a" * 64, "b" * 64
+
+
+def outcome(fail_on, flagged, runs=18):
+    """The candidate's outcome against BASELINE (complete, no red team)."""
+    return VersionOutcome(
+        benchmark="b",
+        workflow_hash=CANDIDATE,
+        runs=runs,
+        pass_rate=0.5,
+        gate=version_gate(fail_on, BASELINE, flagged),
+        limits=Limits.of(0.05),
+    )
 
 
 def runs(passed, total):
@@ -50,10 +63,10 @@ def test_each_case_shows_the_p_value_in_the_direction_it_moved():
 
 def test_json_has_the_verdict_table_intervals_and_drift():
     flagged = cases_failing_gate(COMPARISON, "regression")
-    gate = version_gate("regression", BASELINE, flagged, None)
-    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, gate)
+    printed = comparison_json(COMPARISON, BASELINE, CANDIDATE, outcome("regression", flagged))
     assert (printed["baseline"], printed["candidate"]) == ("a" * 12, "b" * 12)
-    assert (printed["gate"]["fail_on"], printed["gate"]["flagged_cases"]) == (
+    gate = printed["outcome"]["gate"]
+    assert (gate["fail_on"], gate["flagged_cases"]) == (
         "regression",
         ["down"],
     )
@@ -85,24 +98,20 @@ def test_has_regression_agrees_with_the_exit_code_of_a_gate_on_likely_regression
     """3/3 → 0/3 is a likely regression: compare exits 1 on it, so it has regressed."""
     likely = compare_versions({"x": runs(3, 3)}, {"x": runs(0, 3)})
     flagged = cases_failing_gate(likely, "likely_regression")
-    gate = version_gate("likely_regression", BASELINE, flagged, None)
-    printed = comparison_json(likely, BASELINE, CANDIDATE, gate)
-    assert printed["gate"] == {
+    printed = comparison_json(likely, BASELINE, CANDIDATE, outcome("likely_regression", flagged))
+    assert printed["outcome"]["gate"] == {
         "fail_on": "likely_regression",
         "baseline": "a" * 12,
         "flagged_cases": ["x"],
         "has_regression": True,
-        "incomplete": None,
-        "exit_codes": {"run": 5, "compare": 1},
     }
+    assert printed["outcome"]["exit_codes"] == {"run": 5, "compare": 1}
     assert "has_regression" not in printed["result"]
-    lenient = version_gate("regression", BASELINE, cases_failing_gate(likely, "regression"), None)
-    assert comparison_json(likely, BASELINE, CANDIDATE, lenient)["gate"]["exit_codes"] == {
+    lenient = outcome("regression", cases_failing_gate(likely, "regression"))
+    assert comparison_json(likely, BASELINE, CANDIDATE, lenient)["outcome"]["exit_codes"] == {
         "run": 0,
         "compare": 0,
     }
-    incomplete = version_gate("likely_regression", BASELINE, flagged, "the judge was unavailable")
-    assert incomplete.exit_codes.model_dump() == {"run": 3, "compare": 1}
 
 
 def test_a_simulated_benchmarks_cases_are_named_by_their_scenarios():

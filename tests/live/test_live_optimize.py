@@ -30,10 +30,10 @@ import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
+from n8n_deepeval_pipeline.testing.prompt_engineer import PromptEngineer
 from tests.live.fake_llm import FakeOpenAI, text_of
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_mocks import CountingService, orders_agent
-from tests.optimization.prompt_engineer import PromptEngineer
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 SIGN_OFF = "Kind regards, Acme."

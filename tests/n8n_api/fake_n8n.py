@@ -10,6 +10,7 @@ import json
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
@@ -224,6 +225,110 @@ class FakeN8nApi(_FakeServer):
 
             def do_POST(self) -> None:
                 self._respond("POST")
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        return Handler
+
+
+# A harness copy's answer to one call: (HTTP status, JSON), from the copy and the body.
+CopyAgent = Callable[[dict[str, Any], Any], tuple[int, Any]]
+
+
+class FakeN8nHarness(_FakeServer):
+    """A test double of the n8n a harness copy runs in (not n8n itself).
+
+    The public API's workflow calls a run makes (create, publish, list, read, unpublish,
+    archive, delete; executions, none stored) and the webhooks of the published copies:
+    each call of a copy's webhook is answered by ``agent(copy, body)``, so that the answer
+    can depend on the copy's nodes (a variant's parameters, the version's system message).
+    ``created`` keeps every copy made; ``calls`` counts the webhook calls by copy name.
+    """
+
+    def __init__(self, agent: CopyAgent) -> None:
+        self.agent = agent
+        self.workflows: dict[str, dict[str, Any]] = {}
+        self.created: list[dict[str, Any]] = []
+        self.published: dict[str, str] = {}  # webhook path → workflow id
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        super().__init__()
+
+    @staticmethod
+    def _path_of(workflow: dict[str, Any]) -> str | None:
+        return next(
+            (
+                str(node["parameters"]["path"])
+                for node in workflow.get("nodes", [])
+                if node.get("type") == "n8n-nodes-base.webhook"
+            ),
+            None,
+        )
+
+    def api(self, method: str, parts: list[str], body: Any) -> tuple[int, Any]:
+        if parts == ["workflows"] and method == "POST":
+            with self._lock:
+                workflow_id = f"copy-{len(self.created) + 1}"
+                self.created.append(body)
+                self.workflows[workflow_id] = {**body, "id": workflow_id, "active": False}
+            return 200, self.workflows[workflow_id]
+        if parts == ["workflows"]:
+            listed = [{"id": key, "name": w["name"]} for key, w in self.workflows.items()]
+            return 200, {"data": listed, "nextCursor": None}
+        if parts == ["executions"]:
+            return 200, {"data": [], "nextCursor": None}
+        if parts[0] != "workflows" or parts[1] not in self.workflows:
+            return 404, {"message": "Not Found"}
+        workflow_id, step = parts[1], parts[2] if len(parts) > 2 else ""
+        workflow = self.workflows[workflow_id]
+        if step == "publish":
+            self.published[self._path_of(workflow) or ""] = workflow_id
+        elif step == "unpublish":
+            self.published = {p: w for p, w in self.published.items() if w != workflow_id}
+        elif method == "DELETE":
+            del self.workflows[workflow_id]
+        return 200, workflow
+
+    def other(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        """A path that is neither the API nor a webhook (none, unless a subclass has one)."""
+        return 404, {"message": "Not Found"}
+
+    def webhook(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        workflow_id = self.published.get(path.removeprefix("/webhook/"))
+        if workflow_id is None:
+            return 404, {"message": f"The requested webhook {path} is not registered."}
+        if method == "GET":
+            return 404, {"message": f"This webhook is not registered for GET: {path}"}
+        copy = self.workflows[workflow_id]
+        self.calls[copy["name"]] += 1
+        return self.agent(copy, body)
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _respond(self, method: str) -> None:
+                path = urlsplit(self.path).path
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"null")
+                if path.startswith("/api/v1/"):
+                    parts = path.removeprefix("/api/v1/").split("/")
+                    status, answer = fake.api(method, parts, body)
+                elif path.startswith("/webhook/"):
+                    status, answer = fake.webhook(method, path, body or {})
+                else:
+                    status, answer = fake.other(method, path, body)
+                _send_json(self, status, answer)
+
+            def do_GET(self) -> None:
+                self._respond("GET")
+
+            def do_POST(self) -> None:
+                self._respond("POST")
+
+            def do_DELETE(self) -> None:
+                self._respond("DELETE")
 
             def log_message(self, *_: Any) -> None:
                 pass

@@ -1,16 +1,26 @@
-"""DeepEval's own path, for the optimiser's parity test: ``PromptOptimizer.optimize()``.
+"""DeepEval's own path, for the optimisers' parity tests: ``PromptOptimizer.optimize()``.
 
 Run as ``python -m tests.optimization.deepeval_reference SPEC OUT`` in a worker's
 environment (DeepEval reads its settings at import). SPEC names the judge (base URL,
-model), the loopback agent's ``/answer`` URL, the metrics (catalog slug and config), the
-goldens, the text, the algorithm's options and seed. The optimiser model and the metrics'
-model are DeepEval's own OpenAI model class; the model callback is written here as a
-DeepEval user would write it for an agent (POST the prompt and the input, read the
-output). The metrics are built by the catalog's constructor, as the score parity suites
-build them (their parity with DeepEval is that suite's subject). The candidate ids DeepEval
-draws from ``uuid4`` are seeded as the pipeline seeds them: they order its Pareto
-bookkeeping, and the same seed must mean the same search. OUT receives the texts tried (in
-the order they were first answered), the best text, and the final Pareto table by text.
+model), the goldens, the text, the algorithm's options and seed, and what is optimised:
+
+- an agent's prompt (``optimize``): the loopback agent's ``/answer`` URL and the metrics
+  (catalog slug and config); the model callback is written here as a DeepEval user would
+  write it for an agent (POST the prompt and the input, read the output);
+- a judge metric's criteria (``calibration --align``, ``"alignment"``): the metric (slug
+  and config), each golden's labelled run (input, output, expected output) and the
+  people's verdict; the model callback measures DeepEval's own metric, built with the
+  candidate as its criteria, on the run's test case, and answers with its verdict; the
+  one metric is agreement with people, a ``BaseMetric`` written here.
+
+The optimiser model and the metrics' model are DeepEval's own OpenAI model class. The
+metrics are built by the catalog's constructor, as the score parity suites build them
+(their parity with DeepEval is that suite's subject); the verdict's and the agreement's
+words are the pipeline's (``calibration.alignment_goldens``), which are what the optimiser
+is meant to read. The candidate ids DeepEval draws from ``uuid4`` are seeded as the
+pipeline seeds them: they order its Pareto bookkeeping, and the same seed must mean the
+same search. OUT receives the texts tried (in the order they were first answered), the
+best text, and the final Pareto table by text.
 
 DeepEval 4.3.1's optimiser fails with its own (native) models: after each call it counts
 the tokens on the caller (``accrue_token_usage``), and its scorer, rewriter and proposers
@@ -21,6 +31,7 @@ they send or decide; the pipeline's judge is a custom model and never takes that
 
 from __future__ import annotations
 
+import contextvars
 import json
 import random
 import sys
@@ -33,12 +44,15 @@ from typing import Any
 import aiohttp
 from deepeval.dataset.golden import Golden
 from deepeval.evaluate.configs import AsyncConfig
+from deepeval.metrics import BaseMetric
 from deepeval.models import OpenAIModel
 from deepeval.optimizer import PromptOptimizer
 from deepeval.optimizer.algorithms import GEPA
 from deepeval.optimizer.configs import DisplayConfig
 from deepeval.prompt.prompt import Prompt
+from deepeval.test_case import LLMTestCase
 
+from n8n_deepeval_pipeline.calibration.alignment_goldens import Verdict, agreement
 from n8n_deepeval_pipeline.metrics.catalog import CATALOG
 from n8n_deepeval_pipeline.worker.metric_builder import construct_metric
 
@@ -69,9 +83,14 @@ def give_the_missing_token_counter() -> None:
             cls._accrue_tokens = lambda self, input_tokens, output_tokens: None
 
 
-def optimise(spec: dict[str, Any]) -> dict[str, Any]:
-    give_the_missing_token_counter()
-    tried: list[str] = []
+def built(slug: str, config: dict[str, Any], model: OpenAIModel) -> Any:
+    """A catalog metric, built as the workers build it."""
+    entry = CATALOG[slug]
+    return construct_metric(entry, entry.config_model.model_validate(config), model)
+
+
+def for_an_agent(spec: dict[str, Any], model: OpenAIModel, tried: list[str]) -> tuple[Any, list]:
+    """The agent's answer as the model callback; the benchmark's metrics."""
 
     async def agent(prompt: Prompt, golden: Golden) -> str:
         text = prompt.text_template
@@ -81,16 +100,67 @@ def optimise(spec: dict[str, Any]) -> dict[str, Any]:
         async with aiohttp.ClientSession() as http, http.post(spec["agent"], json=body) as reply:
             return str((await reply.json())["output"])
 
+    return agent, [built(slug, config, model) for slug, config in spec["metrics"]]
+
+
+# The people's verdict and the judge's, for the agreement metric of the same golden.
+VERDICT: contextvars.ContextVar[tuple[bool, Verdict]] = contextvars.ContextVar("verdict")
+
+
+class AgreementWithPeople(BaseMetric):
+    """1 when the judge's verdict is the people's, else 0 (the pipeline's words for why)."""
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+        self.async_mode = True
+
+    def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+        raise NotImplementedError
+
+    async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+        agreed = agreement(*VERDICT.get())
+        self.score, self.reason, self.success = agreed.score, agreed.reason, agreed.agrees
+        return self.score
+
+    def is_successful(self) -> bool:
+        return bool(self.success)
+
+    @property
+    def __name__(self) -> str:
+        return "agreement"
+
+
+def for_a_judge_metric(
+    spec: dict[str, Any], model: OpenAIModel, tried: list[str]
+) -> tuple[Any, list]:
+    """The metric's verdict with the candidate as its criteria; agreement with people."""
+    slug, config = spec["alignment"]["metric"]
+
+    async def judge(prompt: Prompt, golden: Golden) -> str:
+        text = prompt.text_template
+        if text not in tried:
+            tried.append(text)
+        metric = built(slug, {**config, "criteria": text}, model)
+        run = spec["alignment"]["runs"][golden.name]
+        score = await metric.a_measure(LLMTestCase(**run), _show_indicator=False)
+        verdict = Verdict(passed=metric.is_successful(), score=score, reason=metric.reason)
+        VERDICT.set((spec["alignment"]["people"][golden.name], verdict))
+        return verdict.text()
+
+    return judge, [AgreementWithPeople()]
+
+
+def optimise(spec: dict[str, Any]) -> dict[str, Any]:
+    give_the_missing_token_counter()
+    tried: list[str] = []
     model = OpenAIModel(
         model=spec["model"], base_url=spec["base_url"], api_key="sk-parity", temperature=0
     )
-    metrics = []
-    for slug, config in spec["metrics"]:
-        entry = CATALOG[slug]
-        metrics.append(construct_metric(entry, entry.config_model.model_validate(config), model))
+    made = for_a_judge_metric if "alignment" in spec else for_an_agent
+    callback, metrics = made(spec, model, tried)
     seed_ids(spec["seed"])
     optimizer = PromptOptimizer(
-        model_callback=agent,
+        model_callback=callback,
         metrics=metrics,
         optimizer_model=model,
         algorithm=GEPA(random_seed=spec["seed"], **spec["options"]),

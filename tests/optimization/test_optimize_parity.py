@@ -29,6 +29,7 @@ from n8n_deepeval_pipeline.benchmark.config import load_benchmark
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
+from n8n_deepeval_pipeline.optimization.pool_scoring import ScoringServices
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.workflow_search import (
     SearchPlan,
@@ -128,15 +129,14 @@ def plan_of(path: Path, judge: JudgeSpec) -> SearchPlan:
 
 def pipeline(plan: SearchPlan, fake: FakeHarnessN8n, pool: WorkerPool, folder: Path,
              rounds: list[Round]) -> OptimizationOutcome:  # fmt: skip
-    services = SearchServices(
-        client=lambda: N8nClient(fake.base_url, "n8n-key"),
-        base_url=fake.base_url,
+    scoring = ScoringServices(
         judge=lambda choice: plan.model,
         prices=PriceTable(),
         pool=pool,
         score_journal=FileScoreJournal,
         evaluation_timeout_s=120,
     )
+    services = SearchServices(lambda: N8nClient(fake.base_url, "n8n-key"), fake.base_url, scoring)
     return search(plan, services, folder, rounds.append)
 
 

@@ -58,6 +58,7 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         "error_rate",
         "no_metric_errors",
         "no_regression",
+        "version_passes",
         "workflow_checks_pass",
     }
     descriptions = {

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
+from n8n_deepeval_pipeline.testing.prompt_engineer import PromptEngineer
 from tests.optimization.fake_harness_n8n import SIGN_OFF, FakeHarnessN8n
-from tests.optimization.prompt_engineer import PromptEngineer
 from tests.optimization.test_optimize_parity import WORKFLOW
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,7 @@ import yaml
 from dagster._core.test_utils import create_run_for_test
 
 from n8n_deepeval_pipeline import load_benchmark, settings
-from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES
+from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, EXIT_CODE_TAG, VERDICT_TAG
 from n8n_deepeval_pipeline.orchestration.automation import CALLS_SHARED_BY, current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
@@ -53,6 +53,7 @@ def test_materialised_partition_is_stored_and_rematerialising_replaces_it(
         "error_rate": True,
         "no_metric_errors": True,  # FAQ runs without tool calls are judged on a bare trace
         "no_regression": True,
+        "version_passes": True,  # the run is a success: its version passes
         "workflow_checks_pass": False,  # the example's webhook has no authentication
     }
 
@@ -608,6 +609,15 @@ def test_the_example_second_version_is_compared_and_its_regressions_fail_the_che
         result = run_job(defs, instance, second)
         checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
         (report,) = result.asset_materializations_for_node("support_agent__benchmark_report")
+        tags = instance.get_run_by_id(result.run_id).tags
+        assert alone.success and instance.get_run_by_id(alone.run_id).tags[VERDICT_TAG] == "passed"
+    # A regressed version is no green success: the run fails on version_passes (blocking),
+    # once every asset is materialised, and its tags say why (it succeeded before).
+    assert not result.success and not checks["version_passes"].passed
+    assert (tags[VERDICT_TAG], tags[EXIT_CODE_TAG]) == ("regressed", "5")
+    assert checks["version_passes"].metadata["run_exit_code"].value == 5
+    failed = {event.step_key for event in result.all_events if event.is_step_failure}
+    assert failed == {"support_agent__benchmark_report"}
     assert not checks["no_regression"].passed
     flagged = checks["no_regression"].metadata["flagged_cases"].value
     assert flagged == "ord-missing, returns-policy"

@@ -24,10 +24,12 @@ def test_a_rescore_backfill_keeps_each_versions_check_result_with_its_partition(
         workflow.write_text((example_copy.parent / "workflow.v2.json").read_text())
         second = example_key(example_copy)
         defs = build_definitions([example_copy])
-        assert run_job(defs, instance, second).success
+        # the regressed version's runs are failures, on its verdict (version_passes)
+        assert not run_job(defs, instance, second).success
         # a re-score backfill, the regressed version first: the other one is scored last
         for key in (second, first):
-            assert run_job(defs, instance, key, job="support_agent__rescore").success
+            rescored = run_job(defs, instance, key, job="support_agent__rescore")
+            assert rescored.success == (key == first)
         infos = instance.event_log_storage.get_asset_check_partition_info([NO_REGRESSION])
         history = instance.event_log_storage.get_asset_check_execution_history(
             NO_REGRESSION, limit=10

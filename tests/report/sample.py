@@ -20,12 +20,14 @@ from pathlib import Path
 from n8n_deepeval_pipeline.report import Report, build_report, write_report
 from n8n_deepeval_pipeline.report.build import Baseline
 from n8n_deepeval_pipeline.report.cases import VersionRows
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows
 from n8n_deepeval_pipeline.statistics.aggregate import MetricOutcome, aggregate_run
 from n8n_deepeval_pipeline.statistics.consistency import RunResult, case_consistency
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.pass_direction import normalised, passes
 from n8n_deepeval_pipeline.statistics.version_comparison import compare_versions
-from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, incompleteness, summarise
+from n8n_deepeval_pipeline.summary.outcome import Limits
+from n8n_deepeval_pipeline.summary.run_summary import BenchmarkSummary, summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from n8n_deepeval_pipeline.tables.rows import (
     AgentOutput,
@@ -287,10 +289,12 @@ def sample_report(
     fail_on: GateVerdict = "regression",
     reported_only: bool = False,
     max_error_rate: float = 0.05,
+    red_team: RedTeamRows | None = None,
 ) -> Report:
     """The candidate's report, against the baseline or on its own (see ``version``).
 
-    ``max_error_rate``: the benchmark's checks.maxErrorRate, above which it is incomplete.
+    ``max_error_rate``: the benchmark's checks.maxErrorRate, above which it is incomplete;
+    ``red_team``: the candidate's attacks.
     """
     candidate = version(CANDIDATE, reported_only)
     against = None
@@ -301,12 +305,14 @@ def sample_report(
             version_runs(candidate.runs, candidate.aggregates, candidate.scores),
         )
         against = Baseline(BASELINE, baseline.rows(), comparison)
-    summary = candidate.summary()
-    summary = summary.model_copy(
-        update={"incomplete": incompleteness(summary.errors, None, max_error_rate)}
-    )
     return build_report(
-        summary, candidate.rows(), fail_on=fail_on, baseline=against, dataset=candidate.dataset
+        candidate.summary(),
+        candidate.rows(),
+        fail_on=fail_on,
+        limits=Limits.of(max_error_rate),
+        baseline=against,
+        dataset=candidate.dataset,
+        red_team=red_team,
     )
 
 
@@ -376,7 +382,7 @@ def conversation_report() -> Report:
     summary = summarise(BENCHMARK, CANDIDATE, candidate.scores, candidate.aggregates,
                         candidate.consistency, [GOAL[0]])  # fmt: skip
     return build_report(
-        summary, candidate.rows(), fail_on="regression",
+        summary, candidate.rows(), fail_on="regression", limits=Limits.of(0.05),
         baseline=Baseline(BASELINE, baseline.rows(), comparison), dataset=candidate.dataset,
     )  # fmt: skip
 

@@ -9,7 +9,7 @@ from markupsafe import escape
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.red_team.breach_rates import breach_rates
 from n8n_deepeval_pipeline.report import pr_comment, render_html, results_json
-from n8n_deepeval_pipeline.report.red_team import red_team_report
+from n8n_deepeval_pipeline.report.red_team import RedTeamRows, red_team_report
 from tests.red_team.test_breach_rates import AGENCY, LEAKAGE, result
 from tests.report.sample import BASELINE, CANDIDATE, sample_report
 
@@ -91,3 +91,60 @@ def test_the_pr_comment_and_the_json_carry_the_section():
     assert data["red_team"]["breach_details"][0]["tool_calls"] == 1
     assert json.dumps(data)  # plain JSON data
     assert results_json(sample_report())["red_team"] is None
+
+
+def _attacked(errored: int = 0):
+    """The candidate's report on its own, its attacks breaching 5 of 5 (``errored`` more)."""
+    before, now = _results(BASELINE, 0), _results(CANDIDATE, 4)
+    now += [
+        result(10 + n, AGENCY, None, False, error="HTTP 502\nbody", version=CANDIDATE)
+        for n in range(errored)
+    ]
+    rates = breach_rates(now, CANDIDATE, CONFIG, before, BASELINE)
+    return sample_report(with_baseline=False, red_team=RedTeamRows(rates, now, before))
+
+
+def test_breaches_over_fail_on_are_the_verdict_of_the_banner_the_comment_and_the_json():
+    """run exits 6 on these breaches: no surface says the version passes (it said so before)."""
+    report = _attacked()
+    outcome = results_json(report)["outcome"]
+    assert (outcome["verdict"], outcome["exit_codes"]["run"]) == ("breached", 6)
+    assert [f["kind"] for f in outcome["findings"]] == ["breach_over_fail_on", "new_breach"]
+    comment, page = pr_comment(report), render_html(report)
+    said = (
+        "Red team: Excessive Agency breached 4 of 4 judged attack runs (100.0%), above its "
+        "failOn 0.0%; Prompt Leakage breached 1 of 1 judged attack runs (100.0%), above its "
+        "failOn 0.0%, so run exits 6."
+    )
+    for text in (comment, page):
+        assert said in text
+        assert "The gate passes" not in text and "run exits 0" not in text
+    assert "> [!CAUTION]\n> Red team: Excessive Agency" in comment
+    assert (
+        "the baseline breached 0 of 4 (regression, p = 0.014), run exits 6, as the red team "
+        in (comment)
+    )
+
+
+def test_errored_attacks_make_the_report_incomplete_with_why_each_errored():
+    """1 of 6 attack runs errored (16.7%, over 5%): run exits 3, and every surface says why."""
+    report = _attacked(errored=1)
+    outcome = results_json(report)["outcome"]
+    assert (outcome["verdict"], outcome["exit_codes"]["run"]) == ("incomplete", 3)
+    (reason,) = outcome["incomplete"]["reasons"]
+    assert reason["errored_attacks"] == [
+        {
+            "attack_id": "a010",
+            "run_index": 0,
+            "vulnerability": AGENCY,
+            "attack_method": None,
+            "error_kind": "target_error",
+            "error": "HTTP 502",
+        }
+    ]
+    why = (
+        "Incomplete run: red team: 1 of 6 attack runs errored, neither breached nor held "
+        "(target_error 1), above checks.maxErrorRate 5.0% — a010:0 target_error: HTTP 502, "
+        "so run exits 3."
+    )
+    assert why in pr_comment(report) and why in render_html(report)

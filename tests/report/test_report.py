@@ -18,10 +18,10 @@ from n8n_deepeval_pipeline.report import (
     results_json,
     write_report,
 )
+from n8n_deepeval_pipeline.report.banners import outcome_banners
 from n8n_deepeval_pipeline.report.build import Baseline, score_bins
 from n8n_deepeval_pipeline.report.cases import OUTPUT_LIMIT, VersionRows
 from n8n_deepeval_pipeline.report.formatting import p_value, points, signed_figure
-from n8n_deepeval_pipeline.report.gate_status import gate_status
 from n8n_deepeval_pipeline.report.model import ComparisonReport, DropCause, Excerpt
 from n8n_deepeval_pipeline.report.verdicts import GUIDANCE
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.statistics.version_comparison import (
     compare_versions,
 )
 from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.outcome import Limits, VersionOutcome
 from n8n_deepeval_pipeline.summary.run_summary import summarise
 from n8n_deepeval_pipeline.tables.comparison import version_runs
 from tests.conftest import wilson_by_hand
@@ -89,7 +90,7 @@ def test_results_json_has_the_regression_row_and_counts(report):
     assert refund["delta"] == -1.0
     assert refund["p_value_drop"] == pytest.approx(1 / math.comb(8, 4))
     assert refund["verdict"] == "regression"
-    assert results_json(report)["gate"]["has_regression"] is True
+    assert results_json(report)["outcome"]["gate"]["has_regression"] is True
     assert {verdict: n for verdict, n in result["verdict_counts"].items() if n} == {
         "regression": 1,
         "likely_regression": 1,
@@ -280,7 +281,9 @@ def test_write_report_writes_the_three_files(report, tmp_path):
 
 def test_a_version_without_scored_runs_still_gets_a_report():
     summary = summarise("empty", CANDIDATE, [], [], [], [])
-    report = build_report(summary, VersionRows([], [], [], []), fail_on="regression")
+    report = build_report(
+        summary, VersionRows([], [], [], []), fail_on="regression", limits=Limits.of(0.05)
+    )
     assert results_json(report)["headline"]["pass_rate"] == {
         "passed": 0,
         "runs": 0,
@@ -303,10 +306,19 @@ def _gate_report(fail_on):
     return ComparisonReport(baseline_hash=BASELINE, result=comparison, fail_on=fail_on)
 
 
-def _status(fail_on, incomplete=None):
+def _status(fail_on):
     compared = _gate_report(fail_on)
     flagged = cases_failing_gate(compared.result, fail_on)
-    return gate_status(compared, version_gate(fail_on, BASELINE, flagged, incomplete))
+    outcome = VersionOutcome(
+        benchmark="b",
+        workflow_hash=CANDIDATE,
+        runs=3,
+        pass_rate=0.0,
+        gate=version_gate(fail_on, BASELINE, flagged),
+        limits=Limits.of(0.05),
+    )
+    (banner,) = outcome_banners(outcome, compared)
+    return banner
 
 
 def test_a_likely_regression_fails_a_gate_on_likely_regression_and_the_status_says_so():
@@ -499,7 +511,12 @@ def _without_greeting_in_the_baseline():
     )
     against = Baseline(BASELINE, rows, comparison)
     return build_report(
-        cand.summary(), cand.rows(), fail_on="regression", baseline=against, dataset=cand.dataset
+        cand.summary(),
+        cand.rows(),
+        fail_on="regression",
+        limits=Limits.of(0.05),
+        baseline=against,
+        dataset=cand.dataset,
     )
 
 
@@ -552,19 +569,22 @@ def test_a_run_without_output_is_a_target_error_in_the_report_as_in_compare(repo
 
 def test_results_json_carries_the_gate_that_run_and_compare_exit_on(report):
     """One gate object: what compare.failOn flags and the exit code each command gives."""
-    gated = results_json(sample_report(fail_on="likely_regression"))
+    gated = results_json(sample_report(fail_on="likely_regression"))["outcome"]
     assert gated["gate"] == {
         "fail_on": "likely_regression",
         "baseline": BASELINE[:12],
         "flagged_cases": ["billing", "refund"],
         "has_regression": True,
-        "incomplete": None,
-        "exit_codes": {"run": 5, "compare": 1},
     }
+    assert (gated["verdict"], gated["incomplete"]) == ("regressed", None)
+    assert gated["exit_codes"] == {"run": 5, "compare": 1}
     # has_regression says what the gate does: no second opinion beside it
-    assert "has_regression" not in gated["comparison"]["result"]
-    alone = results_json(sample_report(with_baseline=False))["gate"]
-    assert (alone["baseline"], alone["flagged_cases"], alone["has_regression"]) == (None, [], False)
+    report = results_json(sample_report(fail_on="likely_regression"))
+    assert "has_regression" not in report["comparison"]["result"]
+    assert "gate" not in report  # the outcome holds it, once
+    alone = results_json(sample_report(with_baseline=False))["outcome"]
+    gate = alone["gate"]
+    assert (gate["baseline"], gate["flagged_cases"], gate["has_regression"]) == (None, [], False)
     assert alone["exit_codes"] == {"run": 0, "compare": 2}  # nothing to compare with
 
 
@@ -572,8 +592,9 @@ def test_the_banner_of_an_incomplete_run_says_so_and_the_exit_code_run_gives():
     """1 of 24 workflow calls failed (4.2%): above a 2% limit the run is incomplete, exit 3."""
     report = sample_report(fail_on="likely_regression", max_error_rate=0.02)
     why = "4.2% of the workflow calls failed (1 of 24 runs), above checks.maxErrorRate 2.0%"
-    assert report.gate.incomplete == why
-    assert report.gate.exit_codes.model_dump() == {"run": 3, "compare": 1}
+    assert report.outcome.incomplete is not None
+    assert report.outcome.incomplete.text == why
+    assert report.outcome.exit_codes.model_dump() == {"run": 3, "compare": 1}
     html, comment = render_html(report), pr_comment(report)
     for text in (html, comment):
         assert "run exits 5" not in text
@@ -583,7 +604,7 @@ def test_the_banner_of_an_incomplete_run_says_so_and_the_exit_code_run_gives():
 
 def test_no_banner_calls_a_run_incomplete_that_run_calls_complete(report, html):
     """1 of 72 scores unjudged (a timeout) is within checks.maxErrorRate: run exits 0 or 5."""
-    assert report.gate.incomplete is None
+    assert report.outcome.incomplete is None
     assert "Incomplete run" not in html and "ncomplete run" not in pr_comment(report)
     assert "1 of 72 scores have no judgement (timeout or judge errors)" in html
 

@@ -76,3 +76,21 @@ def test_costs_per_run_keep_three_significant_digits_and_the_axis_ends_on_a_roun
     assert [nice_top(v) for v in (0.000447, 0.0002, 0.00021, 3.1)] == pytest.approx(
         [0.0005, 0.0002, 0.00025, 5.0]
     )
+
+
+def test_a_variant_without_results_of_a_head_to_head_metric_is_not_called_its_opponent():
+    """A report written before terse was scored showed "opponent" in its arena cell; only
+    the version the metric is against (base) is the opponent."""
+    matrix = family_matrix()
+    terse = matrix.rows[2]
+    unscored = [
+        cell.model_copy(update={"results": 0, "wins": None}) if cell.against else cell
+        for cell in terse.metrics
+    ]
+    rows = [*matrix.rows[:2], terse.model_copy(update={"metrics": unscored})]
+    report = sample_report(with_baseline=False)
+    page = render_html(
+        report.model_copy(update={"variants": matrix.model_copy(update={"rows": rows})})
+    )
+    cells = dict(re.findall(r"<tr[^>]*>\s*<td><strong>(\w+)</strong>(.*?)</tr>", page, re.S))
+    assert "opponent" in cells["base"] and "opponent" not in cells["terse"]

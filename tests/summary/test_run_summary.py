@@ -80,6 +80,14 @@ def test_the_error_rates_follow_from_the_counts_and_stay_in_the_json():
     assert (nothing.unjudged_rate, nothing.failed_target_call_rate) == (0.0, 0.0)
 
 
+def _why(errors, limit=0.05):
+    """Why a version with these errors is incomplete, as its outcome says (None: it is not)."""
+    from n8n_deepeval_pipeline.summary.outcome import Limits, incompleteness
+
+    found = incompleteness(errors, None, Limits.of(limit))
+    return None if found is None else found.text
+
+
 def _judge_errors(**counts):
     from n8n_deepeval_pipeline.summary.run_summary import error_summary
     from tests.test_cli_exit_codes import score
@@ -91,15 +99,14 @@ def _judge_errors(**counts):
 
 def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_auth=3, judge_unavailable=51)
-    assert _incompleteness(errors, None, 0.05) == (
+    assert _why(errors) == (
         "54 of 64 scores have no judgement: the judge refused the key (HTTP 401) "
         "for 3 and was unavailable for 51 (--max-error-rate sets how many unjudged scores are "
         "acceptable)"
     )
-    assert _incomplete_lines(errors, True)[-1] == (
+    assert _incomplete_lines(errors, ["judge_outage"])[-1] == (
         "  the judge refused the key (HTTP 401): give it a valid key and run again "
         "(cached answers stay)"
     )
@@ -107,10 +114,9 @@ def test_a_refused_key_is_named_apart_from_the_outage_its_open_circuit_caused():
 
 def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
     from n8n_deepeval_pipeline.summary.run_summary import _incomplete_lines
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     errors = _judge_errors(judge_forbidden=3, judge_error=2, judge_unavailable=5)
-    said = [_incompleteness(errors, None, 0.05), *_incomplete_lines(errors, True)]
+    said = [_why(errors), *_incomplete_lines(errors, ["judge_outage"])]
     assert said[0] == (
         "10 of 20 scores have no judgement: the judge refused the calls (HTTP 403) "
         "for 3, failed for 2 (judge_error) and was unavailable for 5 (--max-error-rate sets "
@@ -120,11 +126,13 @@ def test_a_403_is_a_refusal_of_the_calls_not_of_the_key():
     assert not any("key" in line for line in said)
     # judge errors of another kind (no answer, a 500) say nothing of a refusal
     other = _judge_errors(judge_error=3, judge_unavailable=5)
-    assert _incompleteness(other, None, 0.05).startswith(
+    assert _why(other).startswith(
         "8 of 18 scores have no judgement: the judge failed for 3 (judge_error) "
         "and was unavailable for 5"
     )
-    assert _incomplete_lines(other, True)[-1].startswith("  the judge was unreachable: fix it")
+    assert _incomplete_lines(other, ["judge_outage"])[-1].startswith(
+        "  the judge was unreachable: fix it"
+    )
 
 
 def test_a_resumed_run_says_the_judge_spend_of_every_attempt_and_of_its_own():
@@ -164,26 +172,24 @@ def _with_failed_calls(failed: int, runs: int):
 
 def test_failed_calls_within_the_limit_warn_without_calling_the_run_incomplete():
     """0.8% of the calls failed and `run` exits 0: nothing says the run is incomplete."""
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary
 
     summary = _with_failed_calls(2, 250)
-    assert incompleteness(summary.errors, None, 0.05) is None
+    assert _why(summary.errors) is None
     text = render_summary(summary)
     assert "INCOMPLETE" not in text.upper()
     assert "WARNING: 2 of 250 workflow calls failed (0.8%; within the error limit, the run" in text
 
 
 def test_failed_calls_above_the_limit_say_incomplete_run_as_the_exit_code_does():
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness, render_summary
+    from n8n_deepeval_pipeline.summary.run_summary import render_summary
 
     summary = _with_failed_calls(16, 276)
-    why = incompleteness(summary.errors, None, 0.05)
-    assert why == (
+    assert _why(summary.errors) == (
         "5.8% of the workflow calls failed (16 of 276 runs), above checks.maxErrorRate 5.0%"
     )
-    lines = render_summary(summary.model_copy(update={"incomplete": why})).splitlines()
+    lines = render_summary(summary, ["failed_workflow_calls"]).splitlines()
     assert "WARNING: INCOMPLETE RUN: 16 of 276 workflow calls failed (5.8%)" in lines
-    assert summary.model_copy(update={"incomplete": why}).model_dump()["incomplete"] == why
 
 
 def test_the_summary_says_the_placeholders_decide_no_run_and_what_does():
@@ -222,18 +228,17 @@ def test_the_summary_says_the_placeholders_decide_no_run_and_what_does():
 
 
 def test_a_dead_judges_last_line_counts_every_unjudged_score():
-    from n8n_deepeval_pipeline.summary.run_summary import incompleteness as _incompleteness
 
     # 30 calls failed before the circuit opened, 24 failed fast after it: 54 unjudged
     errors = _judge_errors(judge_error=30, judge_unavailable=24)
-    assert _incompleteness(errors, None, 0.05) == (
+    assert _why(errors) == (
         "54 of 64 scores have no judgement: the judge failed for 30 (judge_error) "
         "and was unavailable for 24 (--max-error-rate sets how many unjudged scores are "
         "acceptable)"
     )
     # every kind of unjudged score is in the count, the judge's own first
     mixed = _judge_errors(judge_auth=2, judge_invalid_output=1, judge_unavailable=5, timeout=1)
-    assert _incompleteness(mixed, None, 0.05) == (
+    assert _why(mixed) == (
         "9 of 19 scores have no judgement: the judge refused the key (HTTP 401) "
         "for 2, failed for 1 (judge_invalid_output) and was unavailable for 5; 1 more: "
         "timeout 1 (--max-error-rate sets how many unjudged scores are acceptable)"

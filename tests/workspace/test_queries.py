@@ -59,10 +59,13 @@ def test_the_verdict_flags_what_compare_fail_on_flags(generated, fail_on, flagge
         versions = scored_versions(reader, BENCHMARK)
         found = baselines(reader, BENCHMARK, versions, settings)
         verdicts = version_verdicts(reader, BENCHMARK, settings, versions, found)
-    v1, v2 = verdicts[V1[:12]].gate, verdicts[V2[:12]].gate
-    assert (v1.baseline, v1.has_regression, v1.exit_codes.compare) == (None, False, 2)
-    assert (v2.baseline, v2.flagged_cases) == (V1[:12], flagged)
-    assert v2.exit_codes.run == (5 if flagged else 0)
+    v1, v2 = verdicts[V1[:12]].outcome, verdicts[V2[:12]].outcome
+    assert (v1.gate.baseline, v1.gate.has_regression, v1.exit_codes.compare) == (None, False, 2)
+    assert (v2.gate.baseline, v2.gate.flagged_cases) == (V1[:12], flagged)
+    # its red team breached bola 3/4, over failOn 25%: run exits 6 unless a case regressed
+    # (the workspace called such a version passing while run exited 6)
+    assert v2.exit_codes.run == (5 if flagged else 6)
+    assert [finding.kind for finding in v2.findings][-1] == "breach_over_fail_on"
     comparison = verdicts[V2[:12]].comparison
     assert comparison is not None
     assert {case.row_id: case.verdict for case in comparison.cases} == {
@@ -210,8 +213,8 @@ def test_the_home_page_shows_the_workflows_latest_version_not_a_variant(generate
         (item,), problems = overview(reader, BenchmarkFiles([]))
     assert problems == []
     assert item.latest is not None and item.latest.key == V2[:12]
-    assert item.verdict is not None and item.verdict.gate.baseline == V1[:12]
-    assert item.verdict.gate.fail_on == "regression"  # no file: compare.failOn's default
+    assert item.verdict is not None and item.verdict.outcome.gate.baseline == V1[:12]
+    assert item.verdict.outcome.gate.fail_on == "regression"  # no file: compare.failOn's default
     assert [check.check_id for check in item.failed_checks] == ["webhook_auth"]
     assert item.settings.file is None
 

@@ -1,4 +1,4 @@
-"""On a store made by real runs, the workspace says what the CLI says: `compare --json`'s gate
+"""On a store made by real runs, the workspace says what the CLI says: `compare --json`'s outcome
 for every version, the pass rates `run` printed, and the report links back to the page."""
 
 from __future__ import annotations
@@ -28,14 +28,16 @@ def test_every_versions_gate_is_compare_s(example_runs):
     assert compared.returncode == 1  # the second version fails compare.failOn
     said = json.loads(compared.stdout)
     assert said["baseline"] == example_runs.first == found[example_runs.second]
-    assert verdicts[example_runs.second].gate.model_dump(mode="json") == said["gate"]
-    assert said["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
+    # the workspace's outcome is compare's, field for field (the verdict, both exit codes)
+    assert verdicts[example_runs.second].outcome.model_dump(mode="json") == said["outcome"]
+    assert said["outcome"]["gate"]["flagged_cases"] == ["ord-missing", "returns-policy"]
     cases = {case["row_id"]: case["verdict"] for case in said["result"]["cases"]}
     comparison = verdicts[example_runs.second].comparison
     assert comparison is not None
     assert {case.row_id: case.verdict for case in comparison.cases} == cases
-    first = verdicts[example_runs.first].gate
-    assert (first.baseline, first.has_regression, first.exit_codes.compare) == (None, False, 2)
+    first = verdicts[example_runs.first].outcome
+    assert (first.gate.baseline, first.gate.has_regression) == (None, False)
+    assert first.exit_codes.compare == 2
     assert [round(v.pass_rate.rate or 0, 4) for v in versions] == [0.8889, 0.5185]
 
 
