@@ -23,6 +23,7 @@ from pydantic import BaseModel, SecretStr
 from n8n_deepeval_pipeline import JudgeSpec
 from n8n_deepeval_pipeline.judging.judge import PipelineJudge, UsageCounter
 from n8n_deepeval_pipeline.judging.provider_apis import request_templates
+from n8n_deepeval_pipeline.judging.provider_apis.anthropic_api import WARM_UP_REPLY
 from n8n_deepeval_pipeline.judging.providers import ProviderError
 
 PROMPTS = [
@@ -54,15 +55,6 @@ _CHAT = {
         {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "{}"}}
     ],
     "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-}
-_MESSAGE = {
-    "id": "m",
-    "type": "message",
-    "role": "assistant",
-    "model": "m",
-    "content": [{"type": "text", "text": "{}"}],
-    "stop_reason": "end_turn",
-    "usage": {"input_tokens": 3, "output_tokens": 2},
 }
 
 
@@ -107,7 +99,7 @@ class RawServer:
                 )
                 body = await reader.readexactly(length)
                 self.requests.append(head + body)
-                reply = self.body or (_MESSAGE if b"/v1/messages" in head else _CHAT)
+                reply = self.body or (WARM_UP_REPLY if b"/v1/messages" in head else _CHAT)
                 payload = json.dumps(reply).encode()
                 answer = (
                     f"HTTP/1.1 {self.status} Answer\r\ncontent-type: application/json\r\n"
