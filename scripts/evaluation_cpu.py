@@ -25,6 +25,11 @@ OpenAI-compatible one by default, or ``openai`` (gpt-4.1) or ``anthropic``
 (claude-haiku-4-5), each as its own SDK and DeepEval's class for it ask. The last line
 divides the figures by the judge calls the server answered per evaluation: the CPU of
 an evaluation per judge call it made (the metric's own work included).
+
+``--provider-calls N`` prints only the CPU of one judge call per provider path, the
+provider alone (no metric, no judge state): every provider with an SDK, N calls each.
+
+    .venv/bin/python scripts/evaluation_cpu.py --provider-calls 500 --rounds 3
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pool_throughput  # a script beside this one
+from pydantic import BaseModel
 
 os.environ.update(pool_throughput.QUIET)
 
@@ -116,6 +122,89 @@ JUDGES = {
     "anthropic": ("claude-haiku-4-5", "/v1"),
 }
 
+# Every provider with an SDK path, for --provider-calls: (model, the URL's part its SDK
+# adds itself, the spec's other fields).
+PROVIDER_CALLS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "openai": ("gpt-4.1", "", {}),
+    "azure-openai": ("gpt-4o", "/v1", {"deployment": "judge", "api_version": "2024-10-21"}),
+    "openrouter": ("openai/gpt-4.1", "", {}),
+    "deepseek": ("deepseek-chat", "/v1", {}),
+    "anthropic": ("claude-haiku-4-5", "/v1", {}),
+    "openai-compatible": ("loopback", "", {}),
+    "gemini": ("gemini-2.5-flash", "/v1", {}),
+    "ollama": ("llama3.1", "/v1", {}),
+    "bedrock": (
+        "anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "/v1",
+        {"region": "us-east-1", "aws_access_key_id": "AKIALOOPBACK"},
+    ),
+}
+
+
+class _Answer(BaseModel):
+    """A metric's answer schema, as judges are asked for one."""
+
+    verdict: str
+    reason: str | None = None
+
+
+class _Answers(BaseModel):
+    verdicts: list[_Answer]
+
+
+def _provider_calls(port: int, calls: int, rounds: int, concurrency: int = 16) -> None:
+    """CPU per judge call of each provider's path, the provider alone (no metric, no state).
+
+    Each provider asks the loopback server ``calls`` times (``concurrency`` at once) with
+    a schema, after 30 calls of warm-up (its client, its SDK's first call, its request
+    shapes); the figure is the fastest of ``rounds`` (the least disturbed on a busy
+    machine). The path says whether the openai or anthropic SDK's request was built once
+    per call shape and filled (``request_templates``) or built by the SDK every call.
+    """
+    from n8n_deepeval_pipeline.judging.judge import _process_loop
+    from n8n_deepeval_pipeline.judging.provider_apis import request_templates
+    from n8n_deepeval_pipeline.judging.providers import build_provider
+    from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+
+    server = pool_throughput._Server(0, port)
+    prompt = "Judge the text below for bias and answer with JSON verdicts. " * 30
+    print(f"\nCPU per judge call, the provider alone ({calls} calls, {concurrency} at once)")
+    print(f"{'provider':<18} {'ms CPU':>7}  path · rounds")
+    try:
+        for provider, (model, added, fields) in PROVIDER_CALLS.items():
+            spec = JudgeSpec(
+                provider=provider,
+                model=model,
+                api_key="sk-loopback",
+                base_url=server.base_url.removesuffix(added),
+                **fields,
+            )
+
+            async def measured(spec: JudgeSpec = spec) -> tuple[list[float], str]:
+                judge = build_provider(spec)
+                gate = asyncio.Semaphore(concurrency)
+
+                async def one(index: int) -> None:
+                    async with gate:
+                        await judge.complete(f"{prompt}{index}", _Answers)
+
+                await asyncio.gather(*(one(index) for index in range(30)))
+                figures = []
+                for _ in range(rounds):
+                    before = time.process_time()
+                    await asyncio.gather(*(one(index) for index in range(calls)))
+                    figures.append((time.process_time() - before) / calls * 1000)
+                client = getattr(judge, "_client", None)
+                shapes = request_templates._TEMPLATES.get(client, {}) if client else {}
+                filled = any(template is not None for template in shapes.values())
+                return figures, "SDK request filled" if filled else "SDK builds each"
+
+            figures, path = _process_loop(os.getpid()).run(measured())  # as a worker's judge
+            spread = " ".join(f"{figure:.3f}" for figure in figures)
+            print(f"{provider:<18} {min(figures):7.3f}  {path} · {spread}", flush=True)
+    finally:
+        server.stop()
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -125,7 +214,16 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, help="print the N costliest functions")
     parser.add_argument("--pool-latency", type=float, help="also the pool, judge at MS ms")
     parser.add_argument("--provider", choices=sorted(JUDGES), default="openai-compatible")
+    parser.add_argument(
+        "--provider-calls",
+        type=int,
+        default=0,
+        help="only the CPU per judge call of every provider's path, N calls each",
+    )
     args = parser.parse_args()
+    if args.provider_calls:
+        _provider_calls(args.port, args.provider_calls, args.rounds)
+        return
     if args.pool_latency is not None:
         _pool_rounds(args.pool_latency, args.evaluations, args.rounds, args.port)
     from n8n_deepeval_pipeline.worker.evaluate import Evaluator

@@ -5,13 +5,19 @@
     .venv/bin/python scripts/pool_throughput.py --latencies '' --soak 0   # rate-limited only
     .venv/bin/python scripts/pool_throughput.py --latencies '' --soak 0 --paced 0  # tokens
 
-The same evaluations (40 items x 6 judge metrics) against a loopback OpenAI-compatible
-judge that answers after a fixed latency, run by
+The same evaluations (40 items x 6 judge metrics; ``--suite mixed``, the default: G-Eval,
+Bias, Toxicity, Hallucination, Tool Correctness, PII Leakage, 560 judge calls; ``--suite
+safety``: Bias, Toxicity, PII Leakage, Non-Advice, Misuse, Hallucination) against a
+loopback judge speaking OpenAI's API that answers after a fixed latency, run by
   (a) our worker pool: W workers with at most P evaluations in flight each (default 4
       workers and the pool's own P, 64: how many below it is fitted as the pool runs),
+      its judge DeepEval's OpenAI class for gpt-4.1 (``--provider openai``, the default)
+      or the OpenAI-compatible judge,
   (b) DeepEval's evaluate() with AsyncConfig(max_concurrent=C) and its own OpenAI model,
   (c) a plain sequential loop (our evaluator in one process: each evaluation's
-      isolated latency, from which ideal = sum of isolated latencies / C),
+      isolated latency, from which ideal = sum of isolated latencies / C, and the
+      critical path: the longest evaluation alone, its judge calls one after another,
+      which no runner can beat; at 2 s a sample of 4 items),
   (d) a model of the seed's design: 4 slots, one evaluation per slot, DeepEval's own
       OpenAI model in each slot,
 then the pool against a rate-limited loopback judge (a bucket of 1 s of refill, OpenAI's
@@ -41,14 +47,50 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-METRICS: list[dict[str, Any]] = [
-    {"metric": "bias"},
-    {"metric": "toxicity"},
-    {"metric": "pii_leakage"},
-    {"metric": "non_advice", "advice_types": ["financial", "medical"]},
-    {"metric": "misuse", "domain": "outdoor retail support"},
-    {"metric": "hallucination"},
-]
+# The evaluations' metrics: ``mixed`` (G-Eval, Bias, Toxicity, Hallucination, Tool
+# Correctness, PII Leakage: 14 judge calls an item) or ``safety``, the earlier set.
+SUITES: dict[str, list[dict[str, Any]]] = {
+    "mixed": [
+        {"metric": "g_eval", "name": "correct", "criteria": "Is the amount owed right?",
+         "evaluation_params": ["INPUT", "ACTUAL_OUTPUT"]},
+        {"metric": "bias"},
+        {"metric": "toxicity"},
+        {"metric": "hallucination"},
+        {"metric": "tool_correctness",
+         "available_tools": ["order_lookup", "calculator", "refund"]},
+        {"metric": "pii_leakage"},
+    ],
+    "safety": [
+        {"metric": "bias"},
+        {"metric": "toxicity"},
+        {"metric": "pii_leakage"},
+        {"metric": "non_advice", "advice_types": ["financial", "medical"]},
+        {"metric": "misuse", "domain": "outdoor retail support"},
+        {"metric": "hallucination"},
+    ],
+}  # fmt: skip
+METRICS: list[dict[str, Any]] = SUITES["mixed"]
+
+
+def use_suite(name: str) -> None:
+    """Measure the suite ``name`` (this process, and the runners it starts)."""
+    global METRICS, SUITE
+    METRICS, SUITE = SUITES[name], name
+
+
+SUITE = "mixed"
+# The pipeline's judge: DeepEval's OpenAI class, as evaluate()'s model (openai), or the
+# judge of a server without a class of its own (openai-compatible).
+JUDGE_MODELS = {"openai": "gpt-4.1", "openai-compatible": "loopback"}
+JUDGE = "openai"
+
+
+def use_judge(provider: str) -> None:
+    """Judge the pipeline's evaluations with ``provider`` (this process, and its runners)."""
+    global JUDGE
+    JUDGE = provider
+
+
 QUIET = {
     "DEEPEVAL_TELEMETRY_OPT_OUT": "YES",
     "DEEPEVAL_DISABLE_DOTENV": "1",
@@ -59,7 +101,7 @@ NATIVE_MODEL = "gpt-4.1"  # a name DeepEval sends a JSON schema for
 
 
 def items(count: int) -> list[dict[str, Any]]:
-    """Distinct support-agent answers, so no two prompts are the same."""
+    """Distinct support-agent answers, so no two prompts are the same; two tool calls each."""
     return [
         {
             "input": f"Where is my order A{1000 + i} and what do I owe for {i % 5 + 1} tents?",
@@ -69,9 +111,40 @@ def items(count: int) -> list[dict[str, Any]]:
                 f"Order A{1000 + i} shipped on day {i % 28 + 1}.",
                 "Tents cost 240 dollars.",
             ],
+            "intermediate_steps": [
+                {"action": {"tool": "order_lookup", "toolInput": {"orderId": f"A{1000 + i}"}},
+                 "observation": f"shipped on day {i % 28 + 1}"},
+                {"action": {"tool": "calculator", "toolInput": f"{i % 5 + 1} * 240"},
+                 "observation": str((i % 5 + 1) * 240)},
+            ],
+            "expected_tools": ["order_lookup", "calculator"],
         }
         for i in range(count)
-    ]
+    ]  # fmt: skip
+
+
+def native_case(item: dict[str, Any]) -> Any:
+    """The item as a DeepEval user writes its test case (tools as ToolCalls)."""
+    from deepeval.test_case import LLMTestCase, ToolCall
+
+    steps = item["intermediate_steps"]
+    return LLMTestCase(
+        input=item["input"],
+        actual_output=item["actual_output"],
+        context=item["context"],
+        tools_called=[_tool_call(step) for step in steps],
+        expected_tools=[ToolCall(name=name) for name in item["expected_tools"]],
+    )
+
+
+def _tool_call(step: dict[str, Any]) -> Any:
+    from deepeval.test_case import ToolCall
+
+    given = step["action"]["toolInput"]
+    parameters = given if isinstance(given, dict) else {"input": given}
+    return ToolCall(
+        name=step["action"]["tool"], input_parameters=parameters, output=step["observation"]
+    )
 
 
 def cases(evaluations: int) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -83,20 +156,21 @@ def tasks_for(
     base_url: str,
     evaluations: int,
     state_dir: str | None = None,
-    provider: str = "openai-compatible",
-    model: str = "loopback",
+    provider: str | None = None,
+    model: str | None = None,
 ) -> list[Any]:
     """The benchmark's evaluations as pool tasks, judged by the loopback server.
 
     With ``state_dir``, judge calls go through the judge's shared state and pacing (cache
     off), as in a benchmark run. ``provider`` and ``model``: the judge that asks it (the
-    loopback server speaks OpenAI's and Anthropic's APIs).
+    loopback server speaks OpenAI's and Anthropic's APIs); unset, ``JUDGE``.
     """
     from n8n_deepeval_pipeline.evaluation import EvaluationItem, EvaluationTask, JudgeSpec
 
+    provider = provider or JUDGE
     judge = JudgeSpec(
         provider=provider,
-        model=model,
+        model=model or JUDGE_MODELS[provider],
         api_key="sk-loopback",
         base_url=base_url,
         state_dir=state_dir,
@@ -157,8 +231,11 @@ def run_pool(
     most = {"per_worker": per_worker} if per_worker else {}  # else the pool's default
     pool = WorkerPool(concurrency, 300, max_evaluations=10**9, max_rss_mb=10**9, **most)
     # Started ahead to leave the warm-up out of the time, with what ``evaluate`` would
-    # have the zygote prepare before its forks.
-    pool.start(metrics={task.config["metric"] for task in tasks})
+    # have the zygote prepare before its forks (the judge's SDK among it).
+    pool.start(
+        metrics={task.config["metric"] for task in tasks},
+        providers={task.judge.provider for task in tasks},
+    )
     pids = pool.pids
     parent_before, workers_before = _self_cpu(), sum(_cpu_of(pid) for pid in pids)
     started_at = time.time()  # the loopback judge's clock: when its calls could begin
@@ -192,19 +269,28 @@ def run_pool(
 def _native_metrics(base_url: str) -> dict[str, Any]:
     from deepeval import metrics as deepeval_metrics
     from deepeval.models import GPTModel
+    from deepeval.test_case import LLMTestCaseParams, ToolCall
 
     model = GPTModel(model=NATIVE_MODEL, api_key="loopback", base_url=base_url)
     classes = {
+        "g_eval": "GEval",
         "bias": "BiasMetric",
         "toxicity": "ToxicityMetric",
+        "hallucination": "HallucinationMetric",
+        "tool_correctness": "ToolCorrectnessMetric",
         "pii_leakage": "PIILeakageMetric",
         "non_advice": "NonAdviceMetric",
         "misuse": "MisuseMetric",
-        "hallucination": "HallucinationMetric",
     }
 
     def build(config: dict[str, Any]) -> Any:
         options = {k: v for k, v in config.items() if k != "metric"}
+        if "evaluation_params" in options:
+            options["evaluation_params"] = [
+                LLMTestCaseParams[name] for name in options["evaluation_params"]
+            ]
+        if "available_tools" in options:
+            options["available_tools"] = [ToolCall(name=n) for n in options["available_tools"]]
         return getattr(deepeval_metrics, classes[config["metric"]])(model=model, **options)
 
     return {"build": build}
@@ -213,10 +299,9 @@ def _native_metrics(base_url: str) -> dict[str, Any]:
 def run_deepeval(base_url: str, concurrency: int, evaluations: int) -> dict[str, Any]:
     from deepeval import evaluate
     from deepeval.evaluate import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
-    from deepeval.test_case import LLMTestCase
 
     build = _native_metrics(base_url)["build"]
-    test_cases = [LLMTestCase(**item) for item in items(max(1, evaluations // len(METRICS)))]
+    test_cases = [native_case(item) for item in items(max(1, evaluations // len(METRICS)))]
     metric_list = [build(config) for config in METRICS]
     cpu_before = _self_cpu()
     started = time.perf_counter()
@@ -262,6 +347,7 @@ def run_sequential(base_url: str, evaluations: int) -> dict[str, Any]:
         "peak_rss_total_mb": peak,
         "peak_rss_per_worker_mb": peak,
         "isolated_latency_sum_s": sum(latencies),
+        "isolated_latency_max_s": max(latencies),
     }
 
 
@@ -274,9 +360,7 @@ def _slot_init(base_url: str) -> None:
 
 
 def _slot_evaluate(item: dict[str, Any], config: dict[str, Any]) -> int:
-    from deepeval.test_case import LLMTestCase
-
-    _SLOT_STATE["build"](config).measure(LLMTestCase(**item), _show_indicator=False)
+    _SLOT_STATE["build"](config).measure(native_case(item), _show_indicator=False)
     return os.getpid()
 
 
@@ -310,7 +394,8 @@ def run_seed_model(base_url: str, evaluations: int, slots: int = 4) -> dict[str,
 
 
 def _child(mode: str, **options: Any) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--child", mode, "--options", json.dumps(options)]
+    command = [sys.executable, __file__, "--child", mode, "--suite", SUITE, "--provider", JUDGE,
+               "--options", json.dumps(options)]  # fmt: skip
     env = {**os.environ, **QUIET, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(command, env=env, cwd="/tmp", capture_output=True, text=True, check=False)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -419,6 +504,7 @@ def compare(
     finally:
         server.stop()
     count = runs["a"]["evaluations"]
+    critical_path = runs["c"]["isolated_latency_max_s"]  # the longest evaluation, alone
     runs["c"]["isolated_latency_sum_s"] *= count / runs["c"]["evaluations"]
     ideal = runs["c"]["isolated_latency_sum_s"] / concurrency
     in_flight = runs["a"]["in_flight"]
@@ -427,7 +513,11 @@ def compare(
     cpu_bound = runs["a"]["cpu_s"] / cores
     # The loopback judge runs on the same cores: with its CPU, the floor this machine sets.
     shared_bound = (runs["a"]["cpu_s"] + judge_cpu_s) / cores
-    print(f"\njudge latency {latency_ms:g} ms · {count} evaluations · C = {concurrency}")
+    print(
+        f"\njudge latency {latency_ms:g} ms · {count} evaluations ({SUITE}: "
+        f"{', '.join(metric['metric'] for metric in METRICS)}; {runs['a']['judge_calls']} judge "
+        f"calls, the pool's judge {JUDGE}) · C = {concurrency}"
+    )
     columns = ("wall s", "eval/s", "cpu ms/ev", "rss MB", "MB/worker")
     print(f"{'runner':<26} " + " ".join(f"{name:>{max(8, len(name))}}" for name in columns))
     labels = {
@@ -444,12 +534,14 @@ def compare(
         "a/b": a / runs["b"]["wall_s"],
         **({"a/d": a / runs["d"]["wall_s"]} if "d" in runs else {}),
         "a/ideal": a / ideal,
+        "a/critical path": a / critical_path,
         "a/latency bound": a / latency_bound,
         "a/max(latency, cpu bound)": a / max(latency_bound, cpu_bound),
         "a/max(latency, cpu bound with the judge's)": a / max(latency_bound, shared_bound),
         "throughput a vs b": runs["b"]["wall_s"] / a,
     }
     print(
+        f"critical path (the longest evaluation alone) {critical_path:.2f} s · "
         f"ideal (sum of isolated latencies / C) {ideal:.2f} s · pool warm-up "
         f"{runs['a']['warmup_s']:.2f} s · pool overhead {runs['a']['median_overhead_ms']:.2f} ms "
         f"median · errors in (a): {runs['a']['errors']}"
@@ -467,6 +559,7 @@ def compare(
         "latency_ms": latency_ms,
         "runs": runs,
         "ideal_s": ideal,
+        "critical_path_s": critical_path,
         "judge_cpu_s": judge_cpu_s,
         "ratios": ratios,
     }
@@ -566,7 +659,13 @@ def main() -> None:
     parser.add_argument("--soak", type=int, default=500)
     parser.add_argument("--port", type=int, default=18765)
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--suite", choices=sorted(SUITES), default="mixed")
+    parser.add_argument(
+        "--provider", choices=sorted(JUDGE_MODELS), default="openai", help="the pool's judge"
+    )
     args = parser.parse_args()
+    use_suite(args.suite)
+    use_judge(args.provider)
     if args.child:
         options = json.loads(args.options)
         runner = {

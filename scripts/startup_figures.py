@@ -1,6 +1,7 @@
-"""How fast the CLI starts: wall time, heavy modules imported and the slowest imports.
+"""How fast the CLI starts and what a small run costs, beside DeepTeam's own path.
 
     .venv/bin/python scripts/startup_figures.py            # 3 rounds; --rounds N, --top N
+    .venv/bin/python scripts/startup_figures.py --commands '' --red-team 0,300  # red team only
 
 Each command runs in a fresh interpreter with an environment without n8n settings
 (``N8N_API_URL`` and ``N8N_API_KEY`` removed): ``--help``, ``metrics``, ``validate`` of
@@ -13,6 +14,19 @@ one more run under ``python -X importtime`` (microseconds, a package including w
 imports; not counted in the median, which that flag slows). Last, Dagster's own floor:
 a process that imports Dagster and materialises as many partitioned assets as the
 example's run has steps, each doing nothing, on a warm SQLite instance of its own.
+Beside each wall time, the CPU seconds of the command and every process it started
+(workers included): the figure that holds on a busy machine, where wall times do not.
+
+``--red-team MS,…`` adds the small red team at each judge latency: one vulnerability
+(Excessive Agency, its three types), two attacks (PromptInjection, LinearJailbreaking of
+two turns), four attacks per type: 12 attacks against a loopback chat webhook (instant),
+judged by a loopback judge speaking OpenAI's API. The pipeline runs it as ``run`` of a
+benchmark with that redTeam section (one row, exact match) in a fresh home, so it
+generates the attacks and plays them, as ``red_team()`` does; DeepTeam's own
+``red_team()`` runs it with DeepEval's OpenAI class, ``async_mode`` off (one attack at a
+time) and on, each in a process of its own. Wall and CPU are each process's whole life
+(imports included: a user of either pays them); "call" is ``red_team()`` alone. The
+ratios are the pipeline against each, measured side by side in one run.
 """
 
 from __future__ import annotations
@@ -20,12 +34,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent" / "benchmark.yaml"
@@ -90,24 +106,29 @@ def child_environment(home: str) -> dict[str, str]:
     return {**kept, "N8N_DEEPEVAL_HOME": home}
 
 
-def run_once(args: list[str], home: str, profile: bool) -> tuple[float, list[str], str]:
-    """Wall time, heavy modules imported and (``profile``) the import profile of a command."""
+def children_cpu() -> float:
+    """CPU seconds of every child this process waited for, and of theirs (user + system)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(command: list[str], **options: Any) -> tuple[float, float, Any]:
+    """Wall and CPU seconds of a command (its processes and theirs), and its result."""
+    cpu, started = children_cpu(), time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, **options)
+    return time.monotonic() - started, children_cpu() - cpu, done
+
+
+def run_once(args: list[str], home: str, profile: bool) -> tuple[float, float, list[str], str]:
+    """Wall and CPU seconds, heavy modules imported and (``profile``) the import profile."""
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         flags = ["-X", "importtime"] if profile else []
         command = [sys.executable, *flags, "-c", _CHILD.format(heavy=HEAVY)]
-        started = time.monotonic()
-        done = subprocess.run(
-            [*command, report.name, *args],
-            env=child_environment(home),
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        elapsed = time.monotonic() - started
+        elapsed, cpu, done = timed([*command, report.name, *args], env=child_environment(home))
         heavy = json.loads(Path(report.name).read_text() or "null")
     if heavy is None:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return elapsed, heavy, done.stderr
+    return elapsed, cpu, heavy, done.stderr
 
 
 def slowest_imports(profile: str, top: int) -> list[tuple[int, str]]:
@@ -126,26 +147,211 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top", type=int, default=8)
+    parser.add_argument(
+        "--commands", default=",".join(COMMANDS), help="which commands ('' none: no floor)"
+    )
+    parser.add_argument("--red-team", default="", help="judge latencies in ms, e.g. 0,300")
+    parser.add_argument("--deepteam-child", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.deepteam_child:
+        deepteam_child(json.loads(options.deepteam_child))
+        return
+    commands = [name for name in options.commands.split(",") if name]
+    if commands:
+        measure_commands(commands, options.rounds, options.top)
+    for latency in filter(None, options.red_team.split(",")):
+        red_team_figures(float(latency) / 1000, options.rounds)
+
+
+def measure_commands(names: list[str], rounds: int, top: int) -> None:
+    """Each command's median wall and CPU, heavy modules and slowest imports; Dagster's floor."""
     with tempfile.TemporaryDirectory(prefix="startup-figures-") as home:
         run_once(COMMANDS["run"], home, profile=False)  # the instance and database exist
-        for name, args in COMMANDS.items():
-            times, heavy = [], []
-            for _ in range(options.rounds):
-                elapsed, heavy, _ = run_once(args, home, profile=False)
+        for name in names:
+            args = COMMANDS[name]
+            times, cpus, heavy = [], [], []
+            for _ in range(rounds):
+                elapsed, cpu, heavy, _ = run_once(args, home, profile=False)
                 times.append(elapsed)
-            _, _, profile = run_once(args, home, profile=True)
+                cpus.append(cpu)
+            _, _, _, profile = run_once(args, home, profile=True)
             print(
-                f"{name:<9} median {statistics.median(times):.2f} s over {options.rounds} · "
+                f"{name:<9} median {statistics.median(times):.2f} s, "
+                f"{statistics.median(cpus):.2f} s CPU over {rounds} · "
                 f"heavy modules imported: {', '.join(heavy) or 'none'}"
             )
-            for cumulative, module in slowest_imports(profile, options.top):
+            for cumulative, module in slowest_imports(profile, top):
                 print(f"  {cumulative / 1e6:6.3f} s  {module}")
-    floor = dagster_floor(options.rounds)
+    floor = dagster_floor(rounds)
     print(
-        f"{'dagster':<9} median {floor:.2f} s over {options.rounds} · {FLOOR_STEPS} no-op "
+        f"{'dagster':<9} median {floor:.2f} s over {rounds} · {FLOOR_STEPS} no-op "
         "assets materialised in process on a warm SQLite instance (Dagster's own floor)"
     )
+
+
+# --- the small red team: the pipeline's run against DeepTeam's own red_team() ------------
+
+RED_TEAM_MODEL = "gpt-4.1"  # a model DeepEval's OpenAI class asks with structured output
+RED_TEAM_PURPOSE = "The support agent of Acme Outdoor; it can look orders up and issue refunds."
+RED_TEAM_SEED = 7
+RED_TEAM = {
+    "vulnerabilities": [{"name": "ExcessiveAgency"}],
+    "attacks": [{"name": "PromptInjection"}, {"name": "LinearJailbreaking", "numTurns": 2}],
+    "attacksPerVulnerabilityType": 4,
+    "seed": RED_TEAM_SEED,
+    "purpose": RED_TEAM_PURPOSE,
+    "actsOnTheWorld": True,  # the loopback webhook acts on nothing
+}
+
+
+def _red_team_benchmark(folder: Path, webhook: str) -> Path:
+    """A benchmark of one row (exact match) with the small red team, against ``webhook``."""
+    import yaml
+
+    workflow = {
+        "nodes": [
+            {"name": "Webhook", "type": "n8n-nodes-base.webhook", "typeVersion": 2,
+             "parameters": {"path": "loopback-chat", "httpMethod": "POST"}},
+            {"name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent", "typeVersion": 3.1,
+             "parameters": {"options": {"systemMessage": RED_TEAM_PURPOSE}}},
+        ],
+        "connections": {
+            "Webhook": {"main": [[{"node": "AI Agent", "type": "main", "index": 0}]]},
+        },
+    }  # fmt: skip
+    (folder / "workflow.json").write_text(json.dumps(workflow), "utf-8")
+    (folder / "cases.csv").write_text("id,input,expected\nhi,Hello,Hello\n", "utf-8")
+    document = {
+        "name": "small_red_team",
+        "workflow": "workflow.json",
+        "dataset": {"path": "cases.csv",
+                    "columnMapping": {"input": "input", "expectedOutput": "expected"}},
+        "target": {"type": "n8n_webhook", "url": webhook, "maxConcurrency": 10},
+        "metrics": [{"metric": "exact_match"}],
+        "redTeam": RED_TEAM,
+    }  # fmt: skip
+    path = folder / "benchmark.yaml"
+    path.write_text(yaml.safe_dump(document), "utf-8")
+    return path
+
+
+def _pipeline_red_team(judge_url: str, webhook: str) -> dict[str, float]:
+    """``run`` of the small red team in a fresh home: wall and CPU of every process."""
+    with tempfile.TemporaryDirectory(prefix="red-team-figures-") as home:
+        path = _red_team_benchmark(Path(home), webhook)
+        environment = {
+            **child_environment(home),
+            "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai",
+            "N8N_DEEPEVAL_JUDGE_MODEL": RED_TEAM_MODEL,
+            "N8N_DEEPEVAL_JUDGE_BASE_URL": judge_url,
+            "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-loopback",
+        }
+        command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path)]
+        elapsed, cpu, done = timed(command, env=environment, cwd=home)
+    if "red team" not in done.stdout + done.stderr:
+        raise SystemExit(f"the pipeline's red team failed:\n{done.stderr[-3000:]}")
+    return {"wall_s": elapsed, "cpu_s": cpu}
+
+
+def _deepteam_red_team(judge_url: str, webhook: str, async_mode: bool) -> dict[str, float]:
+    """DeepTeam's own ``red_team()`` in a process of its own: wall, CPU, the call alone."""
+    from n8n_deepeval_pipeline.red_team.protocol import DEEPTEAM_ENV
+    from n8n_deepeval_pipeline.worker.environment import worker_environment
+
+    spec = {"judge": judge_url, "webhook": webhook, "async_mode": async_mode}
+    command = [sys.executable, __file__, "--deepteam-child", json.dumps(spec)]
+    with tempfile.TemporaryDirectory(prefix="deepteam-figures-") as scratch:
+        environment = {**worker_environment(), **DEEPTEAM_ENV, "PYTHONPATH": str(ROOT)}
+        elapsed, cpu, done = timed(command, env=environment, cwd=scratch)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"DeepTeam's red_team() failed:\n{done.stderr[-3000:]}")
+    return {"wall_s": elapsed, "cpu_s": cpu, **json.loads(lines[-1])}
+
+
+def deepteam_child(spec: dict[str, Any]) -> None:
+    """The small red team through DeepTeam's ``red_team()`` and DeepEval's OpenAI class."""
+    import random
+
+    import aiohttp
+    from deepeval.models import OpenAIModel
+    from deepteam import red_team
+    from deepteam.attacks.multi_turn import LinearJailbreaking
+    from deepteam.attacks.single_turn import PromptInjection
+    from deepteam.test_case import RTTurn, ToolCall
+    from deepteam.vulnerabilities import ExcessiveAgency
+
+    async def model_callback(input: str, turns: list[RTTurn] | None = None) -> RTTurn:
+        body = {"chatInput": input, "sessionId": str(id(turns)) if turns else input}
+        async with aiohttp.ClientSession() as http, http.post(spec["webhook"], json=body) as reply:
+            answer = await reply.json()
+        tools = [
+            ToolCall(name=step["action"]["tool"], input_parameters=step["action"]["toolInput"],
+                     output=step["observation"])
+            for step in answer.get("intermediateSteps") or []
+        ]  # fmt: skip
+        return RTTurn(role="assistant", content=answer["output"], tools_called=tools or None)
+
+    model = OpenAIModel(
+        model=RED_TEAM_MODEL, base_url=spec["judge"], api_key="sk-loopback", temperature=0
+    )
+    random.seed(RED_TEAM_SEED)
+    started = time.perf_counter()
+    assessment = red_team(
+        model_callback=model_callback,
+        vulnerabilities=[ExcessiveAgency()],
+        attacks=[PromptInjection(), LinearJailbreaking(num_turns=2)],
+        simulator_model=model,
+        evaluation_model=model,
+        attacks_per_vulnerability_type=4,
+        target_purpose=RED_TEAM_PURPOSE,
+        async_mode=spec["async_mode"],
+        ignore_errors=True,
+    )
+    call = time.perf_counter() - started
+    print(json.dumps({"call_s": call, "attacks": len(assessment.test_cases)}))
+
+
+def red_team_figures(latency_s: float, rounds: int) -> None:
+    """The small red team three ways, side by side, ``rounds`` times: median figures."""
+    from n8n_deepeval_pipeline.testing.loopback_chatbot import LoopbackChatbot
+    from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+
+    judge = LoopbackJudge(latency_s=latency_s, distinct_text=True).start()
+    chatbot = LoopbackChatbot(latency_s=0.0).start()
+    runners = {
+        "pipeline run": lambda: _pipeline_red_team(judge.base_url, chatbot.url),
+        "DeepTeam red_team() sequential": lambda: _deepteam_red_team(
+            judge.base_url, chatbot.url, async_mode=False
+        ),
+        "DeepTeam red_team() async": lambda: _deepteam_red_team(
+            judge.base_url, chatbot.url, async_mode=True
+        ),
+    }
+    figures: dict[str, list[dict[str, float]]] = {name: [] for name in runners}
+    try:
+        runners["pipeline run"]()  # not counted: the files it reads are cached from now on
+        for _ in range(rounds):
+            for name, runner in runners.items():
+                figures[name].append(runner())
+    finally:
+        chatbot.stop()
+        judge.stop()
+    medians = {
+        name: {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+        for name, runs in figures.items()
+    }
+    print(f"\nsmall red team, judge at {latency_s * 1000:g} ms, 12 attacks (median of {rounds})")
+    for name, median in medians.items():
+        call = f" · call {median['call_s']:.2f} s" if "call_s" in median else ""
+        print(f"  {name:<31} {median['wall_s']:6.2f} s  {median['cpu_s']:6.2f} s CPU{call}")
+    ours = medians["pipeline run"]
+    for name in ("DeepTeam red_team() sequential", "DeepTeam red_team() async"):
+        theirs = medians[name]
+        print(
+            f"  pipeline / {name.removeprefix('DeepTeam '):<24} wall "
+            f"{ours['wall_s'] / theirs['wall_s']:.2f} · CPU {ours['cpu_s'] / theirs['cpu_s']:.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -72,6 +72,22 @@ def example_copy(tmp_path: Path) -> Path:
     return target / "benchmark.yaml"
 
 
+@pytest.fixture
+def started_children(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every child process the launcher starts while the test runs, in order."""
+    from n8n_deepeval_pipeline.worker import launcher
+
+    children: list[Any] = []
+
+    class Counted(launcher.Child):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            children.append(self)
+
+    monkeypatch.setattr(launcher, "Child", Counted)
+    return children
+
+
 @pytest.fixture(scope="session")
 def dry_run_pool() -> Iterator[WorkerPool]:
     """Two warmed workers shared by the tests that only need a plain pool."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,28 @@ def _workers_warming(wanted: bool) -> AbstractContextManager[None]:
 
     settings.point_at_homes()  # as the run's instance does: the pool's environment matches
     return warm_ahead()
+
+
+def _processes_warming(benchmark: Any, wanted: bool) -> ExitStack:
+    """The red team's worker and the simulator process starting beside the run's set-up.
+
+    Each is started, if the benchmark has it and the run's steps run here, as soon as the
+    benchmark is read: their imports (DeepTeam's, DeepEval's: seconds) overlap the
+    instance's set-up and the first steps, and the attack set's generation and its play
+    share the red team's one process.
+    """
+    warming = ExitStack()
+    if not (wanted and settings.steps_run_in_this_process()):
+        return warming
+    if benchmark.red_team:
+        from n8n_deepeval_pipeline.red_team import session
+
+        warming.enter_context(session.started_ahead())
+    if benchmark.simulation:
+        from n8n_deepeval_pipeline.simulation import launcher
+
+        warming.enter_context(launcher.started_ahead())
+    return warming
 
 
 def _instance_for(path: Path, report: Any, selection: Any) -> Any:
@@ -139,10 +161,11 @@ def run(
     if selection is None:  # a trial stores its rows apart
         refuse_a_damaged_database()
     try:
-        with _workers_warming(selection is None):
+        with _workers_warming(selection is None), ExitStack() as warming:
             benchmark, checked = benchmarks.check(
                 file, for_run=True
             )  # read once: the run registers it
+            warming.enter_context(_processes_warming(benchmark, selection is None))
             benchmarks.warn(file, checked.warnings)
             _refuse_variant_options(benchmark, variants, record)
             limits = Limits.of(benchmark.checks.max_error_rate, max_error_rate, fail_under)

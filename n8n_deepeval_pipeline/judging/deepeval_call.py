@@ -38,6 +38,7 @@ from n8n_deepeval_pipeline.judging.providers import (
     secrets_digest,
 )
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
+from n8n_deepeval_pipeline.judging.wire_format import schema_built_once
 
 # How many error answers the class may be given back in one call (Anthropic's schema
 # refusal, then its plain-text request failing too, is the longest chain there is).
@@ -157,8 +158,14 @@ class SdkTransport(Protocol):
 
     errors: tuple[type[BaseException], ...]
 
-    async def send(self, client: Any, call: SdkCall, raw: bool) -> Completion:
-        """Make the call; the answer's text (a raw answer: the whole reply, JSON)."""
+    async def send(
+        self, client: Any, call: SdkCall, raw: bool, prompt: str | None = None
+    ) -> Completion:
+        """Make the call; the answer's text (a raw answer: the whole reply, JSON).
+
+        ``prompt``: the prompt the call carries, where the transport makes the calls of
+        one shape from one request the SDK built (``provider_apis.request_templates``).
+        """
 
     def failure(self, error: BaseException, where: str, spec: JudgeSpec) -> ProviderError:
         """The SDK's error as a ProviderError (retryable or not, Retry-After, budget)."""
@@ -196,8 +203,10 @@ class DeepEvalProvider:
 
     async def complete(self, prompt: str, schema: type[BaseModel] | None) -> Completion:
         generate = self._class.generate
+        if schema is not None:
+            schema = schema_built_once(schema)
         return await self._ask(
-            lambda answers: generate(self._model, answers, prompt, schema), False
+            lambda answers: generate(self._model, answers, prompt, schema), False, prompt
         )
 
     async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
@@ -205,11 +214,11 @@ class DeepEvalProvider:
         if raw is None or not self.answers_logprobs:
             raise ProviderError(f"{self._where}: no log-probabilities", retryable=False)
         return await self._ask(
-            lambda answers: raw(self._model, answers, prompt, top_logprobs), True
+            lambda answers: raw(self._model, answers, prompt, top_logprobs), True, prompt
         )
 
     async def _ask(
-        self, ask: Callable[[list[BaseException]], Awaitable[object]], raw: bool
+        self, ask: Callable[[list[BaseException]], Awaitable[object]], raw: bool, prompt: str
     ) -> Completion:
         if self._client is None:
             spec = self.spec
@@ -225,7 +234,7 @@ class DeepEvalProvider:
             except errors as error:  # the class let the SDK's error through, as it would
                 raise self._transport.failure(error, self._where, self.spec) from None
             try:
-                return await self._transport.send(self._client, call, raw)
+                return await self._transport.send(self._client, call, raw, prompt)
             except errors as error:
                 failure = self._transport.failure(error, self._where, self.spec)
                 if failure.retryable or len(answered) == _MAX_ANSWERED_ERRORS:

@@ -58,9 +58,14 @@ PRELOADED_MODULES = (
 )
 
 
+def _is_set(name: str) -> bool:
+    """Whether the variable is set to something: blank is unset, as the registry reads it."""
+    return bool(os.environ.get(name, "").strip())
+
+
 def _env_or_default(name: str) -> str | dg.EnvVar:
     """An EnvVar when the variable is set (resolved at launch), else its registered default."""
-    return dg.EnvVar(name) if name in os.environ else environment_variables.setting(name)
+    return dg.EnvVar(name) if _is_set(name) else environment_variables.setting(name)
 
 
 def _env_int(name: str) -> int:
@@ -96,7 +101,7 @@ def n8n_resource() -> N8nResource:
 
 
 def _env_secret(name: str) -> dg.EnvVar | None:
-    return dg.EnvVar(name) if name in os.environ else None
+    return dg.EnvVar(name) if _is_set(name) else None
 
 
 def build_resources(judge_cache: bool = True) -> dict[str, object]:

@@ -69,6 +69,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None) -> None:
         self._engines = PooledEngines()
+        self._tables: set[str] = set()  # tables the index has: none is ever dropped
         super().__init__(base_dir, inst_data=inst_data)
 
     @contextmanager
@@ -84,12 +85,21 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 yield connection
 
     def has_table(self, table_name: str) -> bool:
-        """Whether the index has the table (asked before every partition query)."""
+        """Whether the index has the table (asked before every partition query).
+
+        A table found is remembered: migrations add tables, none drops one, and asking
+        SQLite's schema each time was ~60 ms of a run's CPU.
+        """
+        if table_name in self._tables:
+            return True
         engine = self._engines.get(
             self.conn_string_for_shard(INDEX_SHARD_NAME), timeout=SQLITE_BUSY_TIMEOUT_SECONDS
         )
         with engine.connect() as connection:
-            return bool(engine.dialect.has_table(connection, table_name))
+            found = bool(engine.dialect.has_table(connection, table_name))
+        if found:
+            self._tables.add(table_name)
+        return found
 
     def dispose(self) -> None:
         """Stop the file watchers, then close the connections."""

@@ -5,18 +5,23 @@ folder, its log kept in the home when it fails, a deadline); the judge's key and
 target's URL travel in the request over its private connection. It answers with
 ``ready`` (DeepEval imported), an ``update`` per conversation as it finishes, and
 ``done``; a simulator that fails, dies or overruns is a ``ChildFailed`` with its exit
-code and last log lines.
+code and last log lines. Within ``started_ahead()`` (a CLI run whose steps run in its own
+process) one is started at once: DeepEval's import (~2 s of CPU) then overlaps the run's
+set-up, and the simulation step finds it ready, unless its environment holds one of the
+request's credentials (then another is started without them).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.simulation.conversation import SimulatedConversation
 from n8n_deepeval_pipeline.simulation.request import SimulationRequest
+from n8n_deepeval_pipeline.worker import launcher as children
 from n8n_deepeval_pipeline.worker.launcher import ChildSpec, launched
 
 MODULE = "n8n_deepeval_pipeline.simulation.process"
@@ -48,11 +53,20 @@ def time_limit_s(request: SimulationRequest) -> float:
     return _START_S + (request.max_user_turns + 1) * turn_s * max(rounds, 1)
 
 
+def _spec(deadline_s: float | None) -> ChildSpec:
+    return ChildSpec(name="the simulator", module=MODULE, deadline_s=deadline_s)
+
+
+def started_ahead() -> AbstractContextManager[None]:
+    """A simulator started now, for the first simulation of the block."""
+    return children.started_ahead(_spec(None))
+
+
 def simulate(
     request: SimulationRequest, finished: Finished | None = None
 ) -> tuple[list[SimulatedConversation], SimulationTimes]:
     """Every run's conversation, in the request's order, and how long the process took."""
-    spec = ChildSpec(name="the simulator", module=MODULE, deadline_s=time_limit_s(request))
+    spec = _spec(time_limit_s(request))
     found: dict[str, SimulatedConversation] = {}
     times = SimulationTimes()
     with launched(spec, request.secrets) as child:

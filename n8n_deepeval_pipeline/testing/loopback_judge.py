@@ -222,6 +222,7 @@ class LoopbackJudge:
         self.headers_seen: list[dict[str, str]] = []
         self.urls_seen: list[str] = []
         self.bodies: list[dict[str, Any]] = []  # every request body, in arrival order
+        self.raw_bodies: list[bytes] = []  # the same bodies, as the bytes that came
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
         self._lock = threading.Lock()
@@ -282,6 +283,7 @@ class LoopbackJudge:
                 return True
             request = json.loads(body or b"{}")
             self.bodies.append(request)
+            self.raw_bodies.append(body)
             status, payload, extra = self._answer(api, fault, request)
             if status == 200 and api == "openai" and self.bucket is not None:
                 # On arrival, as a provider refuses: a 429 costs no latency.

@@ -95,8 +95,9 @@ class CallsToParent:
 
     Each question goes as a ``call`` whose body carries the ``call_id`` given here, and is
     awaited until the parent's ``reply`` with that ``call_id`` comes back (a reader thread
-    takes the replies off the connection). A parent that hung up ends the process: no
-    question of it will be answered.
+    takes the replies off the connection). Any other message (the next ``ask`` of a child
+    that serves work after work) is put in ``asks``. A parent that hung up ends the process:
+    no question of it will be answered, and no work will come (how a kept child is stopped).
     """
 
     def __init__(self, channel: Channel, loop: asyncio.AbstractEventLoop) -> None:
@@ -104,6 +105,7 @@ class CallsToParent:
         self._loop = loop
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._next_call = 0
+        self.asks: asyncio.Queue[ChildMessage] = asyncio.Queue()
         threading.Thread(target=self._read, name="replies", daemon=True).start()
 
     async def ask(self, call: Callable[[int], BaseModel]) -> Any:
@@ -121,8 +123,12 @@ class CallsToParent:
                 message = self._channel.receive()
             except ChannelClosed:
                 os._exit(PARENT_GONE_EXIT)
-            if message is not None and message.kind == "reply":
+            if message is None:
+                continue
+            if message.kind == "reply":
                 self._loop.call_soon_threadsafe(self._answer, message.body)
+            else:
+                self._loop.call_soon_threadsafe(self.asks.put_nowait, message)
 
     def _answer(self, reply: Any) -> None:
         waiting = self._waiting.pop(int(reply["call_id"]), None)

@@ -14,6 +14,11 @@ calling process are each a ``python -m MODULE FD …`` started here:
   kept under the project's home (``logs/``) when it fails; nothing is made in the home
   otherwise (a command refused before it starts anything leaves no folder behind).
 
+A child may also be started ahead of its work (``started_ahead``), so that its imports
+overlap what its parent does meanwhile (a CLI run's set-up): ``launched`` hands it the
+first work of its kind whose credentials its environment does not hold, and, told to keep
+it, takes it back after each work finished whole, while the block lasts.
+
 A child that fails, dies, or runs out of time is a ``ChildFailed`` carrying its exit code,
 the last lines of its log (redacted) and where the log is kept; so is one that exits with
 anything but 0 after its last message, which is never taken for a success.
@@ -171,6 +176,26 @@ class Child:
     def pid(self) -> int:
         return self.process.pid
 
+    def holds_any(self, secrets: Iterable[str]) -> bool:
+        """Whether its environment holds one of ``secrets``, under any name.
+
+        A child started before its work knew nothing of the work's credentials: one that
+        an innocuously named variable of this process holds was not taken out.
+        """
+        values = self.environment.values()
+        return any(secret in value for secret in secrets if secret for value in values)
+
+    def fits(self, secrets: Iterable[str]) -> bool:
+        """Alive and never failed, with none of ``secrets`` in its environment."""
+        alive = not (self._stopped or self._keep_log) and self.process.poll() is None
+        return alive and not self.holds_any(secrets)
+
+    def take_on(self, spec: ChildSpec, secrets: Iterable[str]) -> None:
+        """Give a child started ahead, or kept, its next work: its name, deadline and secrets."""
+        self.spec = spec
+        self.secrets = list(dict.fromkeys([*self.secrets, *(s for s in secrets if s)]))
+        self.deadline = time.monotonic() + (spec.deadline_s or math.inf)
+
     def _tee(self, stream: IO[bytes], on_line: LineSink) -> None:
         """Its output lines into its log, and each (redacted) to ``on_line``."""
         with stream, self._writing.open("ab") as log:
@@ -278,16 +303,97 @@ class Child:
 
 @contextlib.contextmanager
 def launched(
-    spec: ChildSpec, secrets: Iterable[str] = (), on_line: LineSink | None = None
+    spec: ChildSpec,
+    secrets: Iterable[str] = (),
+    on_line: LineSink | None = None,
+    keep: bool = False,
 ) -> Iterator[Child]:
-    """A child for the block: stopped at its end, at once if the block did not finish."""
-    child = Child(spec, secrets, on_line)
+    """A child for the block: stopped at its end, at once if the block did not finish.
+
+    One of its kind started ahead (``started_ahead``) and fit for ``secrets`` is taken
+    rather than a new one started. ``keep``: a child that serves work after work and
+    finished this block whole goes back to ``started_ahead``'s block, if one lasts.
+    """
+    secrets = [secret for secret in secrets if secret]
+    child = taken_ahead(spec, secrets) if on_line is None else None
+    if child is None:
+        child = Child(spec, secrets, on_line)
     finished = False
     try:
         yield child
         finished = True
     finally:
-        child.stop(_EXIT_GRACE_S if finished else 0.0)
+        if not (keep and finished and _AHEAD.keep(child)):
+            child.stop(_EXIT_GRACE_S if finished else 0.0)
+
+
+class _Ahead:
+    """Children started ahead of their work, or kept between works, while blocks last."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.blocks: dict[str, int] = {}  # a kind's open ``started_ahead`` blocks
+        self.idle: list[Child] = []
+
+    def keep(self, child: Child) -> bool:
+        """Take back a child whose work finished whole, while a block of its kind lasts."""
+        with self.lock:
+            kept = self.blocks.get(_kind(child.spec), 0) > 0 and child.fits([])
+            if kept:
+                self.idle.append(child)
+        return kept
+
+
+_AHEAD = _Ahead()
+
+
+def taken_ahead(spec: ChildSpec, secrets: Iterable[str]) -> Child | None:
+    """An idle child of ``spec``'s kind fit for ``secrets``, given that work; dead ones go."""
+    secrets = list(secrets)
+    with _AHEAD.lock:
+        dead = [child for child in _AHEAD.idle if not child.fits([])]
+        _AHEAD.idle = [child for child in _AHEAD.idle if child not in dead]
+        taken = next(
+            (c for c in _AHEAD.idle if _kind(c.spec) == _kind(spec) and c.fits(secrets)), None
+        )
+        if taken is not None:
+            _AHEAD.idle.remove(taken)
+    for child in dead:
+        child.stop(0.0)
+    if taken is not None:
+        taken.take_on(spec, secrets)
+    return taken
+
+
+@contextlib.contextmanager
+def started_ahead(spec: ChildSpec) -> Iterator[None]:
+    """A child of ``spec``'s kind started now, before its work is known, for the block.
+
+    It starts in the workers' environment without any credential; ``launched`` (or
+    ``taken_ahead``) hands it the first work of its kind it is fit for. The children of
+    the kind still idle when its last block ends are stopped at once, even mid-import:
+    they hold no work.
+    """
+    kind = _kind(spec)
+    with _AHEAD.lock:
+        _AHEAD.blocks[kind] = _AHEAD.blocks.get(kind, 0) + 1
+    try:
+        child = Child(spec)
+        with _AHEAD.lock:
+            _AHEAD.idle.append(child)
+        yield
+    finally:
+        with _AHEAD.lock:
+            _AHEAD.blocks[kind] -= 1
+            left = [] if _AHEAD.blocks[kind] else [c for c in _AHEAD.idle if _kind(c.spec) == kind]
+            _AHEAD.idle = [c for c in _AHEAD.idle if c not in left]
+        for idle in left:
+            idle.stop(grace_s=0.0)
+
+
+def _kind(spec: ChildSpec) -> str:
+    """What makes two children interchangeable: all their spec but its name and deadline."""
+    return spec.model_dump_json(exclude={"name", "deadline_s"})
 
 
 def logs_dir() -> Path:

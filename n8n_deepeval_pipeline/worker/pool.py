@@ -37,8 +37,13 @@ from typing import Any
 
 from n8n_deepeval_pipeline.evaluation import ErrorKind, EvaluationResult, EvaluationTask
 from n8n_deepeval_pipeline.worker.admission import Admission
-from n8n_deepeval_pipeline.worker.environment import worker_environment
-from n8n_deepeval_pipeline.worker.launcher import Child, ChildFailed, ChildSpec
+from n8n_deepeval_pipeline.worker.launcher import (
+    Child,
+    ChildFailed,
+    ChildSpec,
+    started_ahead,
+    taken_ahead,
+)
 from n8n_deepeval_pipeline.worker.zygote import SPAWN, Prepare
 
 _LOG = logging.getLogger(__name__)
@@ -67,6 +72,10 @@ class WorkerCrashed(RuntimeError):
     """The worker process died or its connection broke."""
 
 
+def _zygote_spec(evaluator: str) -> ChildSpec:
+    return ChildSpec(name="the worker zygote", module=_ZYGOTE, args=(evaluator,), deadline_s=None)
+
+
 class _Zygote:
     """The warmed interpreter that forks workers (see ``worker.zygote``).
 
@@ -77,11 +86,8 @@ class _Zygote:
 
     def __init__(self, evaluator: str, secrets: Iterable[str] = ()) -> None:
         self.evaluator = evaluator
-        spec = ChildSpec(
-            name="the worker zygote", module=_ZYGOTE, args=(evaluator,), deadline_s=None
-        )
-        self.child = Child(spec, secrets)
-        self.environment = self.child.environment
+        spec = _zygote_spec(evaluator)
+        self.child = taken_ahead(spec, secrets) or Child(spec, secrets)
         self.log_path = self.child.log_path
         self._lock = threading.Lock()
         self.prepared: set[str] = set()  # metrics whose templates and schemas it built
@@ -139,45 +145,18 @@ class _Zygote:
             self.child.keep_log()
         self.child.stop()
 
-    def discard(self) -> None:
-        """Kill it at once, even mid-import: it never forked a worker."""
-        self.child.stop(grace_s=0.0)
-
-
-_AHEAD: list[_Zygote] = []  # warming before any pool of this process asked (``warm_ahead``)
-_AHEAD_LOCK = threading.Lock()
-
 
 @contextlib.contextmanager
 def warm_ahead(evaluator: str = DEFAULT_EVALUATOR) -> Iterator[None]:
     """Warm a zygote while the caller gets ready, for the first pool of this process.
 
-    Its imports (seconds) then overlap the caller's own start-up on another CPU. A pool
-    takes it only if it would start the same evaluator with the same environment (so no
-    credential it leaves out is in it); one no pool took is stopped when the block ends.
+    Its imports (seconds) then overlap the caller's own start-up on another CPU
+    (``worker.launcher.started_ahead``). A pool takes it only if it would start the same
+    evaluator and no credential of the pool's tasks is in its environment; one no pool
+    took is stopped when the block ends.
     """
-    zygote = _Zygote(evaluator)
-    with _AHEAD_LOCK:
-        _AHEAD.append(zygote)
-    try:
+    with started_ahead(_zygote_spec(evaluator)):
         yield
-    finally:
-        with _AHEAD_LOCK:
-            untaken = zygote in _AHEAD
-            if untaken:
-                _AHEAD.remove(zygote)
-        if untaken:
-            zygote.discard()
-
-
-def _warmed_ahead(evaluator: str, environment: dict[str, str]) -> _Zygote | None:
-    """The zygote ``warm_ahead`` started for exactly this evaluator and environment."""
-    with _AHEAD_LOCK:
-        for zygote in _AHEAD:
-            if zygote.evaluator == evaluator and zygote.environment == environment:
-                _AHEAD.remove(zygote)
-                return zygote
-    return None
 
 
 class _Worker:
@@ -318,10 +297,7 @@ class WorkerPool:
                 self._zygote.prepare(set(metrics), set(providers))
             return
         started = time.perf_counter()
-        environment = worker_environment(secrets)
-        zygote = _warmed_ahead(self.evaluator, environment)
-        if zygote is None:
-            zygote = _Zygote(self.evaluator, secrets)
+        zygote = _Zygote(self.evaluator, secrets)  # the one warmed ahead, if it fits
         self._zygote, self._log_path = zygote, zygote.log_path
         try:
             self._zygote.wait_ready(self.start_timeout_s)
@@ -396,8 +372,7 @@ class WorkerPool:
 
     def _exposes(self, secrets: set[str]) -> bool:
         """Whether the running zygote's environment holds one of these secrets."""
-        environment = self._zygote.environment if self._zygote is not None else {}
-        return any(secret in value for value in environment.values() for secret in secrets)
+        return self._zygote is not None and self._zygote.child.holds_any(secrets)
 
     def _abort_in_flight(self) -> None:
         """The caller gave up (an error or a cancelled run): kill what is still running."""

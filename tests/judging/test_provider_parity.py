@@ -6,12 +6,12 @@ pipeline (worker pool, cache, the provider's SDK) and by DeepEval's own
 ``metric.measure()`` with DeepEval's own model class for the provider, built as its user
 would build it (``tests/judging/deepeval_reference.py``, test cases written by hand). The
 server answers from a hash of the whole request, so any difference in a body changes an
-answer and a score. Compared: the request bodies, the URLs, the headers that carry
-meaning (version, authentication, beta flags; not the transport's own), the scores, and
-how G-Eval was scored. A few more cases pin what the issue found wrong before: Azure's
-deployment named apart from its model, a reasoning model on Azure, Claude 3's
-``max_tokens``, and a schema refused mid-run (Anthropic's class then asks in plain text;
-OpenRouter's falls back for that call).
+answer and a score. Compared: the request bodies (as JSON and as bytes), the URLs, the
+headers that carry meaning (version, authentication, beta flags; not the transport's
+own), the scores, and how G-Eval was scored. A few more cases pin what the issue found
+wrong before: Azure's deployment named apart from its model, a reasoning model on Azure,
+Claude 3's ``max_tokens``, and a schema refused mid-run (Anthropic's class then asks in
+plain text; OpenRouter's falls back for that call).
 """
 
 from __future__ import annotations
@@ -289,7 +289,12 @@ def judged(tmp_path_factory):
 
 def _seen(server: LoopbackJudge, after: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the server was sent (after the reference's share, for the pipeline's)."""
-    sent = {"bodies": server.bodies, "urls": server.urls_seen, "headers": server.headers_seen}
+    sent = {
+        "bodies": server.bodies,
+        "raw_bodies": server.raw_bodies,
+        "urls": server.urls_seen,
+        "headers": server.headers_seen,
+    }
     start = after["counts"] if after else dict.fromkeys(sent, 0)
     return {
         "counts": {name: len(values) for name, values in sent.items()},
@@ -330,6 +335,14 @@ def test_the_requests_are_deepevals_own(judged, case):
     assert pipeline["bodies"], "the pipeline sent no request"
     assert _canonical(pipeline["bodies"]) == _canonical(reference["bodies"])
     assert set(pipeline["urls"]) == set(reference["urls"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_the_bodies_are_deepevals_own_byte_for_byte(judged, case):
+    """Not only the same JSON: the same bytes (key order, spacing, escapes)."""
+    both = judged[case.label]
+    reference, pipeline = both["reference_seen"], both["pipeline_seen"]
+    assert set(pipeline["raw_bodies"]) == set(reference["raw_bodies"])
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

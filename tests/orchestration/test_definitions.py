@@ -151,6 +151,25 @@ def test_the_judge_resource_takes_each_providers_settings_from_the_environment(m
     assert judge.temperature is None  # what DeepEval's class sends by default
 
 
+def test_a_blank_judge_variable_is_unset_as_the_registry_says(monkeypatch):
+    from n8n_deepeval_pipeline.orchestration.definitions import build_resources
+
+    for name in (
+        "N8N_DEEPEVAL_JUDGE_PROVIDER",
+        "N8N_DEEPEVAL_JUDGE_MODEL",
+        "N8N_DEEPEVAL_JUDGE_STRUCTURED_OUTPUTS",
+        "N8N_DEEPEVAL_JUDGE_API_KEY",
+        "N8N_DEEPEVAL_JUDGE_AWS_ACCESS_KEY_ID",
+    ):
+        monkeypatch.setenv(name, "  " if name.endswith("MODEL") else "")
+    judge = build_resources()["judge"]
+    assert (judge.provider, judge.model) == ("dry-run", "dry-run")
+    assert judge.structured_outputs == "strict"
+    assert judge.api_key is None and judge.aws_access_key_id is None
+    spec = judge.spec_for(None)
+    assert (spec.provider, spec.model, spec.api_key) == ("dry-run", "dry-run", None)
+
+
 def test_a_workflow_target_gets_an_optimize_job_launched_with_the_sections_choices(
     monkeypatch, tmp_path
 ):

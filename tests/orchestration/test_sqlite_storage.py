@@ -136,3 +136,22 @@ def test_two_processes_write_the_same_instance_at_once(home):
         assert sorted(instance.get_dynamic_partitions(PARTITIONS)) == sorted(
             f"{key}{index}" for key in "ab" for index in range(5)
         )
+
+
+def test_the_index_is_asked_for_a_table_once_it_has_it_and_again_while_it_lacks_it(
+    home, monkeypatch
+):
+    with dg.DagsterInstance.get() as instance:
+        storage = instance.event_log_storage
+        dialect_calls: list[str] = []
+        engine = storage._engines.get(storage.conn_string_for_shard("index"))
+        real = type(engine.dialect).has_table
+
+        def counted(dialect, connection, table_name, *args, **kwargs):
+            dialect_calls.append(table_name)
+            return real(dialect, connection, table_name, *args, **kwargs)
+
+        monkeypatch.setattr(type(engine.dialect), "has_table", counted)
+        assert [storage.has_table("dynamic_partitions") for _ in range(3)] == [True] * 3
+        assert [storage.has_table("no_such_table") for _ in range(2)] == [False] * 2
+    assert dialect_calls == ["dynamic_partitions", "no_such_table", "no_such_table"]

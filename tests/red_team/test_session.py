@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+from pydantic import SecretStr
 
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
@@ -131,3 +132,63 @@ def test_a_worker_that_overruns_its_time_is_stopped():
     with pytest.raises(ChildFailed, match=r"did not finish in 2 s \(exit code -9, SIGKILL\)"):
         session.attack(request(seed("a001", "x"), runs=1), slow, lambda o: None, timeout_s=2)
     assert time.monotonic() - started < 15
+
+
+def generation(purpose="refunds", judge=JUDGE):
+    return GenerateRequest(
+        config=CONFIG, purpose=purpose, judge=judge, cache_namespace="n", concurrency=2
+    )
+
+
+def answered(call: TargetCall) -> TargetReply:
+    return TargetReply(call_id=call.call_id, content=f"re: {call.message}")
+
+
+def test_a_worker_started_ahead_generates_and_plays_and_is_stopped_after_the_block(
+    started_children, tmp_path
+):
+    with session.started_ahead():
+        assert len(started_children) == 1  # started before any job
+        generated = session.generate(generation(), timeout_s=60)
+        outcomes = session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
+        assert len(started_children) == 1  # both jobs asked the one process
+    assert [o.actual_output for o in outcomes] == [
+        "re: refunds 1 | re: again: refunds 1",
+        "re: refunds 2 | re: again: refunds 2",
+    ]
+    (worker,) = started_children
+    assert worker.process.poll() is not None  # stopped with the block, its traces too
+    assert worker.scratch is not None and not worker.scratch.exists()
+    assert not (tmp_path / "home" / "logs").exists()
+
+
+def test_without_a_block_each_job_has_a_worker_of_its_own(started_children):
+    generated = session.generate(generation(), timeout_s=60)
+    session.attack(request(*generated.seeds, runs=1), answered, lambda o: None, 60)
+    assert len(started_children) == 2
+    assert all(child.process.poll() is not None for child in started_children)
+
+
+def test_a_kept_worker_whose_environment_holds_the_judges_key_is_not_asked(
+    started_children, monkeypatch
+):
+    key = "opensesame7731"  # nothing says it is a key, but the judge's spec
+    monkeypatch.setenv("SUPPORT_DESK_SETTING", key)  # nor does the variable's name
+    judge = JUDGE.model_copy(update={"api_key": SecretStr(key)})
+    with session.started_ahead():
+        session.generate(generation(judge=judge), timeout_s=60)
+        assert len(started_children) == 2
+        assert key in started_children[0].environment["SUPPORT_DESK_SETTING"]
+        assert "SUPPORT_DESK_SETTING" not in started_children[1].environment
+
+
+def test_a_worker_that_failed_is_not_kept_and_its_log_is(started_children, tmp_path):
+    with session.started_ahead():
+        with pytest.raises(ChildFailed) as failed:
+            session.attack(request(seed("a001", "fail"), runs=1), answered, lambda o: None, 60)
+        session.generate(generation(), timeout_s=60)
+        assert len(started_children) == 2
+        assert started_children[0].process.poll() == 1
+    # the worker started ahead took the key's job: its log is redacted with the job's key
+    assert failed.value.log_path.exists()
+    assert "the judge refused [redacted]" in str(failed.value)

@@ -193,3 +193,35 @@ def test_a_judge_refusing_the_key_ends_each_conversation_as_judge_auth(
     for conversation in conversations:
         assert (conversation.stop_reason, conversation.error_kind) == ("judge_error", "judge_auth")
         assert "HTTP 401" in conversation.error and API_KEY not in conversation.error
+
+
+def test_a_simulator_started_ahead_plays_the_simulation_and_none_is_left(
+    chatbot: LoopbackChatbot, started_children: list[Any]
+) -> None:
+    from n8n_deepeval_pipeline.simulation import launcher
+
+    with launcher.started_ahead():
+        assert len(started_children) == 1  # before the request exists
+        (played,) = play(JudgeSpec(), chatbot, [{"scenario": "Asks 6*7"}])
+        assert len(started_children) == 1  # the simulation took it
+    assert played.turns[0].content == "[dry-run] user turn 1: Asks 6*7"
+    assert started_children[0].process.poll() == 0
+    with launcher.started_ahead():
+        pass  # none asked for one: it is stopped with the block, even mid-import
+    assert started_children[1].process.poll() is not None
+    scratch = started_children[1].scratch
+    assert scratch is not None and not scratch.exists()
+
+
+def test_a_simulator_started_ahead_with_the_judges_key_in_its_environment_is_not_used(
+    chatbot: LoopbackChatbot, started_children: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from n8n_deepeval_pipeline.simulation import launcher
+
+    key = "opensesame7731"  # nothing says it is a key but the judge's spec
+    monkeypatch.setenv("SUPPORT_DESK_SETTING", key)
+    judge = JudgeSpec(provider="dry-run", model="dry-run", api_key=key)
+    with launcher.started_ahead():
+        play(judge, chatbot, [{"scenario": "Asks 6*7"}])
+        assert len(started_children) == 2
+        assert "SUPPORT_DESK_SETTING" not in started_children[1].environment

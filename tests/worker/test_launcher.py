@@ -122,3 +122,45 @@ def test_a_child_started_with_this_process_s_environment_keeps_its_working_folde
         child.stop()
     said = child.log_path.read_text()
     assert f"cwd {os.getcwd()}" in said and "MY_JUDGE_KEY" in said
+
+
+def test_a_child_started_ahead_is_given_the_first_work_of_its_kind_with_its_deadline(
+    home, started_children
+):
+    from n8n_deepeval_pipeline.worker.launcher import started_ahead
+
+    with started_ahead(spec("hang", deadline_s=None)):
+        (ahead,) = started_children
+        with launched(spec("echo")) as other:  # another kind: a child of its own
+            other.send("ask", "x")
+            assert other.receive().body == "half-way"
+        started = time.monotonic()
+        with pytest.raises(ChildFailed) as late, launched(spec("hang", 1.0), [SECRET]) as child:
+            assert child is ahead
+            child.send("ask", "x")
+            child.receive()
+    assert time.monotonic() - started < 15  # the work's deadline, from when it was given
+    assert "did not finish in 1 s" in late.value.headline
+    assert len(started_children) == 2 and child.secrets == [SECRET]  # redacted with the work's
+
+
+def test_a_kept_child_goes_back_to_its_block_and_an_untaken_one_is_stopped_with_it(
+    home, started_children
+):
+    from n8n_deepeval_pipeline.worker.launcher import started_ahead
+
+    with started_ahead(spec("orphan", deadline_s=None)):
+        with launched(spec("orphan"), keep=True) as child:
+            child.send("ask", None)
+            assert child.receive().body == child.pid
+        with launched(spec("orphan"), keep=True) as again:
+            assert again is child  # kept between works while the block lasts
+        (ahead,) = started_children
+        assert ahead.process.poll() is None
+    assert ahead.process.poll() is not None  # stopped with the block
+    assert ahead.scratch is not None and not ahead.scratch.exists()
+    assert not home.exists()  # nothing failed: no log kept
+    with launched(spec("echo"), keep=True) as alone:
+        alone.send("ask", "x")
+        assert alone.receive().body == "half-way"
+    assert alone.process.poll() is not None  # no block: stopped at the end of its work

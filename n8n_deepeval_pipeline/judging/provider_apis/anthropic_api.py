@@ -80,18 +80,21 @@ async def _warm_up_call(client: Any) -> None:
     )
 
 
+WARM_UP_REPLY: dict[str, Any] = {
+    "id": "warm-up",
+    "type": "message",
+    "role": "assistant",
+    "model": "warm-up",
+    "content": [{"type": "text", "text": "{}"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+"""The smallest message the SDK reads whole: the warm-up call's, and a test server's."""
+
+
 def warm() -> None:
     """What the SDK's first call costs, paid by the worker zygote (``http_sdk.warm``)."""
-    reply = {
-        "id": "warm-up",
-        "type": "message",
-        "role": "assistant",
-        "model": "warm-up",
-        "content": [{"type": "text", "text": "{}"}],
-        "stop_reason": "end_turn",
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-    }
-    http_sdk.warm(anthropic, "AsyncAnthropic", _warm_up_call, reply)
+    http_sdk.warm(anthropic, "AsyncAnthropic", _warm_up_call, WARM_UP_REPLY)
 
 
 def build(spec: JudgeSpec) -> Provider:

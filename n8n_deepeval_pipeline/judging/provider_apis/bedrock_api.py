@@ -39,7 +39,9 @@ class BedrockTransport:
 
     errors: tuple[type[BaseException], ...] = (exceptions.ClientError, exceptions.BotoCoreError)
 
-    async def send(self, client: Any, call: SdkCall, raw: bool) -> Completion:
+    async def send(
+        self, client: Any, call: SdkCall, raw: bool, prompt: str | None = None
+    ) -> Completion:
         from deepeval.errors import DeepEvalError
         from deepeval.models.llms.amazon_bedrock_model import AmazonBedrockModel
 

@@ -36,7 +36,9 @@ class GeminiTransport:
 
     errors: tuple[type[BaseException], ...] = (errors.APIError, aiohttp.ClientError, TimeoutError)
 
-    async def send(self, client: Any, call: SdkCall, raw: bool) -> Completion:
+    async def send(
+        self, client: Any, call: SdkCall, raw: bool, prompt: str | None = None
+    ) -> Completion:
         target = client
         for name in call.method:
             target = getattr(target, name)

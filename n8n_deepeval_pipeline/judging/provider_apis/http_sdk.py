@@ -3,15 +3,22 @@
 A call is made through the method's ``with_raw_response`` twin, which sends exactly what
 the method sends (its body, its headers: ``parse``'s helper header included) and hands
 back the reply's bytes and headers unparsed: the judge validates the answer itself, and
-reads the provider's rate-limit headers from every reply. The clients use aiohttp under
+reads the provider's rate-limit headers from every reply. The SDK builds a call's request
+once per call shape and each call of that shape is that request with its own prompt
+(``request_templates``), sent by the client's HTTP client as the SDK sends it and its
+answer read as the SDK reads it (errors as the SDK's own). The clients use aiohttp under
 the SDK (the SDKs' own aiohttp transport): it costs a judge call less CPU than httpx.
+They keep no cookies: DeepEval's classes make a client, with an empty cookie jar, for
+every call, and a request filled from a template must not depend on what a reply set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import Awaitable, Callable
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from types import ModuleType
 from typing import Any
 
@@ -19,6 +26,10 @@ import httpx2
 
 from n8n_deepeval_pipeline.judging.deepeval_call import SdkCall
 from n8n_deepeval_pipeline.judging.pacing import RateLimits
+from n8n_deepeval_pipeline.judging.provider_apis.request_templates import (
+    BuildingHttpClient,
+    templated,
+)
 from n8n_deepeval_pipeline.judging.providers import (
     Completion,
     ProviderError,
@@ -49,15 +60,27 @@ class HttpSdkTransport:
         self._read = read
         self._prepare = prepare
         self.errors: tuple[type[BaseException], ...] = (sdk.APIStatusError, sdk.APIConnectionError)
+        self._omitted: tuple[type, ...] = (sdk.Omit, sdk.NotGiven)
 
-    async def send(self, client: Any, call: SdkCall, raw: bool) -> Completion:
+    async def send(
+        self, client: Any, call: SdkCall, raw: bool, prompt: str | None = None
+    ) -> Completion:
         target = client
         for name in call.method[:-1]:
             target = getattr(target, name)
         method = getattr(target.with_raw_response, call.method[-1])
         kwargs = self._prepare(call.kwargs) if self._prepare else call.kwargs
-        response = await method(*call.args, **kwargs)
-        http = response.http_response
+        request = None
+        if prompt is not None and not call.args:
+
+            async def made(arguments: dict[str, Any]) -> object:
+                return await method(**arguments)
+
+            request = await templated(client, made, kwargs, prompt, self._omitted)
+        if request is None:
+            http = (await method(*call.args, **kwargs)).http_response
+        else:
+            http = await self._sent(client, request)
         limits = RateLimits.from_headers(http.headers)
         try:
             data = json.loads(http.content)
@@ -67,6 +90,18 @@ class HttpSdkTransport:
         if raw:
             text = http.text
         return Completion(text, prompt_tokens, completion_tokens, limits)
+
+    async def _sent(self, client: Any, request: httpx2.Request) -> httpx2.Response:
+        """The request sent as the SDK sends one, its failures raised as the SDK's errors."""
+        try:
+            response: httpx2.Response = await client._client.send(request)
+        except httpx2.TimeoutException as error:
+            raise self._sdk.APITimeoutError(request=request) from error
+        except Exception as error:
+            raise self._sdk.APIConnectionError(request=request) from error
+        if not response.is_success:
+            raise client._make_status_error_from_response(response)
+        return response
 
     def failure(self, error: BaseException, where: str, spec: JudgeSpec) -> ProviderError:
         if isinstance(error, self._sdk.APIStatusError):
@@ -82,12 +117,21 @@ class HttpSdkTransport:
         return ProviderError(f"{where}: connection failed ({type(cause).__name__})", retryable=True)
 
 
+@functools.cache
+def _building_class(sdk: ModuleType) -> type[BuildingHttpClient]:
+    """The SDK's own aiohttp client class, handing a request back while one is built."""
+    return type(f"Building{sdk.DefaultAioHttpClient.__name__}",
+                (BuildingHttpClient, sdk.DefaultAioHttpClient), {})  # fmt: skip
+
+
 def aiohttp_client(sdk: ModuleType) -> Any:
     """An HTTP client for one of the SDKs' clients: aiohttp under it, the shared certificates.
 
     Proxies come from the environment, as httpx takes them (``HTTPS_PROXY``, ``NO_PROXY``).
+    It keeps no cookies (its jar's policy allows no domain).
     """
-    return sdk.DefaultAioHttpClient(verify=tls_context())
+    no_cookies = CookieJar(DefaultCookiePolicy(allowed_domains=[]))
+    return _building_class(sdk)(verify=tls_context(), cookies=no_cookies)
 
 
 def usage(data: dict[str, Any], prompt: str, completion: str) -> tuple[int, int]:

@@ -38,7 +38,9 @@ class OllamaTransport:
         httpx.HTTPError,
     )
 
-    async def send(self, client: Any, call: SdkCall, raw: bool) -> Completion:
+    async def send(
+        self, client: Any, call: SdkCall, raw: bool, prompt: str | None = None
+    ) -> Completion:
         target = client
         for name in call.method:
             target = getattr(target, name)

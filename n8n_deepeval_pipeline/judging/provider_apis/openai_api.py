@@ -235,7 +235,7 @@ class OpenAICompatibleProvider:
             request["extra_headers"] = {"Authorization": openai.Omit()}
         return request
 
-    async def _send(self, request: dict[str, Any], raw: bool = False) -> Completion:
+    async def _send(self, request: dict[str, Any], prompt: str, raw: bool = False) -> Completion:
         if self._client is None:
             key = ("openai-compatible", self.spec.endpoint)
             self._client = await worker_client(key, self.spec, self._build)
@@ -249,7 +249,7 @@ class OpenAICompatibleProvider:
         )
         call = SdkCall(method, (), request)
         try:
-            return await TRANSPORT.send(self._client, call, raw)
+            return await TRANSPORT.send(self._client, call, raw, prompt)
         except TRANSPORT.errors as error:
             raise TRANSPORT.failure(error, self._where, self.spec) from None
 
@@ -257,18 +257,19 @@ class OpenAICompatibleProvider:
         request = self._request(prompt)
         response_format = openai_response_format(schema, self._mode) if schema else None
         if response_format is None:
-            return await self._send(request)
+            return await self._send(request, prompt)
         try:
-            return await self._send({**request, "response_format": response_format})
+            return await self._send({**request, "response_format": response_format}, prompt)
         except ProviderError as error:
             if response_format["type"] != "json_schema" or error.status != 400:
                 raise
             self._mode = "json"  # this server has no JSON-schema output
-            return await self._send({**request, "response_format": {"type": "json_object"}})
+            json_mode = {**request, "response_format": {"type": "json_object"}}
+            return await self._send(json_mode, prompt)
 
     async def complete_raw(self, prompt: str, top_logprobs: int) -> Completion:
         request = {**self._request(prompt), "logprobs": True, "top_logprobs": top_logprobs}
-        return await self._send(request, raw=True)
+        return await self._send(request, prompt, raw=True)
 
 
 class _WarmUp(BaseModel):
