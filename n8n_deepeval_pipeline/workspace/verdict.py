@@ -4,14 +4,17 @@
 the report build it (the versions compared case by case, the red team's stored rates and
 errored attacks, incompleteness at ``checks.maxErrorRate``), reading only what the
 outcome depends on: each run's pass flag by dataset row, each version's score rows
-counted with the failed ones loaded, and its red team's rates and errors. Pages render
-the ``VersionOutcome`` it returns and never decide a verdict themselves.
+counted with the failed ones loaded, and its red team's rates and errors. While
+``calibration.gate`` keeps metrics from deciding, each run is decided again without them
+by ``tables.comparison.run_outcome``, from its aggregate's metric outcomes, as ``compare``
+decides it. Pages render the ``VersionOutcome`` it returns and never decide a verdict
+themselves.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +34,8 @@ from n8n_deepeval_pipeline.summary.outcome import (
     incompleteness,
 )
 from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary, errors_among
-from n8n_deepeval_pipeline.tables.rows import MetricScore
+from n8n_deepeval_pipeline.tables.comparison import run_outcome
+from n8n_deepeval_pipeline.tables.rows import MetricScore, RunAggregate
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders, table
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion
@@ -55,15 +59,22 @@ def version_verdicts(
     benchmark: BenchmarkSettings,
     versions: Sequence[StoredVersion],
     baselines: Mapping[str, str | None],
+    not_deciding: Collection[str] = (),
 ) -> dict[str, VersionVerdict]:
     """Each version's verdict against its baseline (``baselines``: version key → key).
 
-    ``versions`` holds the ones asked for and their baselines.
+    ``versions`` holds the ones asked for and their baselines; ``not_deciding``: the
+    metrics ``calibration.gate`` keeps from deciding now (``calibration_gate``).
     """
     by_key = {version.key: version for version in versions}
     asked = [key for key in baselines if key in by_key]
     needed = set(asked) | {b for key in asked if (b := baselines[key]) in by_key}
-    runs = _runs_by_row(reader, schema, [by_key[key].workflow_hash for key in sorted(needed)])
+    hashes = [by_key[key].workflow_hash for key in sorted(needed)]
+    runs = (
+        _runs_decided_again(reader, schema, hashes, not_deciding)
+        if not_deciding
+        else _runs_by_row(reader, schema, hashes)
+    )
     errors = _errors(reader, schema, [by_key[key].workflow_hash for key in asked])
     red_teams = _red_teams(reader, schema, benchmark, [by_key[key].workflow_hash for key in asked])
     limits = Limits.of(benchmark.max_error_rate)
@@ -139,6 +150,32 @@ def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, Ve
     ):
         outcome = _PASSED if record["overall_success"] else _FAILED
         found[str(record["workflow_hash"])][str(record["row_id"])].append(outcome)
+    return {digest: dict(rows) for digest, rows in found.items()}
+
+
+def _runs_decided_again(
+    reader: Reader, schema: str, hashes: list[str], not_deciding: Collection[str]
+) -> dict[str, VersionRuns]:
+    """Each version's runs by dataset row, each decided as ``compare`` decides it now.
+
+    The runs' aggregates are read whole (their metric outcomes): a run decided with a
+    metric the gate keeps out now is decided again without it.
+    """
+    if not hashes:
+        return {}
+    within = f"workflow_hash in ({placeholders(hashes)})"
+    row_of = {
+        str(record["run_id"]): str(record["row_id"])
+        for record in reader.records(
+            f"select run_id, row_id from {table(schema, 'expanded_runs')} where {within}", hashes
+        )
+    }
+    found: dict[str, dict[str, list[RunOutcome]]] = {digest: defaultdict(list) for digest in hashes}
+    aggregates = model_rows(reader, RunAggregate, schema, within, hashes)
+    for aggregate in sorted(aggregates, key=lambda row: row.run_id):
+        if aggregate.run_id in row_of:  # as the join of ``_runs_by_row``
+            outcome = run_outcome(aggregate, [], not_deciding)
+            found[aggregate.workflow_hash][row_of[aggregate.run_id]].append(outcome)
     return {digest: dict(rows) for digest, rows in found.items()}
 
 

@@ -1,0 +1,28 @@
+"""What ``calibration.gate`` keeps from deciding now, read from the store as ``compare`` reads it.
+
+``run`` and ``compare`` decide every version (its baseline too) without the metrics people
+have not calibrated *now*: labels given after a version was aggregated, or a gate switched
+on since, change its verdict. The pages decide with the same metrics, from the labels in
+the store they read, measured by the same calibration functions; without the gate (the
+common case) no label is read.
+"""
+
+from __future__ import annotations
+
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.judged_reads import judged_labels
+from n8n_deepeval_pipeline.calibration.status import gated_metrics
+from n8n_deepeval_pipeline.workspace.store import Reader, stored_columns
+
+
+def not_deciding(reader: Reader, benchmark: Benchmark | None) -> frozenset[str]:
+    """The metrics that decide no run or regression now (none: no gate, or no file loaded)."""
+    if benchmark is None or benchmark.calibration is None or not benchmark.calibration.gate:
+        return frozenset()
+    labels = judged_labels(
+        benchmark,
+        lambda name: stored_columns(reader, benchmark.name, name),
+        # Each value is selected under a name of its own: a record's values are its row.
+        lambda sql: [tuple(record.values()) for record in reader.records(sql)],
+    )
+    return gated_metrics(benchmark, labels)
