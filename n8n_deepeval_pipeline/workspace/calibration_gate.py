@@ -10,6 +10,7 @@ common case) no label is read.
 from __future__ import annotations
 
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
+from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
 from n8n_deepeval_pipeline.calibration.judged_reads import judged_labels
 from n8n_deepeval_pipeline.calibration.status import gated_metrics
 from n8n_deepeval_pipeline.workspace.store import Reader, stored_columns
@@ -19,10 +20,14 @@ def not_deciding(reader: Reader, benchmark: Benchmark | None) -> frozenset[str]:
     """The metrics that decide no run or regression now (none: no gate, or no file loaded)."""
     if benchmark is None or benchmark.calibration is None or not benchmark.calibration.gate:
         return frozenset()
-    labels = judged_labels(
+    return gated_metrics(benchmark, labels_beside_scores(reader, benchmark))
+
+
+def labels_beside_scores(reader: Reader, benchmark: Benchmark) -> list[JudgedLabel]:
+    """The benchmark's labels with their runs' stored results, as the label store reads them."""
+    return judged_labels(
         benchmark,
         lambda name: stored_columns(reader, benchmark.name, name),
         # Each value is selected under a name of its own: a record's values are its row.
         lambda sql: [tuple(record.values()) for record in reader.records(sql)],
     )
-    return gated_metrics(benchmark, labels)
