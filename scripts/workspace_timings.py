@@ -8,10 +8,13 @@ stored as the DuckDB IO manager stores them, with each version's comparison). Th
 serves the workspace on it with uvicorn and times each page over HTTP: the median of a few
 loads after one warm-up request.
 
-    python scripts/workspace_timings.py [--store DIR] [--repeat 5] [--postgres URL]
+    python scripts/workspace_timings.py [--store DIR] [--repeat 5] [--postgres URL] [--gate]
 
 A store built earlier in DIR is reused (delete DIR to build it again). ``--postgres``
 copies it into a PostgreSQL database (its schema replaced) and times the pages there.
+``--gate`` serves the benchmark with a file whose ``calibration.gate`` is on (no label
+given: every judge-backed metric decides no run), so that each verdict reads the labels
+and decides every run again from its metric outcomes, as ``compare`` does.
 """
 
 from __future__ import annotations
@@ -155,6 +158,29 @@ def copy_to_postgres(database: Path, url: str) -> None:
     print(f"copied into PostgreSQL in {time.perf_counter() - began:.1f} s", flush=True)
 
 
+def gated_benchmark_file(folder: Path) -> Path:
+    """A benchmark file of the generated store's metrics with ``calibration.gate`` on."""
+    example = ROOT / "examples" / "support_agent"
+    metrics = ""
+    for metric in METRICS:
+        metrics += f"  - metric: {metric.slug}\n    threshold: {metric.threshold}\n"
+        if metric.slug == "g_eval":
+            metrics += f"    name: {metric.label}\n    criteria: Is the answer helpful?\n"
+            metrics += "    evaluationParams: [INPUT, ACTUAL_OUTPUT]\n"
+        elif metric.label != metric.slug:
+            metrics += f"    label: {metric.label}\n"
+    counted = ", ".join(m.label for m in METRICS if m.counted)
+    path = folder / "gated.yaml"
+    path.write_text(
+        f"name: {BENCHMARK}\nworkflow: {example / 'workflow.json'}\n"
+        f"dataset:\n  path: {example / 'dataset.csv'}\n  idColumn: id\n"
+        f"target:\n  type: recorded\n  outputs: {example / 'outputs.jsonl'}\n"
+        f"metrics:\n{metrics}aggregate:\n  passRule: allPass\n  metrics: [{counted}]\n"
+        "calibration:\n  gate: true\n"
+    )
+    return path
+
+
 def _pages(base_key: str, latest: str, older: str) -> list[tuple[str, str]]:
     version = f"/benchmarks/{BENCHMARK}/versions/{latest}"
     return [
@@ -198,6 +224,9 @@ def main() -> int:
         metavar="URL",
         help="copy the store into this PostgreSQL database and time the pages on it",
     )
+    parser.add_argument(
+        "--gate", action="store_true", help="serve it with calibration.gate on (no label)"
+    )
     arguments = parser.parse_args()
     database = arguments.store / "results.duckdb"
     if not database.exists():
@@ -208,11 +237,13 @@ def main() -> int:
         source = StoreSource("postgresql", arguments.postgres)
     plain = [v.workflow_hash for v in generated_versions() if v.variant is None]
     latest, older, base = plain[-1][:12], plain[-120][:12], plain[-1][:12]
-    app = create_app(source, BenchmarkFiles([]))
+    files = [gated_benchmark_file(arguments.store)] if arguments.gate else []
+    app = create_app(source, BenchmarkFiles(files))
     runs = VERSIONS * ROWS * RUNS_PER_ROW
     print(
         f"{VERSIONS} versions · {runs:,} scored runs · {len(METRICS)} metrics per run in "
-        f"{source.kind}; median of {arguments.repeat} loads after a warm-up"
+        f"{source.kind}{' · calibration.gate on' if arguments.gate else ''}; "
+        f"median of {arguments.repeat} loads after a warm-up"
     )
     slowest = 0.0
     with WorkspaceServer(app, "127.0.0.1", 0) as server:

@@ -23,6 +23,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.label_store import LabelStore
 from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
+from n8n_deepeval_pipeline.calibration.status import gated_metrics
 from n8n_deepeval_pipeline.online.scoring import OnlineScore
 from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, VERSION_PASSES, scored_versions
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
@@ -212,9 +213,8 @@ class BenchmarkRunner:
     def _not_deciding(self) -> frozenset[str]:
         """What calibration.gate keeps from deciding runs and regressions now."""
         if self.benchmark.calibration is None or not self.benchmark.calibration.gate:
-            return frozenset()
-        calibration = self.calibration(with_thresholds=False)
-        return frozenset(calibration.gated) if calibration is not None else frozenset()
+            return frozenset()  # no label read
+        return gated_metrics(self.benchmark, self.label_store().judged())
 
     def register_current_version(self, workflow_hash: str | None = None) -> str:
         """Add the workflow's current version (its file, or n8n's) as a partition; its key.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 from n8n_deepeval_pipeline.statistics.aggregate import PassRule, decided_by, rule_passes
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -71,22 +71,40 @@ def baseline_version(
     return earlier[-1] if earlier else None
 
 
+def run_passes(
+    outcomes: Sequence[Mapping[str, Any]],
+    pass_rule: str,
+    stored: bool,
+    not_deciding: Collection[str] = (),
+) -> bool:
+    """Whether a run passes its pass rule now.
+
+    ``outcomes``: its aggregate's metric outcomes (``RunAggregate.metrics``), ``stored``: its
+    aggregate's verdict. ``not_deciding``: metrics that decide no run now
+    (``calibration.gate``), though they may have when the run was aggregated: the run is
+    decided again without them, so that a baseline aggregated before the gate is compared
+    on the same metrics as its candidate.
+    """
+    counted = {str(outcome["metric"]) for outcome in outcomes}
+    deciding = decided_by(counted, not_deciding)
+    if deciding == counted:
+        return stored
+    kept = [outcome for outcome in outcomes if outcome["metric"] in deciding]
+    wins = sum(1 for o in kept if o.get("success") and o.get("error_kind") is None)
+    return rule_passes(cast(PassRule, pass_rule), wins, len(kept))
+
+
 def run_outcome(
     aggregate: RunAggregate, scores: list[MetricScore], not_deciding: Collection[str] = ()
 ) -> RunOutcome:
     """A run as the version comparison sees it: passed under the pass rule, its metrics.
 
-    ``not_deciding``: metrics that decide no run now (``calibration.gate``), though they may
-    have when the run was aggregated: the run is decided again without them, so that a
-    baseline aggregated before the gate is compared on the same metrics as its candidate.
+    ``not_deciding``: metrics the run is decided again without (``run_passes``).
     """
-    counted = {str(outcome["metric"]) for outcome in aggregate.metrics}
-    deciding = decided_by(counted, not_deciding)
-    passed = aggregate.overall_success
-    if deciding != counted:
-        kept = [outcome for outcome in aggregate.metrics if outcome["metric"] in deciding]
-        wins = sum(1 for o in kept if o.get("success") and o.get("error_kind") is None)
-        passed = rule_passes(cast(PassRule, aggregate.pass_rule), wins, len(kept))
+    deciding = decided_by({str(outcome["metric"]) for outcome in aggregate.metrics}, not_deciding)
+    passed = run_passes(
+        aggregate.metrics, aggregate.pass_rule, aggregate.overall_success, not_deciding
+    )
     metrics = tuple(
         MetricRun(
             metric=score.metric,

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.tables.rows import WorkflowCheck
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles, BenchmarkSettings
+from n8n_deepeval_pipeline.workspace.calibration_gate import not_deciding
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, stored_tables
 from n8n_deepeval_pipeline.workspace.verdict import VersionVerdict, version_verdicts
 from n8n_deepeval_pipeline.workspace.versions import (
@@ -46,8 +48,13 @@ def latest_version(versions: list[StoredVersion]) -> StoredVersion | None:
     return own[-1] if own else None
 
 
-def benchmark_overview(reader: Reader, settings: BenchmarkSettings) -> BenchmarkOverview:
-    """A stored benchmark's latest version, its verdict and its failed workflow checks."""
+def benchmark_overview(
+    reader: Reader, settings: BenchmarkSettings, benchmark: Benchmark | None = None
+) -> BenchmarkOverview:
+    """A stored benchmark's latest version, its verdict and its failed workflow checks.
+
+    ``benchmark``: its file loaded, whose calibration gate the verdict keeps (None: none).
+    """
     versions = scored_versions(reader, settings.name)
     latest = latest_version(versions)
     if latest is None:
@@ -55,7 +62,10 @@ def benchmark_overview(reader: Reader, settings: BenchmarkSettings) -> Benchmark
             settings=settings, versions=0, latest=None, verdict=None, failed_checks=()
         )
     baseline = baselines(reader, settings.name, versions, settings)[latest.key]
-    verdict = version_verdicts(reader, settings.name, settings, versions, {latest.key: baseline})
+    gated = not_deciding(reader, benchmark)
+    verdict = version_verdicts(
+        reader, settings.name, settings, versions, {latest.key: baseline}, gated
+    )
     checks = model_rows(
         reader,
         WorkflowCheck,
@@ -80,7 +90,7 @@ def overview(reader: Reader, files: BenchmarkFiles) -> tuple[list[BenchmarkOverv
     for name in sorted(set(stored) | found.keys()):
         settings = found.get(name) or BenchmarkSettings(name=name, file=None)
         if name in stored:
-            shown.append(benchmark_overview(reader, settings))
+            shown.append(benchmark_overview(reader, settings, files.benchmark(name)))
         else:
             shown.append(
                 BenchmarkOverview(

@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.label_store import LabelStore
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles, BenchmarkSettings
+from n8n_deepeval_pipeline.workspace.calibration_gate import not_deciding
 from n8n_deepeval_pipeline.workspace.overview import benchmark_names
 from n8n_deepeval_pipeline.workspace.store import Reader, StoreSource
 from n8n_deepeval_pipeline.workspace.verdict import VersionVerdict, version_verdicts
@@ -72,6 +73,11 @@ class PageRequest:
         return scored_versions(self.reader, self.benchmark.name)
 
     @cached_property
+    def not_deciding(self) -> frozenset[str]:
+        """What ``calibration.gate`` keeps from deciding runs and regressions now."""
+        return not_deciding(self.reader, self.files.benchmark(self.benchmark.name))
+
+    @cached_property
     def baselines(self) -> dict[str, str | None]:
         """Each version's baseline (version keys)."""
         return baselines(self.reader, self.benchmark.name, self.versions, self.benchmark)
@@ -92,7 +98,12 @@ class PageRequest:
         missing = {key: self.baselines[key] for key in keys if key not in self._verdicts}
         if missing:
             self._verdicts |= version_verdicts(
-                self.reader, self.benchmark.name, self.benchmark, self.versions, missing
+                self.reader,
+                self.benchmark.name,
+                self.benchmark,
+                self.versions,
+                missing,
+                self.not_deciding,
             )
         return {key: self._verdicts[key] for key in keys}
 

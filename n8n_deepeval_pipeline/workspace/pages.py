@@ -156,7 +156,12 @@ def compare(page: PageRequest) -> Mapping[str, Any]:
         return {"candidate": candidate, "baseline": None, "comparison": None}
     baseline = page.version(baseline_key)
     comparison = side_by_side(
-        page.reader, page.benchmark.name, baseline, candidate, page.benchmark.fail_on
+        page.reader,
+        page.benchmark.name,
+        baseline,
+        candidate,
+        page.benchmark.fail_on,
+        page.not_deciding,
     )
     result = comparison.result
     chart = interval_chart(
@@ -184,7 +189,14 @@ def variants(page: PageRequest) -> Mapping[str, Any]:
     if base is not None and base.base_hash is not None:  # a variant named: its workflow's
         base = find_version(page.versions, base.base_hash)
     matrix = (
-        variants_matrix(page.reader, page.benchmark.name, page.benchmark, base, page.versions)
+        variants_matrix(
+            page.reader,
+            page.benchmark.name,
+            page.benchmark,
+            base,
+            page.versions,
+            page.not_deciding,
+        )
         if base
         else None
     )

@@ -7,6 +7,8 @@ report's comparison model.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from n8n_deepeval_pipeline.report.model import ComparisonReport
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import CaseComparison
@@ -19,11 +21,16 @@ from n8n_deepeval_pipeline.workspace.versions import StoredVersion
 _SCORE_TEXTS = ("reason", "error", "judge", "judge_scores")
 
 
-def stored_versions(reader: Reader, schema: str, versions: list[StoredVersion]) -> StoredVersions:
+def stored_versions(
+    reader: Reader,
+    schema: str,
+    versions: list[StoredVersion],
+    not_deciding: Collection[str] = (),
+) -> StoredVersions:
     """The runs, aggregates and scores of these versions, as the CLI's runner loads them.
 
     The scores' texts are left out: comparisons and matrices count and average, they quote
-    no reason.
+    no reason. ``not_deciding``: what ``calibration.gate`` keeps from deciding now.
     """
     hashes = [version.workflow_hash for version in versions]
     where = f"workflow_hash in ({placeholders(hashes)})"
@@ -31,6 +38,7 @@ def stored_versions(reader: Reader, schema: str, versions: list[StoredVersion]) 
         runs=model_rows(reader, ExpandedRun, schema, where, hashes),
         aggregates=model_rows(reader, RunAggregate, schema, where, hashes),
         scores=model_rows(reader, MetricScore, schema, where, hashes, leave_out=_SCORE_TEXTS),
+        not_deciding=frozenset(not_deciding),
     )
 
 
@@ -40,9 +48,10 @@ def side_by_side(
     baseline: StoredVersion,
     candidate: StoredVersion,
     fail_on: GateVerdict,
+    not_deciding: Collection[str] = (),
 ) -> ComparisonReport:
     """``candidate`` against ``baseline``, with the tier ``compare.failOn`` gates on."""
-    stored = stored_versions(reader, schema, [baseline, candidate])
+    stored = stored_versions(reader, schema, [baseline, candidate], not_deciding)
     return ComparisonReport(
         baseline_hash=baseline.workflow_hash,
         result=stored.compare(baseline.workflow_hash, candidate.workflow_hash),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from n8n_deepeval_pipeline.report.version_report import family_matrix
 from n8n_deepeval_pipeline.summary.variant_matrix import VariantMatrix
@@ -33,12 +33,16 @@ def variants_matrix(
     benchmark: BenchmarkSettings,
     base: StoredVersion,
     versions: Sequence[StoredVersion],
+    not_deciding: Collection[str] = (),
 ) -> VariantMatrix | None:
-    """The matrix of ``base``'s family, as the report of the base shows it."""
+    """The matrix of ``base``'s family, as the report of the base shows it.
+
+    ``not_deciding``: what ``calibration.gate`` keeps from deciding now.
+    """
     members = family_of(base, versions)
     hashes = [member.workflow_hash for member in members]
     where = f"workflow_hash in ({placeholders(hashes)})"
-    stored = stored_versions(reader, schema, members)
+    stored = stored_versions(reader, schema, members, not_deciding)
     metrics = list(benchmark.metric_order) or sorted({score.metric for score in stored.scores})
     return family_matrix(
         benchmark.name,

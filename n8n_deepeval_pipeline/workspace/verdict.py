@@ -4,14 +4,18 @@
 the report build it (the versions compared case by case, the red team's stored rates and
 errored attacks, incompleteness at ``checks.maxErrorRate``), reading only what the
 outcome depends on: each run's pass flag by dataset row, each version's score rows
-counted with the failed ones loaded, and its red team's rates and errors. Pages render
-the ``VersionOutcome`` it returns and never decide a verdict themselves.
+counted with the failed ones loaded, and its red team's rates and errors. While
+``calibration.gate`` keeps metrics from deciding, each run is decided again without them
+from its aggregate's metric outcomes by ``tables.comparison.run_passes``, as ``compare``
+decides it. Pages render the ``VersionOutcome`` it returns and never decide a verdict
+themselves.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,6 +35,7 @@ from n8n_deepeval_pipeline.summary.outcome import (
     incompleteness,
 )
 from n8n_deepeval_pipeline.summary.run_summary import ErrorSummary, errors_among
+from n8n_deepeval_pipeline.tables.comparison import run_passes
 from n8n_deepeval_pipeline.tables.rows import MetricScore
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkSettings
 from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, placeholders, table
@@ -55,15 +60,18 @@ def version_verdicts(
     benchmark: BenchmarkSettings,
     versions: Sequence[StoredVersion],
     baselines: Mapping[str, str | None],
+    not_deciding: Collection[str] = (),
 ) -> dict[str, VersionVerdict]:
     """Each version's verdict against its baseline (``baselines``: version key → key).
 
-    ``versions`` holds the ones asked for and their baselines.
+    ``versions`` holds the ones asked for and their baselines; ``not_deciding``: the
+    metrics ``calibration.gate`` keeps from deciding now (``calibration_gate``).
     """
     by_key = {version.key: version for version in versions}
     asked = [key for key in baselines if key in by_key]
     needed = set(asked) | {b for key in asked if (b := baselines[key]) in by_key}
-    runs = _runs_by_row(reader, schema, [by_key[key].workflow_hash for key in sorted(needed)])
+    hashes = [by_key[key].workflow_hash for key in sorted(needed)]
+    runs = _runs_by_row(reader, schema, hashes, not_deciding)
     errors = _errors(reader, schema, [by_key[key].workflow_hash for key in asked])
     red_teams = _red_teams(reader, schema, benchmark, [by_key[key].workflow_hash for key in asked])
     limits = Limits.of(benchmark.max_error_rate)
@@ -118,17 +126,21 @@ def _red_teams(
     }
 
 
-def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, VersionRuns]:
+def _runs_by_row(
+    reader: Reader, schema: str, hashes: list[str], not_deciding: Collection[str]
+) -> dict[str, VersionRuns]:
     """Each version's runs by dataset row, as ``tables.comparison.version_runs`` groups them.
 
-    Only each run's pass flag is read: a version's metric results explain its cases' drops,
-    they decide no verdict.
+    Only each run's pass flag is read (a version's metric results explain its cases' drops,
+    they decide no verdict), unless ``calibration.gate`` keeps metrics from deciding now:
+    then its metric outcomes too, and it is decided again without them (``run_passes``).
     """
     found: dict[str, dict[str, list[RunOutcome]]] = {digest: defaultdict(list) for digest in hashes}
     if not hashes:
         return {}
+    decided_again = ", a.pass_rule, a.metrics" if not_deciding else ""
     for record in reader.records(
-        "select a.workflow_hash, e.row_id, a.overall_success "
+        f"select a.workflow_hash, e.row_id, a.overall_success{decided_again} "
         f"from {table(schema, 'run_aggregates')} as a "
         f"join {table(schema, 'expanded_runs')} as e "
         "on e.workflow_hash = a.workflow_hash and e.run_id = a.run_id "
@@ -137,8 +149,13 @@ def _runs_by_row(reader: Reader, schema: str, hashes: list[str]) -> dict[str, Ve
         f"and e.workflow_hash in ({placeholders(hashes)}) order by a.run_id",
         [*hashes, *hashes],
     ):
-        outcome = _PASSED if record["overall_success"] else _FAILED
-        found[str(record["workflow_hash"])][str(record["row_id"])].append(outcome)
+        passed = bool(record["overall_success"])
+        if not_deciding:
+            outcomes = json.loads(record["metrics"]) if record["metrics"] else []
+            passed = run_passes(outcomes, str(record["pass_rule"]), passed, not_deciding)
+        found[str(record["workflow_hash"])][str(record["row_id"])].append(
+            _PASSED if passed else _FAILED
+        )
     return {digest: dict(rows) for digest, rows in found.items()}
 
 

@@ -18,6 +18,8 @@ from n8n_deepeval_pipeline.orchestration.resources.postgres_results_io_manager i
     migrate,
 )
 from n8n_deepeval_pipeline.tables.postgres_connection import psycopg2_connection
+from n8n_deepeval_pipeline.workspace.calibration_gate import labels_beside_scores
+from n8n_deepeval_pipeline.workspace.store import StoreSource, reading
 from tests.conftest import EXAMPLE
 from tests.orchestration.label_store_scenarios import labels_kept_and_joined
 
@@ -45,3 +47,8 @@ def test_labels_are_kept_and_read_beside_the_scores(postgres):
         "select count(*), count(distinct (run_id, metric, reviewer)) "
         "from support_agent.human_labels"
     ) == [(5, 5)]  # the red team's label too
+    # The results workspace reads the same labels in its read-only session.
+    with reading(StoreSource("postgresql", postgres.url)) as reader:
+        read = labels_beside_scores(reader, store.benchmark)
+    assert [label.kind for label in read] == ["benchmark", "benchmark", "online", "red_team"]
+    assert read == store.judged()

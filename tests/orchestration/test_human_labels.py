@@ -11,6 +11,8 @@ from n8n_deepeval_pipeline.orchestration.resources.human_labels import (
     DuckDbLabelStore,
     HumanLabelsResource,
 )
+from n8n_deepeval_pipeline.workspace.calibration_gate import labels_beside_scores
+from n8n_deepeval_pipeline.workspace.store import StoreSource, reading
 from tests.conftest import EXAMPLE
 from tests.orchestration.conftest import example_key, run_job
 from tests.orchestration.label_store_scenarios import label, labels_kept_and_joined
@@ -29,6 +31,11 @@ def test_labels_are_kept_and_read_beside_the_scores(tmp_path):
 
     labels_kept_and_joined(store, write_table)
     assert oct(database.stat().st_mode & 0o777) == "0o600"  # private, as the results are
+    # The results workspace reads the same labels through its own read-only connection.
+    with reading(StoreSource("duckdb", str(database))) as reader:
+        read = labels_beside_scores(reader, store.benchmark)
+    assert [label.kind for label in read] == ["benchmark", "benchmark", "online", "red_team"]
+    assert read == store.judged()
 
 
 @pytest.mark.slow

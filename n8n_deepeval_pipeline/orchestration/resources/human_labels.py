@@ -4,11 +4,11 @@ People's labels are the user's data, not a partition's output: no IO manager wri
 so no re-run, re-score or backfill replaces them. Each write is its own transaction,
 committed before it returns (the review queue writes a label the moment it is given).
 The table is keyed by run, metric and reviewer; a label given again replaces the last one.
-Reading joins each label with the score its run has now in ``metric_scores`` (or
-``online_scores`` for a production execution), so agreement is measured against the metric
-as it is configured today. A DuckDB file is opened only for each statement's length, with
-the configuration Dagster's IO manager opens it with, so it never keeps a run (here or in
-the UI) from the file.
+Reading joins each label with the score its run has now (``calibration.judged_reads``,
+the statements the results workspace reads them with too), so agreement is measured
+against the metric as it is configured today. A DuckDB file is opened only for each
+statement's length, with the configuration Dagster's IO manager opens it with, so it never
+keeps a run (here or in the UI) from the file.
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ from pydantic import Field
 from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.judged import JudgedLabel
+from n8n_deepeval_pipeline.calibration.judged_reads import (
+    ATTACK_METRIC,
+    ATTACK_RUN,
+    judged_labels,
+    quoted,
+)
 from n8n_deepeval_pipeline.calibration.label_store import LabelKey, LabelStore
-from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import (
     connect_waiting_for_locks,
 )
 from n8n_deepeval_pipeline.settings import PRIVATE_FILE_MODE
-from n8n_deepeval_pipeline.statistics.pass_direction import Direction
 from n8n_deepeval_pipeline.tables.postgres_connection import transaction
 from n8n_deepeval_pipeline.tables.rows import HumanLabel
 
@@ -41,17 +45,10 @@ _KEY = ("run_id", "metric", "reviewer")
 # The configuration Dagster's DuckDB IO manager opens the file with: one process may hold
 # one database under one configuration only.
 DUCKDB_CONFIG = {"custom_user_agent": "dagster"}
-# Columns of the score tables a label is set beside; an older table may lack the last one.
-_SCORE_COLUMNS = ("case_id", "score", "threshold", "success", "direction", "error_kind", "dry_run")
-_OPTIONAL = ("judge_agreement",)
 
 
 Statement = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 """Runs one SQL statement with its values; the rows it returns (none for a write)."""
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class SqlLabelStore(LabelStore):
@@ -63,10 +60,8 @@ class SqlLabelStore(LabelStore):
     marker = "?"
 
     def __init__(self, benchmark: Benchmark) -> None:
+        self.benchmark = benchmark
         self.schema = benchmark.name
-        self.directions: dict[str, Direction] = {
-            metric.result_label(): entry_for(metric).direction for metric in benchmark.metrics
-        }
 
     @contextmanager
     def _cursor(self) -> Iterator[Statement]:
@@ -78,10 +73,10 @@ class SqlLabelStore(LabelStore):
 
     @property
     def _table(self) -> str:
-        return f"{_quote(self.schema)}.{TABLE}"
+        return f"{quoted(self.schema)}.{TABLE}"
 
     def _create(self, run: Statement) -> None:
-        run(f"create schema if not exists {_quote(self.schema)}", [])
+        run(f"create schema if not exists {quoted(self.schema)}", [])
         run(
             f"create table if not exists {self._table} ("
             "workflow_hash text not null, run_id text not null, metric text not null, "
@@ -141,72 +136,11 @@ class SqlLabelStore(LabelStore):
     def judged(self) -> list[JudgedLabel]:
         """Every label whose run and metric have a stored score, with that score."""
         with self._cursor() as run:
-            if not self._exists(run, TABLE):
-                return []
-            rows = self._judged_scores(run) + self._judged_online(run) + self._judged_attacks(run)
-        return [JudgedLabel(**row) for row in rows]
-
-    def _judged_scores(self, run: Statement) -> list[dict[str, Any]]:
-        stored = self._columns(run, "metric_scores")
-        if not stored:
-            return []
-        optional = [f"s.{c}" if c in stored else f"null as {c}" for c in _OPTIONAL]
-        names = [*_LABEL_FIELDS, *_SCORE_COLUMNS, *_OPTIONAL]
-        rows = run(
-            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, "
-            f"{', '.join(f's.{c}' for c in _SCORE_COLUMNS)}, {', '.join(optional)} "
-            f"from {self._table} l join {_quote(self.schema)}.metric_scores s "
-            "on s.run_id = l.run_id and s.metric = l.metric",
-            [],
-        )
-        return [_judged_row(dict(zip(names, row, strict=True)), "benchmark") for row in rows]
-
-    def _judged_online(self, run: Statement) -> list[dict[str, Any]]:
-        if not self._exists(run, "online_scores"):
-            return []
-        names = [
-            *_LABEL_FIELDS,
-            "case_id",
-            "score",
-            "threshold",
-            "success",
-            "error_kind",
-            "dry_run",
-        ]
-        rows = run(
-            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, o.score_id, o.score, "
-            f"o.threshold, o.success, o.error_kind, o.dry_run from {self._table} l "
-            f"join {_quote(self.schema)}.online_scores o "
-            "on o.score_id = l.run_id and o.metric = l.metric",
-            [],
-        )
-        judged = []
-        for row in rows:
-            values = dict(zip(names, row, strict=True))
-            values["direction"] = self.directions.get(values["metric"], "higher_is_better")
-            judged.append(_judged_row(values, "online"))
-        return judged
-
-    def _judged_attacks(self, run: Statement) -> list[dict[str, Any]]:
-        """Labels of the red team's played attacks beside DeepTeam's verdicts (red_team.review)."""
-        if not self._exists(run, "red_team_results"):
-            return []
-        names = [*_LABEL_FIELDS, "case_id", "score", "breached", "error_kind", "dry_run"]
-        rows = run(
-            f"select {', '.join(f'l.{c}' for c in _LABEL_FIELDS)}, r.attack_id, r.score, "
-            f"r.breached, r.error_kind, r.dry_run from {self._table} l "
-            f"join {_quote(self.schema)}.red_team_results r "
-            f"on {_ATTACK_RUN.format(t='r.')} = l.run_id "
-            f"and {_ATTACK_METRIC.format(t='r.')} = l.metric",
-            [],
-        )
-        judged = []
-        for row in rows:
-            values = dict(zip(names, row, strict=True))
-            values["success"] = not values.pop("breached")
-            values.update(threshold=0.5, direction="higher_is_better")
-            judged.append(_judged_row(values, "red_team"))
-        return judged
+            return judged_labels(
+                self.benchmark,
+                lambda table: self._columns(run, table),
+                lambda statement: run(statement, []),
+            )
 
     def scored(self, run_ids: Iterable[str]) -> dict[tuple[str, str], str]:
         """The (run, metric) pairs among these runs with a stored score → the run's hash."""
@@ -217,7 +151,7 @@ class SqlLabelStore(LabelStore):
         sources = (
             ("metric_scores", "run_id", "metric"),
             ("online_scores", "score_id", "metric"),
-            ("red_team_results", _ATTACK_RUN.format(t=""), _ATTACK_METRIC.format(t="")),
+            ("red_team_results", ATTACK_RUN.format(t=""), ATTACK_METRIC.format(t="")),
         )
         with self._cursor() as run:
             for table, column, metric in sources:
@@ -229,25 +163,12 @@ class SqlLabelStore(LabelStore):
                     found = run(
                         self._sql(
                             f"select distinct {column}, {metric}, workflow_hash from "
-                            f"{_quote(self.schema)}.{table} where {column} in ({places})"
+                            f"{quoted(self.schema)}.{table} where {column} in ({places})"
                         ),
                         chunk,
                     )
                     pairs.update({(str(r), str(m)): str(h) for r, m, h in found})
         return pairs
-
-
-_LABEL_FIELDS = ("run_id", "workflow_hash", "metric", "reviewer", "passed", "rating")
-# A played attack's run and metric, as red_team.review names them.
-_ATTACK_RUN = "({t}workflow_hash || ':' || {t}result_id)"
-_ATTACK_METRIC = "('red_team:' || {t}vulnerability)"
-
-
-def _judged_row(values: dict[str, Any], kind: str) -> dict[str, Any]:
-    values["judge_passed"] = bool(values.pop("success"))
-    values["dry_run"] = bool(values["dry_run"])
-    values["kind"] = kind
-    return values
 
 
 def _utc(values: dict[str, Any]) -> dict[str, Any]:
