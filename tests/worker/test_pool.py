@@ -7,6 +7,8 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -115,32 +117,43 @@ def test_clean_session_replaces_the_worker(pool):
     assert after.worker_pid in pool.pids and after.score == 1.0
 
 
+@dataclass(frozen=True)
+class SilentJudge:
+    """A judge that accepts connections and never answers; ``connected`` once one came."""
+
+    spec: JudgeSpec
+    port: int
+    connected: threading.Event
+
+
 @pytest.fixture
-def silent_judge():
+def silent_judge() -> Iterator[SilentJudge]:
     """A TCP server that accepts connections and never answers: a hanging judge."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
     accepted = []
-    stop = threading.Event()
+    connected, stop = threading.Event(), threading.Event()
 
     def accept():
         server.settimeout(0.2)
         while not stop.is_set():
             try:
                 accepted.append(server.accept()[0])
+                connected.set()
             except OSError:
                 continue
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     port = server.getsockname()[1]
-    yield JudgeSpec(
+    spec = JudgeSpec(
         provider="openai-compatible",
         model="m",
         base_url=f"http://127.0.0.1:{port}/v1",
         timeout_s=120,
     )
+    yield SilentJudge(spec, port, connected)
     stop.set()
     thread.join()
     for connection in accepted:
@@ -148,8 +161,25 @@ def silent_judge():
     server.close()
 
 
+def connected_pid(port: int, pids: list[int]) -> int:
+    """The one of ``pids`` holding a TCP connection to ``port`` on loopback (from /proc)."""
+    remote = f"0100007F:{port:04X}"
+    inodes = {
+        fields[9]
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if (fields := line.split())[2] == remote
+    }
+    (pid,) = {
+        pid
+        for pid in pids
+        for fd in Path(f"/proc/{pid}/fd").iterdir()
+        if os.readlink(fd) in {f"socket:[{inode}]" for inode in inodes}
+    }
+    return pid
+
+
 def test_hanging_evaluation_times_out_and_others_finish(pool, silent_judge):
-    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge, timeout_s=3)
+    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge.spec, timeout_s=3)
     results = evaluate(pool, hanging, task({"metric": "exact_match"}, task_id=1))
     assert results[0].error_kind == "timeout"
     assert results[0].worker_pid not in pool.pids
@@ -160,12 +190,13 @@ def test_killed_worker_is_replaced_and_only_its_evaluation_errors(pool, silent_j
     before = set(pool.pids)
 
     def kill_busy_worker():
-        time.sleep(1.5)
-        os.kill(pool.pids[0], signal.SIGKILL)
+        # the worker asking the silent judge is the one busy with the hanging evaluation
+        assert silent_judge.connected.wait(60)
+        os.kill(connected_pid(silent_judge.port, pool.pids), signal.SIGKILL)
 
     killer = threading.Thread(target=kill_busy_worker)
     killer.start()
-    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge, timeout_s=60)
+    hanging = task({"metric": "bias"}, task_id=0, judge=silent_judge.spec, timeout_s=60)
     results = evaluate(
         pool, hanging, *(task({"metric": "exact_match"}, task_id=i) for i in range(1, 6))
     )
