@@ -128,7 +128,8 @@ def read_recorded_lines(path: Path, default_hash: str | None) -> dict[RecordedKe
         if version is None:
             problems.append(
                 f"line {number}: workflow_hash: which workflow version produced this output? "
-                "(give workflow_hash on the line, or target.workflowHash for the file)"
+                "(give workflow_hash on the line, or target.workflowHash for the file; "
+                "`n8n-deepeval hash WORKFLOW.json` prints it)"
             )
             continue
         key = (version, str(line.row_id), line.run_index)

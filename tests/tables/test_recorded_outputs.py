@@ -64,7 +64,8 @@ def test_a_line_without_a_version_is_refused(tmp_path):
         recorded_outputs(RecordedTarget(outputs=path), runs, rows("r1"), 1)
     assert caught.value.problems == [
         "line 1: workflow_hash: which workflow version produced this output? "
-        "(give workflow_hash on the line, or target.workflowHash for the file)"
+        "(give workflow_hash on the line, or target.workflowHash for the file; "
+        "`n8n-deepeval hash WORKFLOW.json` prints it)"
     ]
 
 
