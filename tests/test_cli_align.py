@@ -261,3 +261,30 @@ def test_a_metric_that_cannot_be_aligned_is_refused_in_one_line(
     result = invoke("calibration", example_copy, "--align", metric)
     assert result.exit_code == 1
     assert result.output.splitlines()[-1].startswith(f"Error: {said}")
+
+
+def test_an_optimiser_process_that_fails_exits_4_not_1(example_copy, tmp_path, monkeypatch):
+    # 1 says the labels showed no gain; a search that crashed must be told apart in CI.
+    from types import SimpleNamespace
+
+    from n8n_deepeval_pipeline.orchestration import judge_alignment, prompt_optimization
+    from n8n_deepeval_pipeline.worker.launcher import ChildFailed
+
+    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home" / "dagster"))
+    closed = []
+    pool = SimpleNamespace(pool=SimpleNamespace(close=lambda: closed.append(True)))
+    monkeypatch.setattr(prompt_optimization, "cli_resources", lambda: SimpleNamespace(pool=pool))
+    plan = SimpleNamespace(split=SimpleNamespace(examples=[]))
+    monkeypatch.setattr(judge_alignment, "plan_alignment", lambda runner, metric, res: plan)
+    monkeypatch.setattr(judge_alignment, "alignment_folder", lambda plan: tmp_path / "search")
+
+    def crashed(*args, **kwargs):
+        raise ChildFailed("the optimiser's process", "died", -9, ["boom"], tmp_path / "log")
+
+    monkeypatch.setattr(judge_alignment, "run_alignment", crashed)
+    result = invoke("calibration", example_copy, "--align", "helpfulness")
+    assert result.exit_code == 4, result.output
+    assert "the optimiser's process died (exit code -9, SIGKILL)" in result.output
+    assert "| boom" in result.output and closed == [True]
+    assert "helpfulness_aligned" not in example_copy.read_text()

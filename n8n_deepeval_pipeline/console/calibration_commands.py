@@ -17,6 +17,7 @@ from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_COMPARE_FAILED,
     EXIT_ERROR,
+    EXIT_RUN_FAILED,
     Refused,
     exit_codes_stated,
     n8n_unreachable_refused,
@@ -524,7 +525,8 @@ def _align(file: Path, metric: str, fresh: bool, as_json: bool) -> None:
             plan, resources, folder, lambda report: click.echo(align_round_line(report), err=True)
         )
     except ChildFailed as failed:  # the optimiser's process: its exit code and last lines
-        raise Refused(failed.message, EXIT_ERROR) from None
+        # A failed search, not a refusal: told apart from "kappa did not rise" (1).
+        raise Refused(failed.message, EXIT_RUN_FAILED) from None
     finally:
         resources.pool.pool.close()
     written = None

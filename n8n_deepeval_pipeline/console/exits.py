@@ -111,6 +111,20 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="no candidate was adopted: none beat the workflow's prompt on the training rows, "
         "or the best one did not prove better on the held-out rows (`optimize.adoptWhen`)",
     ),
+    ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("optimize",),
+        when="the benchmark file is invalid, its target is no n8n workflow (or it simulates "
+        "conversations), the prompt's node or parameter is not found, or its dataset has "
+        "too few rows to hold some out",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("optimize",),
+        when="the optimiser's process failed (its exit code and last lines), a held-out run "
+        "failed, the variant cannot be added without rewriting the file (the entry to add is "
+        "printed), or storage failed",
+    ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(
         code=EXIT_INVALID_CONFIG,
@@ -179,10 +193,17 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="storage failed: a full disk or a corrupt database, said in one line",
     ),
     ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("calibration",),
+        when="`--align`'s optimiser process failed (its exit code and last lines): the file "
+        "is unchanged, the search resumable",
+    ),
+    ExitCode(
         code=EXIT_N8N_UNREACHABLE,
         commands=(
             "run",
             "backfill",
+            "optimize",
             "validate",
             "init",
             "dataset from-executions",

@@ -45,7 +45,11 @@ from n8n_deepeval_pipeline.optimization.judge_alignment import (
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.spend import Spend
 from n8n_deepeval_pipeline.orchestration.local_runner import BenchmarkRunner
-from n8n_deepeval_pipeline.orchestration.prompt_optimization import Resources, scoring_services
+from n8n_deepeval_pipeline.orchestration.prompt_optimization import (
+    Resources,
+    optimiser_model,
+    scoring_services,
+)
 from n8n_deepeval_pipeline.statistics.held_out_draw import SplitError
 from n8n_deepeval_pipeline.tables.steps import snapshot_tools
 from n8n_deepeval_pipeline.workflow.hashing import version_key
@@ -134,8 +138,7 @@ def plan_alignment(runner: BenchmarkRunner, metric: str, resources: Resources) -
     calibration = benchmark.calibration
     align = calibration.align if calibration is not None else AlignConfig()
     split = _split(runner, metric, align)
-    chosen = align.model.over(benchmark.judge) if align.model is not None else benchmark.judge
-    model = resources.judge.spec_for(chosen).model_copy(update={"cache_scope": "shared"})
+    model = optimiser_model(resources, benchmark, align.model)
     return AlignmentPlan(benchmark, config, text, split, _stored(runner, split), model)
 
 

@@ -32,6 +32,7 @@ from n8n_deepeval_pipeline.benchmark.optimize import OptimizeConfig
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.config.yaml_edit import with_entry
 from n8n_deepeval_pipeline.config.yaml_loader import load_yaml
+from n8n_deepeval_pipeline.judging.spec import JudgeChoice, JudgeSpec
 from n8n_deepeval_pipeline.optimization.pool_scoring import ScoringServices
 from n8n_deepeval_pipeline.optimization.request import OptimizationOutcome, Round
 from n8n_deepeval_pipeline.optimization.workflow_answers import digest
@@ -106,9 +107,20 @@ def plan_search(benchmark: Benchmark, source: Path, resources: Resources) -> Sea
     with pointed_to_by(source):
         rows = steps.dataset_rows(dataset, workflow_hash(workflow), records)
     split = split_rows(rows, config.split.held_out, config.split.seed)
-    chosen = config.model.over(benchmark.judge) if config.model is not None else benchmark.judge
-    model = resources.judge.spec_for(chosen).model_copy(update={"cache_scope": "shared"})
+    model = optimiser_model(resources, benchmark, config.model)
     return SearchPlan(benchmark, workflow, parameter, split, model)
+
+
+def optimiser_model(
+    resources: Resources, benchmark: Benchmark, choice: JudgeChoice | None
+) -> JudgeSpec:
+    """The model that diagnoses and rewrites: ``choice`` over the benchmark's judge, or it.
+
+    Its cache is the shared one (a search is no run index to re-sample per); ``optimize``
+    and ``calibration --align`` both choose it here.
+    """
+    chosen = choice.over(benchmark.judge) if choice is not None else benchmark.judge
+    return resources.judge.spec_for(chosen).model_copy(update={"cache_scope": "shared"})
 
 
 def scoring_services(resources: Resources) -> ScoringServices:
