@@ -24,6 +24,7 @@ import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_mocks import CountingService
@@ -102,14 +103,9 @@ def environment(
 ) -> Iterator[tuple[Path, ScriptedRedTeamJudge]]:
     """The CLI's environment with the scripted judge; the results database."""
     judge = ScriptedRedTeamJudge().start()
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "1",
-                        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-                        "N8N_DEEPEVAL_JUDGE_MODEL": "scripted-red-team-judge",
-                        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    yield tmp_path / "home" / "results.duckdb", judge
+    database = use_cli(monkeypatch, n8n, tmp_path / "home", provider="openai-compatible",
+                       model="scripted-red-team-judge", base_url=judge.base_url)  # fmt: skip
+    yield database, judge
     judge.stop()
 
 
