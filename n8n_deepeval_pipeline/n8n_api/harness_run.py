@@ -41,7 +41,7 @@ from n8n_deepeval_pipeline.workflow.harness import (
     harness_copy,
     kept_nodes,
 )
-from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client, mcp_nodes, stand_in_names
+from n8n_deepeval_pipeline.workflow.mcp_nodes import is_mcp_client, mcp_nodes
 from n8n_deepeval_pipeline.workflow.mocks import (
     SERVICES_RESPONSE,
     MockAnswer,
@@ -168,17 +168,19 @@ def harness_mocks(target: WorkflowTarget, workflow: dict[str, Any]) -> HarnessMo
     answers = mock_answers(target, workflow)
     clients = set(_kept_mcp_clients(target, workflow))
     servers = mcp_servers(mcp_nodes(workflow, clients), target.mcp_servers)
-    nodes = WorkflowGraph(workflow).nodes
+    replacements = mocked_nodes(workflow, answers, servers)
+    # An MCP node's stand-ins are named as the agent knows its tools; any other mock, as n8n
+    # names the node's tool.
     mocked_tools = {
         name
-        for mocked in answers
+        for mocked, replacement in replacements.items()
         for name in (
-            stand_in_names(nodes[mocked], servers[mocked])
-            if mocked in clients
+            [stand_in["name"] for stand_in in replacement]
+            if isinstance(replacement, list)
             else [tool_name(mocked)]
         )
     }
-    return HarnessMocks(mocked_nodes(workflow, answers, servers), servers, mocked_tools)
+    return HarnessMocks(replacements, servers, mocked_tools)
 
 
 def unmocked_services(target: WorkflowTarget, workflow: dict[str, Any]) -> list[ServiceNode]:

@@ -127,9 +127,3 @@ def _tool_code(value_code: str, tool: str, tools: list[str]) -> str:
         f" ? (byTool[{json.dumps(tool, ensure_ascii=False)}] ?? null) : value;\n"
         "return typeof answer === 'string' ? answer : JSON.stringify(answer ?? null);"
     )
-
-
-def stand_in_names(node: Mapping[str, Any], server: McpServer) -> list[str]:
-    """The names the node's stand-ins take (the tool names the agent is offered)."""
-    offered = mcp_node(node).offered(server)
-    return [offered.agent_name(tool) for tool in offered.tool_names()]

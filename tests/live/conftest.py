@@ -33,11 +33,25 @@ def postgres() -> Iterator[Postgres]:
         yield server
 
 
+def use_cli(
+    monkeypatch: pytest.MonkeyPatch, n8n: N8nServer, home: Path, workers: int = 1, **judge: str
+) -> Path:
+    """Point the CLI at the session's n8n, ``home`` and ``workers`` workers; the results database.
+
+    ``judge``: its ``N8N_DEEPEVAL_JUDGE_<NAME>`` variables (``provider="openai"``, …).
+    DAGSTER_HOME is set too: the CLI exports it, and the next test would find this one's
+    instance.
+    """
+    settings = {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
+                "N8N_DEEPEVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+                "DEEPEVAL_POOL_SIZE": str(workers)}  # fmt: skip
+    settings |= {f"N8N_DEEPEVAL_JUDGE_{name.upper()}": value for name, value in judge.items()}
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    return home / "results.duckdb"
+
+
 @pytest.fixture
 def cli_home(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The CLI's environment for the session's n8n, one worker; its results database."""
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    return tmp_path / "home" / "results.duckdb"
+    return use_cli(monkeypatch, n8n, tmp_path / "home")

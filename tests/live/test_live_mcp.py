@@ -36,7 +36,7 @@ ROWS = {"w75": "75", "w13": "13"}
 
 def weather_agent(credential: str, endpoint: str, steps: bool) -> dict[str, Any]:
     """The user's workflow; ``steps``: the agent's Return Intermediate Steps."""
-    workflow = webhook_agent("live mcp agent", credential, steps)
+    workflow = webhook_agent("live mcp agent", credential, returnIntermediateSteps=steps)
     workflow["nodes"].append(
         node("Weather MCP", LC + "mcpClientTool", 1.4,
              {"endpointUrl": endpoint, "serverTransport": "httpStreamable",

@@ -89,7 +89,7 @@ def orders_agent(credential: str, service: str, steps: bool) -> dict[str, Any]:
     text = "={{ 'Agent said: ' + $('AI Agent').item.json.output + ' · ' + $json.status }}"
     format_ = {"assignments": {"assignments": [
         {"id": "t", "name": "text", "value": text, "type": "string"}]}, "options": {}}  # fmt: skip
-    workflow = webhook_agent("live orders agent", credential, steps)
+    workflow = webhook_agent("live orders agent", credential, returnIntermediateSteps=steps)
     workflow["nodes"] += [
         node("Order Lookup", "n8n-nodes-base.httpRequestTool", 4.2,
              {"url": lookup_url, "toolDescription": "Looks up an order by id", "options": {}}),

@@ -31,6 +31,7 @@ from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.prompt_engineer import PromptEngineer
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI, text_of
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_mocks import CountingService, orders_agent
@@ -78,14 +79,8 @@ def agent(n8n: N8nServer) -> Iterator[dict[str, Any]]:
 def engineer(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     judge = PromptEngineer(INSTRUCTION, f"the answers do not end with {SIGN_OFF!r}", latency_s=0.0)
     judge.start()
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"), "DEEPEVAL_POOL_SIZE": "1",
-                        "DAGSTER_HOME": str(tmp_path / "home" / "dagster"),
-                        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai",
-                        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4.1",
-                        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-                        "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-live-optimize"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    use_cli(monkeypatch, n8n, tmp_path / "home", provider="openai", model="gpt-4.1",
+            base_url=judge.base_url, api_key="sk-live-optimize")  # fmt: skip
     yield judge
     judge.stop()
 

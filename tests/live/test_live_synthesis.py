@@ -19,6 +19,7 @@ from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 
@@ -62,13 +63,8 @@ def agent(n8n: N8nServer) -> Iterator[str]:
 @pytest.fixture
 def env(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackJudge]:
     judge = LoopbackJudge(latency_s=0.0, free_text=True).start()
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"), "DEEPEVAL_POOL_SIZE": "2",
-                        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai",
-                        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4.1",
-                        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-                        "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-live-synthesis"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    use_cli(monkeypatch, n8n, tmp_path / "home", workers=2, provider="openai", model="gpt-4.1",
+            base_url=judge.base_url, api_key="sk-live-synthesis")  # fmt: skip
     yield judge
     judge.stop()
 

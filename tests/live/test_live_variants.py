@@ -26,6 +26,7 @@ from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.statistics.version_comparison import wilson_interval
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 
@@ -78,15 +79,8 @@ def write_benchmark(tmp_path: Path, workflow_id: str) -> Path:
 @pytest.fixture
 def env(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackJudge]:
     judge = LoopbackJudge(latency_s=0.0).start()
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"), "DEEPEVAL_POOL_SIZE": "2",
-                        # the CLI exports it: each test its own instance
-                        "DAGSTER_HOME": str(tmp_path / "home" / "dagster"),
-                        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai",
-                        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4.1",
-                        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-                        "N8N_DEEPEVAL_JUDGE_API_KEY": "sk-live-variants"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    use_cli(monkeypatch, n8n, tmp_path / "home", workers=2, provider="openai", model="gpt-4.1",
+            base_url=judge.base_url, api_key="sk-live-variants")  # fmt: skip
     yield judge
     judge.stop()
 

@@ -19,11 +19,11 @@ def link(target: str, kind: str = "main") -> dict[str, Any]:
     return {kind: [[{"node": target, "type": kind, "index": 0}]]}
 
 
-def webhook_agent(name: str, credential: str, steps: bool) -> dict[str, Any]:
+def webhook_agent(name: str, credential: str, **options: Any) -> dict[str, Any]:
     """Webhook → AI Agent on the OpenAI Chat Model of ``credential``; tools to be added.
 
-    The agent's prompt is the Webhook trigger's ``$json.body.chatInput``; ``steps``: its
-    Return Intermediate Steps.
+    The agent's prompt is the Webhook trigger's ``$json.body.chatInput``; ``options``: its
+    options (``returnIntermediateSteps``, ``systemMessage``…).
     """
     model = {"model": {"__rl": True, "mode": "list", "value": "gpt-4o-mini"},
              "responsesApiEnabled": False, "options": {}}  # fmt: skip
@@ -35,7 +35,7 @@ def webhook_agent(name: str, credential: str, steps: bool) -> dict[str, Any]:
                   "responseMode": "lastNode", "options": {}}, webhookId=str(uuid.uuid4())),
             node("AI Agent", LC + "agent", 3.1,
                  {"promptType": "define", "text": "={{ $json.body.chatInput }}",
-                  "options": {"returnIntermediateSteps": steps}}),
+                  "options": options}),
             node("OpenAI Chat Model", LC + "lmChatOpenAi", 1.3, model,
                  credentials={"openAiApi": {"id": credential, "name": "Fake OpenAI"}}),
         ],
