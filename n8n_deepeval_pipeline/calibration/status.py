@@ -12,7 +12,7 @@ left out of the metrics the pass rule counts, as a dry-run placeholder is.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -151,17 +151,18 @@ def calibrations(
     ]
 
 
-def not_deciding(standings: Iterable[MetricCalibration]) -> frozenset[str]:
-    """The metrics the gate keeps from deciding runs and regressions."""
-    return frozenset(standing.metric for standing in standings if standing.gated)
+def gated_metrics(
+    benchmark: Benchmark, read_labels: Callable[[], Sequence[JudgedLabel]]
+) -> frozenset[str]:
+    """What ``calibration.gate`` keeps from deciding (empty without the gate).
 
-
-def gated_metrics(benchmark: Benchmark, labels: Sequence[JudgedLabel]) -> frozenset[str]:
-    """What ``calibration.gate`` keeps from deciding (empty without the gate)."""
+    ``read_labels`` is called only when the gate is on: without it (the common case) no
+    label is read and no agreement measured. Only the judge-backed metrics' agreements are
+    measured: the others are never gated.
+    """
     if benchmark.calibration is None or not benchmark.calibration.gate:
         return frozenset()
     judged = set(judged_metrics(benchmark))
-    measured = [
-        agreement for agreement in agreements(benchmark, labels) if agreement.metric in judged
-    ]
-    return not_deciding(calibrations(benchmark, measured))
+    labels = [label for label in read_labels() if label.metric in judged]
+    standings = calibrations(benchmark, agreements(benchmark, labels))
+    return frozenset(standing.metric for standing in standings if standing.gated)

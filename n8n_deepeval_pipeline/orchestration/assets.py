@@ -22,6 +22,7 @@ from n8n_deepeval_pipeline import settings
 from n8n_deepeval_pipeline.benchmark.config import Benchmark, RecordedTarget
 from n8n_deepeval_pipeline.benchmark.n8n_target import DataTableOutput
 from n8n_deepeval_pipeline.calibration.measurement import measure
+from n8n_deepeval_pipeline.calibration.status import gated_metrics
 from n8n_deepeval_pipeline.config.errors import pointed_to_by
 from n8n_deepeval_pipeline.metrics.catalog import entry_for
 from n8n_deepeval_pipeline.n8n_api.data_table_sink import (
@@ -441,10 +442,9 @@ def _version_comparison(benchmark: Benchmark, common: dict[str, Any]) -> dg.Asse
         workflow_snapshot: pd.DataFrame,
     ) -> Any:
         candidate = context.partition_key
-        calibration = step_calibration(benchmark, human_labels)
-        stored = _stored_versions(
-            expanded_runs, run_aggregates, metric_scores, not_deciding(calibration)
-        )
+        # Only what the gate keeps from deciding: without the gate no label is read.
+        gated = gated_metrics(benchmark, human_labels.store(benchmark).judged)
+        stored = _stored_versions(expanded_runs, run_aggregates, metric_scores, gated)
         baseline = _baseline(context, benchmark, from_frame(WorkflowSnapshot, workflow_snapshot))
         if baseline is None:
             context.log.info("no earlier version to compare with")

@@ -212,9 +212,7 @@ class BenchmarkRunner:
 
     def _not_deciding(self) -> frozenset[str]:
         """What calibration.gate keeps from deciding runs and regressions now."""
-        if self.benchmark.calibration is None or not self.benchmark.calibration.gate:
-            return frozenset()  # no label read
-        return gated_metrics(self.benchmark, self.label_store().judged())
+        return gated_metrics(self.benchmark, lambda: self.label_store().judged())
 
     def register_current_version(self, workflow_hash: str | None = None) -> str:
         """Add the workflow's current version (its file, or n8n's) as a partition; its key.

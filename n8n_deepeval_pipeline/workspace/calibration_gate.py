@@ -18,9 +18,9 @@ from n8n_deepeval_pipeline.workspace.store import Reader, stored_columns
 
 def not_deciding(reader: Reader, benchmark: Benchmark | None) -> frozenset[str]:
     """The metrics that decide no run or regression now (none: no gate, or no file loaded)."""
-    if benchmark is None or benchmark.calibration is None or not benchmark.calibration.gate:
+    if benchmark is None:
         return frozenset()
-    return gated_metrics(benchmark, labels_beside_scores(reader, benchmark))
+    return gated_metrics(benchmark, lambda: labels_beside_scores(reader, benchmark))
 
 
 def labels_beside_scores(reader: Reader, benchmark: Benchmark) -> list[JudgedLabel]:
