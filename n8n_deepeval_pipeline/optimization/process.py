@@ -12,8 +12,6 @@ round is reported (an ``update``), and it ends with ``done`` (the outcome) or ``
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import time
 from typing import Any
 
@@ -27,7 +25,7 @@ from n8n_deepeval_pipeline.optimization.request import (
 )
 from n8n_deepeval_pipeline.optimization.spend import Spend
 from n8n_deepeval_pipeline.redaction import redact
-from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect
+from n8n_deepeval_pipeline.worker.child_channel import CallsToParent, Channel, connect, exit_now
 from n8n_deepeval_pipeline.worker.zygote import without_anthropic_sdk
 
 
@@ -75,9 +73,7 @@ def main() -> None:
         message = redact(f"{type(error).__name__}: {error}", request.secrets)
         channel.send("failed", message.splitlines()[0][:500] if message else "failed")
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

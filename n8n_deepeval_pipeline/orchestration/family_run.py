@@ -25,7 +25,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -39,7 +39,7 @@ from n8n_deepeval_pipeline.orchestration.local_runner import (
     local_instance,
 )
 from n8n_deepeval_pipeline.worker.child_channel import connect
-from n8n_deepeval_pipeline.worker.launcher import Child, ChildFailed, ChildSpec
+from n8n_deepeval_pipeline.worker.launcher import Child, ChildFailed, ChildSpec, launched
 from n8n_deepeval_pipeline.workflow.variants import Member
 
 SCORED_FROM = "metric_scores"
@@ -93,32 +93,26 @@ def call_side_by_side(
     its log's last lines, even when it had reported its calls done.
     """
     flags = [*([] if judge_cache else ["--no-cache"]), *(["--verbose"] if verbose else [])]
-    children: list[Child] = []
-    finished = False
-    with _meeting_point() as meeting:
-        try:
-            for member in members:
-                arguments = (str(source), member.key, member.name, str(len(members)))
-                spec = ChildSpec(
-                    name=f"the process calling {member.name} ({member.key})",
-                    module=CALLS_MODULE,
-                    args=(*arguments, str(meeting), *flags),
-                    deadline_s=CALLS_LIMIT_S,
-                    sanitised=False,
-                    scratch=False,
-                )
-                children.append(Child(spec, on_line=_to_stderr))
-            with ThreadPoolExecutor(max_workers=len(children)) as waiting:
-                each = [
-                    waiting.submit(_ended, member, child, meeting)
-                    for member, child in zip(members, children, strict=True)
-                ]
-                ended = [future.result() for future in each]
-            finished = True
-            return ended
-        finally:  # interrupted: leave no caller behind
-            for child in children:
-                child.stop(grace_s=5.0 if finished else 0.0)
+    # Each is stopped at the end, at once if interrupted: no caller is left behind.
+    with _meeting_point() as meeting, ExitStack() as started:
+        children = []
+        for member in members:
+            arguments = (str(source), member.key, member.name, str(len(members)))
+            spec = ChildSpec(
+                name=f"the process calling {member.name} ({member.key})",
+                module=CALLS_MODULE,
+                args=(*arguments, str(meeting), *flags),
+                deadline_s=CALLS_LIMIT_S,
+                sanitised=False,
+                scratch=False,
+            )
+            children.append(started.enter_context(launched(spec, on_line=_to_stderr)))
+        with ThreadPoolExecutor(max_workers=len(children)) as waiting:
+            each = [
+                waiting.submit(_ended, member, child, meeting)
+                for member, child in zip(members, children, strict=True)
+            ]
+            return [future.result() for future in each]
 
 
 def _to_stderr(line: str) -> None:

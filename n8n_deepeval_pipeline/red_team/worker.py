@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 from typing import Any
 
 from n8n_deepeval_pipeline.red_team.protocol import (
@@ -35,6 +34,7 @@ from n8n_deepeval_pipeline.worker.child_channel import (
     Channel,
     ChannelClosed,
     connect,
+    exit_now,
 )
 
 
@@ -91,9 +91,7 @@ def main() -> None:
         with contextlib.suppress(ChannelClosed):
             channel.send("failed", f"{type(error).__name__}: {error}")
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

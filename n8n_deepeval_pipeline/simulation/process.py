@@ -17,7 +17,7 @@ import time
 from n8n_deepeval_pipeline.redaction import redact
 from n8n_deepeval_pipeline.simulation.conversation import SimulatedConversation
 from n8n_deepeval_pipeline.simulation.request import SimulationRequest
-from n8n_deepeval_pipeline.worker.child_channel import ChannelClosed, connect
+from n8n_deepeval_pipeline.worker.child_channel import ChannelClosed, connect, exit_now
 from n8n_deepeval_pipeline.worker.zygote import without_anthropic_sdk
 
 
@@ -46,10 +46,7 @@ def main() -> None:
         channel.send("failed", message.splitlines()[0][:500] if message else "failed")
         sys.exit(1)
     channel.send("done", time.perf_counter() - started)
-    # Skip the interpreter's shutdown of DeepEval's modules: nothing is left to write.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_now(0)
 
 
 if __name__ == "__main__":

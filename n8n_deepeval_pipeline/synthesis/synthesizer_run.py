@@ -20,9 +20,7 @@ own model would, and hands the Synthesizer a ``Response``.
 from __future__ import annotations
 
 import contextlib
-import os
 import random
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,7 +44,7 @@ from n8n_deepeval_pipeline.synthesis.request import (
     SynthesisUsage,
     SynthesizedGolden,
 )
-from n8n_deepeval_pipeline.worker.child_channel import connect
+from n8n_deepeval_pipeline.worker.child_channel import connect, exit_now
 
 DOCUMENTS_EXTRA = "documents"
 _PROGRESS_EVERY_S = 2.0
@@ -304,11 +302,7 @@ def main() -> None:
     assert asked is not None
     result = synthesize(asked.of(SynthesisRequest), lambda line: channel.send("update", line))
     channel.send("done", result)
-    # Skip the interpreter's shutdown of DeepEval's and ChromaDB's modules: nothing is left
-    # to write, and their threads would only be torn down under it.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_now(0)
 
 
 if __name__ == "__main__":

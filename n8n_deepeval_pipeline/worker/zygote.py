@@ -37,7 +37,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from n8n_deepeval_pipeline.worker.admission import WINDOW_S
-from n8n_deepeval_pipeline.worker.child_channel import Channel, connect, exit_with_parent
+from n8n_deepeval_pipeline.worker.child_channel import Channel, connect, exit_now, exit_with_parent
 
 SPAWN = "spawn"
 """The request for a new worker (answered with its pid, then its connection's descriptor)."""
@@ -193,11 +193,7 @@ def main() -> None:
         workers.add(_fork_worker(control, evaluator, pool_pid))
     control.close()
     _stop_workers(workers)
-    # Nothing to flush but the log: skip the interpreter's shutdown of DeepEval's modules,
-    # which takes longer than the whole stop otherwise would (a second and more).
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    exit_now(0)
 
 
 def _stop_workers(workers: set[int]) -> None:

@@ -67,13 +67,16 @@ def test_every_message_is_answered_in_its_session_several_at_once():
     calls: list[TargetCall] = []
     in_flight, most = [0], [0]
     lock = threading.Lock()
+    # Each call waits until four are in flight (each turn of the four sessions at once): a
+    # worker that let fewer through breaks the barrier, and the calls' errors show it.
+    together = threading.Barrier(4, timeout=30)
 
     def target(call: TargetCall) -> TargetReply:
         with lock:
             calls.append(call)
             in_flight[0] += 1
             most[0] = max(most[0], in_flight[0])
-        time.sleep(0.2)  # long enough for the others to arrive
+        together.wait()
         with lock:
             in_flight[0] -= 1
         tools = [ToolCallRecord(name="Refund", input_parameters={"orderId": call.message[-1]})]
@@ -90,6 +93,7 @@ def test_every_message_is_answered_in_its_session_several_at_once():
         by_session.setdefault(call.session_id, []).append(call.message)
     assert by_session["a001-0"] == ["refund 1", "again: refund 1"]
     assert seen == outcomes
+    assert [o.error for o in outcomes] == [None] * 4
     assert sorted((o.attack_id, o.run_index) for o in outcomes) == [
         ("a001", 0), ("a001", 1), ("a002", 0), ("a002", 1)]  # fmt: skip
     first = next(o for o in outcomes if (o.attack_id, o.run_index) == ("a002", 1))
