@@ -57,6 +57,9 @@ def test_the_grid_sorts_and_searches_in_place_and_two_versions_compare(served, e
             re.compile(rf"compare\?baseline={example_runs.first}&candidate={second}")
         )
         expect(page.locator(".banner.bad")).to_contain_text("2 cases likely regression or worse")
+        expect(page.locator(".banner.bad")).to_contain_text(
+            f"compare --baseline {example_runs.first} --candidate {second} exits 1."
+        )
         expect(page.locator('tr[data-verdict="likely_regression"] td.count')).to_have_text("2")
         expect(page.locator('tr[data-verdict="stable"] td.count')).to_have_text("6")
         moved = page.locator("table.moved tbody tr")
