@@ -29,6 +29,7 @@ from n8n_deepeval_pipeline.workspace.red_team import attack, attacks, breach_his
 from n8n_deepeval_pipeline.workspace.side_by_side import moved, side_by_side
 from n8n_deepeval_pipeline.workspace.store import model_rows
 from n8n_deepeval_pipeline.workspace.variants import families, variants_matrix
+from n8n_deepeval_pipeline.workspace.verdict import version_verdicts
 from n8n_deepeval_pipeline.workspace.versions import find_version, version_costs
 
 VERSIONS_PER_PAGE = 50
@@ -163,6 +164,15 @@ def compare(page: PageRequest) -> Mapping[str, Any]:
         page.benchmark.fail_on,
         page.not_deciding,
     )
+    # The banner's gate and exit code: the outcome's, as `compare` gives them for this pair.
+    outcome = version_verdicts(
+        page.reader,
+        page.benchmark.name,
+        page.benchmark,
+        page.versions,
+        {candidate.key: baseline.key},
+        page.not_deciding,
+    )[candidate.key].outcome
     result = comparison.result
     chart = interval_chart(
         [
@@ -175,6 +185,7 @@ def compare(page: PageRequest) -> Mapping[str, Any]:
         "candidate": candidate,
         "baseline": baseline,
         "comparison": comparison,
+        "outcome": outcome,
         "moved": moved(comparison),
         "chart": chart,
         "guidance": GUIDANCE,

@@ -57,6 +57,9 @@ def test_the_grid_sorts_and_searches_in_place_and_two_versions_compare(served, e
             re.compile(rf"compare\?baseline={example_runs.first}&candidate={second}")
         )
         expect(page.locator(".banner.bad")).to_contain_text("2 cases likely regression or worse")
+        expect(page.locator(".banner.bad")).to_contain_text(
+            f"compare --baseline {example_runs.first} --candidate {second} exits 1."
+        )
         expect(page.locator('tr[data-verdict="likely_regression"] td.count')).to_have_text("2")
         expect(page.locator('tr[data-verdict="stable"] td.count')).to_have_text("6")
         moved = page.locator("table.moved tbody tr")
@@ -117,3 +120,101 @@ def test_the_red_teams_breach_rates_and_an_attack_turn_by_turn(red_teamed):
         expect(answer.locator(".tool-name")).to_have_text(REFUND_TOOL)
         expect(answer.locator(".tool-part pre").first).to_have_text('{"orderId": "4411"}')
         expect(answer.locator(".chip.mock")).to_have_count(0)  # the webhook acts on the world
+
+
+@pytest.fixture
+def served_generated(generated):
+    with WorkspaceServer(create_app(generated.source, generated.files), "127.0.0.1", 0) as server:
+        yield server
+
+
+def test_the_grids_metric_filter_and_descending_order_and_a_picked_pair_compare(
+    served_generated,
+):
+    """Controls the example's walk leaves alone: the metric filter, a sort's second click, the
+    compare picker set to a pair of its own, and the compare page's swap."""
+    from playwright.sync_api import expect
+
+    from tests.workspace.conftest import BENCHMARK, V1, V2
+
+    root, first, second = served_generated.url, V1[:12], V2[:12]
+    with chromium_page() as page:
+        page.goto(f"{root}benchmarks/{BENCHMARK}/versions/{second}")
+        grid = page.locator("table.grid tbody tr")
+        count = page.locator("form.filters .count")
+        expect(count).to_have_text("3 of 3 cases")
+        page.locator("table.grid th a.sort", has_text="case").click()
+        expect(page).to_have_url(re.compile(r"\?sort=case$"))
+        expect(grid.first).to_have_attribute("data-case", "refund")
+        ascending = [row.get_attribute("data-case") for row in grid.all()]
+        assert ascending == ["refund", "status", "total"]
+        page.locator("table.grid th a.sort", has_text="case").click()  # again: descending
+        expect(page).to_have_url(re.compile(r"\?sort=case&order=desc$"))
+        expect(grid.first).to_have_attribute("data-case", "total")
+        assert [row.get_attribute("data-case") for row in grid.all()] == ascending[::-1]
+        expect(page.locator("table.grid th a.sort.here")).to_have_text("case ▾")
+
+        page.locator('select[name="metric"]').select_option("helpfulness")
+        expect(page).to_have_url(re.compile(r"metric=helpfulness"))
+        expect(count).to_have_text("1 of 3 cases")  # refund's helpfulness failed each run
+        expect(grid).to_have_count(1)
+        expect(grid.first).to_have_attribute("data-case", "refund")
+        expect(page.locator("th.metric.chosen")).to_contain_text("helpfulness")
+        expect(grid.first.locator("td.metric.bad")).to_have_attribute(
+            "title", "helpfulness: 0 of 3 passed"
+        )
+
+        # the picker set to a pair other than the latest against its baseline
+        page.goto(f"{root}benchmarks/{BENCHMARK}")
+        page.locator('form.pick select[name="baseline"]').select_option(second)
+        page.locator('form.pick select[name="candidate"]').select_option(first)
+        page.locator('form.pick button[type="submit"]').click()
+        expect(page).to_have_url(re.compile(rf"compare\?baseline={second}&candidate={first}$"))
+        expect(page.locator(".banner.good")).to_have_text("No case is regression or worse.")
+        expect(page.locator('tr[data-verdict="worth_watching"] td.count')).to_have_text("1")
+        expect(page.locator('tr[data-verdict="stable"] td.count')).to_have_text("2")
+        expect(page.locator('tr[data-case="refund"] td.num').nth(2)).to_have_text("+100.0 pts")
+
+        page.locator("p.meta a", has_text="swap").click()
+        expect(page).to_have_url(re.compile(rf"compare\?baseline={first}&candidate={second}$"))
+        # refund's drop is a likely regression, under compare.failOn's default: regression
+        expect(page.locator(".banner.good")).to_have_text("No case is regression or worse.")
+        expect(page.locator('tr[data-verdict="likely_regression"] td.count')).to_have_text("1")
+        expect(page.locator('tr[data-case="refund"] td.num').nth(2)).to_have_text("−100.0 pts")
+        expect(page.locator('tr[data-case="total"] td.num').nth(2)).to_have_text("+33.3 pts")
+
+
+def test_the_variants_frontier_and_the_red_teams_versions(served_generated):
+    """The variants page's frontier chart and matrix, and the red team's history switched to
+    an earlier version by its column's link."""
+    from playwright.sync_api import expect
+
+    from tests.workspace.conftest import BENCHMARK, V1, V2
+
+    root, first, second = served_generated.url, V1[:12], V2[:12]
+    with chromium_page() as page:
+        page.goto(f"{root}benchmarks/{BENCHMARK}")
+        page.locator("nav.tabs a", has_text="Variants").click()
+        expect(page.locator('select[name="base"] option:checked')).to_contain_text(second)
+        frontier = page.locator("#variants svg.chart")
+        expect(frontier.locator("g > text")).to_have_text(["base 67%", "nano 67%"])
+        expect(frontier.locator("g > title")).to_have_text(
+            ["base: $0.000210 per run", "nano: $0.000210 per run"]
+        )
+        matrix = page.locator("#variants table tbody tr")
+        expect(matrix).to_have_count(2)
+        expect(matrix.nth(1).locator("td").nth(1)).to_contain_text("66.7% 6/9")
+        expect(matrix.nth(1).locator("td").last).to_have_text("stable\u00a03")
+
+        page.locator("nav.tabs a", has_text="Red team").click()
+        history = page.locator('tr[data-vulnerability="bola"] td.rate')
+        expect(history).to_have_count(2)  # one column a version, in the order they ran
+        expect(history.first).to_contain_text("25.0%")
+        expect(history.last).to_contain_text("75.0%")
+        expect(history.last.locator(".badge")).to_have_text("over failOn 25.0%")
+        expect(page.locator("h2 a")).to_have_text(second)  # the latest played, by default
+        page.locator("table.breach-history thead a", has_text=first).click()
+        expect(page).to_have_url(re.compile(rf"red-team\?version={first}$"))
+        expect(page.locator("h2 a")).to_have_text(first)
+        played = page.locator("table.attacks tbody tr")
+        expect(played.locator(".badge")).to_have_text(["held", "held", "breached", "held"])
