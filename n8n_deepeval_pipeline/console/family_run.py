@@ -161,11 +161,12 @@ def run_family(
                 limits=options.limits,
             )
         try:
-            ran.summaries[member.name] = judged(runner, member.key, materialised)
+            summary = judged(runner, member.key, materialised)
         except Refused as failure:  # the other versions are still scored
             ran.fail(member, failure)
             continue
-        ran.outcomes[member.name] = runner.outcome(member.key, options.limits)
+        ran.summaries[member.name] = summary
+        ran.outcomes[member.name] = runner.outcome(member.key, options.limits, summary=summary)
         scored.append(member)
     for member in scored[:-1]:  # their reports were written before the others were scored
         rewritten = runner.materialise(

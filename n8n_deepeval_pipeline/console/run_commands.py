@@ -184,7 +184,7 @@ def run(
                     limits=limits,
                 )
                 summary = _judged(runner, partition, materialised, verbose)
-                outcome = runner.outcome(partition, limits)
+                outcome = runner.outcome(partition, limits, summary=summary)
                 red_team = (
                     (runner.red_team_rates(partition), runner.red_team_results(partition))
                     if runner.benchmark.red_team

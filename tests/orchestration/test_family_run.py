@@ -113,8 +113,7 @@ class FakeFamilyRunner:
             return self.rewrite
         return Materialised(completed=True, failed_checks=(), errors=())
 
-    def outcome(self, key, limits):
-        summary = summarise("bench", key * 4, [], [], [], [])
+    def outcome(self, key, limits, summary):
         return version_outcome(summary, version_gate("regression", None, []), None, limits)
 
     def variant_matrix(self, key):
