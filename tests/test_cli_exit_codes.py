@@ -81,12 +81,17 @@ class FakeRunner:
     def summary(self, partition: str) -> BenchmarkSummary:
         return summarise(self.benchmark.name, partition, self.scores[partition], [], [], [])
 
-    def outcome(self, partition: str, limits: Limits | None = None) -> VersionOutcome:
+    def outcome(
+        self,
+        partition: str,
+        limits: Limits | None = None,
+        summary: BenchmarkSummary | None = None,
+    ) -> VersionOutcome:
         """The outcome as the runner builds it: the gate against OLDER, no red team."""
         flagged = self.flagged.get(partition, [])
         gate = version_gate(self.benchmark.compare.fail_on, OLDER, flagged)
         limits = limits or Limits.of(self.benchmark.checks.max_error_rate)
-        return version_outcome(self.summary(partition), gate, None, limits)
+        return version_outcome(summary or self.summary(partition), gate, None, limits)
 
 
 @pytest.fixture

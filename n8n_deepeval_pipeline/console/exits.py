@@ -315,6 +315,17 @@ def n8n_unreachable(messages: Sequence[str]) -> str | None:
 _UNREACHABLE = re.compile(r"^(?:[\w.]+\.)?N8nUnreachable: (?P<line>.*)$", re.S)
 
 
+def failed_steps_refused(errors: Sequence[str], otherwise: str) -> Refused:
+    """The refusal of a run whose steps failed: exit 8 for an n8n out of reach, else 4.
+
+    Said in the one line of a storage fault when one is behind the errors, else ``otherwise``.
+    """
+    unreachable = n8n_unreachable(errors)
+    if unreachable is not None:  # the outside world failed a step, not the run
+        return Refused(unreachable, EXIT_N8N_UNREACHABLE)
+    return Refused(storage_fault(errors) or otherwise, EXIT_RUN_FAILED)
+
+
 def n8n_unreachable_refused(command: Callable[..., None]) -> Callable[..., None]:
     """A command that says an n8n out of reach in one line, naming it, and exits 8."""
 

@@ -27,10 +27,8 @@ import click
 
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_INVALID_CONFIG,
-    EXIT_N8N_UNREACHABLE,
-    EXIT_RUN_FAILED,
     Refused,
-    n8n_unreachable,
+    failed_steps_refused,
 )
 from n8n_deepeval_pipeline.summary.outcome import (
     FailedVersion,
@@ -67,6 +65,13 @@ class FamilyRun:
     outcomes: dict[str, VersionOutcome] = field(default_factory=dict)
     failed: list[FailedVersion] = field(default_factory=list)
     matrix: Any = None  # the VariantMatrix, once two versions of the family are scored
+
+    def fail(self, member: Member, failure: Refused) -> None:
+        """Add ``member`` to the versions that failed, with why and its exit code."""
+        message = f"{member.name}: {failure.message}"
+        self.failed.append(
+            FailedVersion(name=member.name, message=message, exit_code=failure.exit_code)
+        )
 
     @property
     def outcome(self) -> VersionsOutcome:
@@ -106,11 +111,14 @@ def _one_attack_set(runner: Any, member: Member, options: FamilyOptions) -> None
         progress_prefix=f"[{member.name}] ",
     )
     if not made.completed:
-        unreachable = n8n_unreachable(made.errors)
-        if unreachable is not None:
-            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
-        said = "".join(f"\n  {error}" for error in dict.fromkeys(made.errors))
-        raise Refused(f"the red team's attack set could not be made:{said}", EXIT_RUN_FAILED)
+        raise failed_steps_refused(
+            made.errors, f"the red team's attack set could not be made:{_said(made.errors)}"
+        )
+
+
+def _said(errors: tuple[str, ...]) -> str:
+    """A failed run's errors, one indented line each, once each."""
+    return "".join(f"\n  {error}" for error in dict.fromkeys(errors))
 
 
 def run_family(
@@ -153,26 +161,24 @@ def run_family(
                 limits=options.limits,
             )
         try:
-            ran.summaries[member.name] = judged(runner, member.key, materialised)
+            summary = judged(runner, member.key, materialised)
         except Refused as failure:  # the other versions are still scored
-            ran.failed.append(
-                FailedVersion(
-                    name=member.name,
-                    message=f"{member.name}: {failure.message}",
-                    exit_code=failure.exit_code,
-                )
-            )
+            ran.fail(member, failure)
             continue
-        ran.outcomes[member.name] = runner.outcome(member.key, options.limits)
+        ran.summaries[member.name] = summary
+        ran.outcomes[member.name] = runner.outcome(member.key, options.limits, summary=summary)
         scored.append(member)
     for member in scored[:-1]:  # their reports were written before the others were scored
-        runner.materialise(
+        rewritten = runner.materialise(
             member.key,
             verbose=options.verbose,
             only=("benchmark_report",),
             progress_prefix=f"[{member.name}] ",
             limits=options.limits,
         )
+        if not rewritten.completed:  # a failed step fails the run, as a failed scoring does
+            why = f"its report could not be written again:{_said(rewritten.errors)}"
+            ran.fail(member, failed_steps_refused(rewritten.errors, why))
     try:
         ran.matrix = runner.variant_matrix(members[0].key)
     except UnknownVersionError:

@@ -16,15 +16,12 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_INVALID_CONFIG,
-    EXIT_N8N_UNREACHABLE,
-    EXIT_RUN_FAILED,
     RUN_EXIT_LADDER,
     Refused,
     exit_codes_stated,
-    n8n_unreachable,
+    failed_steps_refused,
     n8n_unreachable_refused,
     refuse_a_damaged_database,
-    storage_fault,
     storage_faults_refused,
 )
 
@@ -187,7 +184,7 @@ def run(
                     limits=limits,
                 )
                 summary = _judged(runner, partition, materialised, verbose)
-                outcome = runner.outcome(partition, limits)
+                outcome = runner.outcome(partition, limits, summary=summary)
                 red_team = (
                     (runner.red_team_rates(partition), runner.red_team_results(partition))
                     if runner.benchmark.red_team
@@ -323,11 +320,8 @@ def _judged(
     `backfill` give one answer for a version.
     """
     if not materialised.completed:
-        unreachable = n8n_unreachable(materialised.errors)
-        if unreachable is not None:  # the outside world failed a step, not the run
-            raise Refused(unreachable, EXIT_N8N_UNREACHABLE)
-        fault = storage_fault(materialised.errors)
-        raise Refused(fault or _failure(partition, materialised.errors, verbose), EXIT_RUN_FAILED)
+        errors = materialised.errors
+        raise failed_steps_refused(errors, _failure(partition, errors, verbose))
     summary: BenchmarkSummary = runner.summary(partition)
     if materialised.attempts is not None:  # what the judge cost every attempt, and this run
         spend = {"run_id": materialised.run_id, "attempts": materialised.attempts}

@@ -498,17 +498,22 @@ class BenchmarkRunner:
         return before, chosen
 
     def outcome(
-        self, partition: str, limits: Limits | None = None, baseline: str | None = None
+        self,
+        partition: str,
+        limits: Limits | None = None,
+        baseline: str | None = None,
+        summary: BenchmarkSummary | None = None,
     ) -> VersionOutcome:
         """A stored version's outcome: what ``run`` and ``compare`` exit with for it.
 
         ``limits``: ``run``'s options (default: the benchmark's checks); ``baseline``: the
-        version it is compared with (default: its own, ``baseline_of``). Built as the
-        report and its version_passes check build it, from the same rows.
+        version it is compared with (default: its own, ``baseline_of``); ``summary``: the
+        version's, when the caller has just read it (else read here). Built as the report
+        and its version_passes check build it, from the same rows.
         """
         baseline = baseline if baseline is not None else self.baseline_of(partition)
         stored = self.stored_versions([partition] + ([baseline] if baseline else []))
-        summary = self.summary(partition)
+        summary = summary or self.summary(partition)
         comparison = stored.compare(baseline, partition) if baseline else None
         return outcome_from_rows(
             summary,

@@ -5,7 +5,7 @@ Part of a version's outcome (``summary.outcome``), which decides the exit codes.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from n8n_deepeval_pipeline.statistics.gates import GateVerdict
 from n8n_deepeval_pipeline.statistics.version_comparison import (
@@ -23,7 +23,12 @@ class Gate(BaseModel):
     fail_on: GateVerdict
     baseline: str | None  # the baseline's version key; None: no earlier version to compare
     flagged_cases: list[str]  # row ids whose verdict is fail_on or a surer regression
-    has_regression: bool  # a case is flagged: compare exits 1
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def has_regression(self) -> bool:
+        """A case is flagged: compare exits 1 (derived, so it cannot disagree with them)."""
+        return bool(self.flagged_cases)
 
 
 def version_gate(fail_on: GateVerdict, baseline: str | None, flagged: list[str]) -> Gate:
@@ -32,7 +37,6 @@ def version_gate(fail_on: GateVerdict, baseline: str | None, flagged: list[str])
         fail_on=fail_on,
         baseline=version_key(baseline) if baseline else None,
         flagged_cases=flagged,
-        has_regression=bool(flagged),
     )
 
 

@@ -1,18 +1,26 @@
-"""A family run's pieces: the call barrier, how a version's process is read, --variant."""
+"""A family run's pieces: the call barrier, how a version's process is read, --variant, and
+the exit code of a family whose reports are written again."""
 
 import threading
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from n8n_deepeval_pipeline.console.exits import Refused
-from n8n_deepeval_pipeline.console.family_run import chosen
+from n8n_deepeval_pipeline.console.family_run import FamilyOptions, chosen, run_family, say
 from n8n_deepeval_pipeline.orchestration import family_run
 from n8n_deepeval_pipeline.orchestration.call_barrier import (
     CALLS_START_TOGETHER,
     arrive,
     start_together,
 )
+from n8n_deepeval_pipeline.orchestration.local_runner import Materialised
+from n8n_deepeval_pipeline.summary.gate import version_gate
+from n8n_deepeval_pipeline.summary.outcome import Limits, version_outcome
+from n8n_deepeval_pipeline.summary.run_summary import summarise
+from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError
 from n8n_deepeval_pipeline.workflow.variants import Member
 
 
@@ -82,3 +90,61 @@ def test_variant_picks_versions_by_name_in_the_benchmarks_order():
     assert chosen(members, ()) == members
     with pytest.raises(Refused, match="--variant slow: not a version of this workflow"):
         chosen(members, ("slow",))
+
+
+class FakeFamilyRunner:
+    """A test double of BenchmarkRunner for a family of base and fast, no red team: every
+    version's calls and scoring complete; the re-write of base's report ends ``rewrite``."""
+
+    benchmark = SimpleNamespace(name="bench")
+
+    def __init__(self, rewrite):
+        self.rewrite = rewrite
+        self.members = [member("base"), member("fast")]
+
+    def register_current_family(self):
+        return self.members
+
+    def asset_names(self):
+        return ["metric_scores", "benchmark_report"]
+
+    def materialise(self, key, *args, only=(), **kwargs):
+        if only == ("benchmark_report",):
+            return self.rewrite
+        return Materialised(completed=True, failed_checks=(), errors=())
+
+    def outcome(self, key, limits, summary):
+        return version_outcome(summary, version_gate("regression", None, []), None, limits)
+
+    def variant_matrix(self, key):
+        raise UnknownVersionError("no matrix in this double")
+
+
+def _run(rewrite, capsys):
+    runner = FakeFamilyRunner(rewrite)
+    options = FamilyOptions(side_by_side=False, judge_cache=True, verbose=False,
+                            limits=Limits.of(0.05))  # fmt: skip
+
+    def judged(runner, key, materialised):
+        return summarise("bench", key * 4, [], [], [], [])
+
+    ran = run_family(runner, Path("bench.yaml"), (), options, judged)
+    with pytest.raises((SystemExit, Refused)) as ended:
+        say(ran, Path("bench.yaml"), as_json=True)
+    capsys.readouterr()
+    return ran, ended.value
+
+
+def test_a_report_that_cannot_be_written_again_fails_the_family_run_with_exit_4(capsys):
+    completed = Materialised(completed=True, failed_checks=(), errors=())
+    ran, ended = _run(completed, capsys)
+    assert (ran.failed, ended.code) == ([], 0)  # the outcomes pass: run exits 0
+
+    broken = Materialised(completed=False, failed_checks=(), errors=("ValueError: no template",))
+    ran, ended = _run(broken, capsys)
+    assert isinstance(ended, Refused) and ended.exit_code == 4
+    assert (
+        ended.message == "base: its report could not be written again:\n  ValueError: no template"
+    )
+    assert [failed.name for failed in ran.failed] == ["base"]
+    assert ran.outcome.exit_code == 4 and list(ran.outcomes) == ["base", "fast"]
