@@ -6,7 +6,9 @@ import socket
 import subprocess
 import sys
 
+import dagster as dg
 import pytest
+from dagster._core.storage.asset_check_execution_record import AssetCheckExecutionRecordStatus
 
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.conftest import EXAMPLE
@@ -46,7 +48,23 @@ def _run(tmp_path, *options, judge_url=None, **settings):
     )
 
 
-def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path):
+def _error_rate_checks(tmp_path, monkeypatch) -> list[tuple[bool, float]]:
+    """Whether each run's error_rate check passed, and the limit it held, oldest first."""
+    key = dg.AssetCheckKey(dg.AssetKey(["support_agent", "metric_scores"]), "error_rate")
+    home = tmp_path / "home" / "dagster"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # the instance's storage names it
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        history = instance.event_log_storage.get_asset_check_execution_history(key, limit=10)
+    return [
+        (
+            record.status == AssetCheckExecutionRecordStatus.SUCCEEDED,
+            record.event.asset_check_evaluation.metadata["max_error_rate"].value,
+        )
+        for record in reversed(history)
+    ]
+
+
+def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path, monkeypatch):
     done = _run(tmp_path)
     assert done.returncode == 3, done.stderr[-2000:]
     lines = done.stdout.splitlines()
@@ -67,6 +85,8 @@ def test_a_dead_judge_is_an_incomplete_run_not_a_success(tmp_path):
     assert errors["by_kind"] == {"judge_unavailable": 51, "judge_error": 3}
     assert (errors["unjudged"], errors["judge_outage"], errors["scores"]) == (54, 51, 189)
     assert "connect" in errors["first_message"]["judge_error"].lower()
+    # the UI's error_rate check says what each run exited with, at the limit that run held
+    assert _error_rate_checks(tmp_path, monkeypatch) == [(False, 0.05), (True, 0.5)]
 
 
 def test_a_failed_error_rate_check_fails_the_run_at_the_same_limit(tmp_path):

@@ -1,8 +1,10 @@
 """What a CI job says of one benchmark run: read from ``run --json`` and its exit code.
 
-The job propagates ``n8n-deepeval run``'s exit code as it is; this module only reads the
-JSON the run printed to say *why* (the gate, incompleteness, the pass rate) in the job's
-summary and the comment. ``run_outcome`` is the one place that knows that JSON's shape.
+The job keeps ``n8n-deepeval run``'s exit code as it is, unless a step after it
+(``report``, ``compare``) failed: the job then exits 4 at least (``ci run`` decides). This
+module only reads the JSON the run printed to say *why* (the gate, incompleteness, the
+pass rate) in the job's summary and the comment. ``run_outcome`` is the one place that
+knows that JSON's shape.
 """
 
 from __future__ import annotations
@@ -12,6 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+
+
+class FailedStep(BaseModel):
+    """A step after ``run`` that failed (``report``, ``compare``): what it wrote is missing."""
+
+    model_config = ConfigDict(frozen=True)
+
+    command: str
+    exit_code: int
 
 
 class RunOutcome(BaseModel):
@@ -24,8 +35,12 @@ class RunOutcome(BaseModel):
     benchmark: str
     """The benchmark's name (the file's, when the run printed nothing)."""
     exit_code: int
+    """``run``'s own exit code."""
     why: str
     """What the exit code means, and the run's own reason when it gave one."""
+    failed_steps: tuple[FailedStep, ...] = ()
+    job_exit_code: int
+    """What the job exits with for this benchmark: ``run``'s code, or a failed step's."""
     version: str | None = None
     """The workflow version's key (12 hex), when the run got that far."""
     runs: int | None = None
@@ -36,8 +51,16 @@ class RunOutcome(BaseModel):
 
     @property
     def passed(self) -> bool:
-        """The job passes on this benchmark (``run`` exited 0)."""
-        return self.exit_code == 0
+        """The job passes on this benchmark: ``run`` exited 0 and every step after it did."""
+        return self.job_exit_code == 0
+
+    @property
+    def steps_said(self) -> str:
+        """The steps after ``run`` that failed, in a sentence ('' when none did)."""
+        failed = ", ".join(
+            f"`{step.command}` exited {step.exit_code}" for step in self.failed_steps
+        )
+        return f"{failed}: the job fails with {self.job_exit_code}" if failed else ""
 
 
 def read_run_json(path: Path) -> dict[str, Any] | None:
@@ -54,16 +77,30 @@ def read_run_json(path: Path) -> dict[str, Any] | None:
 
 
 def run_outcome(
-    file: str, exit_code: int, meaning: str, document: dict[str, Any] | None
+    file: str,
+    exit_code: int,
+    meaning: str,
+    document: dict[str, Any] | None,
+    failed: tuple[FailedStep, ...] = (),
+    job_exit_code: int | None = None,
 ) -> RunOutcome:
     """The outcome of benchmark ``file``'s run: its exit code, what it means, the JSON it printed.
 
     The exit code is the run's: it is never recomputed here. ``meaning`` is the exit-code
     table's word for it. The JSON adds the version, the pass rate, the gate's flagged
-    cases and baseline, and why a run is incomplete.
+    cases and baseline, and why a run is incomplete. ``failed``: the steps after the run
+    that failed, and ``job_exit_code`` what the job exits with for them (default: the run's).
     """
+    job = exit_code if job_exit_code is None else job_exit_code
     if document is None:
-        return RunOutcome(file=file, benchmark=file, exit_code=exit_code, why=meaning)
+        return RunOutcome(
+            file=file,
+            benchmark=file,
+            exit_code=exit_code,
+            why=meaning,
+            failed_steps=failed,
+            job_exit_code=job,
+        )
     # The version's outcome (summary.outcome); a workflow run with its variants prints each
     # version's, the workflow's first.
     printed = document.get("outcome") or {}
@@ -85,6 +122,8 @@ def run_outcome(
         baseline=gate.get("baseline"),
         flagged_cases=tuple(gate.get("flagged_cases") or ()),
         cost_usd=document.get("cost_usd"),
+        failed_steps=failed,
+        job_exit_code=job,
     )
 
 
@@ -100,9 +139,11 @@ def summary_markdown(outcomes: list[RunOutcome]) -> str:
         why = outcome.why
         if outcome.flagged_cases:
             why += f" ({', '.join(outcome.flagged_cases)} against {outcome.baseline})"
+        if outcome.failed_steps:
+            why += f"; {outcome.steps_said}"
         lines.append(
             f"| {outcome.benchmark} | {outcome.version or ''} | {outcome.runs or ''} | {rate} "
-            f"| {mark} {outcome.exit_code} | {_cell(why)} |"
+            f"| {mark} {outcome.job_exit_code} | {_cell(why)} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -114,6 +155,8 @@ def comment_body(outcome: RunOutcome, report_comment: str | None) -> str:
     """
     mark = "✅" if outcome.passed else "❌"
     line = f"{mark} `n8n-deepeval run {outcome.file}` exited {outcome.exit_code}: {outcome.why}"
+    if outcome.failed_steps:
+        line += f"; {outcome.steps_said}"
     if report_comment is None:
         return f"{line}\n\nNo report: the run stored no version to report on.\n"
     return f"{line}\n\n{report_comment}"

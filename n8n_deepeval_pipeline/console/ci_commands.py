@@ -1,9 +1,10 @@
 """`ci`: what the GitHub Action and the GitLab template run, the same way for both.
 
 `ci run` runs each benchmark with `n8n-deepeval run` in a process of its own, so the job
-passes on the run's exit code unchanged; around it, it refuses a benchmark that could act
-on the world, writes the report, the comparison and the outcome, keeps the benchmark's one
-comment on the pull or merge request, and sums the runs up for the job.
+passes on the run's exit code unchanged (4 at least when its report or comparison
+failed), the most severe of the benchmarks'; around it, it refuses a benchmark that could
+act on the world, writes the report, the comparison and the outcome, keeps the
+benchmark's one comment on the pull or merge request, and sums the runs up for the job.
 """
 
 from __future__ import annotations
@@ -16,11 +17,29 @@ from pathlib import Path
 import click
 
 from n8n_deepeval_pipeline import settings
-from n8n_deepeval_pipeline.ci.run_outcome import RunOutcome
-from n8n_deepeval_pipeline.console.exits import ANY_COMMAND, EXIT_CODES, EXIT_INVALID_CONFIG
+from n8n_deepeval_pipeline.ci.run_outcome import FailedStep, RunOutcome
+from n8n_deepeval_pipeline.console.exits import (
+    ANY_COMMAND,
+    EXIT_CODES,
+    EXIT_INVALID_CONFIG,
+    exit_codes_stated,
+)
+from n8n_deepeval_pipeline.summary.exit_codes import (
+    EXIT_COMPARE_FAILED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_RUN_FAILED,
+    most_severe,
+)
 
 PLATFORMS = ("github", "gitlab")
 OUTCOME_FILE = "outcome.json"
+# The codes a step after `run` ends with that fail nothing: compare's verdicts (a flagged
+# case, which `run` exits 5 for; no baseline yet, on a benchmark's first run).
+_STEP_VERDICTS = {
+    "report": (EXIT_OK,),
+    "compare": (EXIT_OK, EXIT_REGRESSION, EXIT_COMPARE_FAILED),
+}
 
 
 @click.group()
@@ -39,6 +58,7 @@ def paths() -> None:
     click.echo(f"judge_state={settings.judge_state_dir().resolve()}")
 
 
+@exit_codes_stated("ci run")
 @ci.command("run")
 @click.argument("platform", type=click.Choice(PLATFORMS))
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -70,11 +90,14 @@ def run(
     allow_side_effects: bool,
     summary: Path | None,
 ) -> None:
-    """Run benchmark FILES in order and exit with the first non-zero exit code of `run`.
+    """Run benchmark FILES in order and exit with the most severe exit code of `run`.
 
-    Every benchmark runs, whatever the one before exited. A benchmark whose workflow
-    calls could act on real services (a webhook target, a harness copy without
-    `mocks: services`) stops the job before anything runs, unless --allow-side-effects.
+    Every benchmark runs, whatever the one before exited; the job exits with the most
+    severe of their codes, by the order the exit codes page gives (2 first: nothing ran).
+    A benchmark whose `report` or `compare` step failed counts as 4 at least. A benchmark
+    whose workflow calls could act on real services (a webhook target, a harness copy
+    without `mocks: services`) stops the job before anything runs (2), unless
+    --allow-side-effects.
     """
     from n8n_deepeval_pipeline.ci.run_outcome import summary_markdown
 
@@ -86,7 +109,7 @@ def run(
             written.write(summary_markdown(outcomes))
     else:
         click.echo(summary_markdown(outcomes), nl=False)
-    sys.exit(next((outcome.exit_code for outcome in outcomes if outcome.exit_code), 0))
+    sys.exit(most_severe([outcome.job_exit_code for outcome in outcomes]))
 
 
 @ci.command("comment")
@@ -147,13 +170,21 @@ def _run_one(
     if group:
         click.echo(f"::group::n8n-deepeval run {file}", err=True)
     code = _command(["run", str(file), "--json", *run_args], out / "run.json")
-    _command(["report", str(file), "--out", str(out)], None)
-    _command(["compare", str(file), "--json"], out / "compare.json")
+    failed = _failed_steps(
+        {
+            "report": _command(["report", str(file), "--out", str(out)], None),
+            "compare": _command(["compare", str(file), "--json"], out / "compare.json"),
+        }
+    )
     if group:
         click.echo("::endgroup::", err=True)
-    outcome = run_outcome(str(file), code, _run_exit_meaning(code), read_run_json(out / "run.json"))
+    # A failed step is a failed run, by run's ladder: 4, unless run exited a worse code.
+    job = most_severe([code, *(EXIT_RUN_FAILED for _ in failed)])
+    printed = read_run_json(out / "run.json")
+    outcome = run_outcome(str(file), code, _run_exit_meaning(code), printed, failed, job)
     (out / OUTCOME_FILE).write_text(outcome.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    click.echo(f"{file}: run exited {code}: {outcome.why}", err=True)
+    steps = f"; {outcome.steps_said}" if failed else ""
+    click.echo(f"{file}: run exited {code}: {outcome.why}{steps}", err=True)
     if comment:
         try:
             click.echo(_commented(platform, outcome, out), err=True)
@@ -163,13 +194,28 @@ def _run_one(
     return outcome
 
 
+def _failed_steps(codes: dict[str, int]) -> tuple[FailedStep, ...]:
+    """The steps after `run` (`report`, `compare`: their exit codes) that failed."""
+    return tuple(
+        FailedStep(command=command, exit_code=code)
+        for command, code in codes.items()
+        if code not in _STEP_VERDICTS[command]
+    )
+
+
 def _command(args: list[str], stdout: Path | None) -> int:
-    """``n8n-deepeval ARGS`` in a process of its own (stdout to a file); its exit code."""
+    """``n8n-deepeval ARGS`` in a process of its own (stdout to a file); its exit code.
+
+    A process killed by signal N exits 128 + N, as a shell says it (Python says -N, which
+    the job could not exit with).
+    """
     command = [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *args]
     if stdout is None:
-        return subprocess.run(command, stdout=subprocess.DEVNULL, check=False).returncode
-    with stdout.open("wb") as printed:
-        return subprocess.run(command, stdout=printed, check=False).returncode
+        code = subprocess.run(command, stdout=subprocess.DEVNULL, check=False).returncode
+    else:
+        with stdout.open("wb") as printed:
+            code = subprocess.run(command, stdout=printed, check=False).returncode
+    return 128 - code if code < 0 else code
 
 
 def _commented(platform: str, outcome: RunOutcome, report: Path) -> str:

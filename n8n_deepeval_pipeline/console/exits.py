@@ -20,6 +20,7 @@ from n8n_deepeval_pipeline.summary.exit_codes import (
 )
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_COMPARE_FAILED as EXIT_COMPARE_FAILED
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_INCOMPLETE as EXIT_INCOMPLETE
+from n8n_deepeval_pipeline.summary.exit_codes import EXIT_INVALID_CONFIG as EXIT_INVALID_CONFIG
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_N8N_UNREACHABLE as EXIT_N8N_UNREACHABLE
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_NEW_BREACH as EXIT_NEW_BREACH
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_REGRESSION as EXIT_REGRESSION
@@ -27,7 +28,6 @@ from n8n_deepeval_pipeline.summary.exit_codes import EXIT_RUN_FAILED as EXIT_RUN
 from n8n_deepeval_pipeline.summary.exit_codes import EXIT_RUN_REGRESSION as EXIT_RUN_REGRESSION
 from n8n_deepeval_pipeline.summary.exit_codes import RUN_EXIT_LADDER as RUN_EXIT_LADDER
 
-EXIT_INVALID_CONFIG = 2
 EXIT_NOT_ADOPTED = 1  # optimize: the best candidate did not prove better on the held-out rows
 # click's own: a ClickException said in one line, and a usage error.
 EXIT_ERROR = 1
@@ -124,6 +124,19 @@ EXIT_CODES: tuple[ExitCode, ...] = (
         when="the optimiser's process failed (its exit code and last lines), a held-out run "
         "failed, the variant cannot be added without rewriting the file (the entry to add is "
         "printed), or storage failed",
+    ),
+    ExitCode(
+        code=EXIT_INVALID_CONFIG,
+        commands=("ci run",),
+        when="a benchmark's workflow calls could act on real services (a webhook target, a "
+        "harness copy without `mocks: services`): nothing ran (`--allow-side-effects` runs "
+        "it); any other code is the most severe of its benchmarks' `run` codes",
+    ),
+    ExitCode(
+        code=EXIT_RUN_FAILED,
+        commands=("ci run",),
+        when="a benchmark's `report` or `compare` step failed (unless its `run` exited a "
+        "more severe code): the job's summary and comment say which step exited what",
     ),
     ExitCode(code=EXIT_ERROR, commands=("validate",), when="a benchmark file is invalid"),
     ExitCode(

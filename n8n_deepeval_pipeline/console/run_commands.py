@@ -16,7 +16,6 @@ from n8n_deepeval_pipeline.config.errors import BenchmarkConfigError
 from n8n_deepeval_pipeline.console import benchmarks
 from n8n_deepeval_pipeline.console.exits import (
     EXIT_INVALID_CONFIG,
-    RUN_EXIT_LADDER,
     Refused,
     exit_codes_stated,
     failed_steps_refused,
@@ -24,6 +23,7 @@ from n8n_deepeval_pipeline.console.exits import (
     refuse_a_damaged_database,
     storage_faults_refused,
 )
+from n8n_deepeval_pipeline.summary.exit_codes import severity
 
 if TYPE_CHECKING:  # the summary imports SciPy: only the commands that print one load it
     from n8n_deepeval_pipeline.red_team.rows import BreachRate, RedTeamResult
@@ -217,7 +217,7 @@ def said_on_stderr(outcomes: list[tuple[str, VersionOutcome]], file: Path) -> li
     found = [(prefix, finding) for prefix, outcome in outcomes for finding in outcome.findings]
     deciding = [pair for pair in found if pair[1].decides]
     if deciding:  # the last line says why the run exits as it does
-        last = min(deciding, key=lambda pair: RUN_EXIT_LADDER.index(pair[1].exit_code))
+        last = min(deciding, key=lambda pair: severity(pair[1].exit_code))
         found = [pair for pair in found if pair is not last] + [last]
     hint = f"; `n8n-deepeval compare {file}` shows why)"
     return [

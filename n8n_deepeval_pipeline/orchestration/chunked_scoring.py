@@ -48,7 +48,8 @@ from n8n_deepeval_pipeline.orchestration.resources.worker_pool import WorkerPool
 from n8n_deepeval_pipeline.orchestration.run_owner import unfinished_runs
 from n8n_deepeval_pipeline.orchestration.run_traces import traces_wanted
 from n8n_deepeval_pipeline.statistics.aggregate import mean_of_present
-from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage, over_error_limit
+from n8n_deepeval_pipeline.summary.outcome import Limits, incompleteness
+from n8n_deepeval_pipeline.summary.run_summary import error_summary, judge_usage
 from n8n_deepeval_pipeline.tables.evaluation_plan import EvaluationPlan
 from n8n_deepeval_pipeline.tables.frames import from_frame, to_frame
 from n8n_deepeval_pipeline.tables.head_to_head import family_of
@@ -91,6 +92,9 @@ class MetricScoresConfig(dg.Config):
     """Log progress after this many finished evaluations."""
     chunk_size: int | None = None
     """Evaluations per scoring step (default: $N8N_DEEPEVAL_CHUNK_SIZE, else 1000)."""
+    max_error_rate: float | None = None
+    """``run --max-error-rate``: the error_rate check holds the scores to it, as the
+    version's outcome does (default: checks.maxErrorRate, and any judge outage)."""
 
 
 class PlanConfig(dg.Config):
@@ -104,6 +108,12 @@ class ChunkConfig(dg.Config):
 
     timeout_s: float | None = None
     progress_every: int = 25
+
+
+class CollectConfig(dg.Config):
+    """The collecting step's part of ``MetricScoresConfig``."""
+
+    max_error_rate: float | None = None
 
 
 def chunk_size(configured: int | None) -> int:
@@ -243,6 +253,7 @@ def build_metric_scores_asset(
     )
     def collect(
         context: dg.OpExecutionContext,
+        config: CollectConfig,
         score_journal: ScoreJournalResource,
         judge: JudgeResource,
         known: KnownScores,
@@ -266,7 +277,8 @@ def build_metric_scores_asset(
         # A run of this version still going charges its own calls when it stores its table.
         running = unfinished_runs(context.instance) - {context.run_id}
         score_journal.clear_partition(benchmark.name, partition, running)
-        yield from score_checks(benchmark, scores, known.expected)
+        limits = Limits.of(benchmark.checks.max_error_rate, config.max_error_rate)
+        yield from score_checks(benchmark, scores, known.expected, limits)
 
     @dg.graph_asset(
         name="metric_scores",
@@ -392,6 +404,7 @@ def _op_config(config: dict[str, Any]) -> dict[str, Any]:
                 "progress_every": config.get("progress_every", 25),
             }
         },
+        "collect": {"config": {"max_error_rate": config.get("max_error_rate")}},
     }
 
 
@@ -500,9 +513,11 @@ def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
             "error_rate",
             benchmark,
             asset,
-            description=f"At most {limit:.0%} of the workflow calls failed and at most "
-            f"{limit:.0%} of the scores have no judgement (judge or worker errors; "
-            "checks.maxErrorRate, the limit `run` exits 3 above).",
+            description=f"The scores are complete as `run` holds them (it exits 3 otherwise): "
+            f"at most {limit:.0%} of the workflow calls failed, at most {limit:.0%} of the "
+            "scores have no judgement (judge or worker errors; checks.maxErrorRate, or "
+            "`run --max-error-rate`), and the judge never stopped answering (unless "
+            "`--max-error-rate` allows a share).",
         ),
         version_check(
             "no_metric_errors",
@@ -514,22 +529,30 @@ def score_check_specs(benchmark: Benchmark) -> list[dg.AssetCheckSpec]:
 
 
 def score_checks(
-    benchmark: Benchmark, scores: list[MetricScore], expected: int
+    benchmark: Benchmark, scores: list[MetricScore], expected: int, limits: Limits
 ) -> list[dg.AssetCheckResult]:
-    """Results of the checks of ``metric_scores``."""
+    """Results of the checks of ``metric_scores``.
+
+    ``error_rate`` fails when, and only when, the version's outcome is incomplete for its
+    scores (``run`` exits 3): the outcome's own rule, held to the same ``limits``.
+    """
     errors = error_summary(scores)
+    incomplete = incompleteness(errors, None, limits)
     key = _key(benchmark)
     return [
         dg.AssetCheckResult(
             check_name="error_rate",
             asset_key=key,
-            passed=not over_error_limit(errors, benchmark.checks.max_error_rate),
+            passed=incomplete is None,
             metadata=shown(
                 {
                     "unjudged": errors.unjudged,
                     "unjudged_rate": errors.unjudged_rate,
+                    "judge_outage": errors.judge_outage,
                     "failed_target_calls": errors.failed_target_calls,
                     "failed_target_call_rate": errors.failed_target_call_rate,
+                    "max_error_rate": limits.max_error_rate,
+                    "incomplete": "no" if incomplete is None else incomplete.text,
                 }
             ),
         ),

@@ -283,11 +283,13 @@ class BenchmarkRunner:
         ops: dict[str, Any] = {}
         if regenerate_attacks:
             ops[self._step("red_team_attacks")] = {"config": {"regenerate": True}}
-        if limits is not None and self._reports(selection):
-            wanted = {"max_error_rate": limits.max_error_rate, "fail_under": limits.fail_under}
-            if not limits.max_error_rate_given:
-                wanted["max_error_rate"] = None
+        given = None if limits is None else limits.given_error_rate
+        if limits is not None and self._selects(selection, "benchmark_report"):
+            wanted = {"max_error_rate": given, "fail_under": limits.fail_under}
             ops[self._step("benchmark_report")] = {"config": wanted}
+        if given is not None and self._selects(selection, "metric_scores"):
+            # its error_rate check holds the scores to the limit the outcome holds them to
+            ops[self._step("metric_scores")] = {"config": {"max_error_rate": given}}
         run_config = _VERBOSE_LOGS if verbose else _QUIET_LOGS
         if ops:
             run_config = {**run_config, "ops": ops}
@@ -308,9 +310,11 @@ class BenchmarkRunner:
             result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
         )
 
-    def _reports(self, selection: list[dg.AssetKey] | None) -> bool:
-        """Whether a run of this selection writes the version's report."""
-        return selection is None or self._key("benchmark_report") in selection
+    def _selects(self, selection: list[dg.AssetKey] | None, asset: str) -> bool:
+        """Whether a run of this selection materialises ``asset`` (a benchmark has it)."""
+        if selection is None:
+            return asset in self.asset_names()
+        return self._key(asset) in selection
 
     def _spend(self, result: ExecutionResult) -> dict[str, JudgeSpend] | None:
         """The judge spend of every attempt, from the run's materialisation of metric_scores."""

@@ -85,6 +85,11 @@ class Limits(_Frozen):
         return cls(max_error_rate=limit, max_error_rate_given=given, fail_under=fail_under)
 
     @property
+    def given_error_rate(self) -> float | None:
+        """``--max-error-rate``, when it was given (None: the benchmark's checks hold)."""
+        return self.max_error_rate if self.max_error_rate_given else None
+
+    @property
     def named(self) -> str:
         """Where the error limit comes from, as a user set it."""
         return "--max-error-rate" if self.max_error_rate_given else "checks.maxErrorRate"

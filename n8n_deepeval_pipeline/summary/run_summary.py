@@ -236,14 +236,6 @@ def unjudged_share(errors: ErrorSummary) -> str:
     )
 
 
-def over_error_limit(errors: ErrorSummary, limit: float) -> bool:
-    """Whether failed workflow calls or unjudged scores go beyond ``limit``.
-
-    The error_rate check's rule; a version's outcome says which, and why.
-    """
-    return errors.failed_target_call_rate > limit or errors.unjudged_rate > limit
-
-
 def judge_usage(scores: list[MetricScore]) -> list[JudgeUsage]:
     """Calls, tokens and cost per judge: a panel row counts once for each of its judges."""
     usage: dict[str, JudgeUsage] = {}

@@ -67,8 +67,10 @@ def test_definitions_pin_assets_jobs_schedules_sensors_and_resources(monkeypatch
         for spec in getattr(asset, "check_specs", [])
     }
     assert descriptions["error_rate"] == (
-        "At most 5% of the workflow calls failed and at most 5% of the scores have no "
-        "judgement (judge or worker errors; checks.maxErrorRate, the limit `run` exits 3 above)."
+        "The scores are complete as `run` holds them (it exits 3 otherwise): at most 5% of "
+        "the workflow calls failed, at most 5% of the scores have no judgement (judge or "
+        "worker errors; checks.maxErrorRate, or `run --max-error-rate`), and the judge never "
+        "stopped answering (unless `--max-error-rate` allows a share)."
     )
     assert all(descriptions.values()), descriptions  # none says "No description provided"
 

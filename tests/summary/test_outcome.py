@@ -3,7 +3,7 @@ the most severe of several versions."""
 
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.red_team.breach_rates import breach_rates, red_team_outcome
-from n8n_deepeval_pipeline.summary.exit_codes import RUN_EXIT_LADDER, most_severe
+from n8n_deepeval_pipeline.summary.exit_codes import RUN_EXIT_LADDER, most_severe, severity
 from n8n_deepeval_pipeline.summary.gate import version_gate
 from n8n_deepeval_pipeline.summary.outcome import (
     FailedVersion,
@@ -112,4 +112,16 @@ def test_several_versions_exit_with_the_most_severe_of_their_codes():
     assert backfill.exit_code == 0
     assert VersionsOutcome(command="backfill", members=(regressed, incomplete)).exit_code == 3
     assert most_severe([1, 7, 6]) == 6 and most_severe([]) == 0
-    assert RUN_EXIT_LADDER == (8, 4, 3, 5, 6, 7, 1, 0)
+    assert RUN_EXIT_LADDER == (2, 8, 4, 3, 5, 6, 7, 1, 0)
+
+
+def test_every_code_has_a_place_an_invalid_file_first_then_one_that_did_not_finish():
+    # 2: the file or the command was refused, nothing ran: above n8n out of reach (8)
+    assert most_severe([3, 8, 2, 5]) == 2
+    # a code off the ladder (137: a process killed, -6: an abort) is no verdict: after 2,
+    # above every code the ladder knows; the first of two such
+    assert most_severe([8, 4, 137]) == 137 and most_severe([2, 137]) == 2
+    assert most_severe([-6, 137, 3]) == -6
+    assert [code for code in sorted([0, 1, 7, 6, 5, 3, 4, 8, 99, 2], key=severity)] == [
+        2, 99, 8, 4, 3, 5, 6, 7, 1, 0,
+    ]  # fmt: skip
