@@ -17,7 +17,7 @@ import contextlib
 import fcntl
 import os
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 from n8n_deepeval_pipeline.settings import private_dir
@@ -45,8 +45,14 @@ class InFlightLimit:
         self._names = [os.fspath(path) for path in self.paths]
         self._held: set[int] = set()  # slots this process holds
         self._holders = 0  # callers of this process holding or taking a slot
+        self._waiting = 0  # callers of this process that found no slot free at once
         self._turn: asyncio.Condition | None = None
         self._looking: asyncio.Lock | None = None  # one caller of the process polls the files
+
+    @property
+    def waiting(self) -> int:
+        """Callers of this process waiting for a slot: the allowed ones are all held."""
+        return self._waiting
 
     def _try_take(self, allowed: int) -> tuple[int, int] | None:
         """A free slot among the first ``allowed`` (its index and locked descriptor)."""
@@ -80,6 +86,14 @@ class InFlightLimit:
                 poll = min(poll * 2, _POLL_MAX_S)
             return taken
 
+    @contextlib.contextmanager
+    def _counted_waiting(self) -> Iterator[None]:
+        self._waiting += 1
+        try:
+            yield
+        finally:
+            self._waiting -= 1
+
     @contextlib.asynccontextmanager
     async def slot(self, allowed: Callable[[], int] | None = None) -> AsyncIterator[None]:
         """Hold one of the first ``allowed()`` slots (all of them: None) during a call."""
@@ -92,11 +106,13 @@ class InFlightLimit:
             while self._holders >= limit():
                 # Woken by a release here, or look again shortly: the allowed count also
                 # grows with answers in other processes.
-                with contextlib.suppress(TimeoutError):
+                with self._counted_waiting(), contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(turn.wait(), timeout=_RECHECK_S)
             self._holders += 1
         try:
-            taken = self._try_take(limit()) or await self._wait_for_others(limit)
+            if (taken := self._try_take(limit())) is None:
+                with self._counted_waiting():
+                    taken = await self._wait_for_others(limit)
             index, fd = taken
             try:
                 yield

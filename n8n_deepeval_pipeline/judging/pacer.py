@@ -29,6 +29,7 @@ from n8n_deepeval_pipeline.judging.spec import JudgeSpec
 _CHARS_PER_TOKEN = 4
 _ANSWER_TOKENS = 256
 _FIRST_WINDOW = 4
+_FULL_LOOK_S = 0.05  # while its calls fill the window, how often a process asks it to widen
 _LATENCY_WEIGHT = 0.1  # of each answer in the moving average of answer times
 
 
@@ -117,12 +118,21 @@ class Pacer:
 
     def _allowed(self) -> int:
         read_at, slots = self._allowed_now
-        if time.monotonic() - read_at > 0.2:
-            fitted = self.state.concurrency(self.judge, self.spec.max_in_flight, self._first())
+        since = time.monotonic() - read_at
+        full = self._slots.waiting > 0
+        if since > 0.2 or (full and since > _FULL_LOOK_S):
+            fitted = self._fitted_now(full)
             rate = self.state.fitted_rate(self.judge)
             slots = fitted.with_room_for(rate.per_s, self.latency_s)
             self._allowed_now = (time.monotonic(), slots)
         return slots
+
+    def _fitted_now(self, full: bool) -> Concurrency:
+        """The judge's concurrency; ``full``: calls of this process wait for it (it may widen)."""
+        ceiling = self.spec.max_in_flight
+        if full and not (self.spec.requests_per_minute or self.spec.tokens_per_minute):
+            return self.state.widen_when_quiet(self.judge, ceiling, self._start(None))
+        return self.state.concurrency(self.judge, ceiling, self._first())
 
     def _first(self) -> int:
         """Calls in flight before the judge's first answer.

@@ -35,6 +35,9 @@ _SLOWEST_PER_S = 1 / 60  # nor below one request a minute
 # Calls in flight a fitted rate keeps room for: the rate times the latency (what Little's
 # law says it needs), twice over, so that the rate binds and not the calls in flight.
 HEADROOM = 2.0
+# A provider refuses a call over its rate on arrival, long before it would answer one: a
+# probing judge's window that stayed full this long without a refusal had room to spare.
+QUIET_S = 0.25
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 # Header names per budget, OpenAI/Azure first, then Anthropic.
@@ -186,6 +189,20 @@ class Concurrency:
         slow_start = self.threshold is None or self.limit < self.threshold
         step = self.step if slow_start else 1.0 / self.limit
         return replace(self, limit=min(self.limit + step, float(self.ceiling)))
+
+    @property
+    def unrefused(self) -> bool:
+        """Below its ceiling, and never halved by a refusal (slow start has no end yet)."""
+        return self.threshold is None and self.limit < self.ceiling
+
+    def widened(self) -> Concurrency:
+        """A full window that no refusal answered within ``QUIET_S``: four times as many.
+
+        What a round trip's answers grow a probing window by, without waiting for them: at
+        a 2 s judge three round trips of probing (4, 16, 64, 256) left the judge idle for
+        6 of a 12 s run, where a quarter second each tells as much.
+        """
+        return replace(self, limit=min(self.limit * 4, float(self.ceiling)))
 
     def overloaded(self, now: float) -> Concurrency:
         """A 429 or overload answer: halve, unless it was halved less than a window ago."""

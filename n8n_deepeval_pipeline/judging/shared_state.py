@@ -32,7 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from n8n_deepeval_pipeline.judging.pacing import WINDOW_S, Concurrency, FittedRate, RateLimits
+from n8n_deepeval_pipeline.judging.pacing import (
+    QUIET_S,
+    WINDOW_S,
+    Concurrency,
+    FittedRate,
+    RateLimits,
+)
 from n8n_deepeval_pipeline.settings import private_file
 
 _SCHEMA = """
@@ -50,6 +56,7 @@ create table if not exists pacing (
     remaining_requests integer, remaining_tokens integer,
     limit_requests integer, limit_tokens integer);
 create table if not exists fitted_rates (judge text primary key, fitted text not null);
+create table if not exists full_windows (judge text primary key, since real not null);
 drop table if exists rate_window;
 create table if not exists breakers (
     judge text primary key, failures integer not null, open_until real not null,
@@ -295,6 +302,8 @@ class SharedState:
                 return current
         with self._immediate():
             current = self._fitted(judge, ceiling, start.step) or start
+            if current.threshold is None and current.limit < start.limit:
+                current = start  # told its limits after a window widened while probing
             if overloaded:
                 halved = current.overloaded(now)
                 rate = self.fitted_rate(judge)
@@ -304,28 +313,56 @@ class SharedState:
                 fitted = halved if refused.decreased_at == now else current
             else:
                 fitted = current.succeeded()
-            told = limits if limits is not None and limits.told else None
-            self._db.execute(
-                "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?, ?, ?) on conflict (judge) do "
-                "update set concurrency = excluded.concurrency, ceiling = excluded.ceiling, "
-                "threshold = excluded.threshold, decreased_at = excluded.decreased_at, "
-                "remaining_requests = coalesce(excluded.remaining_requests, remaining_requests), "
-                "remaining_tokens = coalesce(excluded.remaining_tokens, remaining_tokens), "
-                "limit_requests = coalesce(excluded.limit_requests, limit_requests), "
-                "limit_tokens = coalesce(excluded.limit_tokens, limit_tokens)",
-                (
-                    judge,
-                    fitted.limit,
-                    fitted.ceiling,
-                    fitted.threshold,
-                    fitted.decreased_at,
-                    told.remaining_requests if told else None,
-                    told.remaining_tokens if told else None,
-                    told.limit_requests if told else None,
-                    told.limit_tokens if told else None,
-                ),
-            )
+            self._keep_concurrency(judge, fitted, limits)
             return fitted
+
+    def widen_when_quiet(self, judge: str, ceiling: int, start: Concurrency) -> Concurrency:
+        """The concurrency of ``judge`` while calls wait for it: widened after ``QUIET_S``.
+
+        Widened (``Concurrency.widened``) once the window has been full that long with no
+        refusal. Only a judge still probing (``start``: before its first answer), which never
+        refused a call and told no limits; the time is counted from when a full window was
+        first seen, and again from each widening.
+        """
+        current = self._fitted(judge, ceiling, start.step) or start
+        if not current.unrefused or self.fitted_rate(judge).fitting or any(self.told_limits(judge)):
+            return current
+        now = self._clock()
+        with self._immediate():
+            current = self._fitted(judge, ceiling, start.step) or start
+            row = self._db.execute(
+                "select since from full_windows where judge = ?", (judge,)
+            ).fetchone()
+            if (row is not None and now - row[0] < QUIET_S) or not current.unrefused:
+                return current
+            widened = current if row is None else current.widened()
+            self._db.execute("insert or replace into full_windows values (?, ?)", (judge, now))
+            if widened != current:
+                self._keep_concurrency(judge, widened, None)
+            return widened
+
+    def _keep_concurrency(self, judge: str, fitted: Concurrency, limits: RateLimits | None) -> None:
+        told = limits if limits is not None and limits.told else None
+        self._db.execute(
+            "insert into pacing values (?, ?, ?, ?, ?, 0, ?, ?, ?, ?) on conflict (judge) do "
+            "update set concurrency = excluded.concurrency, ceiling = excluded.ceiling, "
+            "threshold = excluded.threshold, decreased_at = excluded.decreased_at, "
+            "remaining_requests = coalesce(excluded.remaining_requests, remaining_requests), "
+            "remaining_tokens = coalesce(excluded.remaining_tokens, remaining_tokens), "
+            "limit_requests = coalesce(excluded.limit_requests, limit_requests), "
+            "limit_tokens = coalesce(excluded.limit_tokens, limit_tokens)",
+            (
+                judge,
+                fitted.limit,
+                fitted.ceiling,
+                fitted.threshold,
+                fitted.decreased_at,
+                told.remaining_requests if told else None,
+                told.remaining_tokens if told else None,
+                told.limit_requests if told else None,
+                told.limit_tokens if told else None,
+            ),
+        )
 
     def pause(self, judge: str, seconds: float) -> None:
         """Hold every call of ``judge`` for ``seconds`` (a budget that must reset first)."""

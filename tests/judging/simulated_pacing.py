@@ -4,7 +4,8 @@ The pacing's own state (``SharedState``: the booking of requests, the fitted rat
 calls in flight) is driven as the pacer and the judge drive it, with the state's clock
 replaced by the simulation's: calls wait for a slot, for a pause and for their booking,
 go to a provider that refills a bucket continuously (``RateBucket``, the loopback judge's)
-and refuses on arrival, are answered after a fixed latency, and a refused call is retried
+and refuses on arrival, are answered after a fixed latency (a full window widens when no
+refusal came for a quiet while, as the pacer's does), and a refused call is retried
 after a backoff with full jitter (or its Retry-After) from the same booking. Nothing
 sleeps: a minute of pacing takes a fraction of a second, the same every run.
 """
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from n8n_deepeval_pipeline.judging.pacing import Concurrency, FittedRate
+from n8n_deepeval_pipeline.judging.pacing import QUIET_S, Concurrency, FittedRate
 from n8n_deepeval_pipeline.judging.retry_policy import RetryPolicy
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 from n8n_deepeval_pipeline.testing.loopback_judge import RateBucket
@@ -98,7 +99,13 @@ def simulate(
             rate = state.fitted_rate(JUDGE)
             concurrency = state.concurrency(JUDGE, CEILING, 4)
             if in_flight[0] >= concurrency.with_room_for(rate.per_s, latency[0]):
-                return  # an answer frees a slot and dispatches again
+                # The window is full: it widens after a quiet while (look again then), or
+                # an answer frees a slot and dispatches again.
+                widened = state.widen_when_quiet(JUDGE, CEILING, start)
+                if in_flight[0] >= widened.with_room_for(rate.per_s, latency[0]):
+                    if widened.unrefused:
+                        wake(now[0] + QUIET_S)
+                    return
             if (paused := state.paused_for(JUDGE)) > 0:
                 return wake(now[0] + paused)
             call = ready[0][2]

@@ -8,7 +8,7 @@ import pytest
 
 from n8n_deepeval_pipeline import JudgeSpec
 from n8n_deepeval_pipeline.judging.pacer import HeldBack, NoTurnInTime, Pacer, TokenEstimates
-from n8n_deepeval_pipeline.judging.pacing import Concurrency, RateLimits
+from n8n_deepeval_pipeline.judging.pacing import QUIET_S, Concurrency, RateLimits
 from n8n_deepeval_pipeline.judging.shared_state import SharedState
 
 NOW = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
@@ -177,16 +177,22 @@ def test_token_estimates_are_corrected_by_the_usage_answers_reported():
     assert estimates.corrected(5) == 1  # never free
 
 
-def _pacer(tmp_path, **limits):
+def _pacer(tmp_path, clock=None, **limits):
+    """A pacer whose shared state reads ``clock`` (a list holding the time; the real time
+    if None). Frozen, a full window never stays full long enough to widen."""
     spec = JudgeSpec(
         provider="openai", model="gpt-4.1", api_key="sk-t", max_in_flight=16, **limits
     )  # fmt: skip
-    return Pacer(spec, SharedState.in_folder(tmp_path), tmp_path)
+    read = time.time if clock is None else (lambda: clock[0])
+    return Pacer(spec, SharedState(tmp_path / SharedState.FILE_NAME, clock=read), tmp_path)
 
 
-async def _sixteen_calls(pacer: Pacer, answer: bool = False) -> list[tuple[int, int]]:
+async def _sixteen_calls(
+    pacer: Pacer, answer: bool = False, clock: list[float] | None = None
+) -> list[tuple[int, int]]:
     """16 calls of a judge that has not answered: (calls gone, calls held back) once every
-    call that may go has gone; with ``answer``, again after one answer."""
+    call that may go has gone; with ``answer``, again after one answer; with ``clock``,
+    again after it moved on by ``QUIET_S`` with no answer and no refusal."""
     entered, release = 0, asyncio.Event()
 
     async def call() -> None:
@@ -200,6 +206,10 @@ async def _sixteen_calls(pacer: Pacer, answer: bool = False) -> list[tuple[int, 
     seen = [(entered, HeldBack.calls)]
     if answer:
         pacer.answered(None, 100)
+        await asyncio.sleep(0.5)
+        seen.append((entered, HeldBack.calls))
+    if clock is not None:
+        clock[0] += QUIET_S
         await asyncio.sleep(0.5)
         seen.append((entered, HeldBack.calls))
     release.set()
@@ -218,7 +228,8 @@ def test_before_its_first_answer_a_judge_sends_a_few_calls_or_half_its_ceiling_i
     """Unknown limits: 4 calls until the first answer's headers tell them (one call left a
     2 s judge idle for 2 s); configured limits pace the calls from the first one (kept
     evenly: limits high enough that the 8 calls in flight, not the pace, bind here)."""
-    ((gone, _),) = asyncio.run(_sixteen_calls(_pacer(tmp_path, **limits)))
+    clock = None if limits else [0.0]  # configured limits are booked as time goes by
+    ((gone, _),) = asyncio.run(_sixteen_calls(_pacer(tmp_path, clock, **limits)))
     assert gone == at_once
 
 
@@ -228,8 +239,43 @@ def test_calls_the_pacing_keeps_waiting_are_counted_as_held_back_until_they_go(t
     limits grows the probing concurrency by 3 (four times as many each round trip, not
     half the ceiling at once: that burst is what a judge limiting silently refuses), so 7
     go and 9 wait."""
-    seen = asyncio.run(_sixteen_calls(_pacer(tmp_path), answer=True))
+    seen = asyncio.run(_sixteen_calls(_pacer(tmp_path, [0.0]), answer=True))
     assert seen == [(4, 12), (7, 9)]
+
+
+def test_a_window_full_for_a_quarter_second_without_a_refusal_takes_four_times_as_many(
+    tmp_path,
+):
+    """A provider refuses a call over its rate on arrival: a probing judge whose 4 calls
+    filled its window and drew no refusal for ``QUIET_S`` has room, so 16 go (as a round
+    trip's answers would let go, without waiting 2 s for them at a slow judge)."""
+    clock = [0.0]
+    seen = asyncio.run(_sixteen_calls(_pacer(tmp_path, clock), clock=clock))
+    assert seen == [(4, 12), (16, 0)]
+
+
+@pytest.mark.parametrize("told", [False, True])
+def test_a_window_never_widens_by_time_after_a_refusal_or_once_limits_are_told(tmp_path, told):
+    """After a refusal the judge is fitted (halved, then additive increase); once its
+    headers told its limits it is paced by them: in neither case does time alone widen."""
+    clock = [100.0]
+    pacer = _pacer(tmp_path, clock)
+    ceiling = pacer.spec.max_in_flight
+    if told:
+        limits = RateLimits(100, 10_000, 1.0, 1.0, limit_requests=500, limit_tokens=90_000)
+        pacer.state.record_outcome(
+            pacer.judge, ceiling, False, limits, start=Concurrency.start(ceiling)
+        )
+    else:
+        pacer.state.record_outcome(
+            pacer.judge, ceiling, True, start=pacer._start(None), sent_at=0.0
+        )
+    before = pacer.state.concurrency(pacer.judge, ceiling).limit
+    for _ in range(3):
+        clock[0] += QUIET_S
+        widened = pacer.state.widen_when_quiet(pacer.judge, ceiling, pacer._start(None))
+        assert widened.limit == before
+    assert before == (9 if told else 2)  # half the ceiling and one answer; 4 halved
 
 
 def test_tokens_a_call_did_not_use_are_booked_by_the_next_one_not_lost(tmp_path):
