@@ -184,6 +184,7 @@ def run(
                     limits=limits,
                 )
                 summary = _judged(runner, partition, materialised, verbose)
+                reports = {} if materialised.report is None else {"": materialised.report}
                 outcome = runner.outcome(partition, limits, summary=summary)
                 red_team = (
                     (runner.red_team_rates(partition), runner.red_team_results(partition))
@@ -203,6 +204,7 @@ def run(
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     _print_summary(summary, outcome, red_team, as_json)
+    say_reports(reports, as_json)
     for line in said_on_stderr([("", outcome)], file):
         click.echo(line, err=True)
     sys.exit(outcome.exit_codes.run)
@@ -225,6 +227,33 @@ def said_on_stderr(outcomes: list[tuple[str, VersionOutcome]], file: Path) -> li
         + (finding.text.removesuffix(")") + hint if finding.kind == "regression" else finding.text)
         for prefix, finding in found
     ]
+
+
+def say_reports(reports: dict[str, Path], as_json: bool) -> None:
+    """Where the run wrote each version's report (by version name; "" for a workflow alone).
+
+    Said after the summary, on stdout; with ``--json`` on stderr, stdout holding the JSON
+    alone. A path under the working directory is said relative to it.
+    """
+    if not reports:
+        return
+    beside = "eval-results.json and eval-pr-comment.md beside"
+    if list(reports) == [""]:
+        lines = [f"report: {_shown(reports[''])} (open it in a browser; {beside} it)"]
+    else:
+        width = max(len(name) for name in reports)
+        lines = [f"reports (open them in a browser; {beside} each):"] + [
+            f"  {name:<{width}}  {_shown(path)}" for name, path in reports.items()
+        ]
+    click.echo("\n".join(lines) if as_json else "\n" + "\n".join(lines), err=as_json)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it, else whole."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _refuse_variant_options(benchmark: Any, variants: tuple[str, ...], record: Any) -> None:
