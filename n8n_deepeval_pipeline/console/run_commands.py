@@ -148,8 +148,9 @@ def run(
 ) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary.
 
-    With target.variants, the workflow and each variant are versions of their own, run
-    side by side; the summary is followed by their matrix.
+    The summary ends with where the version's report was written. With target.variants,
+    the workflow and each variant are versions of their own, run side by side; the summary
+    is followed by their matrix and each version's report.
     """
     from n8n_deepeval_pipeline.summary.outcome import Limits
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
