@@ -1,7 +1,9 @@
 import json
 import os
+import re
 import shutil
 import stat
+from pathlib import Path
 
 import duckdb
 import pytest
@@ -178,6 +180,44 @@ def test_run_materialises_the_example_and_prints_the_summary(example_copy, tmp_p
         assert connection.execute(
             "select count(*) from support_agent.metric_scores"
         ).fetchone() == (189,)
+
+
+REPORT_LINE = re.compile(
+    r"report: (?P<path>\S+) \(open it in a browser; eval-results.json and eval-pr-comment.md "
+    r"beside it\)"
+)
+
+
+def said_report(printed):
+    """The report file a `run` names on its line of ``printed`` (stdout, or stderr with --json)."""
+    (path,) = [m["path"] for line in printed.splitlines() if (m := REPORT_LINE.fullmatch(line))]
+    return Path(path)
+
+
+@pytest.mark.slow
+def test_run_ends_by_naming_the_report_it_wrote(example_copy, cli_home, monkeypatch):
+    monkeypatch.chdir(cli_home.parent)  # the home under the working directory: said relative
+    runner = CliRunner()
+    text = runner.invoke(main, ["run", str(example_copy)])
+    assert text.exit_code == 0, text.output
+    written = cli_home / "reports" / "support_agent" / "f7ee35b359b4"
+    last = text.stdout.splitlines()[-1]
+    assert last.startswith("report: home/reports/")  # after the summary, as run ends
+    assert said_report(text.stdout) == Path("home/reports/support_agent/f7ee35b359b4/report.html")
+    assert said_report(text.stdout).resolve() == (written / "report.html").resolve()
+    assert "support_agent" in (written / "report.html").read_text("utf-8")
+    results = json.loads((written / "eval-results.json").read_text("utf-8"))
+    assert results["outcome"]["workflow_hash"].startswith("f7ee35b359b4")
+    assert (written / "eval-pr-comment.md").is_file()
+
+    as_json = runner.invoke(main, ["run", str(example_copy), "--json"])
+    assert json.loads(as_json.stdout)["runs"] == 27  # stdout holds the JSON alone
+    assert said_report(as_json.stderr).resolve() == (written / "report.html").resolve()
+    trial = runner.invoke(main, ["run", str(example_copy), "--filter", "ord"])
+    assert trial.exit_code == 0, trial.output
+    kept = cli_home / "trials" / "support_agent" / "reports" / "support_agent" / "f7ee35b359b4"
+    assert said_report(trial.stdout).resolve() == (kept / "report.html").resolve()
+    assert (kept / "report.html").is_file()
 
 
 @pytest.fixture

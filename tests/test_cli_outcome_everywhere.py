@@ -513,6 +513,27 @@ def test_the_workflows_stored_report_holds_every_variant_of_the_run(
     assert regressed["nano"]["pass_rate"]["passed"] == 0  # this run's: it refuses too
 
 
+def said_reports(stderr: str) -> dict[str, Path]:
+    """The reports a family's `run --json` names on stderr, by version name."""
+    lines = stderr.splitlines()
+    start = lines.index(
+        "reports (open them in a browser; eval-results.json and eval-pr-comment.md beside each):"
+    )
+    named = [line.split() for line in lines[start + 1 :] if line.startswith("  ")]
+    return {name: Path(path) for name, path in named}
+
+
+def test_a_family_run_names_each_versions_report_it_wrote(variants: dict[str, Any]) -> None:
+    """The files themselves: each version's folder, its page naming its own hash."""
+    for combination in ("clean", "regressed", "incomplete", "breached"):
+        ran = variants[combination]
+        folder = variants["home"] / "reports" / "desk"
+        expected = {name: folder / key[:12] / "report.html" for name, key in ran.members.items()}
+        assert said_reports(ran.stderr) == expected, combination
+        for name, page in expected.items():
+            assert ran.members[name][:12] in page.read_text("utf-8"), (combination, name)
+
+
 def test_a_family_faces_one_attack_set_generated_once(variants: dict[str, Any]) -> None:
     """Before, the workflow and each variant generated a set of their own, at once."""
     sets = variants["attack sets"]

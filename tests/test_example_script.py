@@ -1,4 +1,4 @@
-"""scripts/example.sh runs the example and says where its report is (its set-up stubbed).
+"""scripts/example.sh runs the example, whose `run` says where its report is (set-up stubbed).
 
 The script sources scripts/bootstrap.sh, which installs the project; here a stand-in that
 only puts this environment's interpreter first on PATH takes its place, in a copy.
@@ -40,7 +40,7 @@ def test_the_example_prints_its_summary_then_where_its_report_is(tmp_path):
     assert done.stdout.startswith("benchmark support_agent · workflow f7ee35b359b4\n")
     report = ".n8n-deepeval/reports/support_agent/f7ee35b359b4/report.html"
     assert done.stdout.endswith(
-        f"\nreport: {report} (open it in a browser; n8n-deepeval report FILE --out DIR "
-        "writes a copy)\n"
+        f"\n\nreport: {report} (open it in a browser; eval-results.json and "
+        "eval-pr-comment.md beside it)\n"
     )
     assert (sandbox / report).is_file()  # relative to the clone, where the script runs

@@ -65,6 +65,7 @@ class FamilyRun:
     outcomes: dict[str, VersionOutcome] = field(default_factory=dict)
     failed: list[FailedVersion] = field(default_factory=list)
     matrix: Any = None  # the VariantMatrix, once two versions of the family are scored
+    reports: dict[str, Path] = field(default_factory=dict)  # name → the report.html written
 
     def fail(self, member: Member, failure: Refused) -> None:
         """Add ``member`` to the versions that failed, with why and its exit code."""
@@ -166,6 +167,8 @@ def run_family(
             ran.fail(member, failure)
             continue
         ran.summaries[member.name] = summary
+        if materialised.report is not None:
+            ran.reports[member.name] = materialised.report
         ran.outcomes[member.name] = runner.outcome(member.key, options.limits, summary=summary)
         scored.append(member)
     for member in scored[:-1]:  # their reports were written before the others were scored
@@ -179,6 +182,7 @@ def run_family(
         if not rewritten.completed:  # a failed step fails the run, as a failed scoring does
             why = f"its report could not be written again:{_said(rewritten.errors)}"
             ran.fail(member, failed_steps_refused(rewritten.errors, why))
+            ran.reports.pop(member.name, None)  # the one written holds an earlier matrix
     try:
         ran.matrix = runner.variant_matrix(members[0].key)
     except UnknownVersionError:
@@ -187,8 +191,8 @@ def run_family(
 
 
 def say(ran: FamilyRun, file: Path, as_json: bool) -> None:
-    """Print the first version's summary and the matrix; exit with the family's outcome."""
-    from n8n_deepeval_pipeline.console.run_commands import said_on_stderr
+    """Print the first version's summary, the matrix and the reports; exit with the outcome."""
+    from n8n_deepeval_pipeline.console.run_commands import said_on_stderr, say_reports
     from n8n_deepeval_pipeline.console.variant_table import (
         render_variant_matrix,
         variant_matrix_json,
@@ -212,6 +216,7 @@ def say(ran: FamilyRun, file: Path, as_json: bool) -> None:
         if ran.matrix is not None:
             parts.append(render_variant_matrix(ran.matrix))
         click.echo("\n\n".join(parts))
+    say_reports(ran.reports, as_json)
     members = [(f"{name}: ", member) for name, member in ran.outcomes.items()]
     for line in said_on_stderr(members, file):
         click.echo(line, err=True)

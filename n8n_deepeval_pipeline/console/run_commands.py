@@ -148,8 +148,9 @@ def run(
 ) -> None:
     """Run benchmark FILE for the workflow's current version and print a summary.
 
-    With target.variants, the workflow and each variant are versions of their own, run
-    side by side; the summary is followed by their matrix.
+    The summary ends with where the version's report was written. With target.variants,
+    the workflow and each variant are versions of their own, run side by side; the summary
+    is followed by their matrix and each version's report.
     """
     from n8n_deepeval_pipeline.summary.outcome import Limits
     from n8n_deepeval_pipeline.tables.row_selection import RowSelection
@@ -184,6 +185,7 @@ def run(
                     limits=limits,
                 )
                 summary = _judged(runner, partition, materialised, verbose)
+                reports = {} if materialised.report is None else {"": materialised.report}
                 outcome = runner.outcome(partition, limits, summary=summary)
                 red_team = (
                     (runner.red_team_rates(partition), runner.red_team_results(partition))
@@ -203,6 +205,7 @@ def run(
     except BenchmarkConfigError as error:
         raise Refused(str(error), EXIT_INVALID_CONFIG) from None
     _print_summary(summary, outcome, red_team, as_json)
+    say_reports(reports, as_json)
     for line in said_on_stderr([("", outcome)], file):
         click.echo(line, err=True)
     sys.exit(outcome.exit_codes.run)
@@ -225,6 +228,33 @@ def said_on_stderr(outcomes: list[tuple[str, VersionOutcome]], file: Path) -> li
         + (finding.text.removesuffix(")") + hint if finding.kind == "regression" else finding.text)
         for prefix, finding in found
     ]
+
+
+def say_reports(reports: dict[str, Path], as_json: bool) -> None:
+    """Where the run wrote each version's report (by version name; "" for a workflow alone).
+
+    Said after the summary, on stdout; with ``--json`` on stderr, stdout holding the JSON
+    alone. A path under the working directory is said relative to it.
+    """
+    if not reports:
+        return
+    beside = "eval-results.json and eval-pr-comment.md beside"
+    if list(reports) == [""]:
+        lines = [f"report: {_shown(reports[''])} (open it in a browser; {beside} it)"]
+    else:
+        width = max(len(name) for name in reports)
+        lines = [f"reports (open them in a browser; {beside} each):"] + [
+            f"  {name:<{width}}  {_shown(path)}" for name, path in reports.items()
+        ]
+    click.echo("\n".join(lines) if as_json else "\n" + "\n".join(lines), err=as_json)
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it, else whole."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _refuse_variant_options(benchmark: Any, variants: tuple[str, ...], record: Any) -> None:

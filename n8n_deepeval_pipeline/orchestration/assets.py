@@ -480,6 +480,8 @@ class OutcomeLimitsConfig(dg.Config):
 
 
 VERSION_PASSES = "version_passes"
+# The report asset's metadata entry naming the report.html it wrote (`run` prints it).
+REPORT_METADATA = "report"
 # Run tags the runs list shows: the version's verdict and what `run` exits with for it.
 VERDICT_TAG = "n8n-deepeval/verdict"
 EXIT_CODE_TAG = "n8n-deepeval/exit_code"
@@ -673,7 +675,7 @@ def _stored_versions(
 def _report_metadata(report: Report, html: Path) -> dict[str, Any]:
     """Where the report is, its PR comment, and the figures charted across versions."""
     headline = report.headline
-    metadata: dict[str, Any] = {"report": dg.MetadataValue.path(str(html))}
+    metadata: dict[str, Any] = {REPORT_METADATA: dg.MetadataValue.path(str(html))}
     served = settings.report_url(html)
     if served is not None:  # what `n8n-deepeval ui` serves: a browser opens no file:// link
         metadata["report_url"] = dg.MetadataValue.url(served)

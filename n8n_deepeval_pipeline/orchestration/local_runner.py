@@ -25,7 +25,12 @@ from n8n_deepeval_pipeline.calibration.measurement import Calibration, measure
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview
 from n8n_deepeval_pipeline.calibration.status import gated_metrics
 from n8n_deepeval_pipeline.online.scoring import OnlineScore
-from n8n_deepeval_pipeline.orchestration.assets import ASSET_NAMES, VERSION_PASSES, scored_versions
+from n8n_deepeval_pipeline.orchestration.assets import (
+    ASSET_NAMES,
+    REPORT_METADATA,
+    VERSION_PASSES,
+    scored_versions,
+)
 from n8n_deepeval_pipeline.orchestration.automation import current_family, current_hash, job_name
 from n8n_deepeval_pipeline.orchestration.chunked_scoring import ATTEMPTS_METADATA
 from n8n_deepeval_pipeline.orchestration.code_location import ui_job_origin
@@ -162,6 +167,8 @@ class Materialised(NamedTuple):
     run_id: str | None = None
     attempts: dict[str, JudgeSpend] | None = None
     """Each Dagster run's judge spend on the scores this run stored (None: it stored none)."""
+    report: Path | None = None
+    """The report.html this run wrote for the version (None: it wrote none)."""
 
 
 def _error_chain(error: SerializableErrorInfo | None) -> Iterator[str]:
@@ -307,7 +314,12 @@ class BenchmarkRunner:
         verdicts = {self._step(asset) for asset, check in _VERDICT_CHECKS if check in failed_checks}
         gated = bool(failed_steps) and failed_steps <= verdicts
         return Materialised(
-            result.success or gated, failed_checks, errors, result.run_id, self._spend(result)
+            result.success or gated,
+            failed_checks,
+            errors,
+            result.run_id,
+            self._spend(result),
+            self._report(result),
         )
 
     def _selects(self, selection: list[dg.AssetKey] | None, asset: str) -> bool:
@@ -324,6 +336,16 @@ class BenchmarkRunner:
             entry = materialisation.metadata.get(ATTEMPTS_METADATA)
             if materialisation.asset_key == key and entry is not None:
                 return _SPEND_BY_RUN.validate_python(entry.value)
+        return None
+
+    def _report(self, result: ExecutionResult) -> Path | None:
+        """The report.html the run's materialisation of benchmark_report names, if it wrote one."""
+        key = self._key("benchmark_report")
+        for event in result.get_asset_materialization_events():
+            materialisation = event.step_materialization_data.materialization
+            entry = materialisation.metadata.get(REPORT_METADATA)
+            if materialisation.asset_key == key and entry is not None:
+                return Path(str(entry.value))
         return None
 
     def _downstream(self, asset: str) -> dg.AssetSelection:

@@ -34,17 +34,23 @@ def postgres() -> Iterator[Postgres]:
 
 
 def use_cli(
-    monkeypatch: pytest.MonkeyPatch, n8n: N8nServer, home: Path, workers: int = 1, **judge: str
+    monkeypatch: pytest.MonkeyPatch,
+    n8n: N8nServer | None,
+    home: Path,
+    workers: int = 1,
+    **judge: str,
 ) -> Path:
     """Point the CLI at the session's n8n, ``home`` and ``workers`` workers; the results database.
 
-    ``judge``: its ``N8N_DEEPEVAL_JUDGE_<NAME>`` variables (``provider="openai"``, …).
-    DAGSTER_HOME is set too: the CLI exports it, and the next test would find this one's
-    instance.
+    ``n8n``: None for a benchmark that calls none (a recorded target). ``judge``: its
+    ``N8N_DEEPEVAL_JUDGE_<NAME>`` variables (``provider="openai"``, …). DAGSTER_HOME is set
+    too: the CLI exports it, and the next test would find this one's instance. A CLI started
+    as a subprocess inherits all of them.
     """
-    settings = {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                "N8N_DEEPEVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+    settings = {"N8N_DEEPEVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
                 "DEEPEVAL_POOL_SIZE": str(workers)}  # fmt: skip
+    if n8n is not None:
+        settings |= {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key}
     settings |= {f"N8N_DEEPEVAL_JUDGE_{name.upper()}": value for name, value in judge.items()}
     for name, value in settings.items():
         monkeypatch.setenv(name, value)

@@ -21,6 +21,7 @@ from n8n_deepeval_pipeline import workflow_hash
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 
@@ -69,10 +70,7 @@ def test_the_agent_runs_from_start_to_end_node_and_leaves_no_copy(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "2"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    database = use_cli(monkeypatch, n8n, tmp_path / "home", workers=2)
     original = n8n.api("GET", f"/workflows/{chat_agent['id']}").json()
     with N8nClient(n8n.base_url, n8n.api_key) as client:  # a copy a crashed run left behind
         client.create_workflow(
@@ -90,7 +88,6 @@ def test_the_agent_runs_from_start_to_end_node_and_leaves_no_copy(
     assert after == [name for name in before if not name.startswith(HARNESS_PREFIX)]
     assert "runs 4 · pass rate 100.0% (allPass)" in result.stdout
 
-    database = tmp_path / "home" / "results.duckdb"
     with duckdb.connect(str(database), read_only=True) as connection:
         outputs = connection.execute(
             "select run_id, actual_output, intermediate_steps, session_id "
@@ -111,8 +108,7 @@ def test_the_agent_runs_from_start_to_end_node_and_leaves_no_copy(
 def test_validate_refuses_the_trigger_as_start_node(
     n8n: N8nServer, chat_agent: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("N8N_API_URL", n8n.base_url)
-    monkeypatch.setenv("N8N_API_KEY", n8n.api_key)
+    use_cli(monkeypatch, n8n, tmp_path / "home")
     path = write_benchmark(tmp_path, chat_agent["id"], start=TRIGGER)
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 1

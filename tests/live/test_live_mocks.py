@@ -13,7 +13,6 @@ row whatever the runs, none on a second run (the judge's cache).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from n8n_deepeval_pipeline.judging.mock_writer import MockResponse
 from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX, KEPT_PREFIX
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge, answer_for, prompt_text
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 from tests.live.workflow_parts import link, node, webhook_agent
@@ -323,7 +323,7 @@ def test_a_judge_that_writes_no_usable_mock_is_each_rows_named_error_and_nothing
 
 
 def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answered(
-    n8n: N8nServer, orders: dict[str, Any], tmp_path: Path
+    n8n: N8nServer, orders: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     llm = orders["llm"]
     path = write_benchmark(tmp_path, orders["ids"][True], name="live_overlap", mocks=MOCKS,
@@ -334,12 +334,10 @@ def test_two_overlapping_runs_of_one_benchmark_both_finish_with_every_run_answer
     # the second to start up and call its copy on a loaded machine
     llm.delay_s = 4.0
     try:
-        for index in range(2):
-            env = {**os.environ, "N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                   "N8N_DEEPEVAL_HOME": str(tmp_path / f"home{index}"),
-                   "DEEPEVAL_POOL_SIZE": "1"}  # fmt: skip
+        for index in range(2):  # each process inherits its own home
+            use_cli(monkeypatch, n8n, tmp_path / f"home{index}")
             processes.append(subprocess.Popen(
-                [str(cli), "run", str(path), "--verbose"], env=env, stdout=subprocess.PIPE,
+                [str(cli), "run", str(path), "--verbose"], stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE, text=True))  # fmt: skip
             if index == 0:  # the second starts while the first is calling its copy
                 wait_for_copy(n8n, "live_overlap")

@@ -19,6 +19,7 @@ from n8n_deepeval_pipeline.n8n_api.client import DataTableColumn, N8nClient
 from n8n_deepeval_pipeline.orchestration.automation import current_hash
 from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n8n_resource
 from n8n_deepeval_pipeline.workflow.hashing import version_key
+from tests.live.conftest import use_cli
 from tests.live.n8n_server import N8nServer, load_workflow
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -66,13 +67,7 @@ def live(n8n: N8nServer) -> dict[str, Any]:
 
 @pytest.fixture
 def environment(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("N8N_API_URL", n8n.base_url)
-    monkeypatch.setenv("N8N_API_KEY", n8n.api_key)
-    monkeypatch.setenv("N8N_DEEPEVAL_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("N8N_DEEPEVAL_DUCKDB", str(tmp_path / "results.duckdb"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    monkeypatch.setenv("DEEPEVAL_POOL_SIZE", "2")
-    return tmp_path / "results.duckdb"
+    return use_cli(monkeypatch, n8n, tmp_path / "home", workers=2)
 
 
 def benchmark_file(tmp_path: Path, live: dict[str, Any], n8n: N8nServer, **extra: Any) -> Path:

@@ -25,6 +25,7 @@ from n8n_deepeval_pipeline.orchestration.definitions import build_definitions, n
 from n8n_deepeval_pipeline.orchestration.resources.n8n import N8nResource
 from n8n_deepeval_pipeline.tables.rows import AgentOutput
 from n8n_deepeval_pipeline.tables.steps import expanded_runs
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 from tests.live.test_live_traffic import ECHO_WORKFLOW, _chat, wait_for_executions
@@ -51,13 +52,7 @@ online:
 
 @pytest.fixture
 def env(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    database = tmp_path / "db" / "results.duckdb"
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "N8N_DEEPEVAL_DUCKDB": str(database),
-                        "DEEPEVAL_POOL_SIZE": "1"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
-    return database
+    return use_cli(monkeypatch, n8n, tmp_path / "home")
 
 
 def benchmark(tmp_path: Path, **fields: str) -> Path:

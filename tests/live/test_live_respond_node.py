@@ -10,7 +10,6 @@ does not wait for it), and every run must be sent in its own session.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import uuid
@@ -21,6 +20,7 @@ import duckdb
 import pytest
 import yaml
 
+from tests.live.conftest import use_cli
 from tests.live.n8n_server import N8nServer
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
@@ -56,10 +56,9 @@ def triage(path: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def cli(*arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "n8n_deepeval_pipeline.cli", *arguments],
-        env=env,
         capture_output=True,
         text=True,
         timeout=600,
@@ -67,28 +66,25 @@ def cli(*arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess[str
 
 
 def test_a_workflow_answering_through_a_respond_node_runs_from_init(
-    n8n: N8nServer, tmp_path: Path
+    n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = f"triage-{uuid.uuid4().hex[:8]}"
     workflow_id = n8n.create_workflow(triage(path))
     for question, routed in TICKETS.items():
         answer = n8n.wait_for_webhook(path, body={"question": question})
         assert answer.json()["output"] == routed, answer.text
-    home = tmp_path / "home"
-    env = {**os.environ, "N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-           "N8N_DEEPEVAL_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
-           "DEEPEVAL_POOL_SIZE": "1"}  # fmt: skip
+    database = use_cli(monkeypatch, n8n, tmp_path / "home")
     file = tmp_path / "bench" / "benchmark.yaml"
-    written = cli("init", workflow_id, "--from-executions", "--out", str(file), env=env)
+    written = cli("init", workflow_id, "--from-executions", "--out", str(file))
     assert written.returncode == 0, written.stdout + written.stderr
     benchmark = yaml.safe_load(file.read_text(encoding="utf-8"))
     assert benchmark["target"]["endNodeName"] == "Answer"
     assert benchmark["target"]["input"] == "{{ row['body'] }}"
     benchmark["runsPerRow"] = 2
     file.write_text(yaml.safe_dump(benchmark), encoding="utf-8")
-    done = cli("run", str(file), env=env)
+    done = cli("run", str(file))
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    with duckdb.connect(str(home / "results.duckdb"), read_only=True) as db:
+    with duckdb.connect(str(database), read_only=True) as db:
         rows = db.execute(
             f"select run_id, session_id, actual_output, error, llm_prompt_tokens "
             f"from {benchmark['name']}.agent_outputs order by run_id"

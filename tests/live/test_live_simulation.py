@@ -15,7 +15,6 @@ of a request draws. Each golden is played twice (2 scenarios × 2 runs per workf
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import uuid
@@ -31,6 +30,7 @@ from n8n_deepeval_pipeline.n8n_api.client import N8nClient
 from n8n_deepeval_pipeline.n8n_api.harness_run import HARNESS_PREFIX
 from n8n_deepeval_pipeline.n8n_data.conversation import parse_conversation
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer, load_workflow
 
@@ -111,21 +111,13 @@ def benchmark(tmp_path: Path, name: str, workflow_id: str, target: dict[str, Any
     return path
 
 
-def run(path: Path, n8n: N8nServer, judge: LoopbackJudge, home: Path) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "N8N_API_URL": n8n.base_url,
-        "N8N_API_KEY": n8n.api_key,
-        "N8N_DEEPEVAL_HOME": str(home),
-        "DAGSTER_HOME": str(home / "dagster"),
-        "DEEPEVAL_POOL_SIZE": "2",
-        "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-        "N8N_DEEPEVAL_JUDGE_MODEL": "gpt-4o-mini",
-        "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-    }
+def run(
+    path: Path, monkeypatch: pytest.MonkeyPatch, n8n: N8nServer, judge: LoopbackJudge, home: Path
+) -> dict[str, Any]:
+    use_cli(monkeypatch, n8n, home, workers=2, provider="openai-compatible",
+            model="gpt-4o-mini", base_url=judge.base_url)  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run", str(path)],
-        env=env,
         capture_output=True,
         text=True,
         timeout=1200,
@@ -188,11 +180,15 @@ def check_conversations(played: list[dict[str, Any]], answer_prefix: str = "") -
 
 
 def test_a_chat_triggered_agent_with_memory_through_its_harness_copy(
-    n8n: N8nServer, agents: dict[str, Any], judge: LoopbackJudge, tmp_path: Path
+    n8n: N8nServer,
+    agents: dict[str, Any],
+    judge: LoopbackJudge,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     target = {"type": "n8n_workflow", "startNodeName": "AI Agent", "endNodeName": "Format"}
-    run(benchmark(tmp_path, "live_chat_simulation", agents["chat"], target), n8n, judge,
-        tmp_path / "home")  # fmt: skip
+    run(benchmark(tmp_path, "live_chat_simulation", agents["chat"], target), monkeypatch,
+        n8n, judge, tmp_path / "home")  # fmt: skip
     played = conversations(tmp_path / "home", "live_chat_simulation")
     print(json.dumps(played[-1], indent=1))  # the closing note quotes one conversation
     check_conversations(played, answer_prefix="Agent said: ")
@@ -202,11 +198,15 @@ def test_a_chat_triggered_agent_with_memory_through_its_harness_copy(
 
 
 def test_a_webhook_agent_with_a_session_field(
-    n8n: N8nServer, agents: dict[str, Any], judge: LoopbackJudge, tmp_path: Path
+    n8n: N8nServer,
+    agents: dict[str, Any],
+    judge: LoopbackJudge,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     target = {"type": "n8n_webhook", "url": agents["url"], "stepsFromExecution": True}
-    run(benchmark(tmp_path, "live_webhook_simulation", agents["webhook"], target), n8n, judge,
-        tmp_path / "home")  # fmt: skip
+    run(benchmark(tmp_path, "live_webhook_simulation", agents["webhook"], target), monkeypatch,
+        n8n, judge, tmp_path / "home")  # fmt: skip
     played = conversations(tmp_path / "home", "live_webhook_simulation")
     print(json.dumps(played[-1], indent=1))  # the closing note quotes one conversation
     check_conversations(played)

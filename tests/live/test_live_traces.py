@@ -9,7 +9,6 @@ there once, under the right parent, with the GenAI conventions' attributes.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -21,15 +20,15 @@ import pytest
 
 from n8n_deepeval_pipeline.testing.loopback_judge import LoopbackJudge
 from tests.conftest import EXAMPLE
-from tests.live.conftest import LIVE
+from tests.live.conftest import LIVE, use_cli
 from tests.live.phoenix_server import ensure_phoenix, phoenix_server
 
 pytestmark = [pytest.mark.live, pytest.mark.slow]
 
 
-def _stored(home: Path) -> tuple[int, Counter[str], int]:
+def _stored(database: Path) -> tuple[int, Counter[str], int]:
     """Runs, tool calls by tool name, and score rows of the example's stored version."""
-    with duckdb.connect(str(home / "results.duckdb"), read_only=True) as db:
+    with duckdb.connect(str(database), read_only=True) as db:
         outputs = db.execute(
             "select intermediate_steps from support_agent.agent_outputs"
         ).fetchall()
@@ -40,7 +39,9 @@ def _stored(home: Path) -> tuple[int, Counter[str], int]:
     return len(outputs), tools, scores
 
 
-def test_every_workflow_tool_and_judge_call_of_a_run_is_read_back(tmp_path: Path) -> None:
+def test_every_workflow_tool_and_judge_call_of_a_run_is_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not LIVE:
         pytest.skip("live trace test: set N8N_DEEPEVAL_LIVE=1 (installs Phoenix, ~1 min cold)")
     install_dir = ensure_phoenix()
@@ -48,25 +49,19 @@ def test_every_workflow_tool_and_judge_call_of_a_run_is_read_back(tmp_path: Path
     judge = LoopbackJudge(latency_s=0.01).start()
     try:
         with phoenix_server(install_dir, tmp_path / "phoenix") as phoenix:
-            home = tmp_path / "home"
-            env = {
-                **os.environ,
-                "N8N_DEEPEVAL_HOME": str(home),
-                "DAGSTER_HOME": str(home / "dagster"),
-                "DEEPEVAL_POOL_SIZE": "2",
-                "N8N_DEEPEVAL_JUDGE_PROVIDER": "openai-compatible",
-                "N8N_DEEPEVAL_JUDGE_MODEL": "loopback-judge",
-                "N8N_DEEPEVAL_JUDGE_BASE_URL": judge.base_url,
-                "N8N_DEEPEVAL_OTLP_ENDPOINT": phoenix.base_url,
-            }
+            # the example's target is recorded: no n8n
+            database = use_cli(monkeypatch, None, tmp_path / "home", workers=2,
+                               provider="openai-compatible", model="loopback-judge",
+                               base_url=judge.base_url)  # fmt: skip
+            monkeypatch.setenv("N8N_DEEPEVAL_OTLP_ENDPOINT", phoenix.base_url)
             done = subprocess.run(
                 [sys.executable, "-m", "n8n_deepeval_pipeline.cli", "run",
                  str(EXAMPLE / "benchmark.yaml"), "--json"],
-                env=env, capture_output=True, text=True, timeout=900, check=False,
+                capture_output=True, text=True, timeout=900, check=False,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr[-3000:]
             summary = json.loads(done.stdout)
-            runs, tools, scores = _stored(home)
+            runs, tools, scores = _stored(database)
             judge_calls = summary["judge_calls"] + summary["cached_calls"]
             expected = 1 + 2 * runs + sum(tools.values()) + scores + judge_calls
             spans = phoenix.wait_for_trace()

@@ -19,6 +19,7 @@ import yaml
 from click.testing import CliRunner
 
 from n8n_deepeval_pipeline.cli import main
+from tests.live.conftest import use_cli
 from tests.live.fake_llm import FakeOpenAI
 from tests.live.n8n_server import N8nServer
 
@@ -44,10 +45,7 @@ SESSIONS = {"live-a": ["Hello", "What is 6*7?", "Thanks"], "live-b": ["Hi there"
 
 @pytest.fixture
 def api_env(n8n: N8nServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for name, value in {"N8N_API_URL": n8n.base_url, "N8N_API_KEY": n8n.api_key,
-                        "N8N_DEEPEVAL_HOME": str(tmp_path / "home"),
-                        "DEEPEVAL_POOL_SIZE": "2"}.items():  # fmt: skip
-        monkeypatch.setenv(name, value)
+    use_cli(monkeypatch, n8n, tmp_path / "home", workers=2)
 
 
 def wait_for_executions(n8n: N8nServer, workflow_id: str, count: int) -> None:
