@@ -1,6 +1,7 @@
 """How fast the CLI starts and what a small run costs, beside DeepTeam's own path.
 
     .venv/bin/python scripts/startup_figures.py            # 3 rounds; --rounds N, --top N
+    .venv/bin/python scripts/startup_figures.py --commands run  # the example and the floor
     .venv/bin/python scripts/startup_figures.py --commands '' --red-team 0,300  # red team only
 
 Each command runs in a fresh interpreter with an environment without n8n settings
@@ -11,11 +12,17 @@ prints the median wall time, which of Dagster, SciPy and DeepEval the command's 
 process imported (none for the first three; ``run`` needs Dagster, and its workers, not
 it, import DeepEval), and the ``--top`` imports with the largest cumulative time, from
 one more run under ``python -X importtime`` (microseconds, a package including what it
-imports; not counted in the median, which that flag slows). Last, Dagster's own floor:
+imports; not counted in the median, which that flag slows). Then Dagster's own floor:
 a process that imports Dagster and materialises as many partitioned assets as the
 example's run has steps, each doing nothing, on a warm SQLite instance of its own.
 Beside each wall time, the CPU seconds of the command and every process it started
 (workers included): the figure that holds on a busy machine, where wall times do not.
+Last, where the wall time of ``run`` and of the floor goes, read from each run's own
+Dagster event log (median of each phase): before the run exists (``run``: imports, the
+benchmark's checks, the instance, the Definitions), from its creation to its first step
+(Dagster's run set-up, the resources; the floor imports much of Dagster only here), the
+steps (the scoring steps among them), and after the last step (the resources' teardown;
+``run``: the summary read back and printed; the floor: the interpreter's teardown).
 
 ``--red-team MS,…`` adds the small red team at each judge latency: one vulnerability
 (Excessive Agency, its three types), two attacks (PromptInjection, LinearJailbreaking of
@@ -35,13 +42,15 @@ import argparse
 import json
 import os
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "support_agent" / "benchmark.yaml"
@@ -86,23 +95,84 @@ with dg.DagsterInstance.get() as instance:
 """
 
 
-def dagster_floor(rounds: int) -> float:
-    """Median wall time of a process that runs ``FLOOR_STEPS`` no-op assets in Dagster."""
+def dagster_floor(rounds: int) -> tuple[float, dict[str, float]]:
+    """Median wall time and phases of a process running ``FLOOR_STEPS`` no-op assets."""
     with tempfile.TemporaryDirectory(prefix="dagster-floor-") as home:
         Path(home, "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         command = [sys.executable, "-c", _FLOOR_CHILD.format(steps=FLOOR_STEPS), home]
         subprocess.run(command, check=True, capture_output=True)  # creates the instance
-        times = []
+        times, phases = [], []
         for _ in range(rounds):
-            started = time.monotonic()
+            launched, started = time.time(), time.monotonic()
             subprocess.run(command, check=True, capture_output=True)
             times.append(time.monotonic() - started)
-    return statistics.median(times)
+            phases.append(run_phases(Path(home), launched, time.time()))
+    return statistics.median(times), median_phases(phases)
+
+
+# --- where a run's wall time goes, from its Dagster event log --------------------------
+
+PHASES = {
+    "before": "before the run exists",
+    "set_up": "run created → first step",
+    "steps": "first step → last step",
+    "scoring": "  of which scoring",
+    "after": "after the last step",
+}
+
+
+def _event_times(history: Path) -> list[tuple[str, str | None, float]]:
+    """(event type, step, POSIX time) of the newest run's events under ``history``."""
+    shards = [path for path in history.glob("*.db") if path.stem != "index"]
+    newest = max(shards, key=lambda path: path.stat().st_mtime)
+    with sqlite3.connect(f"file:{newest}?mode=ro", uri=True) as events:
+        rows = events.execute(
+            "select dagster_event_type, step_key, timestamp from event_logs "
+            "where dagster_event_type is not null order by id"
+        ).fetchall()
+    # Dagster stores each event's time as a naive UTC datetime.
+    return [
+        (kind, step, datetime.fromisoformat(when).replace(tzinfo=UTC).timestamp())
+        for kind, step, when in rows
+    ]
+
+
+def run_phases(dagster_home: Path, launched: float, ended: float) -> dict[str, float]:
+    """Seconds of a process's life before, around and after its newest run's steps."""
+    events = _event_times(dagster_home / "history" / "runs")
+    starts = {step: when for kind, step, when in events if kind == "STEP_START"}
+    ends = {step: when for kind, step, when in events if kind in ("STEP_SUCCESS", "STEP_FAILURE")}
+    created, first, last = events[0][2], min(starts.values()), max(ends.values())
+    scoring = sum(ends[step] - starts[step] for step in starts if "metric_scores.score" in step)
+    return {
+        "before": created - launched,
+        "set_up": first - created,
+        "steps": last - first,
+        "scoring": scoring,
+        "after": ended - last,
+    }
+
+
+def median_phases(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each phase's median over the rounds."""
+    return {name: statistics.median(phases[name] for phases in rounds) for name in PHASES}
+
+
+def print_phases(ours: dict[str, float] | None, floor: dict[str, float]) -> None:
+    """The phases of ``run`` (if measured) beside the floor's."""
+    print(f"\nwhere the wall time goes (median s)  {'run' if ours else '':>6}  {'floor':>6}")
+    for name, label in PHASES.items():
+        figure = f"{ours[name]:6.2f}" if ours else ""
+        print(f"  {label:<34} {figure:>6}  {floor[name]:6.2f}")
 
 
 def child_environment(home: str) -> dict[str, str]:
-    """No n8n settings, so nothing is read from an n8n; the working folder ``home``."""
-    kept = {k: v for k, v in os.environ.items() if k not in ("N8N_API_URL", "N8N_API_KEY")}
+    """No n8n settings, so nothing is read from an n8n; the working folder ``home``.
+
+    The instance is the working folder's own too (``$DAGSTER_HOME`` is not passed on).
+    """
+    dropped = ("N8N_API_URL", "N8N_API_KEY", "DAGSTER_HOME")
+    kept = {k: v for k, v in os.environ.items() if k not in dropped}
     return {**kept, "N8N_DEEPEVAL_HOME": home}
 
 
@@ -119,16 +189,29 @@ def timed(command: list[str], **options: Any) -> tuple[float, float, Any]:
     return time.monotonic() - started, children_cpu() - cpu, done
 
 
-def run_once(args: list[str], home: str, profile: bool) -> tuple[float, float, list[str], str]:
+class Ran(NamedTuple):
+    """One command's run: its figures, and where a ``run``'s wall time went."""
+
+    wall_s: float
+    cpu_s: float
+    heavy: list[str]
+    stderr: str
+    phases: dict[str, float] | None
+
+
+def run_once(args: list[str], home: str, profile: bool) -> Ran:
     """Wall and CPU seconds, heavy modules imported and (``profile``) the import profile."""
     with tempfile.NamedTemporaryFile(suffix=".json") as report:
         flags = ["-X", "importtime"] if profile else []
         command = [sys.executable, *flags, "-c", _CHILD.format(heavy=HEAVY)]
+        launched = time.time()
         elapsed, cpu, done = timed([*command, report.name, *args], env=child_environment(home))
+        ended = time.time()
         heavy = json.loads(Path(report.name).read_text() or "null")
     if heavy is None:
         raise SystemExit(f"{' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return elapsed, cpu, heavy, done.stderr
+    phases = run_phases(Path(home, "dagster"), launched, ended) if args[0] == "run" else None
+    return Ran(elapsed, cpu, heavy, done.stderr, phases)
 
 
 def slowest_imports(profile: str, top: int) -> list[tuple[int, str]]:
@@ -165,28 +248,28 @@ def main() -> None:
 
 def measure_commands(names: list[str], rounds: int, top: int) -> None:
     """Each command's median wall and CPU, heavy modules and slowest imports; Dagster's floor."""
+    run_phases_seen: dict[str, float] | None = None
     with tempfile.TemporaryDirectory(prefix="startup-figures-") as home:
         run_once(COMMANDS["run"], home, profile=False)  # the instance and database exist
         for name in names:
             args = COMMANDS[name]
-            times, cpus, heavy = [], [], []
-            for _ in range(rounds):
-                elapsed, cpu, heavy, _ = run_once(args, home, profile=False)
-                times.append(elapsed)
-                cpus.append(cpu)
-            _, _, _, profile = run_once(args, home, profile=True)
+            runs = [run_once(args, home, profile=False) for _ in range(rounds)]
+            if name == "run":
+                run_phases_seen = median_phases([ran.phases for ran in runs if ran.phases])
+            profile = run_once(args, home, profile=True).stderr
             print(
-                f"{name:<9} median {statistics.median(times):.2f} s, "
-                f"{statistics.median(cpus):.2f} s CPU over {rounds} · "
-                f"heavy modules imported: {', '.join(heavy) or 'none'}"
+                f"{name:<9} median {statistics.median(ran.wall_s for ran in runs):.2f} s, "
+                f"{statistics.median(ran.cpu_s for ran in runs):.2f} s CPU over {rounds} · "
+                f"heavy modules imported: {', '.join(runs[-1].heavy) or 'none'}"
             )
             for cumulative, module in slowest_imports(profile, top):
                 print(f"  {cumulative / 1e6:6.3f} s  {module}")
-    floor = dagster_floor(rounds)
+    floor, floor_phases = dagster_floor(rounds)
     print(
         f"{'dagster':<9} median {floor:.2f} s over {rounds} · {FLOOR_STEPS} no-op "
         "assets materialised in process on a warm SQLite instance (Dagster's own floor)"
     )
+    print_phases(run_phases_seen, floor_phases)
 
 
 # --- the small red team: the pipeline's run against DeepTeam's own red_team() ------------

@@ -7,6 +7,12 @@ These keep the files and tables Dagster's own write (an instance made by either 
 the other's) and keep each file's connections open between statements. WAL mode lets
 the UI, the daemon and other runs use the same files meanwhile; a forked process makes
 its own connections, never its parent's.
+
+A file in WAL mode (Dagster switches every file it creates to it) is written with
+SQLite's ``synchronous=NORMAL``, as the judge's shared state is: a commit no longer waits
+for the disk (0.5-3 ms each here; the example's run waited ~370 times); a crashed process
+loses nothing, and a power cut can lose only the last commits, never the file's
+consistency.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dagster._core.storage.schedules.sqlite.sqlite_schedule_storage import Sqlit
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage
 from dagster._serdes import ConfigurableClassData
-from sqlalchemy import Connection, Engine, create_engine
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.pool import QueuePool
 
 # A connection for the storage's usual one-at-a-time use, a few more for the UI's threads.
@@ -47,6 +53,7 @@ class PooledEngines:
             engine = self._engines.get(key)
             if engine is None:
                 engine = create_engine(conn_string, connect_args=connect_args, **_POOL)
+                event.listen(engine, "connect", _commit_without_waiting_for_the_disk)
                 self._engines[key] = engine
             return engine
 
@@ -56,6 +63,26 @@ class PooledEngines:
             for (pid, _), engine in list(self._engines.items()):
                 engine.dispose(close=pid == os.getpid())
             self._engines.clear()
+
+
+def _commit_without_waiting_for_the_disk(connection: Any, _record: Any) -> None:
+    """``synchronous=NORMAL`` on a connection to a file in WAL mode.
+
+    A file still empty is switched to WAL first, as Dagster switches it once it has made
+    its tables: its tables are then made without a wait on the disk for each (a run's
+    event log is a new file, ~90 waits). In rollback-journal mode NORMAL could leave a
+    damaged file after a power cut: a file with tables kept in that mode keeps SQLite's
+    default.
+    """
+    cursor = connection.cursor()
+    try:
+        (mode,) = cursor.execute("pragma journal_mode").fetchone()
+        if str(mode).lower() != "wal" and cursor.execute("pragma page_count").fetchone() == (0,):
+            (mode,) = cursor.execute("pragma journal_mode=wal").fetchone()
+        if str(mode).lower() == "wal":
+            cursor.execute("pragma synchronous=normal")
+    finally:
+        cursor.close()
 
 
 @contextmanager

@@ -69,3 +69,31 @@ def test_a_table_never_written_reads_as_no_rows():
         connection.execute("create schema demo")
         connection.execute("create table demo.red_team_results as select 'a001:0' as result_id")
         assert handler.load_input(None, table, connection)["result_id"].tolist() == ["a001:0"]
+
+
+def test_a_stored_tables_columns_are_read_as_information_schema_lists_them(tmp_path):
+    from n8n_deepeval_pipeline.orchestration.resources.results_io_manager import stored_columns
+
+    with duckdb.connect(str(tmp_path / "results.duckdb")) as connection:
+        connection.execute("create schema bench")
+        connection.execute(
+            "create table bench.scores (run_id varchar, score double, judge_calls bigint, "
+            "success boolean, scored_at timestamp with time zone, metrics json)"
+        )
+        connection.execute("create schema other")
+        connection.execute("create table other.scores (elsewhere integer)")
+        listed = connection.execute(
+            "select column_name, data_type from information_schema.columns "
+            "where table_schema = 'bench' and table_name = 'scores' order by ordinal_position"
+        ).fetchall()
+        assert list(stored_columns(connection, "bench", "scores").items()) == listed
+        assert stored_columns(connection, "bench", "scores") == {
+            "run_id": "VARCHAR",
+            "score": "DOUBLE",
+            "judge_calls": "BIGINT",
+            "success": "BOOLEAN",
+            "scored_at": "TIMESTAMP WITH TIME ZONE",
+            "metrics": "JSON",
+        }
+        assert stored_columns(connection, "bench", "no_such_table") == {}
+        assert stored_columns(connection, "no_such_schema", "scores") == {}

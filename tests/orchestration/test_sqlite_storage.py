@@ -155,3 +155,37 @@ def test_the_index_is_asked_for_a_table_once_it_has_it_and_again_while_it_lacks_
         assert [storage.has_table("dynamic_partitions") for _ in range(3)] == [True] * 3
         assert [storage.has_table("no_such_table") for _ in range(2)] == [False] * 2
     assert dialect_calls == ["dynamic_partitions", "no_such_table", "no_such_table"]
+
+
+def _pragma(engine, name: str) -> object:
+    with engine.connect() as connection:
+        return connection.exec_driver_sql(f"pragma {name}").scalar()
+
+
+def test_a_run_writes_its_event_log_in_wal_mode_without_waiting_for_the_disk(home):
+    with dg.DagsterInstance.get() as instance:
+        run_id = _materialise(instance, "a1")
+        storage = instance.event_log_storage
+        for shard in (run_id, "index"):
+            engine = storage._engines.get(storage.conn_string_for_shard(shard))
+            assert _pragma(engine, "journal_mode") == "wal"
+            assert _pragma(engine, "synchronous") == 1  # NORMAL
+        runs = instance.run_storage
+        assert _pragma(runs._engines.get(runs._conn_string), "synchronous") == 1
+    # Dagster's own storage reads the run's file as it reads one it made itself.
+    with _plain(home) as plain:
+        assert plain.get_run_by_id(run_id).status == dg.DagsterRunStatus.SUCCESS
+        assert any(record.step_key == "scored" for record in plain.all_logs(run_id))
+
+
+def test_a_file_kept_in_rollback_journal_mode_keeps_waiting_for_the_disk(tmp_path):
+    path = tmp_path / "journal.db"
+    with sqlite3.connect(path) as made:  # tables in SQLite's default (rollback) mode
+        made.execute("create table kept (value text)")
+    engines = PooledEngines()
+    engine = engines.get(f"sqlite:///{path}")
+    assert _pragma(engine, "journal_mode") == "delete"
+    assert _pragma(engine, "synchronous") == 2  # FULL, SQLite's default
+    empty = engines.get(f"sqlite:///{tmp_path / 'new.db'}")
+    assert (_pragma(empty, "journal_mode"), _pragma(empty, "synchronous")) == ("wal", 1)
+    engines.dispose()
