@@ -263,10 +263,12 @@ class ReviewQueue:
         *rest, step = self.state.undo
         skipped = self._without(step.run_id)
         if step.action == "label":
+            # The labels first, in one transaction, then the step off the queue file: a
+            # crash between leaves the step in the file, and undoing it again (removing and
+            # restoring the same labels) finishes it.
             kept = {label_key(label) for label in step.replaced}
-            self.store.delete([key for key in step.written if key not in kept])
-            if step.replaced:
-                self.store.upsert(list(step.replaced))
+            removed = [key for key in step.written if key not in kept]
+            self.store.take_back(removed, list(step.replaced))
         self._save(undo=rest, skipped=skipped)
         return self._item(step.run_id).withheld()
 

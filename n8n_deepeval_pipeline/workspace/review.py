@@ -164,7 +164,7 @@ class LabelsRead:
         """Never called by a page: only a form writes labels."""
         raise PermissionError("a page reads labels: a form writes them")
 
-    def delete(self, keys: Iterable[LabelKey]) -> None:
+    def take_back(self, removed: Iterable[LabelKey], restored: Sequence[HumanLabel]) -> None:
         """Never called by a page: only a form takes labels back."""
         raise PermissionError("a page reads labels: a form takes them back")
 
