@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview, sampled_items
 from n8n_deepeval_pipeline.calibration.review_queue import (
     QueueError,
@@ -27,7 +28,7 @@ from n8n_deepeval_pipeline.calibration.review_queue import (
     ReviewQueue,
     prepare_queue,
 )
-from n8n_deepeval_pipeline.calibration.status import judged_metrics
+from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 from n8n_deepeval_pipeline.workspace.overview import benchmark_names, latest_version
@@ -219,7 +220,7 @@ def prepare(action: ActionRequest) -> Response:
             f"loads: n8n-deepeval review FILE --reviewer NAME prepares the queue",
             posted.back,
         )
-    metrics = _metrics(action, benchmark.metric_labels, judged_metrics(benchmark), posted.back)
+    metrics = _metrics(action, benchmark, posted.back)
     count = _sample(action, posted.back)
     with reading(action.source) as reader:
         versions = scored_versions(reader, posted.benchmark)
@@ -246,19 +247,12 @@ def prepare(action: ActionRequest) -> Response:
     return _go(_href(action.request, "review", "prepared", benchmark=posted.benchmark))
 
 
-def _metrics(
-    action: ActionRequest, known: Sequence[str], judged: Sequence[str], back: str
-) -> list[str]:
+def _metrics(action: ActionRequest, benchmark: Benchmark, back: str) -> list[str]:
     asked = [value for value in action.form.getlist("metric") if isinstance(value, str)]
-    unknown = [name for name in asked if name not in known]
-    if unknown:
-        raise ActionRefused(
-            400,
-            f"field metric: {unknown[0]!r} is not one of the benchmark's metrics "
-            f"({', '.join(known)})",
-            back,
-        )
-    return asked or list(judged)
+    try:
+        return metrics_to_review(benchmark, asked)
+    except UnknownMetricError as error:
+        raise ActionRefused(400, f"field metric: {error}", back) from None
 
 
 def _sample(action: ActionRequest, back: str) -> int:
