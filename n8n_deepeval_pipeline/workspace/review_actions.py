@@ -24,9 +24,9 @@ from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview, sampled_items
 from n8n_deepeval_pipeline.calibration.review_queue import (
     QueueError,
-    QueueFile,
     ReviewQueue,
     prepare_queue,
+    read_queue_file,
 )
 from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
@@ -148,7 +148,7 @@ def _opened(action: ActionRequest, posted: _Posted) -> Iterator[ReviewQueue]:
             raise ActionRefused(
                 404, f"{posted.benchmark}: no review queue for {posted.reviewer}", posted.back
             )
-        state = QueueFile.model_validate_json(posted.path.read_text(encoding="utf-8"))
+        state = read_queue_file(posted.path)
         if action.label_stores is None:
             raise ActionRefused(
                 503,
@@ -166,7 +166,7 @@ def _opened(action: ActionRequest, posted: _Posted) -> Iterator[ReviewQueue]:
             )
         store = action.label_stores(benchmark)
         with writing_labels(action.source):
-            yield ReviewQueue(posted.path, store)
+            yield ReviewQueue(posted.path, store, state)
 
 
 def label(action: ActionRequest) -> Response:

@@ -231,6 +231,20 @@ def test_skip_and_undo_on_the_page(client, generated, benchmark_file):
     assert "Nothing to undo" in nothing.text
 
 
+def test_a_form_reads_the_reviewers_queue_file_once(client, monkeypatch):
+    first, _ = shown_run(client.get(REVIEW).text)
+    parse = QueueFile.model_validate_json
+    parsed = []
+
+    def counted(text, **options):
+        parsed.append(text)
+        return parse(text, **options)
+
+    monkeypatch.setattr(QueueFile, "model_validate_json", counted)
+    skipped = client.post(f"{REVIEW}/skip", data={"run_id": first}, follow_redirects=False)
+    assert skipped.status_code == 303 and len(parsed) == 1
+
+
 def label_every_run(base: str, name: str, verdict: str, undos: int, start: threading.Barrier):
     """One reviewer's browser: their queue, labelled to the end, then ``undos`` taken back."""
     with httpx.Client(base_url=base, follow_redirects=True, timeout=60) as browser:
