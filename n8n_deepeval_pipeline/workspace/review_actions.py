@@ -8,6 +8,7 @@ page to go to (303), or refuses in one line naming the field at fault.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ from n8n_deepeval_pipeline.calibration.review_queue import (
     prepare_queue,
     read_queue_file,
 )
+from n8n_deepeval_pipeline.calibration.sampler import DEFAULT_SEED
 from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
@@ -50,6 +52,7 @@ from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, reading, w
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion, find_version, scored_versions
 
 MAX_SAMPLE = 10_000
+MAX_SEED = 2**32 - 1
 REMEMBERED_S = 365 * 24 * 3600  # how long the browser keeps the reviewer's name
 
 
@@ -222,6 +225,7 @@ def prepare(action: ActionRequest) -> Response:
         )
     metrics = _metrics(action, benchmark, posted.back)
     count = _sample(action, posted.back)
+    seed = _seed(action, posted.back)
     with reading(action.source) as reader:
         versions = scored_versions(reader, posted.benchmark)
         chosen = _version(action, versions, posted.back)
@@ -231,7 +235,7 @@ def prepare(action: ActionRequest) -> Response:
             for label in LabelsRead(reader, posted.benchmark).labels()
             if label.reviewer == posted.reviewer
         }
-    items = sampled_items(benchmark, rows, metrics, count, done)
+    items = sampled_items(benchmark, rows, metrics, count, done, seed)
     if not items:
         raise ActionRefused(
             409,
@@ -262,6 +266,19 @@ def _sample(action: ActionRequest, back: str) -> int:
     if not given.isdigit() or not 1 <= int(given) <= MAX_SAMPLE:
         raise ActionRefused(
             400, f"field sample: {given!r}: give a number of pairs from 1 to {MAX_SAMPLE}", back
+        )
+    return int(given)
+
+
+def _seed(action: ActionRequest, back: str) -> int:
+    """The sample's seed, as `review --seed` takes it: the same seed, the same runs."""
+    given = action.field("seed")
+    if given is None:
+        return DEFAULT_SEED
+    # digits only: isdigit() takes a "²" that int() refuses, and a draw's seed is never negative
+    if re.fullmatch(r"[0-9]{1,10}", given) is None or int(given) > MAX_SEED:
+        raise ActionRefused(
+            400, f"field seed: {given!r}: give a whole number from 0 to {MAX_SEED}", back
         )
     return int(given)
 
