@@ -43,6 +43,18 @@ def invoke(*args):
     return CliRunner().invoke(main, [str(arg) for arg in args])
 
 
+def test_a_metric_the_benchmark_lacks_is_refused_naming_the_option(
+    judged_home, example_copy, tmp_path
+):
+    refused = invoke(
+        "labels", "export", example_copy, "--out", tmp_path / "x.csv", "--metric", "tone"
+    )
+    assert refused.exit_code == 1
+    assert "Error: --metric 'tone' is not one of the benchmark's metrics (tool_correctness," in (
+        refused.output
+    )
+
+
 def test_an_uncalibrated_judge_decides_no_run_and_flags_no_regression(
     judged_home, example_copy, tmp_path
 ):

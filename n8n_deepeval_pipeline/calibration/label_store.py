@@ -27,8 +27,11 @@ class QueueLabels(Protocol):
     def upsert(self, labels: Sequence[HumanLabel]) -> None:
         """Write labels, replacing those of the same run, metric and reviewer; committed."""
 
-    def delete(self, keys: Iterable[LabelKey]) -> None:
-        """Remove the labels of these keys (an undo); committed."""
+    def take_back(self, removed: Iterable[LabelKey], restored: Sequence[HumanLabel]) -> None:
+        """Remove the labels of ``removed`` and write ``restored`` (an undo); one transaction.
+
+        A crash leaves the labels as they were or as the undo left them, never between.
+        """
 
     def labels(self) -> list[HumanLabel]:
         """Every label of the benchmark."""

@@ -99,6 +99,11 @@ def queue_path(home: Path, benchmark: str, reviewer: str) -> Path:
     return home / "review" / benchmark / f"{safe}-{digest}.json"
 
 
+def read_queue_file(path: Path) -> QueueFile:
+    """What a queue file holds."""
+    return QueueFile.model_validate_json(path.read_text(encoding="utf-8"))
+
+
 def write_queue_file(path: Path, queue: QueueFile) -> None:
     """Replace the queue file whole: written beside it, then renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -136,10 +141,11 @@ def prepare_queue(
 class ReviewQueue:
     """One reviewer's queue of one benchmark version: next run, label, skip, undo."""
 
-    def __init__(self, path: Path, store: QueueLabels) -> None:
+    def __init__(self, path: Path, store: QueueLabels, state: QueueFile | None = None) -> None:
+        """``state``: the queue file's contents, when the caller has read them already."""
         self.path = path
         self.store = store
-        self.state = QueueFile.model_validate_json(path.read_text(encoding="utf-8"))
+        self.state = state or read_queue_file(path)
 
     @property
     def reviewer(self) -> str:
@@ -263,10 +269,12 @@ class ReviewQueue:
         *rest, step = self.state.undo
         skipped = self._without(step.run_id)
         if step.action == "label":
+            # The labels first, in one transaction, then the step off the queue file: a
+            # crash between leaves the step in the file, and undoing it again (removing and
+            # restoring the same labels) finishes it.
             kept = {label_key(label) for label in step.replaced}
-            self.store.delete([key for key in step.written if key not in kept])
-            if step.replaced:
-                self.store.upsert(list(step.replaced))
+            removed = [key for key in step.written if key not in kept]
+            self.store.take_back(removed, list(step.replaced))
         self._save(undo=rest, skipped=skipped)
         return self._item(step.run_id).withheld()
 

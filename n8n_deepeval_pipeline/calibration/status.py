@@ -108,6 +108,27 @@ def judged_metrics(benchmark: Benchmark) -> list[str]:
     ]
 
 
+class UnknownMetricError(ValueError):
+    """A metric asked for review that the benchmark does not have."""
+
+
+def metrics_to_review(benchmark: Benchmark, named: Sequence[str]) -> list[str]:
+    """The metrics a review asks about: those named, or every one that calls a judge.
+
+    UnknownMetricError names the first that is not the benchmark's; each surface says
+    which of its fields gave it.
+    """
+    if not named:
+        return judged_metrics(benchmark)
+    unknown = [name for name in named if name not in benchmark.metric_labels]
+    if unknown:
+        raise UnknownMetricError(
+            f"{unknown[0]!r} is not one of the benchmark's metrics "
+            f"({', '.join(benchmark.metric_labels)})"
+        )
+    return list(named)
+
+
 def by_metric(labels: Iterable[JudgedLabel]) -> dict[str, list[JudgedLabel]]:
     """Labels grouped by metric."""
     grouped: dict[str, list[JudgedLabel]] = defaultdict(list)

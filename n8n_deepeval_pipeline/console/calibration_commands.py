@@ -72,18 +72,12 @@ def _reviewer(name: str | None) -> str:
 
 
 def _chosen_metrics(benchmark: Any, named: Sequence[str]) -> list[str]:
-    from n8n_deepeval_pipeline.calibration.status import judged_metrics
+    from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 
-    if not named:
-        return judged_metrics(benchmark)
-    unknown = [name for name in named if name not in benchmark.metric_labels]
-    if unknown:
-        raise Refused(
-            f"--metric {unknown[0]!r} is not one of the benchmark's metrics "
-            f"({', '.join(benchmark.metric_labels)})",
-            EXIT_ERROR,
-        )
-    return list(named)
+    try:
+        return metrics_to_review(benchmark, named)
+    except UnknownMetricError as error:
+        raise Refused(f"--metric {error}", EXIT_ERROR) from None
 
 
 def _sampled(

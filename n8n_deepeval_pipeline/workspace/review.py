@@ -30,6 +30,7 @@ from n8n_deepeval_pipeline.calibration.review_queue import (
     ReviewQueue,
     queue_path,
 )
+from n8n_deepeval_pipeline.calibration.sampler import DEFAULT_SEED
 from n8n_deepeval_pipeline.calibration.status import judged_metrics
 from n8n_deepeval_pipeline.report.conversation import ToolCallShown, tool_shown
 from n8n_deepeval_pipeline.tables.rows import HumanLabel
@@ -136,6 +137,7 @@ class PrepareChoices(_Frozen):
     metrics: tuple[str, ...]  # the benchmark's, in its file's order
     judged: tuple[str, ...]  # those that call a judge (chosen unless others are asked for)
     sample: int = DEFAULT_SAMPLE
+    seed: int = DEFAULT_SEED  # `review --seed`'s default: the same seed, the same runs
 
 
 class BenchmarkReview(_Frozen):
@@ -164,7 +166,7 @@ class LabelsRead:
         """Never called by a page: only a form writes labels."""
         raise PermissionError("a page reads labels: a form writes them")
 
-    def delete(self, keys: Iterable[LabelKey]) -> None:
+    def take_back(self, removed: Iterable[LabelKey], restored: Sequence[HumanLabel]) -> None:
         """Never called by a page: only a form takes labels back."""
         raise PermissionError("a page reads labels: a form takes them back")
 

@@ -8,6 +8,7 @@ page to go to (303), or refuses in one line naming the field at fault.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -20,14 +21,16 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from n8n_deepeval_pipeline import settings
+from n8n_deepeval_pipeline.benchmark.config import Benchmark
 from n8n_deepeval_pipeline.calibration.review_items import RunsToReview, sampled_items
 from n8n_deepeval_pipeline.calibration.review_queue import (
     QueueError,
-    QueueFile,
     ReviewQueue,
     prepare_queue,
+    read_queue_file,
 )
-from n8n_deepeval_pipeline.calibration.status import judged_metrics
+from n8n_deepeval_pipeline.calibration.sampler import DEFAULT_SEED
+from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
 from n8n_deepeval_pipeline.workspace.overview import benchmark_names, latest_version
@@ -49,6 +52,7 @@ from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, reading, w
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion, find_version, scored_versions
 
 MAX_SAMPLE = 10_000
+MAX_SEED = 2**32 - 1
 REMEMBERED_S = 365 * 24 * 3600  # how long the browser keeps the reviewer's name
 
 
@@ -147,7 +151,7 @@ def _opened(action: ActionRequest, posted: _Posted) -> Iterator[ReviewQueue]:
             raise ActionRefused(
                 404, f"{posted.benchmark}: no review queue for {posted.reviewer}", posted.back
             )
-        state = QueueFile.model_validate_json(posted.path.read_text(encoding="utf-8"))
+        state = read_queue_file(posted.path)
         if action.label_stores is None:
             raise ActionRefused(
                 503,
@@ -165,7 +169,7 @@ def _opened(action: ActionRequest, posted: _Posted) -> Iterator[ReviewQueue]:
             )
         store = action.label_stores(benchmark)
         with writing_labels(action.source):
-            yield ReviewQueue(posted.path, store)
+            yield ReviewQueue(posted.path, store, state)
 
 
 def label(action: ActionRequest) -> Response:
@@ -219,8 +223,9 @@ def prepare(action: ActionRequest) -> Response:
             f"loads: n8n-deepeval review FILE --reviewer NAME prepares the queue",
             posted.back,
         )
-    metrics = _metrics(action, benchmark.metric_labels, judged_metrics(benchmark), posted.back)
+    metrics = _metrics(action, benchmark, posted.back)
     count = _sample(action, posted.back)
+    seed = _seed(action, posted.back)
     with reading(action.source) as reader:
         versions = scored_versions(reader, posted.benchmark)
         chosen = _version(action, versions, posted.back)
@@ -230,7 +235,7 @@ def prepare(action: ActionRequest) -> Response:
             for label in LabelsRead(reader, posted.benchmark).labels()
             if label.reviewer == posted.reviewer
         }
-    items = sampled_items(benchmark, rows, metrics, count, done)
+    items = sampled_items(benchmark, rows, metrics, count, done, seed)
     if not items:
         raise ActionRefused(
             409,
@@ -246,19 +251,12 @@ def prepare(action: ActionRequest) -> Response:
     return _go(_href(action.request, "review", "prepared", benchmark=posted.benchmark))
 
 
-def _metrics(
-    action: ActionRequest, known: Sequence[str], judged: Sequence[str], back: str
-) -> list[str]:
+def _metrics(action: ActionRequest, benchmark: Benchmark, back: str) -> list[str]:
     asked = [value for value in action.form.getlist("metric") if isinstance(value, str)]
-    unknown = [name for name in asked if name not in known]
-    if unknown:
-        raise ActionRefused(
-            400,
-            f"field metric: {unknown[0]!r} is not one of the benchmark's metrics "
-            f"({', '.join(known)})",
-            back,
-        )
-    return asked or list(judged)
+    try:
+        return metrics_to_review(benchmark, asked)
+    except UnknownMetricError as error:
+        raise ActionRefused(400, f"field metric: {error}", back) from None
 
 
 def _sample(action: ActionRequest, back: str) -> int:
@@ -268,6 +266,19 @@ def _sample(action: ActionRequest, back: str) -> int:
     if not given.isdigit() or not 1 <= int(given) <= MAX_SAMPLE:
         raise ActionRefused(
             400, f"field sample: {given!r}: give a number of pairs from 1 to {MAX_SAMPLE}", back
+        )
+    return int(given)
+
+
+def _seed(action: ActionRequest, back: str) -> int:
+    """The sample's seed, as `review --seed` takes it: the same seed, the same runs."""
+    given = action.field("seed")
+    if given is None:
+        return DEFAULT_SEED
+    # digits only: isdigit() takes a "²" that int() refuses, and a draw's seed is never negative
+    if re.fullmatch(r"[0-9]{1,10}", given) is None or int(given) > MAX_SEED:
+        raise ActionRefused(
+            400, f"field seed: {given!r}: give a whole number from 0 to {MAX_SEED}", back
         )
     return int(given)
 

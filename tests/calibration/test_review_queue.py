@@ -1,10 +1,12 @@
 """The review queue's back end, over a real DuckDB label store: next, label, skip, undo."""
 
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 
 from n8n_deepeval_pipeline import load_benchmark
+from n8n_deepeval_pipeline.calibration import review_queue
 from n8n_deepeval_pipeline.calibration.review_queue import (
     MetricLabel,
     QueueError,
@@ -115,3 +117,69 @@ def test_queue_files_of_two_reviewers_never_meet(tmp_path):
     first = queue_path(tmp_path, "b", "ann/../x")
     second = queue_path(tmp_path, "b", "ann_x")
     assert first != second and first.parent == tmp_path / "review" / "b"
+
+
+class StoreFailingAfterDelete(DuckDbLabelStore):
+    """Test double: a real DuckDB store whose first write after a delete fails, once."""
+
+    fail = False
+    deleted = False
+
+    @contextmanager
+    def _cursor(self):
+        with super()._cursor() as run:
+
+            def failing(statement, values):
+                if self.fail and self.deleted and statement.startswith("insert"):
+                    self.fail = False
+                    raise OSError("the disk went away between the delete and the restore")
+                self.deleted = self.deleted or statement.startswith("delete")
+                return run(statement, values)
+
+            yield failing
+
+
+def test_an_undo_that_fails_half_way_changes_no_label_and_undoing_again_finishes_it(
+    queue, tmp_path
+):
+    store = StoreFailingAfterDelete(queue.store.benchmark, tmp_path / "failing.duckdb")
+    queue = ReviewQueue(queue.path, store)
+    # Ann had labelled one metric of the run by an import: the queue's label replaces it
+    # and adds the other, so its undo removes one label and restores another
+    store.upsert([HumanLabel(
+        workflow_hash="b" * 64, run_id=ITEMS[0].run_id, metric="helpfulness",
+        reviewer="Ann Lee", passed=True, rating=None, comment=None, labelled_at=T0,
+        source="import")])  # fmt: skip
+    queue.label(ITEMS[0].run_id, both(False, False), T0)
+    store.fail = True
+    with pytest.raises(OSError, match="between the delete and the restore"):
+        queue.undo()
+    assert mine(store) == {("A1:0", "helpfulness"): False, ("A1:0", "bias"): False}
+    reopened = ReviewQueue(queue.path, store)  # the page restarted
+    assert len(reopened.state.undo) == 1  # the step is still there to undo
+    assert reopened.undo().run_id == ITEMS[0].run_id
+    assert mine(store) == {("A1:0", "helpfulness"): True}
+    assert ReviewQueue(queue.path, store).state.undo == []
+
+
+def test_a_crash_between_the_labels_and_the_queue_file_is_finished_by_undoing_again(
+    queue, store, monkeypatch
+):
+    queue.label(ITEMS[0].run_id, both(True, True), T0)
+    queue.label(ITEMS[0].run_id, both(False, True), T0)
+
+    def crash(path, state):
+        raise OSError("killed before the queue file was written")
+
+    monkeypatch.setattr(review_queue, "write_queue_file", crash)
+    with pytest.raises(OSError, match="killed"):
+        queue.undo()
+    monkeypatch.undo()
+    assert mine(store) == {("A1:0", "helpfulness"): True, ("A1:0", "bias"): True}
+    reopened = ReviewQueue(queue.path, store)
+    assert len(reopened.state.undo) == 2  # the labels were put back, the step not yet off
+    assert reopened.undo().run_id == ITEMS[0].run_id  # undone again: the same labels
+    assert mine(store) == {("A1:0", "helpfulness"): True, ("A1:0", "bias"): True}
+    assert len(ReviewQueue(queue.path, store).state.undo) == 1
+    assert reopened.undo().run_id == ITEMS[0].run_id
+    assert mine(store) == {}

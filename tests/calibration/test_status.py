@@ -1,10 +1,16 @@
 """A judge-backed metric's standing: calibrated, uncalibrated (and why), too few labels."""
 
+import pytest
 import yaml
 
 from n8n_deepeval_pipeline import load_benchmark
 from n8n_deepeval_pipeline.calibration.measurement import measure, render_calibration
-from n8n_deepeval_pipeline.calibration.status import gated_metrics, judged_metrics
+from n8n_deepeval_pipeline.calibration.status import (
+    UnknownMetricError,
+    gated_metrics,
+    judged_metrics,
+    metrics_to_review,
+)
 from tests.calibration.judged_labels import judged
 from tests.conftest import EXAMPLE
 
@@ -27,6 +33,18 @@ def agreeing(metric: str, runs: int, wrong: int = 0):
 def test_only_judge_backed_metrics_are_calibrated(example_copy):
     benchmark = load_benchmark(example_copy)
     assert judged_metrics(benchmark) == ["helpfulness", "bias"]
+
+
+def test_a_review_asks_about_the_metrics_named_or_else_the_judged_ones(example_copy):
+    benchmark = load_benchmark(example_copy)
+    assert metrics_to_review(benchmark, []) == ["helpfulness", "bias"]
+    assert metrics_to_review(benchmark, ["tool_correctness"]) == ["tool_correctness"]
+    with pytest.raises(UnknownMetricError) as refused:
+        metrics_to_review(benchmark, ["bias", "tone", "pace"])
+    assert str(refused.value) == (
+        "'tone' is not one of the benchmark's metrics (tool_correctness, tool_permission, "
+        "agent_loop_detection, exact_answer, no_refund_promise, helpfulness, bias)"
+    )
 
 
 def test_each_standing_says_why(example_copy):

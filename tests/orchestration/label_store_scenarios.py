@@ -88,8 +88,13 @@ def labels_kept_and_joined(
     assert (production.kind, production.direction, production.judge_passed) == (
         "online", "lower_is_better", True)  # fmt: skip
     assert store.scored(["execution:7"]) == {("execution:7", "bias"): NEW}
-    store.delete([(f"{OLD}:a:0", "helpfulness", "ben")])
+    # an undo: ann's label of the new version taken back, her earlier one restored
+    store.take_back(
+        [(f"{NEW}:a:0", "helpfulness", "ann")], [label(f"{NEW}:a:0", "helpfulness", "ann", False)]
+    )
+    store.take_back([(f"{OLD}:a:0", "helpfulness", "ben")], [])
     assert len(store.labels()) == 4
+    assert [x.passed for x in store.labels() if x.run_id == f"{NEW}:a:0"] == [False]
     # a red team's played attack, labelled as red_team.review names it
     write_table("red_team_results", to_frame(RedTeamResult, [played(1, breached=True)]))
     attack = f"{NOW}:a1:0"

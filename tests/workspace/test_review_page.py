@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from html import unescape
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 from starlette.testclient import TestClient
@@ -26,6 +27,7 @@ from n8n_deepeval_pipeline.calibration.review_items import (
     TurnShown,
 )
 from n8n_deepeval_pipeline.calibration.review_queue import QueueFile, queue_path, write_queue_file
+from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration.resources.human_labels import DuckDbLabelStore
 from n8n_deepeval_pipeline.testing.generated_store import REASON
 from n8n_deepeval_pipeline.workspace import WorkspaceServer, create_app
@@ -231,6 +233,20 @@ def test_skip_and_undo_on_the_page(client, generated, benchmark_file):
     assert "Nothing to undo" in nothing.text
 
 
+def test_a_form_reads_the_reviewers_queue_file_once(client, monkeypatch):
+    first, _ = shown_run(client.get(REVIEW).text)
+    parse = QueueFile.model_validate_json
+    parsed = []
+
+    def counted(text, **options):
+        parsed.append(text)
+        return parse(text, **options)
+
+    monkeypatch.setattr(QueueFile, "model_validate_json", counted)
+    skipped = client.post(f"{REVIEW}/skip", data={"run_id": first}, follow_redirects=False)
+    assert skipped.status_code == 303 and len(parsed) == 1
+
+
 def label_every_run(base: str, name: str, verdict: str, undos: int, start: threading.Barrier):
     """One reviewer's browser: their queue, labelled to the end, then ``undos`` taken back."""
     with httpx.Client(base_url=base, follow_redirects=True, timeout=60) as browser:
@@ -281,6 +297,9 @@ def test_without_a_label_store_the_page_shows_and_writes_nothing(generated, benc
     [
         ({"metric": "tone"}, 400, "field metric: 'tone' is not one of the benchmark's metrics"),
         ({"sample": "0"}, 400, "field sample: '0': give a number of pairs from 1 to 10000"),
+        ({"seed": "-1"}, 400, "field seed: '-1': give a whole number from 0 to 4294967295"),
+        ({"seed": "²"}, 400, "field seed: '²': give a whole number from 0 to 4294967295"),
+        ({"seed": "4294967296"}, 400, "field seed: '4294967296': give a whole number from 0"),
         ({"version": "abcdef"}, 400, "field version: no known version starts with 'abcdef'"),
         ({"metric": "bias"}, 409, "nothing to review in "),  # dry-run placeholders only
     ],
@@ -290,6 +309,30 @@ def test_a_queue_the_page_cannot_prepare_says_why(app, fields, status, said):
     as_reviewer(reviewing, "Ann Lee")
     refused = reviewing.post(f"{REVIEW}/prepare", data=fields)
     assert refused.status_code == status and said in alert(refused.text)
+
+
+def queued_runs(home: Path, reviewer: str) -> list[str]:
+    path = queue_path(home, BENCHMARK, reviewer)
+    return [item.run_id for item in QueueFile.model_validate_json(path.read_text()).items]
+
+
+def test_a_queue_is_sampled_with_the_seed_asked_for_as_review_samples_it(app, home):
+    reviewing = TestClient(app)
+    as_reviewer(reviewing, "Ann Lee")
+    form = reviewing.get(REVIEW).text
+    command = main.get_command(click.Context(main), "review")
+    (cli_seed,) = [option.default for option in command.params if option.name == "seed"]
+    assert f'name="seed" min="0" max="4294967295" value="{cli_seed}"' in form
+    prepare(reviewing)
+    by_default = queued_runs(home, "Ann Lee")
+    prepare(reviewing, seed=str(cli_seed))
+    assert queued_runs(home, "Ann Lee") == by_default
+    prepare(reviewing, seed="7")
+    seeded = queued_runs(home, "Ann Lee")
+    assert seeded != by_default  # another draw of the same version's judged pairs
+    as_reviewer(reviewing, "bob")
+    prepare(reviewing, seed="7")
+    assert queued_runs(home, "bob") == seeded  # the same seed, the same runs
 
 
 def test_the_review_home_counts_each_reviewers_labels(client, app):

@@ -1,8 +1,9 @@
 """``<benchmark>.human_labels`` in the results store: DuckDB here, PostgreSQL for a fleet.
 
 People's labels are the user's data, not a partition's output: no IO manager writes them,
-so no re-run, re-score or backfill replaces them. Each write is its own transaction,
-committed before it returns (the review queue writes a label the moment it is given).
+so no re-run, re-score or backfill replaces them. Each write is one transaction (an
+undo's removals with its restorations), committed before it returns (the review queue
+writes a label the moment it is given).
 The table is keyed by run, metric and reviewer; a label given again replaces the last one.
 Reading joins each label with the score its run has now (``calibration.judged_reads``,
 the statements the results workspace reads them with too), so agreement is measured
@@ -90,6 +91,22 @@ class SqlLabelStore(LabelStore):
         """Write labels, replacing those of the same run, metric and reviewer; committed."""
         if not labels:
             return
+        with self._cursor() as run:
+            self._create(run)
+            self._upsert(run, labels)
+
+    def take_back(self, removed: Iterable[LabelKey], restored: Sequence[HumanLabel]) -> None:
+        """Remove the labels of ``removed`` and write ``restored``, in one transaction."""
+        statement = self._sql(
+            f"delete from {self._table} where run_id = ? and metric = ? and reviewer = ?"
+        )
+        with self._cursor() as run:
+            self._create(run)
+            for key in removed:
+                run(statement, list(key))
+            self._upsert(run, restored)
+
+    def _upsert(self, run: Statement, labels: Sequence[HumanLabel]) -> None:
         names = ", ".join(_COLUMNS)
         places = ", ".join("?" for _ in _COLUMNS)
         updates = ", ".join(f"{name} = excluded.{name}" for name in _COLUMNS if name not in _KEY)
@@ -97,20 +114,8 @@ class SqlLabelStore(LabelStore):
             f"insert into {self._table} ({names}) values ({places}) "
             f"on conflict ({', '.join(_KEY)}) do update set {updates}"
         )
-        with self._cursor() as run:
-            self._create(run)
-            for label in labels:
-                run(statement, [getattr(label, name) for name in _COLUMNS])
-
-    def delete(self, keys: Iterable[LabelKey]) -> None:
-        """Remove the labels of these keys; committed."""
-        statement = self._sql(
-            f"delete from {self._table} where run_id = ? and metric = ? and reviewer = ?"
-        )
-        with self._cursor() as run:
-            self._create(run)
-            for key in keys:
-                run(statement, list(key))
+        for label in labels:
+            run(statement, [getattr(label, name) for name in _COLUMNS])
 
     def labels(self) -> list[HumanLabel]:
         """Every label of the benchmark, oldest first."""
