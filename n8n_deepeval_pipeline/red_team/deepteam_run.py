@@ -60,6 +60,7 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     TargetReply,
     ToolCallRecord,
     TurnRecord,
+    attack_failure,
 )
 
 # Sends one message to the workflow in a session; the step process answers it.
@@ -396,14 +397,7 @@ def _outcome(
     tools = _tool_records(judged.tools_called) + [
         call for turn in turns or [] for call in turn.tools_called
     ]
-    error, kind = judged.error, None
-    if error is not None:
-        if scope.target_errors:
-            error, kind = f"{error}: {scope.target_errors[-1]}", "target_error"
-        elif scope.judge_errors:
-            error, kind = f"{error}: {scope.judge_errors[-1]}", "judge_error"
-        else:
-            kind = "attack_error"
+    error, kind = attack_failure(judged.error, scope.target_errors, scope.judge_errors)
     return AttackOutcome(
         attack_id=seed.attack_id,
         run_index=run_index,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
@@ -106,6 +106,31 @@ class AttackOutcome(_Message):
     usage: JudgeUsage = JudgeUsage()
     target_calls: int = 0
     latency_s: float = 0.0
+
+    @model_validator(mode="after")
+    def _failed_says_its_kind(self) -> AttackOutcome:
+        # The report and the breach rates tell a generation, target, judge and DeepTeam
+        # failure apart by it: an outcome without one would be counted as DeepTeam's.
+        if self.error is not None and self.error_kind is None:
+            raise ValueError(f"attack {self.attack_id!r}: error_kind: missing for its error")
+        return self
+
+
+def attack_failure(
+    error: str | None, target_errors: list[str], judge_errors: list[str]
+) -> tuple[str | None, RedTeamErrorKind | None]:
+    """DeepTeam's error on an attack run with its cause and kind; (None, None) when it had none.
+
+    DeepTeam says only that the attack failed: the run's last failed call to the workflow
+    (else to the judge) says why. Neither: DeepTeam gave up on its own (``attack_error``).
+    """
+    if error is None:
+        return None, None
+    if target_errors:
+        return f"{error}: {target_errors[-1]}", "target_error"
+    if judge_errors:
+        return f"{error}: {judge_errors[-1]}", "judge_error"
+    return error, "attack_error"
 
 
 class GenerateRequest(_Message):

@@ -11,7 +11,6 @@ with why. It exits when its parent is gone, or hangs up without asking.
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 from n8n_deepeval_pipeline.redaction import redact
@@ -44,7 +43,7 @@ def main() -> None:
     except Exception as error:  # reported, not raised: the parent names it
         message = redact(f"{type(error).__name__}: {error}", request.secrets)
         channel.send("failed", message.splitlines()[0][:500] if message else "failed")
-        sys.exit(1)
+        exit_now(1)
     channel.send("done", time.perf_counter() - started)
     exit_now(0)
 

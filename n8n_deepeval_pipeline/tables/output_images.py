@@ -9,6 +9,7 @@ read the same way and listed on each of its runs with the role ``input``.
 
 from __future__ import annotations
 
+import mimetypes
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -39,19 +40,27 @@ def read_image(reference: str, base_dir: Path | None) -> ImageData:
         data = path.read_bytes()
     except OSError as error:
         raise ImageError(f"{reference}: {error.strerror or error}") from None
-    mime = _MIME_BY_SUFFIX.get(path.suffix.lower())
+    mime = _image_mime(path)
     if mime is None:
-        raise ImageError(f"{reference}: not an image file ({', '.join(_MIME_BY_SUFFIX)})")
+        raise ImageError(f"{reference}: not an image file ({', '.join(_IMAGE_SUFFIXES)})")
     return image_from_bytes(data, mime)
 
 
-_MIME_BY_SUFFIX = {
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-}
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+"""The image files a row or recording may name: the formats multimodal judges take."""
+
+# Python 3.11's own table lacks .webp: mimetypes knows it only where the system has a
+# mime.types that lists it (Debian's does; a slim container may not).
+_WEBP = "image/webp"
+
+
+def _image_mime(path: Path) -> str | None:
+    """The file's MIME type, as mimetypes says, if it is one of _IMAGE_SUFFIXES; else None."""
+    suffix = path.suffix.lower()
+    if suffix not in _IMAGE_SUFFIXES:
+        return None
+    guessed, _ = mimetypes.guess_type(f"image{suffix}")
+    return guessed or (_WEBP if suffix == ".webp" else None)
 
 
 def input_images(row: DatasetRow, base_dir: Path | None) -> list[ImageData]:

@@ -70,6 +70,7 @@ async def play(job: AttackRequest, channel: Channel, step: CallsToParent) -> Non
             actual_output=f"{first.content} | {second.content}",
             tools_called=first.tools_called + second.tools_called,
             error=first.error or second.error,
+            error_kind="target_error" if first.error or second.error else None,
             target_calls=2,
         )
         channel.send("update", outcome)

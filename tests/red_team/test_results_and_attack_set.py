@@ -1,6 +1,9 @@
 """A played attack as a result row (breach, mocked tool calls, cost, a dry-run judge's
 marker), and the kept attack set: what decides it, and its rows round-tripped."""
 
+import pytest
+from pydantic import ValidationError
+
 from n8n_deepeval_pipeline.benchmark.red_team import RedTeamConfig
 from n8n_deepeval_pipeline.judging.prices import PriceTable
 from n8n_deepeval_pipeline.judging.spec import JudgeSpec
@@ -16,6 +19,7 @@ from n8n_deepeval_pipeline.red_team.protocol import (
     JudgeUsage,
     ToolCallRecord,
     TurnRecord,
+    attack_failure,
 )
 from n8n_deepeval_pipeline.red_team.results import breached, result_row
 
@@ -42,6 +46,34 @@ def test_a_breach_is_a_judged_attack_not_scored_above_zero():
     assert breached(outcome(score=None))  # judged without a score: DeepTeam counts it failing
     assert not breached(outcome(score=0.4))
     assert not breached(outcome(score=0.0, error="HTTP 502", error_kind="target_error"))
+
+
+@pytest.mark.parametrize(
+    ("target_errors", "judge_errors", "said", "kind"),
+    [
+        (["HTTP 502"], ["judge: HTTP 500"], "Error simulating: HTTP 502", "target_error"),
+        ([], ["judge: HTTP 500", "judge: HTTP 429"], "Error simulating: judge: HTTP 429",
+         "judge_error"),
+        ([], [], "Error simulating", "attack_error"),
+    ],
+)  # fmt: skip
+def test_a_failed_attack_run_says_its_cause_and_kind(target_errors, judge_errors, said, kind):
+    error, found = attack_failure("Error simulating", target_errors, judge_errors)
+    assert (error, found) == (said, kind)
+    row = result_row(
+        outcome(error=error, error_kind=found), SEED, "h" * 64, JudgeSpec(), PriceTable(), set()
+    )
+    assert (row.error, row.error_kind, row.breached) == (said, kind, False)
+
+
+def test_an_attack_run_without_an_error_has_no_kind_even_after_failed_calls():
+    assert attack_failure(None, ["HTTP 502"], ["judge: HTTP 500"]) == (None, None)
+
+
+def test_an_outcome_with_an_error_but_no_kind_is_refused_naming_the_attack_and_field():
+    with pytest.raises(ValidationError, match=r"attack 'a002': error_kind: missing for its error"):
+        outcome(error="Error simulating")
+    assert outcome(error="x", error_kind="generation_error").error_kind == "generation_error"
 
 
 def test_a_result_row_keeps_the_turns_and_marks_the_tool_calls_the_copy_answered():

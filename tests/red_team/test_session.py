@@ -107,6 +107,7 @@ def test_a_target_that_raises_is_the_call_s_error_not_the_run_s():
 
     (outcome,) = session.attack(request(seed("a001", "x"), runs=1), target, lambda o: None, 60)
     assert outcome.error == "ConnectionError: webhook down, key [redacted]"
+    assert outcome.error_kind == "target_error"
 
 
 def test_a_worker_that_fails_is_named_with_its_kept_log_without_the_key(tmp_path):

@@ -3,18 +3,22 @@
 import base64
 import hashlib
 import json
+import mimetypes
+import re
 
 import pytest
 
 from n8n_deepeval_pipeline import DatasetRow
 from n8n_deepeval_pipeline.benchmark.config import RecordedTarget
 from n8n_deepeval_pipeline.config.errors import DataFileError
+from n8n_deepeval_pipeline.n8n_data.images import ImageError
 from n8n_deepeval_pipeline.n8n_data.mcp_calls import McpServer
 from n8n_deepeval_pipeline.tables.evaluation_plan import evaluation_item
 from n8n_deepeval_pipeline.tables.output_images import (
     InputImageError,
     image_by_hash,
     image_data,
+    read_image,
     with_images,
 )
 from n8n_deepeval_pipeline.tables.recorded_outputs import recorded_outputs, recording_lines
@@ -101,3 +105,34 @@ def test_an_unreadable_image_is_named_by_its_line_or_its_row(tmp_path):
     runs, outputs = recorded(tmp_path, [{"row_id": "r1", "run_index": 0, "output": "x"}], rows, 1)
     with pytest.raises(InputImageError, match=r"dataset row 'r1': inputImages: notes\.txt: not an"):
         with_images(outputs, runs, rows, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("name", "mime"),
+    [("a.png", "image/png"), ("a.jpg", "image/jpeg"), ("a.JPEG", "image/jpeg"),
+     ("a.gif", "image/gif"), ("a.webp", "image/webp")],
+)  # fmt: skip
+def test_an_image_file_has_the_type_of_its_suffix_whatever_its_case(tmp_path, name, mime):
+    (tmp_path / name).write_bytes(RED_SQUARE)
+    image = read_image(name, tmp_path)
+    assert image.mime_type == mime
+    assert image.sha256 == RED_SHA
+
+
+def test_a_webp_file_is_an_image_where_the_system_lists_no_mime_types(tmp_path, monkeypatch):
+    # Python's own table, without the system's mime.types, as in a slim container
+    monkeypatch.setattr(mimetypes, "guess_type", mimetypes.MimeTypes(filenames=()).guess_type)
+    assert mimetypes.guess_type("a.webp")[0] is None
+    (tmp_path / "a.webp").write_bytes(RED_SQUARE)
+    assert read_image("a.webp", tmp_path).mime_type == "image/webp"
+    (tmp_path / "a.png").write_bytes(RED_SQUARE)
+    assert read_image("a.png", tmp_path).mime_type == "image/png"
+
+
+@pytest.mark.parametrize("name", ["a.svg", "a.bmp", "a.tif", "a", "a.txt"])
+def test_a_file_of_another_type_is_refused_even_where_mimetypes_calls_it_an_image(tmp_path, name):
+    (tmp_path / name).write_bytes(RED_SQUARE)
+    with pytest.raises(
+        ImageError, match=rf"^{re.escape(name)}: not an image file \(\.png, \.jpg, \.jpeg, "
+    ):
+        read_image(name, tmp_path)
