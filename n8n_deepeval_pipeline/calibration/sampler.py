@@ -28,6 +28,7 @@ NEAR_THRESHOLD = 0.25  # a score this far from the threshold (or farther) gets n
 NEAR_WEIGHT = 3.0  # extra weight of a score on the threshold
 DISAGREEMENT_WEIGHT = 6.0  # extra weight per unit of a panel's disagreement (at most 0.5)
 DEFAULT_SEED = 0
+MAX_SEED = 2**32 - 1  # the largest seed numpy's generator takes (it refuses negatives)
 
 
 class Candidate(BaseModel):

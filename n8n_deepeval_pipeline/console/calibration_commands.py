@@ -32,7 +32,8 @@ _VERSION = click.option(
 )
 _SEED = click.option(
     "--seed",
-    type=int,
+    # calibration.sampler.MAX_SEED, written out: importing the sampler loads numpy
+    type=click.IntRange(0, 2**32 - 1),
     default=0,
     show_default=True,
     help="The sample's seed: reviewers given the same one see the same runs, so their "

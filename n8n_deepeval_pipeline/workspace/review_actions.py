@@ -29,7 +29,7 @@ from n8n_deepeval_pipeline.calibration.review_queue import (
     prepare_queue,
     read_queue_file,
 )
-from n8n_deepeval_pipeline.calibration.sampler import DEFAULT_SEED
+from n8n_deepeval_pipeline.calibration.sampler import DEFAULT_SEED, MAX_SEED
 from n8n_deepeval_pipeline.calibration.status import UnknownMetricError, metrics_to_review
 from n8n_deepeval_pipeline.tables.comparison import UnknownVersionError, resolve_version
 from n8n_deepeval_pipeline.tables.rows import AgentOutput, DatasetRow, ExpandedRun, MetricScore
@@ -52,7 +52,6 @@ from n8n_deepeval_pipeline.workspace.store import Reader, model_rows, reading, w
 from n8n_deepeval_pipeline.workspace.versions import StoredVersion, find_version, scored_versions
 
 MAX_SAMPLE = 10_000
-MAX_SEED = 2**32 - 1
 REMEMBERED_S = 365 * 24 * 3600  # how long the browser keeps the reviewer's name
 
 

@@ -27,6 +27,7 @@ from n8n_deepeval_pipeline.calibration.review_items import (
     TurnShown,
 )
 from n8n_deepeval_pipeline.calibration.review_queue import QueueFile, queue_path, write_queue_file
+from n8n_deepeval_pipeline.calibration.sampler import MAX_SEED
 from n8n_deepeval_pipeline.cli import main
 from n8n_deepeval_pipeline.orchestration.resources.human_labels import DuckDbLabelStore
 from n8n_deepeval_pipeline.testing.generated_store import REASON
@@ -321,7 +322,10 @@ def test_a_queue_is_sampled_with_the_seed_asked_for_as_review_samples_it(app, ho
     as_reviewer(reviewing, "Ann Lee")
     form = reviewing.get(REVIEW).text
     command = main.get_command(click.Context(main), "review")
-    (cli_seed,) = [option.default for option in command.params if option.name == "seed"]
+    (option,) = [option for option in command.params if option.name == "seed"]
+    cli_seed = option.default
+    # the CLI refuses what the page refuses (numpy's draw takes 0 to MAX_SEED)
+    assert (option.type.min, option.type.max) == (0, MAX_SEED) == (0, 4294967295)
     assert f'name="seed" min="0" max="4294967295" value="{cli_seed}"' in form
     prepare(reviewing)
     by_default = queued_runs(home, "Ann Lee")
