@@ -47,6 +47,19 @@ def chromium_page(javascript: bool = True) -> Iterator[object]:
             browser.close()
 
 
+@contextmanager
+def htmx_settled(page) -> Iterator[None]:
+    """Leave once the htmx swap an action inside started has settled: htmx binds the
+    triggers of the content it swapped in only then, so a key typed or an option chosen
+    before it would not be heard (the grid's search is an ``input`` trigger)."""
+    page.evaluate(
+        "() => { window.settledOnce = new Promise(done => document.body.addEventListener("
+        "'htmx:afterSettle', done, {once: true})) }"
+    )
+    yield
+    page.evaluate("() => window.settledOnce.then(() => true)")
+
+
 def walk_through_the_example(page, root: str, first: str, second: str) -> None:
     """The example's second version (it regressed) found from the home page, down to a case
     and the same case in its baseline; its grid filtered to failures on the way."""

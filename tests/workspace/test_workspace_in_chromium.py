@@ -13,7 +13,12 @@ import pytest
 from n8n_deepeval_pipeline.workspace import WorkspaceServer, create_app
 from n8n_deepeval_pipeline.workspace.benchmark_files import BenchmarkFiles
 from n8n_deepeval_pipeline.workspace.store import StoreSource
-from tests.workspace.browser import chromium_page, require_chromium, walk_through_the_example
+from tests.workspace.browser import (
+    chromium_page,
+    htmx_settled,
+    require_chromium,
+    walk_through_the_example,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +49,8 @@ def test_the_grid_sorts_and_searches_in_place_and_two_versions_compare(served, e
     with chromium_page() as page:
         page.goto(f"{served.url}benchmarks/support_agent/versions/{second}")
         grid = page.locator("table.grid tbody tr")
-        page.locator("table.grid th a.sort", has_text="case").click()
+        with htmx_settled(page):
+            page.locator("table.grid th a.sort", has_text="case").click()
         expect(page).to_have_url(re.compile(r"\?sort=case$"))
         expect(grid.first).to_have_attribute("data-case", "calc-discount")
         page.locator('input[name="q"]').fill("A1042")  # an input and some outputs name it
@@ -143,12 +149,14 @@ def test_the_grids_metric_filter_and_descending_order_and_a_picked_pair_compare(
         grid = page.locator("table.grid tbody tr")
         count = page.locator("form.filters .count")
         expect(count).to_have_text("3 of 3 cases")
-        page.locator("table.grid th a.sort", has_text="case").click()
+        with htmx_settled(page):
+            page.locator("table.grid th a.sort", has_text="case").click()
         expect(page).to_have_url(re.compile(r"\?sort=case$"))
         expect(grid.first).to_have_attribute("data-case", "refund")
         ascending = [row.get_attribute("data-case") for row in grid.all()]
         assert ascending == ["refund", "status", "total"]
-        page.locator("table.grid th a.sort", has_text="case").click()  # again: descending
+        with htmx_settled(page):
+            page.locator("table.grid th a.sort", has_text="case").click()  # again: descending
         expect(page).to_have_url(re.compile(r"\?sort=case&order=desc$"))
         expect(grid.first).to_have_attribute("data-case", "total")
         assert [row.get_attribute("data-case") for row in grid.all()] == ascending[::-1]
